@@ -1,0 +1,125 @@
+# mgpu - one non-recursive build; every output goes under build/.
+#   make [CUDA=auto|0|1] [MPI=auto|0|1] [SANITIZE=address,undefined] [WERROR=1]
+#   make help   lists the targets.
+
+CUDA ?= auto
+MPI ?= auto
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := 0.1.0
+
+B := build
+ifneq ($(SANITIZE),)
+B := build/san
+endif
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wcast-qual -Wwrite-strings -Wundef -Wvla
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+CPPFLAGS += -Ilib -I$(B) -I/usr/include/x86_64-linux-gnu/openblas-pthread \
+	-D_GNU_SOURCE -DMGPU_VERSION='"$(VERSION)"'
+ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -pthread -MMD -MP
+LDLIBS := -lopenblas -lzstd -larchive -lm -pthread
+ifneq ($(SANITIZE),)
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+CUDA := 0
+endif
+
+# Optional parts: trial compiles in mk/configure.sh, redone when the request
+# (CUDA/MPI values) changes.
+CONFIG_REQ_NOW := $(CUDA)-$(MPI)
+-include $(B)/config.mk
+ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
+$(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) >&2)
+include $(B)/config.mk
+endif
+ifeq ($(wildcard $(B)/config.mk),)
+$(error configure failed; see the message above)
+endif
+
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
+LIB_CU :=
+ifeq ($(HAVE_CUDA),1)
+LIB_CU := $(sort $(wildcard lib/*/*.cu))
+NVCCFLAGS := -O2 -g -std=c++17 -Ilib -I$(B) -DMGPU_VERSION='"$(VERSION)"' \
+	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+	-Xcompiler -Wall,-Wextra,-Wshadow -Werror all-warnings -MMD -MP
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lnccl -lcudart -lstdc++
+endif
+
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o) $(LIB_CU:%.cu=$(B)/obj/%.cu.o)
+LIBA := $(B)/libmgpu.a
+
+TOOLS := $(notdir $(wildcard tools/mgpu-*))
+TOOL_BINS := $(TOOLS:%=$(B)/bin/%)
+MAIN_OBJ := $(B)/obj/tools/common_main.o
+
+TEST_SRC := $(sort $(wildcard tests/unit/*.c tests/ops/*.c))
+TEST_BINS := $(TEST_SRC:%.c=$(B)/%)
+
+all: $(TOOL_BINS) $(TEST_BINS)
+	@echo "built: $(TOOLS) (cuda=$(HAVE_CUDA) mpi=$(HAVE_MPI)) in $(B)/bin" >&2
+
+$(B)/obj/%.o: %.c $(B)/config.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/obj/%.cu.o: %.cu $(B)/config.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+$(LIBA): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+.SECONDEXPANSION:
+$(B)/bin/%: $$(patsubst %.c,$(B)/obj/%.o,$$(wildcard tools/%/*.c)) $(MAIN_OBJ) $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/%: $(B)/obj/tests/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+deps:
+	@sh mk/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/run.sh $(B)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(B)/bin/mgpu-train --epochs 10
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@sh bench/run.sh $(B)
+
+lint-man:
+	mandoc -T lint -W warning man/*.[157]
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin
+	for f in man/*.1; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/man/man1; done
+	for f in $(wildcard man/*.5); do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/man/man5; done
+	for f in man/*.7; do install -m 644 $$f $(DESTDIR)$(PREFIX)/share/man/man7; done
+
+clean:
+	rm -rf build
+
+help:
+	@echo "targets: all (default), test, demo, bench, deps, lint-man, install, clean, help"
+	@echo "options: CUDA=auto|0|1 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
+
+.PHONY: all deps test demo bench lint-man install clean help
+.PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

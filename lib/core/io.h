@@ -1,0 +1,36 @@
+/*
+ * io.h - whole-file reads and atomic file writes.
+ *
+ * An atomic file is written under "PATH.tmp.PID", flushed, fsynced and
+ * renamed over PATH, then the directory is fsynced: readers see the old file
+ * or the complete new one, never a partial one. On any failure the temporary
+ * is removed.
+ */
+#ifndef MGPU_CORE_IO_H
+#define MGPU_CORE_IO_H
+
+#include <stddef.h> /* size_t */
+#include <stdio.h>  /* FILE */
+
+struct mgpu_afile {
+	char path[4096];
+	char tmp[4096 + 32];
+	FILE *fp;
+};
+
+/* Open a temporary beside path for writing through af->fp. */
+int mgpu_afile_open(struct mgpu_afile *af, const char *path);
+/* Flush, fsync, close and rename over the final path. */
+int mgpu_afile_commit(struct mgpu_afile *af);
+/* Close and remove the temporary; safe after a failed commit or open. */
+void mgpu_afile_abort(struct mgpu_afile *af);
+/* Write a whole buffer atomically. */
+int mgpu_write_file_atomic(const char *path, const void *data, size_t len);
+/* Read a whole (uncompressed) file into a malloc'ed buffer, NUL-terminated. */
+int mgpu_read_file(const char *path, unsigned char **data, size_t *len);
+/* fsync a directory so a rename inside it is durable. */
+int mgpu_fsync_dir(const char *dir);
+/* mkdir -p. */
+int mgpu_mkdirs(const char *path);
+
+#endif

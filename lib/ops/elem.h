@@ -1,0 +1,177 @@
+/*
+ * elem.h - the element-wise and row-wise math of every backend, written once.
+ *
+ * Each function is MGPU_HD static inline: __host__ __device__ under nvcc, a
+ * plain inline function under a C compiler. The ref/cpu loops and the CUDA
+ * kernels call these same functions; only indexing and scheduling differ,
+ * so the CPU tests check the arithmetic the GPU runs.
+ *
+ * Row functions take row pointers (row-major (B,D) data, see ops.h).
+ */
+#ifndef MGPU_OPS_ELEM_H
+#define MGPU_OPS_ELEM_H
+
+#include <math.h>   /* expf, logf, erff, tanhf, sqrtf */
+#include <stdint.h> /* uint64_t, int32_t */
+
+#include "ops/ops.h" /* enum mgpu_act, hyper-parameter structs */
+
+#ifdef __CUDACC__
+#define MGPU_HD __host__ __device__
+#else
+#define MGPU_HD
+#endif
+
+MGPU_HD static inline float mgpu_act_f(int act, float z)
+{
+	switch (act) {
+	case MGPU_ACT_RELU: return z > 0.0f ? z : 0.0f;
+	case MGPU_ACT_GELU: return 0.5f * z * (1.0f + erff(z * 0.70710678118654752f));
+	case MGPU_ACT_TANH: return tanhf(z);
+	default: return z;
+	}
+}
+
+/* d act(z) / dz, evaluated at the pre-activation z. */
+MGPU_HD static inline float mgpu_act_df(int act, float z)
+{
+	float t;
+	switch (act) {
+	case MGPU_ACT_RELU: return z > 0.0f ? 1.0f : 0.0f;
+	case MGPU_ACT_GELU:
+		return 0.5f * (1.0f + erff(z * 0.70710678118654752f)) +
+		       z * 0.39894228040143268f * expf(-0.5f * z * z);
+	case MGPU_ACT_TANH: t = tanhf(z); return 1.0f - t * t;
+	default: return 1.0f;
+	}
+}
+
+/* A counter-based hash (splitmix64's finaliser): the dropout mask is a pure
+ * function of (seed, index), identical on CPU and GPU and needing no mask
+ * buffer for the backward pass. */
+MGPU_HD static inline uint64_t mgpu_hash64(uint64_t seed, uint64_t i)
+{
+	uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+/* The factor dropout multiplies element i by: 0 or 1 / (1 - p). */
+MGPU_HD static inline float mgpu_dropout_factor(uint64_t seed, uint64_t i, float p)
+{
+	float u = (float)(mgpu_hash64(seed, i) >> 40) * (1.0f / 16777216.0f);
+	return u < p ? 0.0f : 1.0f / (1.0f - p);
+}
+
+/* Softmax cross-entropy of one row of C logits. dl may be NULL. */
+MGPU_HD static inline void mgpu_xent_row(const float *l, int C, int32_t label,
+					 float grad_scale, float *dl, float *loss,
+					 float *correct)
+{
+	float mx = l[0], sum = 0.0f;
+	int j, arg = 0;
+
+	for (j = 1; j < C; j++)
+		if (l[j] > mx) {
+			mx = l[j];
+			arg = j;
+		}
+	for (j = 0; j < C; j++)
+		sum += expf(l[j] - mx);
+	*loss = mx + logf(sum) - l[label];
+	*correct = arg == label ? 1.0f : 0.0f;
+	if (!dl)
+		return;
+	for (j = 0; j < C; j++)
+		dl[j] = (expf(l[j] - mx) / sum - (j == label ? 1.0f : 0.0f)) * grad_scale;
+}
+
+/* LayerNorm of one row of D features (biased variance, as PyTorch). */
+MGPU_HD static inline void mgpu_ln_row_fwd(const float *x, int D, const float *g,
+					   const float *b, float eps, float *y,
+					   float *mean_out, float *rstd_out)
+{
+	float mean = 0.0f, var = 0.0f, rstd, d;
+	int j;
+
+	for (j = 0; j < D; j++)
+		mean += x[j];
+	mean /= (float)D;
+	for (j = 0; j < D; j++) {
+		d = x[j] - mean;
+		var += d * d;
+	}
+	rstd = 1.0f / sqrtf(var / (float)D + eps);
+	for (j = 0; j < D; j++)
+		y[j] = (x[j] - mean) * rstd * g[j] + b[j];
+	*mean_out = mean;
+	*rstd_out = rstd;
+}
+
+/* dX of one LayerNorm row: rstd * (dxhat - mean(dxhat) - xhat mean(dxhat xhat)). */
+MGPU_HD static inline void mgpu_ln_row_bwd(const float *dy, const float *x, float mean,
+					   float rstd, const float *g, int D, float *dx)
+{
+	float s1 = 0.0f, s2 = 0.0f, xhat, dxhat;
+	int j;
+
+	for (j = 0; j < D; j++) {
+		xhat = (x[j] - mean) * rstd;
+		dxhat = dy[j] * g[j];
+		s1 += dxhat;
+		s2 += dxhat * xhat;
+	}
+	s1 /= (float)D;
+	s2 /= (float)D;
+	for (j = 0; j < D; j++) {
+		xhat = (x[j] - mean) * rstd;
+		dx[j] = rstd * (dy[j] * g[j] - s1 - xhat * s2);
+	}
+}
+
+/* dgamma[j], dbeta[j] of one LayerNorm column over B rows, plus acc * old. */
+MGPU_HD static inline void mgpu_ln_col_bwd(const float *dY, const float *X,
+					   const float *mean, const float *rstd, int B,
+					   int D, int j, float acc, float *dg, float *db)
+{
+	float sg = 0.0f, sb = 0.0f;
+	int i;
+
+	for (i = 0; i < B; i++) {
+		float dy = dY[(size_t)i * D + j];
+		sg += dy * (X[(size_t)i * D + j] - mean[i]) * rstd[i];
+		sb += dy;
+	}
+	dg[j] = acc * dg[j] + sg;
+	db[j] = acc * db[j] + sb;
+}
+
+/* torch.optim.SGD for one parameter (dampening 0). */
+MGPU_HD static inline void mgpu_sgd_elem(float *w, float g, float *mom,
+					 const struct mgpu_sgd_hp *hp)
+{
+	float d = g * hp->grad_scale + hp->weight_decay * *w;
+	if (hp->momentum != 0.0f) {
+		float buf = hp->momentum * *mom + d;
+		*mom = buf;
+		d = hp->nesterov ? d + hp->momentum * buf : buf;
+	}
+	*w -= hp->lr * d;
+}
+
+/* torch.optim.AdamW for one parameter (decoupled weight decay). */
+MGPU_HD static inline void mgpu_adamw_elem(float *w, float g, float *m, float *v,
+					   const struct mgpu_adamw_hp *hp)
+{
+	float gs = g * hp->grad_scale;
+	float mm = hp->beta1 * *m + (1.0f - hp->beta1) * gs;
+	float vv = hp->beta2 * *v + (1.0f - hp->beta2) * gs * gs;
+	float denom = sqrtf(vv) / sqrtf(hp->bias_corr2) + hp->eps;
+
+	*m = mm;
+	*v = vv;
+	*w = *w * (1.0f - hp->lr * hp->weight_decay) - (hp->lr / hp->bias_corr1) * mm / denom;
+}
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * ops.h - THE backend interface: one function table for every backend.
+ *
+ * Backends: "ref" (obvious loops, the definition of each op), "cpu"
+ * (OpenBLAS, one BLAS thread per rank) and "cuda" (cuBLAS + kernels, only in
+ * builds with CUDA). Model, optimizer and training loop call these and never
+ * ask which backend they run on.
+ *
+ * Invariants:
+ * - Every float/int pointer argument of an op is a DEVICE pointer of the
+ *   device passed (host memory for ref/cpu), except where named *_host.
+ * - Ops are asynchronous on CUDA (one stream per device); results are
+ *   visible to the host after mgpu_dev_to_host() or mgpu_dev_sync().
+ * - Tensor letters: B = rows of a batch, D = features of a row, C = classes.
+ *   Activations are row-major (B, D): element (i, j) is at i * D + j.
+ * - sgemm is COLUMN-major with BLAS's argument order and meaning; the very
+ *   same arguments go to cblas_sgemm(CblasColMajor, ...) and cuBLAS.
+ *   Row-major callers use the identity: row-major C = A.B is column-major
+ *   C^T = B^T.A^T, so a row-major (R, K) matrix is a column-major (K, R)
+ *   one with leading dimension K.
+ * - A struct mgpu_dev is used by one thread at a time.
+ */
+#ifndef MGPU_OPS_OPS_H
+#define MGPU_OPS_OPS_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint8_t, int32_t, uint64_t */
+
+enum mgpu_trans { MGPU_N = 0, MGPU_T = 1 };
+
+enum mgpu_act {
+	MGPU_ACT_NONE = 0,
+	MGPU_ACT_RELU = 1,
+	MGPU_ACT_GELU = 2, /* exact (erf) form, as torch.nn.GELU() */
+	MGPU_ACT_TANH = 3,
+};
+
+/* Hyper-parameters of one SGD update; see mgpu_sgd_elem in elem.h. */
+struct mgpu_sgd_hp {
+	float lr;
+	float momentum;     /* 0 disables the momentum buffer */
+	float weight_decay; /* L2, added to the gradient as in torch.optim.SGD */
+	float grad_scale;   /* multiplies the raw gradient (averaging, clipping) */
+	int nesterov;
+};
+
+/* Hyper-parameters of one AdamW update; see mgpu_adamw_elem in elem.h. */
+struct mgpu_adamw_hp {
+	float lr;
+	float beta1, beta2, eps;
+	float weight_decay; /* decoupled, as torch.optim.AdamW */
+	float grad_scale;
+	float bias_corr1;   /* 1 - beta1^t, computed on the host */
+	float bias_corr2;   /* 1 - beta2^t */
+};
+
+struct mgpu_dev;
+
+struct mgpu_ops {
+	const char *name;
+	int host_memory; /* 1 when device pointers are host pointers */
+
+	/* Devices of this backend (1 for ref/cpu). Zero GPUs is not an error:
+	 * *n = 0 and `why` says why (no driver, driver too old, none found). */
+	int (*device_count)(int *n, char *why, size_t whylen);
+	int (*init)(struct mgpu_dev *dev, int index);
+	void (*fini)(struct mgpu_dev *dev);
+
+	int (*alloc)(struct mgpu_dev *dev, void **p, size_t nbytes);
+	void (*release)(struct mgpu_dev *dev, void *p);
+	int (*to_dev)(struct mgpu_dev *dev, void *dst, const void *src_host, size_t nbytes);
+	int (*to_host)(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes);
+	int (*zero)(struct mgpu_dev *dev, void *p, size_t nbytes);
+	int (*sync)(struct mgpu_dev *dev);
+
+	/* C = alpha * op(A) * op(B) + beta * C, column-major, op(A) m x k,
+	 * op(B) k x n, C m x n. beta == 0 ignores C's old contents (NaNs too). */
+	int (*sgemm)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
+		     int m, int n, int k, float alpha, const float *A, int lda,
+		     const float *Bm, int ldb, float beta, float *C, int ldc);
+	/* *out_host = sqrt(sum x[i]^2), as BLAS snrm2. */
+	int (*nrm2)(struct mgpu_dev *dev, size_t n, const float *x, float *out_host);
+	/* x *= alpha, as BLAS sscal. */
+	int (*scal)(struct mgpu_dev *dev, size_t n, float alpha, float *x);
+
+	/* Z (B,D) += b (D) per row, then Y = act(Z). Y may equal Z. */
+	int (*bias_act)(struct mgpu_dev *dev, enum mgpu_act act, float *Y, float *Z,
+			const float *b, int B, int D);
+	/* dZ = dY * act'(Z), n elements. dZ may equal dY. */
+	int (*act_bwd)(struct mgpu_dev *dev, enum mgpu_act act, float *dZ,
+		       const float *dY, const float *Z, size_t n);
+	/* db (D) = beta * db + sum over rows of dY (B,D). */
+	int (*col_sum)(struct mgpu_dev *dev, float *db, const float *dY, int B, int D,
+		       float beta);
+	/* Per row: Y = (X - mean) * rstd * gamma + beta; saves mean, rstd (B). */
+	int (*ln_fwd)(struct mgpu_dev *dev, float *Y, float *mean, float *rstd,
+		      const float *X, const float *gamma, const float *beta, int B,
+		      int D, float eps);
+	/* dX (B,D) from dY; dgamma, dbeta (D) = acc * old + this batch's sums. */
+	int (*ln_bwd)(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbeta,
+		      const float *dY, const float *X, const float *mean,
+		      const float *rstd, const float *gamma, int B, int D, float acc);
+	/* Y = X * keep(seed, offset + i) / (1 - p); the same call on dY is the
+	 * backward pass, since the mask is a pure function of (seed, index). */
+	int (*dropout)(struct mgpu_dev *dev, float *Y, const float *X, size_t n,
+		       float p, uint64_t seed, uint64_t offset);
+	/* Softmax cross-entropy per row of logits (B,C) with labels (B):
+	 * row_loss (B), row_correct (B, 1 or 0 for argmax == label) and, when
+	 * dlogits is not NULL, dlogits = (softmax - onehot) * grad_scale. */
+	int (*xent)(struct mgpu_dev *dev, float *dlogits, float *row_loss,
+		    float *row_correct, const float *logits, const int32_t *labels,
+		    int B, int C, float grad_scale);
+	/* Y = X * scale + shift, decoding uint8 samples on the device. */
+	int (*u8_to_f32)(struct mgpu_dev *dev, float *Y, const uint8_t *X, size_t n,
+			 float scale, float shift);
+	/* One fused optimizer pass over n parameters. mom may be NULL when
+	 * hp->momentum == 0. */
+	int (*sgd)(struct mgpu_dev *dev, float *w, const float *g, float *mom, size_t n,
+		   const struct mgpu_sgd_hp *hp);
+	int (*adamw)(struct mgpu_dev *dev, float *w, const float *g, float *m, float *v,
+		     size_t n, const struct mgpu_adamw_hp *hp);
+};
+
+/* One device of one backend, owned by one rank (thread or process). */
+struct mgpu_dev {
+	const struct mgpu_ops *ops;
+	int index;         /* device ordinal in its backend */
+	size_t bytes_cur;  /* device bytes allocated now, through mgpu_dev_alloc */
+	size_t bytes_peak; /* the most ever allocated at once */
+	void *impl;        /* backend state (cuBLAS handle, stream) */
+};
+
+extern const struct mgpu_ops mgpu_ops_ref;
+extern const struct mgpu_ops mgpu_ops_cpu;
+
+/* The backend named "ref", "cpu" or "cuda"; NULL when absent from the build. */
+const struct mgpu_ops *mgpu_ops_find(const char *name);
+/* All backends in this build, NULL-terminated. */
+const struct mgpu_ops *const *mgpu_ops_all(void);
+
+int mgpu_dev_open(struct mgpu_dev *dev, const struct mgpu_ops *ops, int index);
+void mgpu_dev_close(struct mgpu_dev *dev);
+
+/* Allocations through these are counted in bytes_cur / bytes_peak. */
+int mgpu_dev_alloc(struct mgpu_dev *dev, void **p, size_t nbytes);
+void mgpu_dev_free(struct mgpu_dev *dev, void *p, size_t nbytes);
+int mgpu_dev_to_dev(struct mgpu_dev *dev, void *dst, const void *src_host, size_t nbytes);
+int mgpu_dev_to_host(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes);
+
+#endif

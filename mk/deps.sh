@@ -1,0 +1,19 @@
+#!/bin/sh
+# deps.sh - install the Debian packages that build, tests and demo need, and
+# only those that are missing (idempotent; apt-get runs only when needed).
+set -eu
+pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
+dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd"
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing$missing" >&2
+sudo=
+[ "$(id -u)" = 0 ] || sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
