@@ -8,9 +8,9 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION := 0.1.0
 
-B := build
+B ?= build
 ifneq ($(SANITIZE),)
-B := build/san
+B := $(B)/san
 endif
 
 CC ?= cc
