@@ -77,10 +77,12 @@ $(LIBA): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-.SECONDEXPANSION:
-$(B)/bin/%: $$(patsubst %.c,$(B)/obj/%.o,$$(wildcard tools/%/*.c)) $(MAIN_OBJ) $(LIBA)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+define tool_rule
+$(B)/bin/$(1): $(patsubst %.c,$(B)/obj/%.o,$(wildcard tools/$(1)/*.c)) $(MAIN_OBJ) $(LIBA)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
 $(B)/tests/%: $(B)/obj/tests/%.o $(LIBA)
 	@mkdir -p $(@D)

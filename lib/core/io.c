@@ -146,3 +146,12 @@ int mgpu_mkdirs(const char *path)
 	}
 	return 0;
 }
+
+int mgpu_path_join(char *buf, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= len)
+		return mgpu_err(MGPU_EINVAL, "'%s/%s': path too long", dir, name);
+	return 0;
+}

@@ -30,6 +30,8 @@ int mgpu_write_file_atomic(const char *path, const void *data, size_t len);
 int mgpu_read_file(const char *path, unsigned char **data, size_t *len);
 /* fsync a directory so a rename inside it is durable. */
 int mgpu_fsync_dir(const char *dir);
+/* buf = dir/name, or MGPU_EINVAL when it does not fit. */
+int mgpu_path_join(char *buf, size_t len, const char *dir, const char *name);
 /* mkdir -p. */
 int mgpu_mkdirs(const char *path);
 

@@ -1,0 +1,415 @@
+/*
+ * ckpt.c - checkpoint save, resolve and load (see ckpt.h).
+ */
+#include "nn/ckpt.h"
+
+#include <dirent.h>   /* opendir, readdir */
+#include <inttypes.h> /* PRId64 */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, free, qsort */
+#include <string.h>   /* strcmp, strncmp */
+#include <sys/stat.h> /* stat */
+#include <unistd.h>   /* getpid, rmdir, unlink */
+
+#include "core/err.h"        /* mgpu_err */
+#include "core/io.h"         /* mgpu_afile, mgpu_read_file */
+#include "core/json.h"       /* mgpu_json_parse */
+#include "nn/safetensors.h"  /* mgpu_st_write, mgpu_st_load */
+
+static const char *const state_names[2][2] = {
+	{ "momentum", NULL },          /* SGD */
+	{ "exp_avg", "exp_avg_sq" },   /* AdamW */
+};
+
+static int is_dir(const char *p)
+{
+	struct stat sb;
+	return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int is_file(const char *p)
+{
+	struct stat sb;
+	return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Remove a checkpoint directory: its files, then itself. */
+static void remove_ckpt_dir(const char *dir)
+{
+	static const char *const files[] = { "model.safetensors", "optim.safetensors",
+					     "state.json" };
+	char p[MGPU_CKPT_PATH];
+	size_t i;
+
+	for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+		if (mgpu_path_join(p, sizeof p, dir, files[i]) == 0)
+			unlink(p);
+	}
+	rmdir(dir);
+}
+
+static int write_tensors(const char *path, struct mgpu_model *m, const float *host,
+			 const char *suffix, const char *const *meta, int nmeta)
+{
+	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
+	char names[MGPU_MAX_PARAMS][80];
+	int i;
+
+	for (i = 0; i < m->nparam; i++) {
+		const struct mgpu_param *p = &m->params[i];
+		snprintf(names[i], sizeof names[i], "%s%s%s", p->name, suffix ? "." : "",
+			 suffix ? suffix : "");
+		e[i].name = names[i];
+		e[i].data = host + p->off;
+		e[i].ndim = p->ndim;
+		e[i].shape[0] = p->shape[0];
+		e[i].shape[1] = p->shape[1];
+	}
+	return mgpu_st_write(path, e, m->nparam, meta, nmeta);
+}
+
+static int write_model(const char *dir, struct mgpu_model *m, const char *spec, float *host)
+{
+	const char *meta[] = { "format", "pt", "mgpu_spec", spec };
+	char path[MGPU_CKPT_PATH];
+
+	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
+	MGPU_TRY(mgpu_model_get(m, host));
+	return write_tensors(path, m, host, NULL, meta, 2);
+}
+
+static int write_optim(const char *dir, struct mgpu_model *m, struct mgpu_optim *o,
+		       float *host)
+{
+	struct mgpu_st_entry e[2 * MGPU_MAX_PARAMS];
+	char names[2 * MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
+	size_t nb = m->nparams * sizeof(float);
+	int s, i, n = 0;
+
+	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "optim.safetensors"));
+	for (s = 0; s < mgpu_optim_nstate(o); s++) {
+		float *h = host + (size_t)s * m->nparams;
+		MGPU_TRY(mgpu_dev_to_host(m->dev, h, mgpu_optim_state(o, s), nb));
+		for (i = 0; i < m->nparam; i++, n++) {
+			const struct mgpu_param *p = &m->params[i];
+			snprintf(names[n], sizeof names[n], "%s.%s", p->name,
+				 state_names[o->cfg.kind][s]);
+			e[n] = (struct mgpu_st_entry){ .name = names[n], .data = h + p->off,
+						       .ndim = p->ndim,
+						       .shape = { p->shape[0], p->shape[1] } };
+		}
+	}
+	return mgpu_st_write(path, e, n, NULL, 0);
+}
+
+static void put_json_str(FILE *fp, const char *key, const char *v)
+{
+	fprintf(fp, ",\n  \"%s\": ", key);
+	mgpu_json_escape(fp, v);
+}
+
+static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
+		       const char *const *argv, int argc)
+{
+	struct mgpu_afile af;
+	char path[MGPU_CKPT_PATH];
+	int i;
+
+	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "state.json"));
+	MGPU_TRY(mgpu_afile_open(&af, path));
+	fprintf(af.fp, "{\n  \"format\": \"mgpu-checkpoint\",\n  \"version\": 1");
+	fprintf(af.fp, ",\n  \"step\": %" PRId64 ",\n  \"epoch\": %d", st->step, st->epoch);
+	fprintf(af.fp, ",\n  \"epoch_pos\": %" PRId64 ",\n  \"optim_t\": %" PRId64,
+		st->epoch_pos, st->optim_t);
+	fprintf(af.fp, ",\n  \"seed\": \"%llu\",\n  \"world_size\": %d",
+		(unsigned long long)st->seed, st->world_size);
+	fprintf(af.fp, ",\n  \"norm_scale\": %.17g,\n  \"norm_shift\": %.17g",
+		st->norm_scale, st->norm_shift);
+	put_json_str(af.fp, "spec", st->spec);
+	fprintf(af.fp, ",\n  \"argv\": [");
+	for (i = 0; i < argc; i++) {
+		fprintf(af.fp, "%s", i ? ", " : "");
+		mgpu_json_escape(af.fp, argv[i]);
+	}
+	fprintf(af.fp, "]\n}\n");
+	return mgpu_afile_commit(&af);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Keep the newest `keep` step-* directories (names sort by step). */
+static void prune(const char *save_dir, int keep)
+{
+	char *names[4096], p[MGPU_CKPT_PATH];
+	struct dirent *de;
+	int n = 0, i;
+	DIR *d;
+
+	if (keep <= 0 || !(d = opendir(save_dir)))
+		return;
+	while ((de = readdir(d)) && n < 4096)
+		if (strncmp(de->d_name, "step-", 5) == 0 && (names[n] = strdup(de->d_name)))
+			n++;
+	closedir(d);
+	qsort(names, (size_t)n, sizeof names[0], cmp_str);
+	for (i = 0; i < n; i++) {
+		if (i < n - keep) {
+			if (mgpu_path_join(p, sizeof p, save_dir, names[i]) == 0)
+				remove_ckpt_dir(p);
+		}
+		free(names[i]);
+	}
+}
+
+static int write_all(const char *tmp, const struct mgpu_ckpt_state *st,
+		     struct mgpu_model *m, struct mgpu_optim *o, const char *const *argv,
+		     int argc)
+{
+	float *host = malloc(2 * m->nparams * sizeof(float) + 1);
+	int rc;
+
+	if (!host)
+		return mgpu_err(MGPU_ENOMEM, "checkpoint: out of host memory");
+	rc = write_model(tmp, m, st->spec, host);
+	if (rc == 0)
+		rc = write_optim(tmp, m, o, host);
+	if (rc == 0)
+		rc = write_state(tmp, st, argv, argc);
+	free(host);
+	return rc;
+}
+
+int mgpu_ckpt_save(const char *save_dir, int keep, const struct mgpu_ckpt_state *st,
+		   struct mgpu_model *m, struct mgpu_optim *o, const char *const *argv,
+		   int argc, char *out_dir, size_t out_len)
+{
+	char tmp[MGPU_CKPT_PATH], dst[MGPU_CKPT_PATH], latest[MGPU_CKPT_PATH], name[32];
+	int rc;
+
+	MGPU_TRY(mgpu_mkdirs(save_dir));
+	snprintf(name, sizeof name, "step-%08" PRId64, st->step);
+	snprintf(latest, sizeof latest, ".%s.tmp.%ld", name, (long)getpid());
+	MGPU_TRY(mgpu_path_join(tmp, sizeof tmp, save_dir, latest));
+	MGPU_TRY(mgpu_path_join(dst, sizeof dst, save_dir, name));
+	remove_ckpt_dir(tmp);
+	if (mkdir(tmp, 0777) != 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot create checkpoint directory",
+				      save_dir);
+	rc = write_all(tmp, st, m, o, argv, argc);
+	if (rc == 0) {
+		MGPU_TRY(mgpu_fsync_dir(tmp));
+		remove_ckpt_dir(dst);
+		if (rename(tmp, dst) != 0)
+			rc = mgpu_err_errno(MGPU_EIO, "'%s': cannot rename checkpoint", dst);
+	}
+	if (rc < 0) {
+		remove_ckpt_dir(tmp);
+		return rc;
+	}
+	MGPU_TRY(mgpu_path_join(latest, sizeof latest, save_dir, "latest"));
+	snprintf(name + strlen(name), sizeof name - strlen(name), "\n");
+	MGPU_TRY(mgpu_write_file_atomic(latest, name, strlen(name)));
+	prune(save_dir, keep);
+	snprintf(out_dir, out_len, "%s", dst);
+	return 0;
+}
+
+int mgpu_ckpt_resolve(const char *path, char *dir, size_t len)
+{
+	char p[MGPU_CKPT_PATH];
+	unsigned char *data;
+	size_t n;
+	int rc;
+
+	MGPU_TRY(mgpu_path_join(p, sizeof p, path, "state.json"));
+	if (is_file(p)) {
+		snprintf(dir, len, "%s", path);
+		return 0;
+	}
+	MGPU_TRY(mgpu_path_join(p, sizeof p, path, "latest"));
+	if (!is_dir(path))
+		return mgpu_err(MGPU_EIO, "'%s': no such checkpoint directory", path);
+	if (!is_file(p))
+		return mgpu_err(MGPU_EFORMAT, "'%s': neither a checkpoint nor a save directory "
+				"(no state.json, no latest)", path);
+	MGPU_TRY(mgpu_read_file(p, &data, &n));
+	data[strcspn((char *)data, "\n")] = '\0';
+	if (strncmp((char *)data, "step-", 5) != 0 || strchr((char *)data, '/')) {
+		free(data);
+		return mgpu_err(MGPU_EFORMAT, "'%s': does not name a checkpoint", p);
+	}
+	rc = mgpu_path_join(dir, len, path, (char *)data);
+	free(data);
+	MGPU_TRY(rc);
+	if (!is_dir(dir))
+		return mgpu_err(MGPU_EIO, "'%s': latest checkpoint is missing", dir);
+	return 0;
+}
+
+void mgpu_ckpt_free_argv(char **argv, int argc)
+{
+	int i;
+
+	for (i = 0; argv && i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+static int get_i64(const struct mgpu_json *root, const char *key, int64_t lo, int64_t hi,
+		   int64_t *out, const char *path)
+{
+	const struct mgpu_json *v = mgpu_json_get(root, key);
+
+	if (!v || mgpu_json_i64(v, lo, hi, out) < 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': missing or bad \"%s\"", path, key);
+	return 0;
+}
+
+static int get_f64(const struct mgpu_json *root, const char *key, double *out,
+		   const char *path)
+{
+	const struct mgpu_json *v = mgpu_json_get(root, key);
+
+	if (!v || mgpu_json_f64(v, out) < 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': missing or bad \"%s\"", path, key);
+	return 0;
+}
+
+static int get_argv(const struct mgpu_json *root, char ***argv, int *argc, const char *path)
+{
+	const struct mgpu_json *a = mgpu_json_get(root, "argv");
+	size_t i;
+
+	if (!a || a->type != MGPU_JSON_ARRAY || a->count > 1000)
+		return mgpu_err(MGPU_EFORMAT, "'%s': missing or bad \"argv\"", path);
+	*argv = calloc(a->count + 1, sizeof(char *));
+	if (!*argv)
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", path);
+	for (*argc = 0, i = 0; i < a->count; i++) {
+		const char *s = mgpu_json_str(&a->items[i]);
+		if (!s || !((*argv)[i] = strdup(s))) {
+			mgpu_ckpt_free_argv(*argv, *argc);
+			*argv = NULL;
+			return mgpu_err(MGPU_EFORMAT, "'%s': bad \"argv\" entry %zu", path, i);
+		}
+		(*argc)++;
+	}
+	return 0;
+}
+
+static int parse_state(const struct mgpu_json *r, struct mgpu_ckpt_state *st,
+		       const char *path)
+{
+	const struct mgpu_json *v;
+	int64_t x;
+	char *end;
+
+	v = mgpu_json_get(r, "format");
+	if (!v || !mgpu_json_str(v) || strcmp(mgpu_json_str(v), "mgpu-checkpoint") != 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': not an mgpu checkpoint state", path);
+	MGPU_TRY(get_i64(r, "step", 0, INT64_MAX, &st->step, path));
+	MGPU_TRY(get_i64(r, "epoch", 0, 1 << 30, &x, path));
+	st->epoch = (int)x;
+	MGPU_TRY(get_i64(r, "epoch_pos", 0, INT64_MAX, &st->epoch_pos, path));
+	MGPU_TRY(get_i64(r, "optim_t", 0, INT64_MAX, &st->optim_t, path));
+	MGPU_TRY(get_i64(r, "world_size", 1, 1 << 20, &x, path));
+	st->world_size = (int)x;
+	MGPU_TRY(get_f64(r, "norm_scale", &st->norm_scale, path));
+	MGPU_TRY(get_f64(r, "norm_shift", &st->norm_shift, path));
+	v = mgpu_json_get(r, "seed");
+	if (!v || !mgpu_json_str(v) || *mgpu_json_str(v) == '\0')
+		return mgpu_err(MGPU_EFORMAT, "'%s': missing or bad \"seed\"", path);
+	st->seed = strtoull(mgpu_json_str(v), &end, 10);
+	if (*end != '\0')
+		return mgpu_err(MGPU_EFORMAT, "'%s': bad \"seed\"", path);
+	v = mgpu_json_get(r, "spec");
+	if (!v || !mgpu_json_str(v) || strlen(mgpu_json_str(v)) >= sizeof st->spec)
+		return mgpu_err(MGPU_EFORMAT, "'%s': missing or bad \"spec\"", path);
+	snprintf(st->spec, sizeof st->spec, "%s", mgpu_json_str(v));
+	return 0;
+}
+
+int mgpu_ckpt_load_state(const char *dir, struct mgpu_ckpt_state *st, char ***argv,
+			 int *argc)
+{
+	struct mgpu_json_doc doc = { 0 };
+	char path[MGPU_CKPT_PATH];
+	unsigned char *data = NULL;
+	size_t len;
+	int rc;
+
+	memset(st, 0, sizeof *st);
+	MGPU_CHECK(mgpu_path_join(path, sizeof path, dir, "state.json"));
+	MGPU_CHECK(mgpu_read_file(path, &data, &len));
+	MGPU_CHECK(mgpu_json_parse((char *)data, len, path, &doc));
+	if (doc.root->type != MGPU_JSON_OBJECT) {
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': not a JSON object", path);
+		goto out;
+	}
+	MGPU_CHECK(parse_state(doc.root, st, path));
+	if (argv)
+		MGPU_CHECK(get_argv(doc.root, argv, argc, path));
+out:
+	mgpu_json_free(&doc);
+	free(data);
+	return rc;
+}
+
+static int load_into(const struct mgpu_st *st, const char *path, struct mgpu_model *m,
+		     float *host, const char *suffix)
+{
+	char name[96];
+	int i, d;
+
+	for (i = 0; i < m->nparam; i++) {
+		const struct mgpu_param *p = &m->params[i];
+		const struct mgpu_st_tensor *t;
+		snprintf(name, sizeof name, "%s%s%s", p->name, suffix ? "." : "",
+			 suffix ? suffix : "");
+		t = mgpu_st_find(st, name);
+		if (!t)
+			return mgpu_err(MGPU_EFORMAT, "'%s': no tensor '%s'", path, name);
+		for (d = 0; d < p->ndim; d++)
+			if (t->ndim != p->ndim || t->shape[d] != p->shape[d])
+				return mgpu_err(MGPU_EFORMAT,
+						"'%s': tensor '%s' has the wrong shape for the model",
+						path, name);
+		MGPU_TRY(mgpu_st_read_f32(t, host + p->off, p->count));
+	}
+	return 0;
+}
+
+static int load_file(const char *dir, const char *file, struct mgpu_model *m, float *dst,
+		     const char *suffix, float *host)
+{
+	struct mgpu_st st = { 0 };
+	char path[MGPU_CKPT_PATH];
+	int rc;
+
+	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, file));
+	rc = mgpu_st_load(path, &st);
+	if (rc == 0)
+		rc = load_into(&st, path, m, host, suffix);
+	mgpu_st_free(&st);
+	if (rc == 0)
+		rc = mgpu_dev_to_dev(m->dev, dst, host, m->nparams * sizeof(float));
+	return rc;
+}
+
+int mgpu_ckpt_load_tensors(const char *dir, struct mgpu_model *m, struct mgpu_optim *o)
+{
+	float *host = malloc(m->nparams * sizeof(float) + 1);
+	int s, rc;
+
+	if (!host)
+		return mgpu_err(MGPU_ENOMEM, "checkpoint: out of host memory");
+	rc = load_file(dir, "model.safetensors", m, m->w, NULL, host);
+	for (s = 0; rc == 0 && s < mgpu_optim_nstate(o); s++)
+		rc = load_file(dir, "optim.safetensors", m, mgpu_optim_state(o, s),
+			       state_names[o->cfg.kind][s], host);
+	free(host);
+	return rc;
+}

@@ -1,0 +1,50 @@
+/*
+ * ckpt.h - checkpoints: a directory per save, made whole before it appears.
+ *
+ * SAVE_DIR/step-NNNNNNNN/ holds model.safetensors (weights, loadable by
+ * safetensors.torch.load_file), optim.safetensors (optimizer state under
+ * "<param>.momentum" or "<param>.exp_avg"/"<param>.exp_avg_sq") and
+ * state.json (step, epoch, position in the epoch, seeds, world size, data
+ * normalisation and the resolved options as an argv array). The directory is written under
+ * a temporary name, every file fsynced, then renamed; SAVE_DIR/latest names
+ * the newest one and is itself replaced atomically. A crash at any point
+ * leaves the previous latest checkpoint intact.
+ */
+#ifndef MGPU_NN_CKPT_H
+#define MGPU_NN_CKPT_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int64_t, uint64_t */
+
+#include "nn/model.h" /* struct mgpu_model */
+#include "nn/optim.h" /* struct mgpu_optim */
+
+#define MGPU_CKPT_PATH 4200
+
+struct mgpu_ckpt_state {
+	int64_t step;       /* optimizer steps done */
+	int epoch;          /* 0-based epoch of the next step */
+	int64_t epoch_pos;  /* steps of that epoch already done */
+	int64_t optim_t;
+	uint64_t seed;
+	int world_size;
+	double norm_scale, norm_shift;
+	char spec[512];
+};
+
+/* Write a checkpoint and point latest at it; keep the newest `keep` ones
+ * (0 keeps all). out_dir receives the checkpoint's directory. */
+int mgpu_ckpt_save(const char *save_dir, int keep, const struct mgpu_ckpt_state *st,
+		   struct mgpu_model *m, struct mgpu_optim *o, const char *const *argv,
+		   int argc, char *out_dir, size_t out_len);
+/* A save dir (follows latest) or a checkpoint dir -> the checkpoint dir. */
+int mgpu_ckpt_resolve(const char *path, char *dir, size_t len);
+/* Read state.json; when argv is not NULL it receives the saved options
+ * (malloc'ed, free with mgpu_ckpt_free_argv). */
+int mgpu_ckpt_load_state(const char *dir, struct mgpu_ckpt_state *st, char ***argv,
+			 int *argc);
+void mgpu_ckpt_free_argv(char **argv, int argc);
+/* Load weights and optimizer state into a model built from st.spec. */
+int mgpu_ckpt_load_tensors(const char *dir, struct mgpu_model *m, struct mgpu_optim *o);
+
+#endif

@@ -1,0 +1,353 @@
+/*
+ * model.c - MLP forward and backward through the ops interface (model.h).
+ *
+ * Row-major activations meet column-major sgemm through the identity in
+ * ops.h: a row-major (R, K) matrix is a column-major (K, R) one, lda = K.
+ * With W (out, in) row-major, X (B, in), Y (B, out):
+ *   Y = X W^T      -> sgemm(T, N, out, B, in, 1, W, in, X, in, 0, Y, out)
+ *   dX = dY W      -> sgemm(N, N, in, B, out, 1, W, in, dY, out, 0, dX, in)
+ *   dW = dY^T X    -> sgemm(N, T, in, out, B, 1, X, in, dY, out, acc, dW, in)
+ */
+#include "nn/model.h"
+
+#include <math.h>   /* sqrtf */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* memset */
+
+#include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "core/rng.h" /* struct mgpu_rng */
+
+static struct mgpu_param *add_param(struct mgpu_model *m, int layer, const char *what,
+				    int rows, int cols, int decay)
+{
+	struct mgpu_param *p = &m->params[m->nparam++];
+
+	snprintf(p->name, sizeof p->name, "layers.%d.%s", layer, what);
+	p->off = m->nparams;
+	p->ndim = cols ? 2 : 1;
+	p->shape[0] = rows;
+	p->shape[1] = cols;
+	p->count = (size_t)rows * (size_t)(cols ? cols : 1);
+	p->decay = decay;
+	m->nparams += p->count;
+	return p;
+}
+
+static void layout(struct mgpu_model *m)
+{
+	struct mgpu_layer *L;
+	int l;
+
+	for (l = 0; l < m->spec.nlayers; l++) {
+		L = &m->layers[l];
+		L->in = m->spec.dims[l];
+		L->out = m->spec.dims[l + 1];
+		L->hidden = l + 1 < m->spec.nlayers;
+		L->w = add_param(m, l, "weight", L->out, L->in, 1);
+		L->b = add_param(m, l, "bias", L->out, 0, 0);
+		if (L->hidden && m->spec.layernorm) {
+			L->gamma = add_param(m, l, "norm.weight", L->out, 0, 0);
+			L->beta = add_param(m, l, "norm.bias", L->out, 0, 0);
+		}
+	}
+}
+
+static int dalloc(struct mgpu_model *m, void *pp, size_t nbytes)
+{
+	MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)pp, nbytes));
+	m->dev_bytes += nbytes;
+	return 0;
+}
+
+static int alloc_layer(struct mgpu_model *m, struct mgpu_layer *L)
+{
+	size_t rows = (size_t)m->max_batch, act = rows * (size_t)L->out * sizeof(float);
+
+	MGPU_TRY(dalloc(m, &L->lin, act));
+	if (!L->hidden)
+		return 0;
+	if (L->gamma) {
+		MGPU_TRY(dalloc(m, &L->norm, act));
+		MGPU_TRY(dalloc(m, &L->mean, rows * sizeof(float)));
+		MGPU_TRY(dalloc(m, &L->rstd, rows * sizeof(float)));
+	}
+	return dalloc(m, &L->y, act);
+}
+
+static int widest_hidden(const struct mgpu_model *m)
+{
+	int l, w = 1;
+
+	for (l = 1; l < m->spec.nlayers; l++)
+		if (m->spec.dims[l] > w)
+			w = m->spec.dims[l];
+	return w;
+}
+
+static int alloc_all(struct mgpu_model *m)
+{
+	size_t B = (size_t)m->max_batch, D0 = (size_t)m->spec.dims[0];
+	size_t C = (size_t)m->spec.dims[m->spec.nlayers], wide = (size_t)widest_hidden(m);
+	int l;
+
+	MGPU_TRY(dalloc(m, &m->w, m->nparams * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->g, m->nparams * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->x_u8, B * D0));
+	MGPU_TRY(dalloc(m, &m->x, B * D0 * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->labels, B * sizeof(int32_t)));
+	MGPU_TRY(dalloc(m, &m->dlogits, B * C * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->row_loss, B * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->row_correct, B * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->dbuf[0], B * wide * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->dbuf[1], B * wide * sizeof(float)));
+	MGPU_TRY(dalloc(m, &m->zeros, wide * sizeof(float)));
+	MGPU_TRY(m->dev->ops->zero(m->dev, m->zeros, wide * sizeof(float)));
+	MGPU_TRY(m->dev->ops->zero(m->dev, m->g, m->nparams * sizeof(float)));
+	for (l = 0; l < m->spec.nlayers; l++)
+		MGPU_TRY(alloc_layer(m, &m->layers[l]));
+	m->h_loss = calloc(B, sizeof(float));
+	m->h_correct = calloc(B, sizeof(float));
+	if (!m->h_loss || !m->h_correct)
+		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
+	return 0;
+}
+
+int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
+		      struct mgpu_dev *dev, int max_batch)
+{
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	m->spec = *spec;
+	m->dev = dev;
+	m->max_batch = max_batch;
+	layout(m);
+	rc = alloc_all(m);
+	if (rc < 0)
+		mgpu_model_free(m);
+	return rc;
+}
+
+static void free_buf(struct mgpu_model *m, void *p)
+{
+	/* Sizes are only needed for accounting; the total is released at once. */
+	if (p)
+		m->dev->ops->release(m->dev, p);
+}
+
+void mgpu_model_free(struct mgpu_model *m)
+{
+	int l;
+
+	if (!m->dev)
+		return;
+	for (l = 0; l < m->spec.nlayers; l++) {
+		struct mgpu_layer *L = &m->layers[l];
+		free_buf(m, L->lin);
+		free_buf(m, L->norm);
+		free_buf(m, L->mean);
+		free_buf(m, L->rstd);
+		free_buf(m, L->y);
+	}
+	free_buf(m, m->w);
+	free_buf(m, m->g);
+	free_buf(m, m->x_u8);
+	free_buf(m, m->x);
+	free_buf(m, m->labels);
+	free_buf(m, m->dlogits);
+	free_buf(m, m->row_loss);
+	free_buf(m, m->row_correct);
+	free_buf(m, m->dbuf[0]);
+	free_buf(m, m->dbuf[1]);
+	free_buf(m, m->zeros);
+	m->dev->bytes_cur -= m->dev_bytes;
+	free(m->h_loss);
+	free(m->h_correct);
+	memset(m, 0, sizeof *m);
+}
+
+int mgpu_model_init(struct mgpu_model *m, uint64_t seed)
+{
+	struct mgpu_rng r;
+	float *h, bound;
+	size_t i;
+	int l, rc;
+
+	h = malloc(m->nparams * sizeof(float));
+	if (!h)
+		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
+	mgpu_rng_seed(&r, seed, 1);
+	for (l = 0; l < m->spec.nlayers; l++) {
+		struct mgpu_layer *L = &m->layers[l];
+		bound = 1.0f / sqrtf((float)L->in);
+		for (i = 0; i < L->w->count; i++)
+			h[L->w->off + i] = (2.0f * mgpu_rng_float(&r) - 1.0f) * bound;
+		for (i = 0; i < L->b->count; i++)
+			h[L->b->off + i] = (2.0f * mgpu_rng_float(&r) - 1.0f) * bound;
+		for (i = 0; L->gamma && i < L->gamma->count; i++) {
+			h[L->gamma->off + i] = 1.0f;
+			h[L->beta->off + i] = 0.0f;
+		}
+	}
+	rc = mgpu_model_set(m, h);
+	free(h);
+	return rc;
+}
+
+int mgpu_model_get(struct mgpu_model *m, float *w_host)
+{
+	return mgpu_dev_to_host(m->dev, w_host, m->w, m->nparams * sizeof(float));
+}
+
+int mgpu_model_set(struct mgpu_model *m, const float *w_host)
+{
+	return mgpu_dev_to_dev(m->dev, m->w, w_host, m->nparams * sizeof(float));
+}
+
+int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
+			  const int32_t *y_host, int B, float scale, float shift)
+{
+	size_t n = (size_t)B * (size_t)m->spec.dims[0];
+
+	if (B < 1 || B > m->max_batch)
+		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
+				m->max_batch);
+	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->x_u8, x_host, n));
+	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t)));
+	return m->dev->ops->u8_to_f32(m->dev, m->x, m->x_u8, n, scale, shift);
+}
+
+/* (B, in) -> (B, out): linear, [layernorm], activation, [dropout]. */
+static int layer_forward(struct mgpu_model *m, int l, const float *X, int B, int train,
+			 uint64_t *drop_off)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_layer *L = &m->layers[l];
+	const float *w = m->w;
+	size_t n = (size_t)B * (size_t)L->out;
+
+	MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, L->out, B, L->in, 1.0f, w + L->w->off,
+			  L->in, X, L->in, 0.0f, L->lin, L->out));
+	if (!L->hidden)
+		return o->bias_act(m->dev, MGPU_ACT_NONE, L->lin, L->lin, w + L->b->off, B,
+				   L->out);
+	if (L->gamma) {
+		MGPU_TRY(o->bias_act(m->dev, MGPU_ACT_NONE, L->lin, L->lin, w + L->b->off, B,
+				     L->out));
+		MGPU_TRY(o->ln_fwd(m->dev, L->norm, L->mean, L->rstd, L->lin,
+				   w + L->gamma->off, w + L->beta->off, B, L->out, 1e-5f));
+		MGPU_TRY(o->bias_act(m->dev, m->spec.act, L->y, L->norm, m->zeros, B, L->out));
+	} else {
+		MGPU_TRY(o->bias_act(m->dev, m->spec.act, L->y, L->lin, w + L->b->off, B,
+				     L->out));
+	}
+	if (train && m->spec.dropout > 0.0f) {
+		MGPU_TRY(o->dropout(m->dev, L->y, L->y, n, m->spec.dropout, m->dropout_seed,
+				    *drop_off));
+		*drop_off += n;
+	}
+	return 0;
+}
+
+int mgpu_model_forward(struct mgpu_model *m, int B, int train)
+{
+	const float *X = m->x;
+	uint64_t drop_off = 0;
+	int l;
+
+	for (l = 0; l < m->spec.nlayers; l++) {
+		MGPU_TRY(layer_forward(m, l, X, B, train, &drop_off));
+		X = m->layers[l].hidden ? m->layers[l].y : m->layers[l].lin;
+	}
+	return 0;
+}
+
+int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		    double *loss_sum, double *correct)
+{
+	const struct mgpu_layer *top = &m->layers[m->spec.nlayers - 1];
+	int i;
+
+	MGPU_TRY(m->dev->ops->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss,
+				   m->row_correct, top->lin, m->labels, B, top->out,
+				   grad_scale));
+	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_loss, m->row_loss, (size_t)B * sizeof(float)));
+	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_correct, m->row_correct,
+				  (size_t)B * sizeof(float)));
+	*loss_sum = 0.0;
+	*correct = 0.0;
+	for (i = 0; i < B; i++) {
+		*loss_sum += m->h_loss[i];
+		*correct += m->h_correct[i];
+	}
+	return 0;
+}
+
+/* dY of a hidden layer -> gradient at its linear output, in place. */
+static int hidden_backward(struct mgpu_model *m, struct mgpu_layer *L, float *dY,
+			   float *tmp, int B, float acc, uint64_t drop_off, float **dlin)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	size_t n = (size_t)B * (size_t)L->out;
+
+	if (m->spec.dropout > 0.0f)
+		MGPU_TRY(o->dropout(m->dev, dY, dY, n, m->spec.dropout, m->dropout_seed,
+				    drop_off));
+	MGPU_TRY(o->act_bwd(m->dev, m->spec.act, dY, dY, L->gamma ? L->norm : L->lin, n));
+	*dlin = dY;
+	if (!L->gamma)
+		return 0;
+	MGPU_TRY(o->ln_bwd(m->dev, tmp, m->g + L->gamma->off, m->g + L->beta->off, dY,
+			   L->lin, L->mean, L->rstd, m->w + L->gamma->off, B, L->out, acc));
+	*dlin = tmp;
+	return 0;
+}
+
+static uint64_t dropout_offset(const struct mgpu_model *m, int l, int B)
+{
+	uint64_t off = 0;
+	int i;
+
+	for (i = 0; i < l; i++)
+		off += (uint64_t)B * (uint64_t)m->layers[i].out;
+	return off;
+}
+
+/* The ping-pong buffer that is not p (p may be dlogits, outside both). */
+static float *other_buf(struct mgpu_model *m, const float *p)
+{
+	return p == m->dbuf[0] ? m->dbuf[1] : m->dbuf[0];
+}
+
+int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	float acc = accumulate ? 1.0f : 0.0f, *dY = m->dlogits, *dlin, *dX;
+	int l;
+
+	for (l = m->spec.nlayers - 1; l >= 0; l--) {
+		struct mgpu_layer *L = &m->layers[l];
+		const float *X = l ? m->layers[l - 1].y : m->x;
+		const struct mgpu_param *lastp = L->beta ? L->beta : L->b;
+
+		dlin = dY;
+		if (L->hidden)
+			MGPU_TRY(hidden_backward(m, L, dY, other_buf(m, dY), B, acc,
+						 dropout_offset(m, l, B), &dlin));
+		MGPU_TRY(o->col_sum(m->dev, m->g + L->b->off, dlin, B, L->out, acc));
+		MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, L->in, L->out, B, 1.0f, X, L->in,
+				  dlin, L->out, acc, m->g + L->w->off, L->in));
+		if (m->grad_ready)
+			m->grad_ready(m->grad_ctx, L->w->off,
+				      lastp->off + lastp->count - L->w->off);
+		if (l == 0)
+			break;
+		/* dY is dead once dlin exists, so dX may take its buffer. */
+		dX = other_buf(m, dlin);
+		MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
+				  m->w + L->w->off, L->in, dlin, L->out, 0.0f, dX, L->in));
+		dY = dX;
+	}
+	return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * model.h - an MLP on one device: parameters, forward, loss, backward.
+ *
+ * Parameters and gradients each live in ONE flat device buffer (w, g), in
+ * layer order: W (out x in, row-major as torch.nn.Linear), b (out), then
+ * LayerNorm gamma, beta (out) for hidden layers with layernorm. One flat
+ * buffer makes the optimizer one fused pass and the all-reduce a few large
+ * contiguous buckets.
+ *
+ * Shapes: a batch is B rows; layer l maps (B, in) -> (B, out). All device
+ * buffers are sized for max_batch rows. The model owns its device buffers;
+ * the struct mgpu_dev belongs to the caller and outlives the model.
+ *
+ * Backward walks the layers last to first and calls grad_ready (when set)
+ * with each layer's gradient range as soon as it is final, so data-parallel
+ * code can all-reduce it while earlier layers still compute.
+ */
+#ifndef MGPU_NN_MODEL_H
+#define MGPU_NN_MODEL_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint8_t, int32_t, uint64_t */
+
+#include "nn/spec.h" /* struct mgpu_spec */
+#include "ops/ops.h" /* struct mgpu_dev */
+
+#define MGPU_MAX_PARAMS (4 * MGPU_MAX_LAYERS)
+
+struct mgpu_param {
+	char name[48];   /* safetensors name, e.g. "layers.0.weight" */
+	size_t off;      /* offset in the flat buffers, in floats */
+	size_t count;
+	int ndim;
+	int shape[2];
+	int decay;       /* weight decay applies (matrices only) */
+};
+
+struct mgpu_layer {
+	int in, out;
+	int hidden;                  /* not the output layer */
+	struct mgpu_param *w, *b, *gamma, *beta;
+	float *lin;                  /* (B,out) X W^T + b */
+	float *norm, *mean, *rstd;   /* layernorm output and stats, or NULL */
+	float *y;                    /* (B,out) activation (+dropout) output */
+};
+
+typedef void (*mgpu_grad_ready_fn)(void *ctx, size_t off, size_t count);
+
+struct mgpu_model {
+	struct mgpu_spec spec;
+	struct mgpu_dev *dev;
+	int max_batch;
+	size_t nparams;
+	float *w, *g;                /* flat parameters, gradients (device) */
+	int nparam;
+	struct mgpu_param params[MGPU_MAX_PARAMS];
+	struct mgpu_layer layers[MGPU_MAX_LAYERS];
+	uint8_t *x_u8;               /* (B, D0) raw batch */
+	float *x;                    /* (B, D0) decoded input */
+	int32_t *labels;             /* (B) */
+	float *dlogits, *row_loss, *row_correct;
+	float *dbuf[2];              /* ping-pong (B, widest hidden) gradients */
+	float *zeros;                /* widest hidden: a zero bias */
+	float *h_loss, *h_correct;   /* host copies of row_loss, row_correct */
+	size_t dev_bytes;            /* what this model allocated */
+	mgpu_grad_ready_fn grad_ready;
+	void *grad_ctx;
+	uint64_t dropout_seed;       /* set per step by the caller */
+};
+
+int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
+		      struct mgpu_dev *dev, int max_batch);
+void mgpu_model_free(struct mgpu_model *m);
+/* torch.nn.Linear's default init, U(-1/sqrt(in), 1/sqrt(in)), seeded. */
+int mgpu_model_init(struct mgpu_model *m, uint64_t seed);
+/* Copy a batch of B raw uint8 rows and labels in; x = raw * scale + shift. */
+int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
+			  const int32_t *y_host, int B, float scale, float shift);
+/* Forward; train enables dropout with m->dropout_seed. */
+int mgpu_model_forward(struct mgpu_model *m, int B, int train);
+/* Softmax cross-entropy of the last forward: summed loss and correct count
+ * of the B rows; with want_grad, dlogits = dloss/dlogits * grad_scale. */
+int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		    double *loss_sum, double *correct);
+/* Backward from dlogits; accumulate adds into g instead of overwriting. */
+int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
+/* Whole flat vectors to and from the host (nparams floats). */
+int mgpu_model_get(struct mgpu_model *m, float *w_host);
+int mgpu_model_set(struct mgpu_model *m, const float *w_host);
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * optim.c - optimizer updates and schedules (see optim.h).
+ */
+#include "nn/optim.h"
+
+#include <math.h>   /* cos, pow, sqrt */
+#include <string.h> /* memset */
+
+#include "core/err.h" /* MGPU_TRY */
+
+const char *mgpu_optim_name(int kind)
+{
+	return kind == MGPU_OPT_ADAMW ? "adamw" : "sgd";
+}
+
+static int state_alloc(struct mgpu_optim *o, float **p)
+{
+	struct mgpu_model *m = o->model;
+	size_t nbytes = m->nparams * sizeof(float);
+
+	MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)p, nbytes));
+	return m->dev->ops->zero(m->dev, *p, nbytes);
+}
+
+int mgpu_optim_create(struct mgpu_optim *o, struct mgpu_model *model,
+		      const struct mgpu_optim_cfg *cfg)
+{
+	memset(o, 0, sizeof *o);
+	o->cfg = *cfg;
+	o->model = model;
+	if (cfg->kind == MGPU_OPT_ADAMW) {
+		MGPU_TRY(state_alloc(o, &o->m));
+		return state_alloc(o, &o->v);
+	}
+	if (cfg->momentum != 0.0f)
+		return state_alloc(o, &o->m);
+	return 0;
+}
+
+void mgpu_optim_free(struct mgpu_optim *o)
+{
+	struct mgpu_dev *dev = o->model ? o->model->dev : NULL;
+	size_t nbytes = o->model ? o->model->nparams * sizeof(float) : 0;
+
+	if (dev) {
+		mgpu_dev_free(dev, o->m, nbytes);
+		mgpu_dev_free(dev, o->v, nbytes);
+	}
+	memset(o, 0, sizeof *o);
+}
+
+int mgpu_optim_nstate(const struct mgpu_optim *o)
+{
+	return (o->m != NULL) + (o->v != NULL);
+}
+
+float *mgpu_optim_state(struct mgpu_optim *o, int i)
+{
+	return i == 0 ? o->m : o->v;
+}
+
+/* Global-norm clipping folds into grad_scale: no extra pass over g. */
+static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
+{
+	struct mgpu_model *m = o->model;
+	float norm;
+
+	*out = grad_scale;
+	o->last_norm = NAN;
+	if (o->cfg.clip_norm <= 0.0f)
+		return 0;
+	MGPU_TRY(m->dev->ops->nrm2(m->dev, m->nparams, m->g, &norm));
+	norm *= grad_scale;
+	o->last_norm = norm;
+	if (norm > o->cfg.clip_norm)
+		*out = grad_scale * o->cfg.clip_norm / (norm + 1e-6f);
+	return 0;
+}
+
+static int step_param(struct mgpu_optim *o, const struct mgpu_param *p, float lr,
+		      float scale)
+{
+	struct mgpu_model *m = o->model;
+	const struct mgpu_ops *ops = m->dev->ops;
+	float wd = p->decay ? o->cfg.weight_decay : 0.0f;
+	float *w = m->w + p->off, *g = m->g + p->off;
+
+	if (o->cfg.kind == MGPU_OPT_ADAMW) {
+		struct mgpu_adamw_hp hp = {
+			.lr = lr, .beta1 = o->cfg.beta1, .beta2 = o->cfg.beta2,
+			.eps = o->cfg.eps, .weight_decay = wd, .grad_scale = scale,
+			.bias_corr1 = (float)(1.0 - pow(o->cfg.beta1, (double)o->t)),
+			.bias_corr2 = (float)(1.0 - pow(o->cfg.beta2, (double)o->t)),
+		};
+		return ops->adamw(m->dev, w, g, o->m + p->off, o->v + p->off, p->count, &hp);
+	}
+	struct mgpu_sgd_hp hp = {
+		.lr = lr, .momentum = o->cfg.momentum, .weight_decay = wd,
+		.grad_scale = scale, .nesterov = o->cfg.nesterov,
+	};
+	return ops->sgd(m->dev, w, g, o->m ? o->m + p->off : NULL, p->count, &hp);
+}
+
+int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale)
+{
+	struct mgpu_model *m = o->model;
+	float scale;
+	int i;
+
+	MGPU_TRY(clip_scale(o, grad_scale, &scale));
+	o->t++;
+	for (i = 0; i < m->nparam; i++)
+		MGPU_TRY(step_param(o, &m->params[i], lr, scale));
+	return 0;
+}
+
+double mgpu_sched_lr(const struct mgpu_sched *s, int64_t step)
+{
+	int64_t span;
+	double t;
+
+	if (step < s->warmup_steps)
+		return s->lr * (double)(step + 1) / (double)s->warmup_steps;
+	step -= s->warmup_steps;
+	switch (s->kind) {
+	case MGPU_SCHED_COSINE:
+		span = s->total_steps - s->warmup_steps;
+		t = span > 0 ? (double)step / (double)span : 1.0;
+		if (t > 1.0)
+			t = 1.0;
+		return s->min_lr + (s->lr - s->min_lr) * 0.5 * (1.0 + cos(M_PI * t));
+	case MGPU_SCHED_STEP:
+		return s->lr * pow(s->gamma, (double)(step / (s->step_every > 0 ? s->step_every : 1)));
+	default:
+		return s->lr;
+	}
+}

@@ -1,0 +1,60 @@
+/*
+ * optim.h - SGD (momentum, Nesterov) and AdamW over a model's flat
+ * parameters, with global-norm gradient clipping and LR schedules.
+ *
+ * State (momentum, or AdamW's m and v) lives on the model's device in flat
+ * buffers laid out like the parameters, so a checkpoint saves it under the
+ * parameter names. Weight decay applies to matrices, not to biases or
+ * LayerNorm parameters.
+ */
+#ifndef MGPU_NN_OPTIM_H
+#define MGPU_NN_OPTIM_H
+
+#include <stdint.h> /* int64_t */
+
+#include "nn/model.h" /* struct mgpu_model */
+
+enum mgpu_opt_kind { MGPU_OPT_SGD = 0, MGPU_OPT_ADAMW = 1 };
+enum mgpu_sched_kind { MGPU_SCHED_CONSTANT = 0, MGPU_SCHED_COSINE = 1, MGPU_SCHED_STEP = 2 };
+
+struct mgpu_optim_cfg {
+	int kind;           /* enum mgpu_opt_kind */
+	float momentum;     /* SGD */
+	int nesterov;       /* SGD */
+	float beta1, beta2, eps; /* AdamW */
+	float weight_decay;
+	float clip_norm;    /* 0: no clipping */
+};
+
+struct mgpu_sched {
+	int kind;           /* enum mgpu_sched_kind */
+	double lr;          /* peak learning rate */
+	double min_lr;      /* cosine floor */
+	int64_t warmup_steps;
+	int64_t total_steps;
+	int64_t step_every; /* step schedule: multiply by gamma every N steps */
+	double gamma;
+};
+
+struct mgpu_optim {
+	struct mgpu_optim_cfg cfg;
+	struct mgpu_model *model;
+	float *m, *v;       /* device state, NULL when unused */
+	int64_t t;          /* updates done (AdamW bias correction) */
+	double last_norm;   /* gradient norm before clipping, last step */
+};
+
+const char *mgpu_optim_name(int kind);
+int mgpu_optim_create(struct mgpu_optim *o, struct mgpu_model *model,
+		      const struct mgpu_optim_cfg *cfg);
+void mgpu_optim_free(struct mgpu_optim *o);
+/* One update with learning rate lr; the gradient is first multiplied by
+ * grad_scale (e.g. 1 / world size), then clipped to cfg.clip_norm. */
+int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale);
+/* Number of state vectors (0, 1 or 2) and access for checkpoints. */
+int mgpu_optim_nstate(const struct mgpu_optim *o);
+float *mgpu_optim_state(struct mgpu_optim *o, int i);
+
+double mgpu_sched_lr(const struct mgpu_sched *s, int64_t step);
+
+#endif

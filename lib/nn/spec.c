@@ -1,0 +1,175 @@
+/*
+ * spec.c - parse and print model specifications (see spec.h).
+ */
+#include "nn/spec.h"
+
+#include <errno.h>  /* errno */
+#include <stdlib.h> /* strtol, strtof, free */
+#include <string.h> /* strncmp, strchr */
+
+#include "core/err.h" /* mgpu_err */
+#include "core/io.h"  /* mgpu_read_file */
+#include "ops/ops.h"  /* enum mgpu_act */
+
+static const char *const act_names[] = { "none", "relu", "gelu", "tanh", NULL };
+
+const char *mgpu_act_name(int act)
+{
+	return act >= 0 && act <= MGPU_ACT_TANH ? act_names[act] : "?";
+}
+
+static int parse_dims(struct mgpu_spec *s, const char *p, const char *end,
+		      const char *origin)
+{
+	char *e;
+	long v;
+
+	s->nlayers = -1;
+	while (p < end) {
+		errno = 0;
+		if (*p < '0' || *p > '9')
+			return mgpu_err(MGPU_EINVAL, "%s: bad layer size at '%.*s'", origin,
+					(int)(end - p), p);
+		v = strtol(p, &e, 10);
+		if (errno || v < 1 || v > 1 << 20 || e > end || (e < end && *e != '-'))
+			return mgpu_err(MGPU_EINVAL, "%s: bad layer size at '%.*s'", origin,
+					(int)(end - p), p);
+		if (s->nlayers + 1 > MGPU_MAX_LAYERS)
+			return mgpu_err(MGPU_EINVAL, "%s: more than %d layers", origin,
+					MGPU_MAX_LAYERS);
+		s->dims[++s->nlayers] = (int)v;
+		p = e < end ? e + 1 : e;
+	}
+	if (s->nlayers < 1)
+		return mgpu_err(MGPU_EINVAL, "%s: an mlp needs at least two sizes (in-out)",
+				origin);
+	return 0;
+}
+
+static int parse_option(struct mgpu_spec *s, const char *opt, size_t len,
+			const char *origin)
+{
+	char buf[64], *e;
+	const char *val;
+	int i;
+
+	if (len >= sizeof buf)
+		return mgpu_err(MGPU_EINVAL, "%s: option '%.*s' too long", origin, (int)len, opt);
+	memcpy(buf, opt, len);
+	buf[len] = '\0';
+	val = strchr(buf, '=');
+	if (strcmp(buf, "layernorm") == 0) {
+		s->layernorm = 1;
+		return 0;
+	}
+	if (!val)
+		return mgpu_err(MGPU_EINVAL, "%s: unknown option '%s'", origin, buf);
+	val++;
+	if (strncmp(buf, "act=", 4) == 0) {
+		for (i = 1; act_names[i]; i++)
+			if (strcmp(val, act_names[i]) == 0) {
+				s->act = i;
+				return 0;
+			}
+		return mgpu_err(MGPU_EINVAL, "%s: act '%s' is not relu|gelu|tanh", origin, val);
+	}
+	if (strncmp(buf, "dropout=", 8) == 0) {
+		s->dropout = strtof(val, &e);
+		if (*val == '\0' || *e != '\0' || !(s->dropout >= 0.0f && s->dropout < 1.0f))
+			return mgpu_err(MGPU_EINVAL, "%s: dropout '%s' is not in [0, 1)", origin, val);
+		return 0;
+	}
+	if (strncmp(buf, "layernorm=", 10) == 0) {
+		if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
+			return mgpu_err(MGPU_EINVAL, "%s: layernorm '%s' is not 0 or 1", origin, val);
+		s->layernorm = val[0] == '1';
+		return 0;
+	}
+	return mgpu_err(MGPU_EINVAL, "%s: unknown option '%s'", origin, buf);
+}
+
+int mgpu_spec_parse(struct mgpu_spec *s, const char *text, const char *origin)
+{
+	const char *p, *end;
+
+	memset(s, 0, sizeof *s);
+	s->act = MGPU_ACT_RELU;
+	if (strncmp(text, "mlp:", 4) != 0)
+		return mgpu_err(MGPU_EINVAL, "%s: model spec '%s' does not start with 'mlp:'",
+				origin, text);
+	p = text + 4;
+	end = p + strcspn(p, ",");
+	MGPU_TRY(parse_dims(s, p, end, origin));
+	while (*end == ',') {
+		p = end + 1;
+		end = p + strcspn(p, ",");
+		if (end == p)
+			return mgpu_err(MGPU_EINVAL, "%s: empty option in '%s'", origin, text);
+		MGPU_TRY(parse_option(s, p, (size_t)(end - p), origin));
+	}
+	return 0;
+}
+
+/* Spec files: strip comments, turn whitespace runs into single commas. */
+static void normalise(const char *in, char *out, size_t cap)
+{
+	size_t o = 0;
+	int comment = 0, sep = 0;
+
+	for (; *in && o + 1 < cap; in++) {
+		if (*in == '\n')
+			comment = 0;
+		if (*in == '#')
+			comment = 1;
+		if (comment || *in == ' ' || *in == '\t' || *in == '\n' || *in == '\r' ||
+		    *in == ',') {
+			sep = o > 0;
+			continue;
+		}
+		if (sep && o + 2 < cap)
+			out[o++] = ',';
+		sep = 0;
+		out[o++] = *in;
+	}
+	out[o] = '\0';
+}
+
+int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
+{
+	unsigned char *data;
+	char norm[4096], origin[4200];
+	size_t len;
+	int rc;
+
+	if (strncmp(arg, "mlp:", 4) == 0)
+		return mgpu_spec_parse(s, arg, "--model");
+	rc = mgpu_read_file(arg, &data, &len);
+	if (rc < 0)
+		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:...) and ");
+	if (len >= sizeof norm || strlen((char *)data) != len) {
+		free(data);
+		return mgpu_err(MGPU_EINVAL, "'%s': not a model spec file", arg);
+	}
+	normalise((char *)data, norm, sizeof norm);
+	free(data);
+	snprintf(origin, sizeof origin, "'%s'", arg);
+	return mgpu_spec_parse(s, norm, origin);
+}
+
+int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, "mlp:");
+	int i;
+
+	for (i = 0; i <= s->nlayers && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%d", i ? "-" : "", s->dims[i]);
+	if (o < len)
+		o += (size_t)snprintf(buf + o, len - o, ",act=%s", mgpu_act_name(s->act));
+	if (s->dropout > 0.0f && o < len)
+		o += (size_t)snprintf(buf + o, len - o, ",dropout=%g", (double)s->dropout);
+	if (s->layernorm && o < len)
+		o += (size_t)snprintf(buf + o, len - o, ",layernorm");
+	if (o >= len)
+		return mgpu_err(MGPU_EINVAL, "model spec too long to print");
+	return 0;
+}

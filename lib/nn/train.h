@@ -1,0 +1,82 @@
+/*
+ * train.h - the training loop of one rank: data split, epochs, steps,
+ * evaluation, checkpoints and records.
+ *
+ * The loop never prints: each step, evaluation and the final summary are
+ * handed to the caller's on_record hook as a struct mgpu_record. Each
+ * epoch's sample order is a pure function of (seed, epoch), the validation
+ * split of (seed), dropout masks of (seed, step): a run resumed from a
+ * checkpoint at (epoch, position) repeats the same arithmetic bit for bit.
+ */
+#ifndef MGPU_NN_TRAIN_H
+#define MGPU_NN_TRAIN_H
+
+#include <signal.h> /* sig_atomic_t */
+#include <stdint.h> /* int64_t, uint64_t */
+
+#include "nn/optim.h" /* struct mgpu_optim_cfg, struct mgpu_sched */
+#include "nn/spec.h"  /* struct mgpu_spec */
+
+#define MGPU_PATH_MAX 4096
+#define MGPU_MAX_DEVICES 64
+
+struct mgpu_train_cfg {
+	char data[MGPU_PATH_MAX];     /* directory of IDX files */
+	struct mgpu_spec spec;
+	char backend[16];             /* "cpu", "ref" or "cuda" */
+	int device;                   /* device index of the backend */
+	int epochs;
+	int64_t max_steps;            /* 0: no limit */
+	int batch;                    /* per-device batch */
+	struct mgpu_optim_cfg optim;
+	int sched;                    /* enum mgpu_sched_kind */
+	double lr, min_lr, gamma;
+	int64_t warmup_steps;
+	double warmup_epochs;
+	double step_epochs;           /* step schedule period in epochs */
+	uint64_t seed;
+	double val_fraction;
+	char save_dir[MGPU_PATH_MAX]; /* "" : no checkpoints */
+	int64_t save_every;           /* steps; 0: at the end of each epoch */
+	int keep;                     /* checkpoints kept in save_dir */
+	char resume[MGPU_PATH_MAX];   /* "" : fresh start */
+	int log_every;                /* steps per step record */
+	const char *const *argv;      /* the resolved options, saved verbatim */
+	int argc;
+	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */
+};
+
+enum mgpu_record_kind { MGPU_REC_STEP, MGPU_REC_EVAL, MGPU_REC_SUMMARY, MGPU_REC_CKPT };
+
+struct mgpu_record {
+	int kind;
+	int64_t step;          /* optimizer steps done */
+	int epoch;             /* 1-based epoch the step belongs to */
+	double loss;           /* mean training loss over the logged window */
+	double lr;
+	double samples_per_s;
+	double step_ms;        /* mean wall time of one step in the window */
+	double data_ms;        /* mean time of that spent waiting for data */
+	double val_loss, val_acc;
+	double test_loss, test_acc;
+	double wall_s;
+	int ndev;
+	int64_t peak_bytes[MGPU_MAX_DEVICES];
+	const char *path;      /* checkpoint written (MGPU_REC_CKPT) */
+	int64_t effective_batch;
+};
+
+struct mgpu_train_hooks {
+	int (*on_record)(void *ctx, const struct mgpu_record *r);
+	/* Progress: step done out of total (for a bar on a terminal). */
+	void (*on_progress)(void *ctx, int64_t step, int64_t total);
+	void *ctx;
+};
+
+/* Defaults for every field (the documented ones of mgpu-train). */
+void mgpu_train_defaults(struct mgpu_train_cfg *cfg);
+/* Run to completion; MGPU_EINTR when cfg->stop was raised (after the
+ * checkpoint, when save_dir is set). */
+int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h);
+
+#endif

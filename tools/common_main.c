@@ -1,0 +1,102 @@
+/*
+ * common_main.c - the one main() of every mgpu tool (see common.h).
+ */
+#include "common.h"
+
+#include <errno.h>  /* errno, EPIPE */
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* fprintf */
+#include <stdlib.h> /* exit */
+#include <string.h> /* memset */
+#include <zstd.h>   /* ZSTD_versionString */
+#include <archive.h> /* archive_version_string */
+
+#include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
+#include "ops/ops.h" /* mgpu_ops_all */
+
+volatile sig_atomic_t mgpu_interrupted;
+char mgpu_diag_prefix[64];
+
+static void on_signal(int sig)
+{
+	mgpu_interrupted = sig;
+}
+
+static void vreport(const char *kind, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: %s%s%s", mgpu_tool_name, mgpu_diag_prefix,
+		mgpu_diag_prefix[0] ? ": " : "", kind);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void die_lib(void)
+{
+	die("%s", mgpu_errmsg()[0] ? mgpu_errmsg() : "unknown failure");
+}
+
+void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("", fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try '%s --help' for more information.\n", mgpu_tool_name);
+	exit(2);
+}
+
+void warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void print_version(int verbose)
+{
+	const struct mgpu_ops *const *o;
+
+	printf("%s %s\n", mgpu_tool_name, MGPU_VERSION);
+	if (!verbose)
+		return;
+	printf("features: cuda=%d nccl=%d mpi=%d\n", MGPU_HAVE_CUDA, MGPU_HAVE_NCCL,
+	       MGPU_HAVE_MPI);
+	printf("backends:");
+	for (o = mgpu_ops_all(); *o; o++)
+		printf(" %s", (*o)->name);
+	printf("\nzstd: %s\n%s\n", ZSTD_versionString(), archive_version_string());
+}
+
+void finish_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno == EPIPE)
+			exit(1);
+		die("cannot write to standard output");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa;
+	int rc;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	rc = cmd_main(argc, argv);
+	finish_stdout();
+	return rc;
+}

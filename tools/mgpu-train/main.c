@@ -1,0 +1,628 @@
+/*
+ * mgpu-train - train a model on one device (CPU rank or GPU).
+ *
+ * Options resolve into a struct mgpu_train_cfg; the same option table also
+ * renders the resolved settings back to an argv, saved in checkpoints so
+ * --resume restores them (settings that shape the run may not be changed on
+ * resume, since the continuation must be bit-identical).
+ */
+#include <getopt.h>  /* getopt_long */
+#include <math.h>    /* fabs, fmax */
+#include <stdio.h>   /* printf */
+#include <stdlib.h>  /* free */
+#include <string.h>  /* strcmp */
+#include <time.h>    /* clock_gettime */
+#include <unistd.h>  /* isatty */
+
+#include "../common.h"     /* die, usage_error */
+#include "core/cli.h"      /* mgpu_cli_int */
+#include "core/table.h"    /* struct mgpu_table */
+#include "nn/ckpt.h"       /* mgpu_ckpt_load_state */
+#include "nn/train.h"      /* mgpu_train_run */
+#include "ops/check.h"     /* mgpu_ops_compare */
+#include "ops/elem.h"      /* mgpu_hash64 */
+
+const char *const mgpu_tool_name = "mgpu-train";
+
+enum {
+	O_DATA = 256, O_MODEL, O_EPOCHS, O_MAX_STEPS, O_BATCH, O_LR, O_MIN_LR, O_OPT,
+	O_MOMENTUM, O_NESTEROV, O_WD, O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED,
+	O_WARMUP_STEPS, O_WARMUP_EPOCHS, O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL,
+	O_CPU_RANKS, O_GPUS, O_BACKEND, O_SAVE_DIR, O_SAVE_EVERY, O_KEEP, O_RESUME,
+	O_JSON, O_LOG_EVERY, O_SELFTEST,
+};
+
+static const struct option longopts[] = {
+	{ "data", required_argument, NULL, O_DATA },
+	{ "model", required_argument, NULL, O_MODEL },
+	{ "epochs", required_argument, NULL, O_EPOCHS },
+	{ "max-steps", required_argument, NULL, O_MAX_STEPS },
+	{ "batch-size", required_argument, NULL, O_BATCH },
+	{ "lr", required_argument, NULL, O_LR },
+	{ "min-lr", required_argument, NULL, O_MIN_LR },
+	{ "optimizer", required_argument, NULL, O_OPT },
+	{ "momentum", required_argument, NULL, O_MOMENTUM },
+	{ "nesterov", no_argument, NULL, O_NESTEROV },
+	{ "weight-decay", required_argument, NULL, O_WD },
+	{ "beta1", required_argument, NULL, O_BETA1 },
+	{ "beta2", required_argument, NULL, O_BETA2 },
+	{ "eps", required_argument, NULL, O_EPS },
+	{ "clip-grad-norm", required_argument, NULL, O_CLIP },
+	{ "schedule", required_argument, NULL, O_SCHED },
+	{ "warmup-steps", required_argument, NULL, O_WARMUP_STEPS },
+	{ "warmup-epochs", required_argument, NULL, O_WARMUP_EPOCHS },
+	{ "step-epochs", required_argument, NULL, O_STEP_EPOCHS },
+	{ "gamma", required_argument, NULL, O_GAMMA },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "val-fraction", required_argument, NULL, O_VAL },
+	{ "cpu-ranks", required_argument, NULL, O_CPU_RANKS },
+	{ "gpus", required_argument, NULL, O_GPUS },
+	{ "backend", required_argument, NULL, O_BACKEND },
+	{ "save-dir", required_argument, NULL, O_SAVE_DIR },
+	{ "save-every", required_argument, NULL, O_SAVE_EVERY },
+	{ "keep", required_argument, NULL, O_KEEP },
+	{ "resume", required_argument, NULL, O_RESUME },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "log-every", required_argument, NULL, O_LOG_EVERY },
+	{ "selftest", no_argument, NULL, O_SELFTEST },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Options that shape the arithmetic: a resumed run must keep them. */
+static const int identity_opts[] = {
+	O_MODEL, O_EPOCHS, O_BATCH, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
+	O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED, O_WARMUP_STEPS, O_WARMUP_EPOCHS,
+	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, 0,
+};
+
+static const char *const opt_words[] = { "sgd", "adamw", NULL };
+static const char *const sched_words[] = { "constant", "cosine", "step", NULL };
+
+struct opts {
+	struct mgpu_train_cfg cfg;
+	int json, quiet, verbose, selftest, version;
+	char set[O_SELFTEST + 1];       /* options given on the command line */
+};
+
+static void usage(void)
+{
+	printf("usage: mgpu-train [options]\n"
+	       "Train a model data-parallel; metrics go to stdout as TSV (or JSON Lines).\n\n"
+	       "data and model:\n"
+	       "  --data DIR            IDX data set directory [/usr/share/datasets/fashion-mnist]\n"
+	       "  --model SPEC|FILE     mlp:784-512-256-10[,act=relu|gelu|tanh][,dropout=P][,layernorm]\n"
+	       "  --seed N              seed of init, split, order, dropout [42]\n"
+	       "  --val-fraction F      validation share of the training file [0.1]\n"
+	       "training:\n"
+	       "  --epochs N [10]   --max-steps N [0: none]   --batch-size N (per device) [128]\n"
+	       "  --optimizer sgd|adamw [sgd]   --lr X [0.05]   --momentum X [0.9]   --nesterov\n"
+	       "  --weight-decay X [0]   --beta1 X [0.9]   --beta2 X [0.999]   --eps X [1e-8]\n"
+	       "  --clip-grad-norm X [0: off]\n"
+	       "  --schedule constant|cosine|step [cosine]   --min-lr X [0]\n"
+	       "  --warmup-steps N | --warmup-epochs X [0]   --step-epochs X [3]   --gamma X [0.1]\n"
+	       "devices:\n"
+	       "  --cpu-ranks N         CPU ranks [1]\n"
+	       "  --gpus LIST           CUDA device to train on (one index)\n"
+	       "  --backend ref|cpu|cuda  backend of the device [cpu, or cuda with --gpus]\n"
+	       "checkpoints:\n"
+	       "  --save-dir DIR   --save-every N (steps; 0: each epoch) [0]   --keep N [3]\n"
+	       "  --resume DIR          continue from DIR/latest or a checkpoint directory\n"
+	       "output:\n"
+	       "  --json   --log-every N [50]   -q, --quiet   -v, --verbose\n"
+	       "  --selftest            compare every backend op against the CPU and exit\n"
+	       "  -h, --help   -V, --version\n");
+}
+
+static double num(const char *opt, const char *arg, double lo, double hi)
+{
+	double v;
+	if (mgpu_cli_double(opt, arg, lo, hi, &v) < 0)
+		usage_error("%s", mgpu_errmsg());
+	return v;
+}
+
+static long long inum(const char *opt, const char *arg, long long lo, long long hi)
+{
+	long long v;
+	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
+		usage_error("%s", mgpu_errmsg());
+	return v;
+}
+
+static int choice(const char *opt, const char *arg, const char *const *words)
+{
+	int v;
+	if (mgpu_cli_choice(opt, arg, words, &v) < 0)
+		usage_error("%s", mgpu_errmsg());
+	return v;
+}
+
+static void set_path(char *dst, const char *opt, const char *arg)
+{
+	if (strlen(arg) >= MGPU_PATH_MAX || !arg[0])
+		usage_error("%s: bad path '%s'", opt, arg);
+	strcpy(dst, arg);
+}
+
+static void set_gpus(struct opts *o, const char *arg)
+{
+	int ids[MGPU_MAX_DEVICES], n;
+
+	if (mgpu_cli_int_list("--gpus", arg, ids, MGPU_MAX_DEVICES, &n) < 0)
+		usage_error("%s", mgpu_errmsg());
+	if (n != 1)
+		usage_error("--gpus: one device per run (%d given)", n);
+	o->cfg.device = ids[0];
+	snprintf(o->cfg.backend, sizeof o->cfg.backend, "cuda");
+}
+
+static void set_backend(struct opts *o, const char *arg)
+{
+	if (!mgpu_ops_find(arg))
+		usage_error("--backend: '%s' is not in this build (see mgpu-train -vV)", arg);
+	snprintf(o->cfg.backend, sizeof o->cfg.backend, "%s", arg);
+}
+
+static void apply_core(struct opts *o, int c, const char *arg)
+{
+	struct mgpu_train_cfg *g = &o->cfg;
+
+	switch (c) {
+	case O_DATA: set_path(g->data, "--data", arg); break;
+	case O_MODEL:
+		if (mgpu_spec_load(&g->spec, arg) < 0)
+			usage_error("%s", mgpu_errmsg());
+		break;
+	case O_EPOCHS: g->epochs = (int)inum("--epochs", arg, 1, 1000000); break;
+	case O_MAX_STEPS: g->max_steps = inum("--max-steps", arg, 0, INT64_MAX); break;
+	case O_BATCH: g->batch = (int)inum("--batch-size", arg, 1, 1 << 20); break;
+	case O_LR: g->lr = num("--lr", arg, 0, 1e6); break;
+	case O_MIN_LR: g->min_lr = num("--min-lr", arg, 0, 1e6); break;
+	case O_OPT: g->optim.kind = choice("--optimizer", arg, opt_words); break;
+	case O_MOMENTUM: g->optim.momentum = (float)num("--momentum", arg, 0, 0.999999); break;
+	case O_NESTEROV: g->optim.nesterov = 1; break;
+	case O_WD: g->optim.weight_decay = (float)num("--weight-decay", arg, 0, 1e3); break;
+	case O_BETA1: g->optim.beta1 = (float)num("--beta1", arg, 0, 0.999999); break;
+	case O_BETA2: g->optim.beta2 = (float)num("--beta2", arg, 0, 0.999999999); break;
+	case O_EPS: g->optim.eps = (float)num("--eps", arg, 1e-30, 1); break;
+	case O_CLIP: g->optim.clip_norm = (float)num("--clip-grad-norm", arg, 0, 1e30); break;
+	case O_SCHED: g->sched = choice("--schedule", arg, sched_words); break;
+	default: break;
+	}
+}
+
+static void apply_rest(struct opts *o, int c, const char *arg)
+{
+	struct mgpu_train_cfg *g = &o->cfg;
+
+	switch (c) {
+	case O_WARMUP_STEPS: g->warmup_steps = inum("--warmup-steps", arg, 0, INT64_MAX); break;
+	case O_WARMUP_EPOCHS: g->warmup_epochs = num("--warmup-epochs", arg, 0, 1e6); break;
+	case O_STEP_EPOCHS: g->step_epochs = num("--step-epochs", arg, 1e-6, 1e6); break;
+	case O_GAMMA: g->gamma = num("--gamma", arg, 0, 1); break;
+	case O_SEED: g->seed = (uint64_t)inum("--seed", arg, 0, INT64_MAX); break;
+	case O_VAL: g->val_fraction = num("--val-fraction", arg, 0, 0.99); break;
+	case O_CPU_RANKS: inum("--cpu-ranks", arg, 1, 1); break;
+	case O_GPUS: set_gpus(o, arg); break;
+	case O_BACKEND: set_backend(o, arg); break;
+	case O_SAVE_DIR: set_path(g->save_dir, "--save-dir", arg); break;
+	case O_SAVE_EVERY: g->save_every = inum("--save-every", arg, 0, INT64_MAX); break;
+	case O_KEEP: g->keep = (int)inum("--keep", arg, 0, 1000000); break;
+	case O_RESUME: set_path(g->resume, "--resume", arg); break;
+	case O_LOG_EVERY: g->log_every = (int)inum("--log-every", arg, 1, 1 << 30); break;
+	case O_JSON: o->json = 1; break;
+	case O_SELFTEST: o->selftest = 1; break;
+	case 'q': o->quiet = 1; break;
+	case 'v': o->verbose = 1; break;
+	case 'V': o->version = 1; break;
+	case 'h': usage(); exit(0);
+	default: usage_error("unknown option");
+	}
+}
+
+static void apply(struct opts *o, int c, const char *arg)
+{
+	if (c <= O_SCHED && c >= O_DATA)
+		apply_core(o, c, arg);
+	else
+		apply_rest(o, c, arg);
+}
+
+static void parse(struct opts *o, int argc, char **argv, int track)
+{
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+qvhV", longopts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		apply(o, c, optarg);
+		if (track && c >= O_DATA && c <= O_SELFTEST)
+			o->set[c] = 1;
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+}
+
+/* The value of an option as resolved in cfg, for checkpoints and checks. */
+static void render(const struct mgpu_train_cfg *g, int c, char *buf, size_t len)
+{
+	switch (c) {
+	case O_DATA: snprintf(buf, len, "%s", g->data); break;
+	case O_MODEL: mgpu_spec_format(&g->spec, buf, len); break;
+	case O_EPOCHS: snprintf(buf, len, "%d", g->epochs); break;
+	case O_BATCH: snprintf(buf, len, "%d", g->batch); break;
+	case O_LR: snprintf(buf, len, "%.17g", g->lr); break;
+	case O_MIN_LR: snprintf(buf, len, "%.17g", g->min_lr); break;
+	case O_OPT: snprintf(buf, len, "%s", opt_words[g->optim.kind]); break;
+	case O_MOMENTUM: snprintf(buf, len, "%.9g", (double)g->optim.momentum); break;
+	case O_NESTEROV: snprintf(buf, len, "%d", g->optim.nesterov); break;
+	case O_WD: snprintf(buf, len, "%.9g", (double)g->optim.weight_decay); break;
+	case O_BETA1: snprintf(buf, len, "%.9g", (double)g->optim.beta1); break;
+	case O_BETA2: snprintf(buf, len, "%.9g", (double)g->optim.beta2); break;
+	case O_EPS: snprintf(buf, len, "%.9g", (double)g->optim.eps); break;
+	case O_CLIP: snprintf(buf, len, "%.9g", (double)g->optim.clip_norm); break;
+	case O_SCHED: snprintf(buf, len, "%s", sched_words[g->sched]); break;
+	case O_WARMUP_STEPS: snprintf(buf, len, "%lld", (long long)g->warmup_steps); break;
+	case O_WARMUP_EPOCHS: snprintf(buf, len, "%.17g", g->warmup_epochs); break;
+	case O_STEP_EPOCHS: snprintf(buf, len, "%.17g", g->step_epochs); break;
+	case O_GAMMA: snprintf(buf, len, "%.17g", g->gamma); break;
+	case O_SEED: snprintf(buf, len, "%llu", (unsigned long long)g->seed); break;
+	case O_VAL: snprintf(buf, len, "%.17g", g->val_fraction); break;
+	default: buf[0] = '\0';
+	}
+}
+
+static const char *opt_name(int c)
+{
+	const struct option *p;
+
+	for (p = longopts; p->name; p++)
+		if (p->val == c)
+			return p->name;
+	return "?";
+}
+
+/* The resolved settings as an argv ("--lr", "0.05", ...), for checkpoints. */
+struct canon {
+	char store[48][MGPU_PATH_MAX + 16];
+	const char *argv[48];
+	int argc;
+};
+
+static void canonical(const struct mgpu_train_cfg *g, struct canon *cn)
+{
+	int i;
+
+	cn->argc = 0;
+	snprintf(cn->store[cn->argc], sizeof cn->store[0], "--data");
+	cn->argv[cn->argc] = cn->store[cn->argc];
+	cn->argc++;
+	render(g, O_DATA, cn->store[cn->argc], sizeof cn->store[0]);
+	cn->argv[cn->argc] = cn->store[cn->argc];
+	cn->argc++;
+	for (i = 0; identity_opts[i]; i++) {
+		int c = identity_opts[i];
+		if (c == O_NESTEROV) {
+			if (!g->optim.nesterov)
+				continue;
+			snprintf(cn->store[cn->argc], sizeof cn->store[0], "--nesterov");
+			cn->argv[cn->argc] = cn->store[cn->argc];
+			cn->argc++;
+			continue;
+		}
+		snprintf(cn->store[cn->argc], sizeof cn->store[0], "--%s", opt_name(c));
+		cn->argv[cn->argc] = cn->store[cn->argc];
+		cn->argc++;
+		render(g, c, cn->store[cn->argc], sizeof cn->store[0]);
+		cn->argv[cn->argc] = cn->store[cn->argc];
+		cn->argc++;
+	}
+}
+
+/* Defaults, then the checkpoint's settings, then the command line; a
+ * setting given on the command line must agree with the checkpoint's. */
+static void merge_resume(struct opts *o, int argc, char **argv)
+{
+	struct mgpu_ckpt_state st;
+	struct opts ck;
+	char dir[MGPU_CKPT_PATH], a[600], b[600], **cargv = NULL, *full[1002];
+	int cargc = 0, i, c;
+
+	if (mgpu_ckpt_resolve(o->cfg.resume, dir, sizeof dir) < 0 ||
+	    mgpu_ckpt_load_state(dir, &st, &cargv, &cargc) < 0)
+		die_lib();
+	memset(&ck, 0, sizeof ck);
+	mgpu_train_defaults(&ck.cfg);
+	full[0] = argv[0];
+	for (i = 0; i < cargc && i < 1000; i++)
+		full[i + 1] = cargv[i];
+	full[i + 1] = NULL;
+	parse(&ck, i + 1, full, 0);
+	for (i = 0; identity_opts[i]; i++) {
+		c = identity_opts[i];
+		render(&ck.cfg, c, a, sizeof a);
+		render(&o->cfg, c, b, sizeof b);
+		if (o->set[c] && strcmp(a, b) != 0)
+			usage_error("--%s %s differs from the checkpoint's %s: a resumed run "
+				    "keeps the settings it started with", opt_name(c), b, a);
+	}
+	ck.set[0] = 0;
+	memcpy(ck.set, o->set, sizeof ck.set);
+	parse(&ck, argc, argv, 1);
+	mgpu_ckpt_free_argv(cargv, cargc);
+	*o = ck;
+}
+
+static const char *const cols[] = {
+	"kind", "step", "epoch", "loss", "lr", "samples_per_s", "step_ms", "data_ms",
+	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
+	"peak_bytes", "path",
+};
+
+struct out {
+	struct mgpu_table t;
+	int bar;          /* draw a progress bar on stderr */
+	double last_bar;
+};
+
+static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint" };
+
+static int put_record(struct out *out, const struct mgpu_record *r)
+{
+	struct mgpu_table *t = &out->t;
+
+	mgpu_table_str(t, "kind", kind_names[r->kind]);
+	mgpu_table_int(t, "step", r->step);
+	mgpu_table_int(t, "epoch", r->epoch);
+	if (r->kind == MGPU_REC_CKPT) {
+		mgpu_table_str(t, "path", r->path);
+		return mgpu_table_emit(t);
+	}
+	if (r->kind == MGPU_REC_STEP) {
+		mgpu_table_num(t, "loss", r->loss, 6);
+		mgpu_table_num(t, "lr", r->lr, 6);
+		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
+		mgpu_table_num(t, "step_ms", r->step_ms, 4);
+		mgpu_table_num(t, "data_ms", r->data_ms, 4);
+		return mgpu_table_emit(t);
+	}
+	mgpu_table_num(t, "val_loss", r->val_loss, 6);
+	mgpu_table_num(t, "val_acc", r->val_acc, 6);
+	mgpu_table_num(t, "wall_s", r->wall_s, 5);
+	if (r->kind == MGPU_REC_SUMMARY) {
+		mgpu_table_num(t, "test_loss", r->test_loss, 6);
+		mgpu_table_num(t, "test_acc", r->test_acc, 6);
+		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
+		mgpu_table_int(t, "effective_batch", r->effective_batch);
+		mgpu_table_ints(t, "peak_bytes", r->peak_bytes, r->ndev);
+	}
+	return mgpu_table_emit(t);
+}
+
+static int on_record(void *ctx, const struct mgpu_record *r)
+{
+	struct out *out = ctx;
+
+	if (out->bar)
+		fputs("\r\033[K", stderr);
+	if (put_record(out, r) < 0) {
+		finish_stdout();
+		die_lib();
+	}
+	return 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void on_progress(void *ctx, int64_t step, int64_t total)
+{
+	struct out *out = ctx;
+	double t = mono_s();
+	int w = 30, k;
+
+	if (!out->bar || (t - out->last_bar < 0.1 && step < total))
+		return;
+	out->last_bar = t;
+	k = (int)((double)w * (double)step / (double)(total ? total : 1));
+	fprintf(stderr, "\r[%.*s%*s] step %lld/%lld", k, "##############################",
+		w - k, "", (long long)step, (long long)total);
+	if (step == total)
+		fputs("\r\033[K", stderr);
+}
+
+/* A few SGD steps of a small MLP on both backends from the same weights and
+ * seeded data: the relative difference of the final weights. */
+static int steps_compare(const struct mgpu_ops *a, const struct mgpu_ops *b, double *rel)
+{
+	struct mgpu_spec spec;
+	struct mgpu_dev dev[2];
+	struct mgpu_model m[2];
+	struct mgpu_optim opt[2];
+	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_ADAMW, .beta1 = 0.9f, .beta2 = 0.999f,
+				     .eps = 1e-8f, .weight_decay = 0.01f, .clip_norm = 1.0f };
+	uint8_t x[64 * 48];
+	int32_t y[64];
+	float *w[2] = { NULL, NULL };
+	double l, c, num = 0, den = 0;
+	int i, k, rc = 0;
+	size_t j;
+
+	mgpu_spec_parse(&spec, "mlp:48-32-24-5,act=gelu,layernorm,dropout=0.1", "selftest");
+	for (j = 0; j < sizeof x; j++)
+		x[j] = (uint8_t)(mgpu_hash64(7, j) & 255);
+	for (i = 0; i < 64; i++)
+		y[i] = (int32_t)(mgpu_hash64(8, (uint64_t)i) % 5);
+	memset(m, 0, sizeof m);
+	memset(opt, 0, sizeof opt);
+	memset(dev, 0, sizeof dev);
+	for (k = 0; k < 2 && rc == 0; k++) {
+		rc = mgpu_dev_open(&dev[k], k ? b : a, 0);
+		if (rc == 0)
+			rc = mgpu_model_create(&m[k], &spec, &dev[k], 64);
+		if (rc == 0)
+			rc = mgpu_model_init(&m[k], 42);
+		if (rc == 0)
+			rc = mgpu_optim_create(&opt[k], &m[k], &oc);
+		for (i = 0; i < 5 && rc == 0; i++) {
+			m[k].dropout_seed = (uint64_t)i;
+			rc = mgpu_model_load_batch(&m[k], x, y, 64, 1.0f / 255, -0.5f);
+			if (rc == 0)
+				rc = mgpu_model_forward(&m[k], 64, 1);
+			if (rc == 0)
+				rc = mgpu_model_loss(&m[k], 64, 1, 1.0f / 64, &l, &c);
+			if (rc == 0)
+				rc = mgpu_model_backward(&m[k], 64, 0);
+			if (rc == 0)
+				rc = mgpu_optim_step(&opt[k], 1e-2f, 1.0f);
+		}
+		w[k] = malloc(m[k].nparams * sizeof(float) + 1);
+		if (rc == 0 && w[k])
+			rc = mgpu_model_get(&m[k], w[k]);
+	}
+	for (j = 0; rc == 0 && w[0] && w[1] && j < m[0].nparams; j++) {
+		num = fmax(num, fabs((double)w[0][j] - w[1][j]));
+		den = fmax(den, fabs((double)w[1][j]));
+	}
+	*rel = den > 0 ? num / den : num;
+	for (k = 0; k < 2; k++) {
+		mgpu_optim_free(&opt[k]);
+		mgpu_model_free(&m[k]);
+		if (dev[k].ops)
+			mgpu_dev_close(&dev[k]);
+		free(w[k]);
+	}
+	return rc;
+}
+
+/* Every op, then a few training steps, of ops against ref; rows on t. */
+static int selftest_backend(struct mgpu_table *t, const struct mgpu_ops *ops,
+			    const struct mgpu_ops *ref)
+{
+	static struct mgpu_ops_report rep;
+	double rel;
+	int i, bad;
+
+	if (mgpu_ops_compare(ops, 0, ref, 42, &rep) < 0)
+		die_lib();
+	for (i = 0; i < rep.nrows; i++) {
+		const struct mgpu_ops_row *r = &rep.row[i];
+		mgpu_table_str(t, "op", r->op);
+		mgpu_table_str(t, "shape", r->shape);
+		mgpu_table_str(t, "backend", r->backend);
+		mgpu_table_str(t, "against", r->ref_backend);
+		mgpu_table_num(t, "max_rel_err", r->max_rel_err, 3);
+		mgpu_table_num(t, "tolerance", r->tol, 3);
+		mgpu_table_int(t, "ok", r->ok);
+		if (mgpu_table_emit(t) < 0)
+			die_lib();
+	}
+	if (steps_compare(ops, ref, &rel) < 0)
+		die_lib();
+	bad = rep.nfail + (rel > 1e-3);
+	mgpu_table_str(t, "op", "train_5_steps");
+	mgpu_table_str(t, "shape", "mlp:48-32-24-5 gelu layernorm dropout adamw clip");
+	mgpu_table_str(t, "backend", ops->name);
+	mgpu_table_str(t, "against", ref->name);
+	mgpu_table_num(t, "max_rel_err", rel, 3);
+	mgpu_table_num(t, "tolerance", 1e-3, 3);
+	mgpu_table_int(t, "ok", rel <= 1e-3);
+	if (mgpu_table_emit(t) < 0)
+		die_lib();
+	return bad;
+}
+
+/* The CPU half always (cpu against ref); each GPU backend against cpu
+ * when it has a device. Exit 1 on any mismatch. */
+static int selftest(int json, int quiet)
+{
+	static const char *const scols[] = { "op", "shape", "backend", "against",
+					     "max_rel_err", "tolerance", "ok" };
+	const struct mgpu_ops *const *o;
+	const struct mgpu_ops *cpu = mgpu_ops_find("cpu"), *ref = mgpu_ops_find("ref");
+	struct mgpu_table t;
+	int bad;
+
+	mgpu_table_init(&t, stdout, json, scols, 7);
+	bad = selftest_backend(&t, cpu, ref);
+	for (o = mgpu_ops_all(); *o; o++) {
+		char why[256] = "";
+		int n = 0;
+		if (*o == cpu || *o == ref)
+			continue;
+		if ((*o)->device_count(&n, why, sizeof why) < 0 || n == 0) {
+			if (!quiet)
+				fprintf(stderr, "mgpu-train: selftest: no %s device (%s): "
+					"only the CPU half ran\n", (*o)->name,
+					why[0] ? why : "none found");
+			continue;
+		}
+		bad += selftest_backend(&t, *o, cpu);
+	}
+	if (!quiet)
+		fprintf(stderr, "mgpu-train: selftest: %s\n", bad ? "FAILED" : "passed");
+	return bad ? 1 : 0;
+}
+
+static void announce(const struct opts *o)
+{
+	char spec[512];
+
+	if (o->quiet)
+		return;
+	mgpu_spec_format(&o->cfg.spec, spec, sizeof spec);
+	fprintf(stderr, "mgpu-train: model %s, %s device %d, effective batch %d "
+		"(%d per device x 1 accumulation step x 1 device)%s%s\n", spec,
+		o->cfg.backend, o->cfg.device, o->cfg.batch, o->cfg.batch,
+		o->cfg.resume[0] ? ", resuming from " : "", o->cfg.resume);
+}
+
+int cmd_main(int argc, char **argv)
+{
+	struct opts o;
+	struct out out;
+	struct canon cn;
+	struct mgpu_train_hooks h = { on_record, on_progress, &out };
+	int rc;
+
+	memset(&o, 0, sizeof o);
+	mgpu_train_defaults(&o.cfg);
+	parse(&o, argc, argv, 1);
+	if (o.version) {
+		print_version(o.verbose);
+		return 0;
+	}
+	if (o.selftest)
+		return selftest(o.json, o.quiet);
+	if (o.cfg.resume[0])
+		merge_resume(&o, argc, argv);
+	canonical(&o.cfg, &cn);
+	o.cfg.argv = cn.argv;
+	o.cfg.argc = cn.argc;
+	o.cfg.stop = &mgpu_interrupted;
+	memset(&out, 0, sizeof out);
+	out.bar = !o.quiet && isatty(2);
+	mgpu_table_init(&out.t, stdout, o.json, cols, (int)(sizeof cols / sizeof cols[0]));
+	announce(&o);
+	rc = mgpu_train_run(&o.cfg, &h);
+	if (rc == MGPU_EINTR) {
+		if (!o.quiet)
+			fprintf(stderr, "mgpu-train: %s%s\n", mgpu_errmsg(),
+				o.cfg.save_dir[0] ? ", checkpoint written" : "");
+		finish_stdout();
+		return 130;
+	}
+	if (rc < 0)
+		die_lib();
+	return 0;
+}
