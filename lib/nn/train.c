@@ -13,8 +13,10 @@
 #include <stdlib.h> /* calloc, free */
 #include <string.h> /* memset, strcmp */
 #include <time.h>   /* clock_gettime */
+#include <unistd.h> /* access */
 
 #include "core/err.h"     /* mgpu_err, MGPU_CHECK */
+#include "core/io.h"      /* mgpu_mkdirs */
 #include "core/rng.h"     /* mgpu_rng_perm */
 #include "data/dataset.h" /* struct mgpu_dataset */
 #include "nn/ckpt.h"      /* mgpu_ckpt_save */
@@ -192,11 +194,23 @@ static void setup_sched(struct run *r)
 	};
 }
 
+/* Fail before training, not at the first checkpoint an epoch later. */
+static int check_save_dir(const char *dir)
+{
+	if (mgpu_mkdirs(dir) < 0)
+		return mgpu_err_prefix(MGPU_EIO, "--save-dir: ");
+	if (access(dir, W_OK) != 0)
+		return mgpu_err_errno(MGPU_EIO, "--save-dir: '%s' is not writable", dir);
+	return 0;
+}
+
 static int setup(struct run *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
 	size_t d = (size_t)c->spec.dims[0];
 
+	if (c->save_dir[0])
+		MGPU_TRY(check_save_dir(c->save_dir));
 	MGPU_TRY(load_data(r));
 	if ((size_t)c->batch > r->ntrain)
 		return mgpu_err(MGPU_EINVAL, "--batch-size %d is larger than the %zu training "
@@ -430,6 +444,15 @@ static int loop(struct run *r)
 	return summary(r, r->step - start);
 }
 
+static int start_record(struct run *r)
+{
+	struct mgpu_record rec = { .kind = MGPU_REC_START };
+
+	rec.step = r->total_steps;
+	rec.epoch = (int)r->steps_per_epoch;
+	return emit(r, &rec);
+}
+
 int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h)
 {
 	struct run r;
@@ -441,6 +464,7 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 	MGPU_CHECK(setup(&r));
 	if (cfg->resume[0])
 		MGPU_CHECK(resume(&r));
+	MGPU_CHECK(start_record(&r));
 	rc = loop(&r);
 out:
 	run_free(&r);

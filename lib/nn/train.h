@@ -46,7 +46,11 @@ struct mgpu_train_cfg {
 	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */
 };
 
-enum mgpu_record_kind { MGPU_REC_STEP, MGPU_REC_EVAL, MGPU_REC_SUMMARY, MGPU_REC_CKPT };
+/* START comes once, after data, device and checkpoint loaded: total steps
+ * in .step, steps per epoch in .epoch. */
+enum mgpu_record_kind {
+	MGPU_REC_STEP, MGPU_REC_EVAL, MGPU_REC_SUMMARY, MGPU_REC_CKPT, MGPU_REC_START
+};
 
 struct mgpu_record {
 	int kind;

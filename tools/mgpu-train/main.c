@@ -366,6 +366,8 @@ static const char *const cols[] = {
 };
 
 struct out {
+	const struct mgpu_train_cfg *cfg;
+	int quiet;
 	struct mgpu_table t;
 	int bar;          /* draw a progress bar on stderr */
 	double last_bar;
@@ -405,9 +407,30 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 	return mgpu_table_emit(t);
 }
 
+/* The run's shape, on stderr once everything is loaded. */
+static void announce(const struct out *out, const struct mgpu_record *r)
+{
+	const struct mgpu_train_cfg *c = out->cfg;
+	char spec[512];
+
+	if (out->quiet)
+		return;
+	mgpu_spec_format(&c->spec, spec, sizeof spec);
+	fprintf(stderr, "mgpu-train: model %s on %s device %d; effective batch %lld "
+		"(%d per device x 1 accumulation step x 1 device); %d steps per epoch, "
+		"%lld to run%s%s\n", spec, c->backend, c->device,
+		(long long)r->effective_batch, c->batch, r->epoch, (long long)r->step,
+		c->resume[0] ? "; resuming from " : "", c->resume);
+}
+
 static int on_record(void *ctx, const struct mgpu_record *r)
 {
 	struct out *out = ctx;
+
+	if (r->kind == MGPU_REC_START) {
+		announce(out, r);
+		return 0;
+	}
 
 	if (out->bar)
 		fputs("\r\033[K", stderr);
@@ -574,18 +597,6 @@ static int selftest(int json, int quiet)
 	return bad ? 1 : 0;
 }
 
-static void announce(const struct opts *o)
-{
-	char spec[512];
-
-	if (o->quiet)
-		return;
-	mgpu_spec_format(&o->cfg.spec, spec, sizeof spec);
-	fprintf(stderr, "mgpu-train: model %s, %s device %d, effective batch %d "
-		"(%d per device x 1 accumulation step x 1 device)%s%s\n", spec,
-		o->cfg.backend, o->cfg.device, o->cfg.batch, o->cfg.batch,
-		o->cfg.resume[0] ? ", resuming from " : "", o->cfg.resume);
-}
 
 int cmd_main(int argc, char **argv)
 {
@@ -612,8 +623,9 @@ int cmd_main(int argc, char **argv)
 	o.cfg.stop = &mgpu_interrupted;
 	memset(&out, 0, sizeof out);
 	out.bar = !o.quiet && isatty(2);
+	out.quiet = o.quiet;
+	out.cfg = &o.cfg;
 	mgpu_table_init(&out.t, stdout, o.json, cols, (int)(sizeof cols / sizeof cols[0]));
-	announce(&o);
 	rc = mgpu_train_run(&o.cfg, &h);
 	if (rc == MGPU_EINTR) {
 		if (!o.quiet)
