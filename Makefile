@@ -20,7 +20,7 @@ WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototyp
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
-CPPFLAGS += -Ilib -I$(B) -I/usr/include/x86_64-linux-gnu/openblas-pthread \
+CPPFLAGS += -Ilib -Itests -I$(B) -I/usr/include/x86_64-linux-gnu/openblas-pthread \
 	-D_GNU_SOURCE -DMGPU_VERSION='"$(VERSION)"'
 ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -pthread -MMD -MP
 LDLIBS := -lopenblas -lzstd -larchive -lm -pthread

@@ -1,0 +1,200 @@
+/*
+ * test_model.c - the MLP's gradients against finite differences, for every
+ * layer kind (linear, each activation, layernorm, dropout), plus optimizer
+ * and schedule arithmetic and the model spec grammar.
+ */
+#include <stdlib.h> /* malloc */
+
+#include "core/err.h"  /* mgpu_errmsg */
+#include "nn/model.h"  /* struct mgpu_model */
+#include "nn/optim.h"  /* mgpu_sched_lr */
+#include "ops/elem.h"  /* mgpu_hash64 */
+#include "nn/spec.h"   /* mgpu_spec_parse */
+#include "t.h"
+
+#define B 4
+
+static double loss_at(struct mgpu_model *m)
+{
+	double l, c;
+
+	if (mgpu_model_forward(m, B, 1) || mgpu_model_loss(m, B, 0, 0, &l, &c))
+		return NAN;
+	return l / B;
+}
+
+/* Every parameter's analytic gradient against a central difference. */
+static void grad_check(const char *spec_text, const char *backend)
+{
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	uint8_t x[B * 6];
+	int32_t y[B] = { 0, 2, 1, 2 };
+	float *w, *g, h = 2e-3f;
+	double l, c, worst = 0;
+	size_t i;
+
+	T_OK(mgpu_spec_parse(&spec, spec_text, "test"));
+	T_OK(mgpu_dev_open(&dev, mgpu_ops_find(backend), 0));
+	T_OK(mgpu_model_create(&m, &spec, &dev, B));
+	T_OK(mgpu_model_init(&m, 3));
+	for (i = 0; i < sizeof x; i++)
+		x[i] = (uint8_t)(mgpu_hash64(1, i) & 255);
+	T_OK(mgpu_model_load_batch(&m, x, y, B, 1.0f / 64, -2.0f));
+	m.dropout_seed = 99;
+	T_OK(mgpu_model_forward(&m, B, 1));
+	T_OK(mgpu_model_loss(&m, B, 1, 1.0f / B, &l, &c));
+	T_OK(mgpu_model_backward(&m, B, 0));
+	w = malloc(m.nparams * sizeof *w);
+	g = malloc(m.nparams * sizeof *g);
+	T_OK(mgpu_model_get(&m, w));
+	T_OK(mgpu_dev_to_host(&dev, g, m.g, m.nparams * sizeof *g));
+	for (i = 0; i < m.nparams; i++) {
+		float keep = w[i];
+		double lp, lm, num, err;
+		w[i] = keep + h;
+		mgpu_model_set(&m, w);
+		lp = loss_at(&m);
+		w[i] = keep - h;
+		mgpu_model_set(&m, w);
+		lm = loss_at(&m);
+		w[i] = keep;
+		num = (lp - lm) / (2.0 * h);
+		err = fabs(num - g[i]) / fmax(1e-2, fabs(num) + fabs(g[i]));
+		if (err > worst)
+			worst = err;
+		T_CHECK(err < 2e-2, "%s: param %zu: analytic %g numeric %g", spec_text, i,
+			(double)g[i], num);
+		if (t_cur_failed > 3)
+			break;
+	}
+	mgpu_model_set(&m, w);
+	free(w);
+	free(g);
+	mgpu_model_free(&m);
+	T_CHECK(dev.bytes_cur == 0, "device bytes leaked: %zu", dev.bytes_cur);
+	mgpu_dev_close(&dev);
+}
+
+static void test_grad_relu(void) { grad_check("mlp:6-5-4-3", "ref"); }
+static void test_grad_gelu(void) { grad_check("mlp:6-5-4-3,act=gelu", "ref"); }
+static void test_grad_tanh(void) { grad_check("mlp:6-5-4-3,act=tanh", "ref"); }
+static void test_grad_layernorm(void) { grad_check("mlp:6-5-4-3,act=tanh,layernorm", "ref"); }
+static void test_grad_dropout(void) { grad_check("mlp:6-7-3,act=gelu,dropout=0.3", "ref"); }
+static void test_grad_cpu(void) { grad_check("mlp:6-5-4-3,act=gelu,layernorm,dropout=0.2", "cpu"); }
+static void test_grad_all_ref(void) { grad_check("mlp:6-5-4-3,act=gelu,layernorm,dropout=0.2", "ref"); }
+
+/* Accumulating two half batches gives the gradient of the whole batch. */
+static void test_accumulate(void)
+{
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	uint8_t x[B * 6];
+	int32_t y[B] = { 1, 0, 2, 2 };
+	float g1[64], g2[64];
+	double l, c;
+	size_t i;
+
+	T_OK(mgpu_spec_parse(&spec, "mlp:6-4-3,layernorm", "test"));
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
+	T_OK(mgpu_model_create(&m, &spec, &dev, B));
+	T_OK(mgpu_model_init(&m, 5));
+	T_CHECK(m.nparams <= 64, "%zu params", m.nparams);
+	for (i = 0; i < sizeof x; i++)
+		x[i] = (uint8_t)(mgpu_hash64(2, i) & 255);
+	T_OK(mgpu_model_load_batch(&m, x, y, B, 1.0f / 128, -1.0f));
+	T_OK(mgpu_model_forward(&m, B, 1));
+	T_OK(mgpu_model_loss(&m, B, 1, 1.0f / B, &l, &c));
+	T_OK(mgpu_model_backward(&m, B, 0));
+	T_OK(mgpu_dev_to_host(&dev, g1, m.g, m.nparams * sizeof(float)));
+	T_OK(mgpu_model_load_batch(&m, x, y, 2, 1.0f / 128, -1.0f));
+	T_OK(mgpu_model_forward(&m, 2, 1));
+	T_OK(mgpu_model_loss(&m, 2, 1, 1.0f / B, &l, &c));
+	T_OK(mgpu_model_backward(&m, 2, 0));
+	T_OK(mgpu_model_load_batch(&m, x + 12, y + 2, 2, 1.0f / 128, -1.0f));
+	T_OK(mgpu_model_forward(&m, 2, 1));
+	T_OK(mgpu_model_loss(&m, 2, 1, 1.0f / B, &l, &c));
+	T_OK(mgpu_model_backward(&m, 2, 1));
+	T_OK(mgpu_dev_to_host(&dev, g2, m.g, m.nparams * sizeof(float)));
+	for (i = 0; i < m.nparams; i++)
+		T_NEAR(g1[i], g2[i], 1e-5 + 1e-4 * fabs(g1[i]));
+	mgpu_model_free(&m);
+	mgpu_dev_close(&dev);
+}
+
+/* torch.optim.SGD with momentum 0.9, Nesterov, weight decay: two steps by hand. */
+static void test_sgd_steps(void)
+{
+	struct mgpu_sgd_hp hp = { .lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f,
+				  .grad_scale = 0.5f, .nesterov = 1 };
+	float w = 1.0f, mom = 0.0f;
+	double d, buf, ww = 1.0;
+
+	mgpu_sgd_elem(&w, 2.0f, &mom, &hp);
+	d = 1.0 + 0.01 * ww;
+	buf = d;
+	ww -= 0.1 * (d + 0.9 * buf);
+	T_NEAR(w, ww, 1e-6);
+	mgpu_sgd_elem(&w, 2.0f, &mom, &hp);
+	d = 1.0 + 0.01 * ww;
+	buf = 0.9 * buf + d;
+	ww -= 0.1 * (d + 0.9 * buf);
+	T_NEAR(w, ww, 1e-6);
+}
+
+static void test_schedules(void)
+{
+	struct mgpu_sched s = { .kind = MGPU_SCHED_COSINE, .lr = 1.0, .min_lr = 0.1,
+				.warmup_steps = 10, .total_steps = 110 };
+
+	T_NEAR(mgpu_sched_lr(&s, 0), 0.1, 1e-12);
+	T_NEAR(mgpu_sched_lr(&s, 9), 1.0, 1e-12);
+	T_NEAR(mgpu_sched_lr(&s, 10), 1.0, 1e-12);
+	T_NEAR(mgpu_sched_lr(&s, 60), 0.55, 1e-12);
+	T_NEAR(mgpu_sched_lr(&s, 110), 0.1, 1e-12);
+	s = (struct mgpu_sched){ .kind = MGPU_SCHED_STEP, .lr = 1.0, .gamma = 0.5,
+				 .step_every = 5 };
+	T_NEAR(mgpu_sched_lr(&s, 4), 1.0, 1e-12);
+	T_NEAR(mgpu_sched_lr(&s, 5), 0.5, 1e-12);
+	T_NEAR(mgpu_sched_lr(&s, 12), 0.25, 1e-12);
+	s.kind = MGPU_SCHED_CONSTANT;
+	T_NEAR(mgpu_sched_lr(&s, 1000), 1.0, 1e-12);
+}
+
+static void test_spec(void)
+{
+	struct mgpu_spec s;
+	char buf[256];
+
+	T_OK(mgpu_spec_parse(&s, "mlp:784-512-256-10,act=gelu,dropout=0.25,layernorm", "t"));
+	T_CHECK(s.nlayers == 3 && s.dims[3] == 10, "nlayers %d", s.nlayers);
+	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
+	T_CHECK(strcmp(buf, "mlp:784-512-256-10,act=gelu,dropout=0.25,layernorm") == 0, "%s",
+		buf);
+	T_FAILS(mgpu_spec_parse(&s, "mlp:784", "t"), MGPU_EINVAL, "at least two");
+	T_FAILS(mgpu_spec_parse(&s, "mlp:784-x-10", "t"), MGPU_EINVAL, "bad layer size");
+	T_FAILS(mgpu_spec_parse(&s, "mlp:784-0-10", "t"), MGPU_EINVAL, "bad layer size");
+	T_FAILS(mgpu_spec_parse(&s, "cnn:1-2", "t"), MGPU_EINVAL, "does not start with");
+	T_FAILS(mgpu_spec_parse(&s, "mlp:4-2,act=swish", "t"), MGPU_EINVAL, "act 'swish'");
+	T_FAILS(mgpu_spec_parse(&s, "mlp:4-2,dropout=1", "t"), MGPU_EINVAL, "dropout");
+	T_FAILS(mgpu_spec_parse(&s, "mlp:4-2,colour=red", "t"), MGPU_EINVAL, "unknown option");
+	T_FAILS(mgpu_spec_load(&s, "/nonexistent/spec"), MGPU_EINVAL, "not a spec");
+}
+
+int main(void)
+{
+	T_RUN(test_grad_relu);
+	T_RUN(test_grad_gelu);
+	T_RUN(test_grad_tanh);
+	T_RUN(test_grad_layernorm);
+	T_RUN(test_grad_dropout);
+	T_RUN(test_grad_cpu);
+	T_RUN(test_grad_all_ref);
+	T_RUN(test_accumulate);
+	T_RUN(test_sgd_steps);
+	T_RUN(test_schedules);
+	T_RUN(test_spec);
+	return T_DONE();
+}
