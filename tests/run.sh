@@ -25,7 +25,7 @@ done
 for t in tests/cli/*.sh; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .sh)
-	sh "$t" >"$log" 2>&1
+	bash "$t" >"$log" 2>&1
 	rc=$?
 	case $rc in
 	0) echo "PASS cli/$name"; pass=$((pass + 1)) ;;

@@ -1,0 +1,23 @@
+# mgpu-train: every bad input gives one line naming the problem, exit 1.
+. tests/cli/lib.sh
+mkidx good 300 50 8 4
+expect 1 "'missing': missing train-images-idx3-ubyte" "$BIN/mgpu-train" --data missing
+mkidx trunc 300 50 8 4 truncate
+expect 1 "trunc/train-images-idx3-ubyte.gz" "$BIN/mgpu-train" --data trunc --model mlp:64-4
+grep -q "truncated" err.txt || fail "truncated IDX: $(cat err.txt)"
+mkidx magic 300 50 8 4 magic
+expect 1 "magic" "$BIN/mgpu-train" --data magic --model mlp:64-4
+grep -q "magic/train-images-idx3-ubyte.gz" err.txt || fail "magic: no file name: $(cat err.txt)"
+mkidx label 300 50 8 4 label
+expect 1 "label 6 out of range [0,4) at index 5" "$BIN/mgpu-train" --data label --model mlp:64-4
+expect 1 "samples have 64 features but the model takes 784" "$BIN/mgpu-train" --data good
+expect 2 "bad layer size" "$BIN/mgpu-train" --data good --model mlp:64-x-4
+printf 'mlp:64-8-4\nact=softplus\n' >bad.spec
+expect 2 "'bad.spec': act 'softplus' is not relu|gelu|tanh" "$BIN/mgpu-train" --data good --model bad.spec
+touch afile
+expect 1 "--save-dir: 'afile/ck': cannot create directory" "$BIN/mgpu-train" --data good --model mlp:64-4 --save-dir afile/ck
+[ ! -e afile/ck ] || fail "left a save dir behind"
+expect 1 "'nock': no such checkpoint directory" "$BIN/mgpu-train" --data good --model mlp:64-4 --resume nock
+expect 1 "--batch-size 1000 is larger than the 270 training samples" "$BIN/mgpu-train" --data good --model mlp:64-4 --batch-size 1000
+expect 1 "cuda" "$BIN/mgpu-train" --data good --model mlp:64-4 --gpus 0
+exit 0

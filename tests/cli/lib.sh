@@ -1,0 +1,64 @@
+# lib.sh - shared helpers of the CLI tests (sourced, bash).
+# Each test script runs under `set -eu`, works in a fresh temporary
+# directory, and exits 0 (pass), 77 (skip, last line says why) or else fail.
+set -eu
+BIN=${MGPU_BUILD:-build}/bin
+case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
+SRC=$PWD
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect STATUS SUBSTRING CMD...: CMD exits STATUS, prints nothing on stdout,
+# exactly one line on stderr containing SUBSTRING (usage errors: two, the
+# second "Try ...").
+expect() {
+	want=$1 sub=$2
+	shift 2
+	set +e
+	"$@" >out.txt 2>err.txt
+	got=$?
+	set -e
+	[ "$got" = "$want" ] || fail "$*: exit $got, want $want; stderr: $(cat err.txt)"
+	grep -qF -- "$sub" err.txt || fail "$*: stderr lacks '$sub': $(cat err.txt)"
+	[ ! -s out.txt ] || fail "$*: wrote to stdout: $(head -c 300 out.txt)"
+	lines=$(wc -l <err.txt)
+	if [ "$want" = 2 ]; then
+		[ "$lines" = 2 ] && grep -q "^Try '" err.txt ||
+			fail "$*: usage error is not 'message + Try' ($lines lines)"
+	else
+		[ "$lines" = 1 ] || fail "$*: $lines lines on stderr, want 1: $(cat err.txt)"
+	fi
+}
+
+# mkidx DIR N_TRAIN N_TEST SIDE CLASSES [BAD]: a small learnable IDX data set
+# (class k brightens row band k). BAD: truncate|magic|label|none.
+mkidx() {
+	python3 - "$@" <<'PY'
+import gzip, os, random, struct, sys
+d, ntr, nte, side, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+bad = sys.argv[6] if len(sys.argv) > 6 else "none"
+os.makedirs(d, exist_ok=True)
+rnd = random.Random(7)
+def images(n, labels):
+    out = bytearray()
+    for y in labels:
+        for r in range(side):
+            for c in range(side):
+                v = rnd.randrange(0, 80)
+                if r % k == y: v += 150
+                out.append(min(v, 255))
+    return bytes(out)
+for name, n in (("train", ntr), ("t10k", nte)):
+    labels = [rnd.randrange(k) for _ in range(n)]
+    if bad == "label" and name == "train": labels[5] = k + 2
+    img = struct.pack(">HBB", 0, 8, 3) + struct.pack(">III", n, side, side) + images(n, labels)
+    lab = struct.pack(">HBB", 0, 8, 1) + struct.pack(">I", n) + bytes(labels)
+    if bad == "truncate" and name == "train": img = img[:len(img) // 2]
+    if bad == "magic" and name == "train": img = b"\x00\x00\x07\x03" + img[4:]
+    with gzip.open(f"{d}/{name}-images-idx3-ubyte.gz", "wb") as f: f.write(img)
+    with gzip.open(f"{d}/{name}-labels-idx1-ubyte.gz", "wb") as f: f.write(lab)
+PY
+}
