@@ -61,8 +61,10 @@ MAIN_OBJ := $(B)/obj/tools/common_main.o
 
 TEST_SRC := $(sort $(wildcard tests/unit/*.c tests/ops/*.c))
 TEST_BINS := $(TEST_SRC:%.c=$(B)/%)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BINS := $(BENCH_SRC:%.c=$(B)/%)
 
-all: $(TOOL_BINS) $(TEST_BINS)
+all: $(TOOL_BINS) $(TEST_BINS) $(BENCH_BINS)
 	@echo "built: $(TOOLS) (cuda=$(HAVE_CUDA) mpi=$(HAVE_MPI)) in $(B)/bin" >&2
 
 $(B)/obj/%.o: %.c $(B)/config.h
@@ -83,6 +85,10 @@ $(B)/bin/$(1): $(patsubst %.c,$(B)/obj/%.o,$(wildcard tools/$(1)/*.c)) $(MAIN_OB
 	$$(CC) $$(ALL_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+$(B)/bench/%: $(B)/obj/bench/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/tests/%: $(B)/obj/tests/%.o $(LIBA)
 	@mkdir -p $(@D)
@@ -122,6 +128,6 @@ help:
 	@echo "options: CUDA=auto|0|1 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 .PHONY: all deps test demo bench lint-man install clean help
-.PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o
+.PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
