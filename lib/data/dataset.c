@@ -1,0 +1,174 @@
+/*
+ * dataset.c - labelled byte data sets from IDX files (see dataset.h).
+ */
+#include "data/dataset.h"
+
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, free */
+#include <string.h>   /* memcpy, memset */
+#include <sys/stat.h> /* stat */
+
+#include "core/err.h" /* mgpu_err, MGPU_E* */
+#include "data/idx.h" /* mgpu_idx_load, mgpu_idx_value */
+
+#define PATH_MAX_NBYTES 4096
+
+/* Samples and features of an images file; d must fit an int. */
+static int image_shape(const struct mgpu_idx *im, const char *path, size_t *n, int *d)
+{
+	size_t dd = 1;
+	int i;
+
+	if (im->type != MGPU_IDX_U8)
+		return mgpu_err(MGPU_EFORMAT, "'%s': images must be IDX type u8 (0x08), "
+				"not %s", path, mgpu_idx_type_name(im->type));
+	if (im->ndim < 2)
+		return mgpu_err(MGPU_EFORMAT, "'%s': images need at least 2 dimensions, "
+				"file has %d", path, im->ndim);
+	for (i = 1; i < im->ndim; i++)
+		dd *= im->dims[i]; /* cannot overflow: idx checked the product */
+	if (im->dims[0] == 0 || dd == 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': no samples (shape %u x %zu)", path,
+				im->dims[0], dd);
+	if (dd > (size_t)1 << 30)
+		return mgpu_err(MGPU_ERANGE, "'%s': %zu features per sample is too many",
+				path, dd);
+	*n = im->dims[0];
+	*d = (int)dd;
+	return 0;
+}
+
+static int is_int_type(int type)
+{
+	return type == MGPU_IDX_U8 || type == MGPU_IDX_S8 || type == MGPU_IDX_I16 ||
+	       type == MGPU_IDX_I32;
+}
+
+/* Labels must be 1-D integers, one per image. */
+static int check_labels(const struct mgpu_idx *lb, const char *path, size_t n,
+			const char *images)
+{
+	if (!is_int_type(lb->type))
+		return mgpu_err(MGPU_EFORMAT, "'%s': labels must be an integer IDX type, "
+				"not %s", path, mgpu_idx_type_name(lb->type));
+	if (lb->ndim != 1)
+		return mgpu_err(MGPU_EFORMAT, "'%s': labels must have 1 dimension, "
+				"file has %d", path, lb->ndim);
+	if (lb->count != n)
+		return mgpu_err(MGPU_EFORMAT, "'%s': %zu labels, but '%s' has %zu images",
+				path, lb->count, images, n);
+	return 0;
+}
+
+/* Convert checked labels to int32, each in [0, 256); sets *classes. */
+static int read_labels(const struct mgpu_idx *lb, const char *path, int32_t *y,
+		       int *classes)
+{
+	size_t i;
+	double v;
+
+	*classes = 0;
+	for (i = 0; i < lb->count; i++) {
+		v = mgpu_idx_value(lb, i);
+		if (v < 0 || v >= MGPU_DATASET_MAX_CLASSES)
+			return mgpu_err(MGPU_ERANGE, "'%s': label %.0f out of range [0,%d) "
+					"at index %zu", path, v, MGPU_DATASET_MAX_CLASSES, i);
+		y[i] = (int32_t)v;
+		if (y[i] + 1 > *classes)
+			*classes = y[i] + 1;
+	}
+	return 0;
+}
+
+int mgpu_dataset_load_idx(struct mgpu_dataset *ds, const char *images,
+			  const char *labels)
+{
+	struct mgpu_idx im = {0}, lb = {0};
+	int rc = 0;
+
+	memset(ds, 0, sizeof *ds);
+	MGPU_CHECK(mgpu_idx_load(images, &im));
+	MGPU_CHECK(image_shape(&im, images, &ds->n, &ds->d));
+	MGPU_CHECK(mgpu_idx_load(labels, &lb));
+	MGPU_CHECK(check_labels(&lb, labels, ds->n, images));
+	ds->x = malloc(im.count);
+	ds->y = malloc(ds->n * sizeof *ds->y);
+	if (!ds->x || !ds->y) {
+		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", images);
+		goto out;
+	}
+	MGPU_CHECK(read_labels(&lb, labels, ds->y, &ds->classes));
+	memcpy(ds->x, im.data, im.count);
+out:
+	if (rc < 0)
+		mgpu_dataset_free(ds);
+	mgpu_idx_free(&im);
+	mgpu_idx_free(&lb);
+	return rc;
+}
+
+/* Find dir/name or dir/name.gz; error naming both when neither exists. */
+static int find_file(const char *dir, const char *name, char *path, size_t cap)
+{
+	struct stat st;
+
+	snprintf(path, cap, "%s/%s", dir, name);
+	if (stat(path, &st) == 0)
+		return 0;
+	snprintf(path, cap, "%s/%s.gz", dir, name);
+	if (stat(path, &st) == 0)
+		return 0;
+	return mgpu_err(MGPU_EIO, "'%s': missing %s (or %s.gz)", dir, name, name);
+}
+
+static int load_pair(struct mgpu_dataset *ds, const char *dir, const char *set)
+{
+	char images[PATH_MAX_NBYTES], labels[PATH_MAX_NBYTES], name[64];
+
+	snprintf(name, sizeof name, "%s-images-idx3-ubyte", set);
+	MGPU_TRY(find_file(dir, name, images, sizeof images));
+	snprintf(name, sizeof name, "%s-labels-idx1-ubyte", set);
+	MGPU_TRY(find_file(dir, name, labels, sizeof labels));
+	return mgpu_dataset_load_idx(ds, images, labels);
+}
+
+int mgpu_dataset_load_dir(struct mgpu_dataset *train, struct mgpu_dataset *test,
+			  const char *dir)
+{
+	int rc = 0;
+
+	memset(train, 0, sizeof *train);
+	memset(test, 0, sizeof *test);
+	if (strlen(dir) > PATH_MAX_NBYTES - 64)
+		return mgpu_err(MGPU_EINVAL, "'%s': directory name too long", dir);
+	MGPU_CHECK(load_pair(train, dir, "train"));
+	MGPU_CHECK(load_pair(test, dir, "t10k"));
+	if (train->d != test->d)
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': train samples have %d features, "
+			      "t10k samples %d", dir, train->d, test->d);
+out:
+	if (rc < 0) {
+		mgpu_dataset_free(train);
+		mgpu_dataset_free(test);
+	}
+	return rc;
+}
+
+int mgpu_dataset_check_classes(const struct mgpu_dataset *ds, int nclasses,
+			       const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < ds->n; i++)
+		if (ds->y[i] < 0 || ds->y[i] >= nclasses)
+			return mgpu_err(MGPU_ERANGE, "'%s': label %d out of range [0,%d) "
+					"at index %zu", path, (int)ds->y[i], nclasses, i);
+	return 0;
+}
+
+void mgpu_dataset_free(struct mgpu_dataset *ds)
+{
+	free(ds->x);
+	free(ds->y);
+	memset(ds, 0, sizeof *ds);
+}
