@@ -9,6 +9,10 @@
 #ifndef MGPU_CORE_ERR_H
 #define MGPU_CORE_ERR_H
 
+#ifdef __cplusplus
+extern "C" { /* C linkage when included by the CUDA (C++) backend */
+#endif
+
 enum {
 	MGPU_OK = 0,
 	MGPU_EIO = -1,      /* open/read/write/rename failed */
@@ -56,5 +60,9 @@ const char *mgpu_strerror(int code);
 		if (rc < 0)       \
 			goto out; \
 	} while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -130,7 +130,8 @@ MGPU_HD static inline void mgpu_ln_row_bwd(const float *dy, const float *x, floa
 	}
 }
 
-/* dgamma[j], dbeta[j] of one LayerNorm column over B rows, plus acc * old. */
+/* dgamma[j], dbeta[j] of one LayerNorm column over B rows, plus acc * old.
+ * acc == 0 overwrites (old contents, NaNs too, are ignored, as BLAS beta). */
 MGPU_HD static inline void mgpu_ln_col_bwd(const float *dY, const float *X,
 					   const float *mean, const float *rstd, int B,
 					   int D, int j, float acc, float *dg, float *db)
@@ -143,8 +144,8 @@ MGPU_HD static inline void mgpu_ln_col_bwd(const float *dY, const float *X,
 		sg += dy * (X[(size_t)i * D + j] - mean[i]) * rstd[i];
 		sb += dy;
 	}
-	dg[j] = acc * dg[j] + sg;
-	db[j] = acc * db[j] + sb;
+	dg[j] = acc == 0.0f ? sg : acc * dg[j] + sg;
+	db[j] = acc == 0.0f ? sb : acc * db[j] + sb;
 }
 
 /* torch.optim.SGD for one parameter (dampening 0). */

@@ -26,6 +26,10 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint8_t, int32_t, uint64_t */
 
+#ifdef __cplusplus
+extern "C" { /* C linkage when included by the CUDA (C++) backend */
+#endif
+
 enum mgpu_trans { MGPU_N = 0, MGPU_T = 1 };
 
 enum mgpu_act {
@@ -146,5 +150,9 @@ int mgpu_dev_alloc(struct mgpu_dev *dev, void **p, size_t nbytes);
 void mgpu_dev_free(struct mgpu_dev *dev, void *p, size_t nbytes);
 int mgpu_dev_to_dev(struct mgpu_dev *dev, void *dst, const void *src_host, size_t nbytes);
 int mgpu_dev_to_host(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,765 @@
+/*
+ * check.c - one backend against a reference on identical seeded inputs
+ * (see check.h for the cases, the error measure and the report).
+ *
+ * Each case builds its inputs on the host, uploads the very same bytes to
+ * both devices (counted allocations, freed when the case ends), runs the op
+ * on both with the same arguments, downloads the outputs and compares them.
+ * Outputs start NaN-filled where the op must write every element, so an
+ * element a backend forgets to write shows up as an infinite error.
+ */
+#include "ops/check.h"
+
+#include <math.h>   /* fabs, isfinite, INFINITY, NAN */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* memset, strcmp */
+
+#include "core/err.h" /* mgpu_err, mgpu_err_prefix, MGPU_TRY */
+#include "ops/elem.h" /* mgpu_hash64 */
+
+#define MAXBUF 16
+#define TINY 1e-30
+#define SENTINEL 7777.0f /* sgemm's C padding: must survive untouched */
+
+static const struct {
+	const char *op;
+	double tol;
+} tolerances[] = {
+	{ "sgemm", 2e-5 },   { "nrm2", 1e-5 },    { "scal", 1e-6 },
+	{ "bias_act", 1e-5 }, { "act_bwd", 1e-5 }, { "col_sum", 1e-5 },
+	{ "ln_fwd", 1e-5 },  { "ln_bwd", 1e-4 },  { "dropout", 1e-6 },
+	{ "xent", 1e-5 },    { "u8_to_f32", 1e-6 }, { "sgd", 1e-6 },
+	{ "adamw", 1e-5 },
+};
+
+/* The buffers of one case: host memory, and each device buffer on both. */
+struct run {
+	struct mgpu_ops_pair *p;
+	int nhost, ndev;
+	void *host[MAXBUF * 2];
+	void *d[MAXBUF][2];
+	size_t nbytes[MAXBUF];
+};
+
+/* Worst relative error over several output tensors. */
+struct err {
+	double worst;
+};
+
+double mgpu_ops_tolerance(const char *op)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof tolerances / sizeof tolerances[0]; i++)
+		if (strcmp(tolerances[i].op, op) == 0)
+			return tolerances[i].tol;
+	return 0.0;
+}
+
+/* ---- buffers ---------------------------------------------------------- */
+
+static void *hnew(struct run *r, size_t nbytes)
+{
+	void *h;
+
+	if (r->nhost == MAXBUF * 2)
+		return NULL;
+	h = calloc(1, nbytes ? nbytes : 1);
+	if (h)
+		r->host[r->nhost++] = h;
+	return h;
+}
+
+static float *fnew(struct run *r, size_t count)
+{
+	return hnew(r, count * sizeof(float));
+}
+
+#define NEWF(x, r, count)                                                          \
+	do {                                                                       \
+		x = fnew(r, count);                                                \
+		if (!x)                                                            \
+			return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory"); \
+	} while (0)
+
+/* Copy the same host bytes to both devices; *id names the pair. */
+static int up(struct run *r, const void *h, size_t nbytes, int *id)
+{
+	int s;
+
+	if (r->ndev == MAXBUF)
+		return mgpu_err(MGPU_EINVAL, "selftest: too many buffers in one case");
+	*id = r->ndev++;
+	r->nbytes[*id] = nbytes;
+	for (s = 0; s < 2; s++) {
+		MGPU_TRY(mgpu_dev_alloc(&r->p->dev[s], &r->d[*id][s], nbytes));
+		MGPU_TRY(mgpu_dev_to_dev(&r->p->dev[s], r->d[*id][s], h, nbytes));
+	}
+	return 0;
+}
+
+/* Results of the device under test into h0, of the reference into h1. */
+static int down(struct run *r, int id, void *h0, void *h1)
+{
+	MGPU_TRY(mgpu_dev_to_host(&r->p->dev[0], h0, r->d[id][0], r->nbytes[id]));
+	return mgpu_dev_to_host(&r->p->dev[1], h1, r->d[id][1], r->nbytes[id]);
+}
+
+static void run_free(struct run *r)
+{
+	int i, s;
+
+	for (i = 0; i < r->ndev; i++)
+		for (s = 0; s < 2; s++)
+			mgpu_dev_free(&r->p->dev[s], r->d[i][s], r->nbytes[i]);
+	for (i = 0; i < r->nhost; i++)
+		free(r->host[i]);
+}
+
+static float *dptr(struct run *r, int id, int s)
+{
+	return (float *)r->d[id][s];
+}
+
+static struct mgpu_dev *devof(struct run *r, int s)
+{
+	return &r->p->dev[s];
+}
+
+/* ---- inputs ----------------------------------------------------------- */
+
+static float uniform(struct mgpu_ops_pair *p, uint64_t stream, size_t i)
+{
+	uint64_t h = mgpu_hash64(p->seed + stream * 0xD1B54A32D192ED03ull, i);
+	return (float)(h >> 40) * (1.0f / 16777216.0f);
+}
+
+/* x[i] uniform in [lo, hi), a fresh stream per array. */
+static void fill(struct mgpu_ops_pair *p, float *x, size_t n, float lo, float hi)
+{
+	uint64_t st = p->stream++;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = lo + (hi - lo) * uniform(p, st, i);
+}
+
+static void fill_const(float *x, size_t n, float v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = v;
+}
+
+/* A column-major rows x cols matrix with leading dimension ld: random
+ * inside, `pad` in rows rows..ld-1 of every column. */
+static void fill_padded(struct mgpu_ops_pair *p, float *x, int rows, int cols, int ld,
+			float pad, int nan_inside)
+{
+	size_t j;
+
+	fill(p, x, (size_t)ld * cols, -1.0f, 1.0f);
+	for (j = 0; j < (size_t)cols; j++) {
+		if (nan_inside)
+			fill_const(x + j * ld, (size_t)rows, NAN);
+		fill_const(x + j * ld + rows, (size_t)(ld - rows), pad);
+	}
+}
+
+/* ---- comparison ------------------------------------------------------- */
+
+/* Relative error of a against the reference r over n elements with stride
+ * 1, columns of `rows` at leading dimension ld (ld == rows: contiguous). */
+static double rel_err_ld(const float *a, const float *ref, size_t rows, size_t cols,
+			 size_t ld)
+{
+	double diff = 0.0, mag = 0.0, d;
+	size_t i, j;
+
+	for (j = 0; j < cols; j++)
+		for (i = 0; i < rows; i++) {
+			float x = a[i + j * ld], y = ref[i + j * ld];
+			if (!isfinite(x) || !isfinite(y))
+				return INFINITY;
+			d = fabs((double)x - y);
+			diff = d > diff ? d : diff;
+			mag = fabs((double)y) > mag ? fabs((double)y) : mag;
+		}
+	return diff / (mag > TINY ? mag : TINY);
+}
+
+static void err_add(struct err *e, double v)
+{
+	if (!(v <= e->worst)) /* NaN too */
+		e->worst = v;
+}
+
+static void err_vec(struct err *e, const float *a, const float *ref, size_t n)
+{
+	err_add(e, rel_err_ld(a, ref, n, 1, n));
+}
+
+/* Download output buffer id (count floats) from both devices and compare. */
+static int cmp_out(struct run *r, struct err *e, int id, size_t count)
+{
+	float *a, *b;
+
+	NEWF(a, r, count);
+	NEWF(b, r, count);
+	MGPU_TRY(down(r, id, a, b));
+	err_vec(e, a, b, count);
+	return 0;
+}
+
+static void add_row(struct mgpu_ops_pair *p, const char *op, const char *shape, double err)
+{
+	struct mgpu_ops_report *rep = p->rep;
+	struct mgpu_ops_row *row;
+	double tol = mgpu_ops_tolerance(op);
+	int ok = err <= tol;
+
+	rep->nfail += !ok;
+	if (rep->nrows == MGPU_OPS_REPORT_MAX) {
+		rep->nlost++;
+		return;
+	}
+	row = &rep->row[rep->nrows++];
+	row->op = op;
+	snprintf(row->shape, sizeof row->shape, "%s", shape);
+	row->backend = p->dev[0].ops->name;
+	row->ref_backend = p->dev[1].ops->name;
+	row->max_rel_err = err;
+	row->tol = tol;
+	row->ok = ok;
+}
+
+/* ---- cases ------------------------------------------------------------ */
+
+static int max1(int a)
+{
+	return a > 1 ? a : 1;
+}
+
+static int case_sgemm(struct run *r, const struct mgpu_ops_case *c)
+{
+	int ar = c->ta == MGPU_N ? c->m : c->k, ac = c->ta == MGPU_N ? c->k : c->m;
+	int br = c->tb == MGPU_N ? c->k : c->n, bc = c->tb == MGPU_N ? c->n : c->k;
+	int lda = c->lda ? c->lda : max1(ar), ldb = c->ldb ? c->ldb : max1(br);
+	int ldc = c->ldc ? c->ldc : max1(c->m), ia, ib, ic, s;
+	size_t nc = (size_t)ldc * c->n, i, j;
+	float *A, *Bm, *C, *c0, *c1;
+	struct err e = { 0.0 };
+	char shape[64];
+
+	NEWF(A, r, (size_t)lda * ac);
+	NEWF(Bm, r, (size_t)ldb * bc);
+	NEWF(C, r, nc);
+	NEWF(c0, r, nc);
+	NEWF(c1, r, nc);
+	fill_padded(r->p, A, ar, ac, lda, NAN, 0);
+	fill_padded(r->p, Bm, br, bc, ldb, NAN, 0);
+	fill_padded(r->p, C, c->m, c->n, ldc, SENTINEL, c->beta == 0.0f);
+	MGPU_TRY(up(r, A, (size_t)lda * ac * sizeof *A, &ia));
+	MGPU_TRY(up(r, Bm, (size_t)ldb * bc * sizeof *Bm, &ib));
+	MGPU_TRY(up(r, C, nc * sizeof *C, &ic));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->sgemm(devof(r, s), c->ta, c->tb, c->m, c->n, c->k,
+					       c->alpha, dptr(r, ia, s), lda, dptr(r, ib, s), ldb,
+					       c->beta, dptr(r, ic, s), ldc));
+	MGPU_TRY(down(r, ic, c0, c1));
+	err_add(&e, rel_err_ld(c0, c1, (size_t)c->m, (size_t)c->n, (size_t)ldc));
+	for (j = 0; j < (size_t)c->n; j++) /* the padding of C is not C's */
+		for (i = (size_t)c->m; i < (size_t)ldc; i++)
+			if (c0[i + j * ldc] != SENTINEL || c1[i + j * ldc] != SENTINEL)
+				err_add(&e, INFINITY);
+	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c ld=%d,%d,%d a=%g b=%g", c->m,
+		 c->n, c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', lda,
+		 ldb, ldc, (double)c->alpha, (double)c->beta);
+	add_row(r->p, "sgemm", shape, e.worst);
+	return 0;
+}
+
+static int case_nrm2(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n;
+	float *x, out[2];
+	int ix, s;
+	char shape[64];
+
+	NEWF(x, r, n);
+	fill(r->p, x, n, -1.0f, 1.0f);
+	MGPU_TRY(up(r, x, n * sizeof *x, &ix));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->nrm2(devof(r, s), n, dptr(r, ix, s), &out[s]));
+	snprintf(shape, sizeof shape, "n=%zu", n);
+	add_row(r->p, "nrm2", shape, rel_err_ld(&out[0], &out[1], 1, 1, 1));
+	return 0;
+}
+
+static int case_scal(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n;
+	struct err e = { 0.0 };
+	float *x;
+	int ix, s;
+	char shape[64];
+
+	NEWF(x, r, n);
+	fill(r->p, x, n, -1.0f, 1.0f);
+	MGPU_TRY(up(r, x, n * sizeof *x, &ix));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->scal(devof(r, s), n, c->alpha, dptr(r, ix, s)));
+	MGPU_TRY(cmp_out(r, &e, ix, n));
+	snprintf(shape, sizeof shape, "n=%zu alpha=%g", n, (double)c->alpha);
+	add_row(r->p, "scal", shape, e.worst);
+	return 0;
+}
+
+static const char *act_name(enum mgpu_act act)
+{
+	static const char *const names[] = { "none", "relu", "gelu", "tanh" };
+	return act >= MGPU_ACT_NONE && act <= MGPU_ACT_TANH ? names[act] : "?";
+}
+
+static int case_bias_act(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->m * c->n;
+	struct err e = { 0.0 };
+	float *Z, *b, *Y;
+	int iz, ib, iy, s;
+	char shape[64];
+
+	NEWF(Z, r, n);
+	NEWF(b, r, (size_t)c->n);
+	NEWF(Y, r, n);
+	fill(r->p, Z, n, -3.0f, 3.0f);
+	fill(r->p, b, (size_t)c->n, -1.0f, 1.0f);
+	fill_const(Y, n, NAN);
+	MGPU_TRY(up(r, Z, n * sizeof *Z, &iz));
+	MGPU_TRY(up(r, b, (size_t)c->n * sizeof *b, &ib));
+	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
+	if (c->flag)
+		iy = iz;
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->bias_act(devof(r, s), c->act, dptr(r, iy, s), dptr(r, iz, s),
+						  dptr(r, ib, s), c->m, c->n));
+	MGPU_TRY(cmp_out(r, &e, iy, n));
+	if (!c->flag)
+		MGPU_TRY(cmp_out(r, &e, iz, n));
+	snprintf(shape, sizeof shape, "B=%d D=%d %s%s", c->m, c->n, act_name(c->act),
+		 c->flag ? " in-place" : "");
+	add_row(r->p, "bias_act", shape, e.worst);
+	return 0;
+}
+
+static int case_act_bwd(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n;
+	struct err e = { 0.0 };
+	float *dY, *Z, *dZ;
+	int idy, iz, idz, s;
+	char shape[64];
+
+	NEWF(dY, r, n);
+	NEWF(Z, r, n);
+	NEWF(dZ, r, n);
+	fill(r->p, dY, n, -1.0f, 1.0f);
+	fill(r->p, Z, n, -3.0f, 3.0f);
+	fill_const(dZ, n, NAN);
+	MGPU_TRY(up(r, dY, n * sizeof *dY, &idy));
+	MGPU_TRY(up(r, Z, n * sizeof *Z, &iz));
+	MGPU_TRY(up(r, dZ, n * sizeof *dZ, &idz));
+	if (c->flag)
+		idz = idy;
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->act_bwd(devof(r, s), c->act, dptr(r, idz, s), dptr(r, idy, s),
+						 dptr(r, iz, s), n));
+	MGPU_TRY(cmp_out(r, &e, idz, n));
+	snprintf(shape, sizeof shape, "n=%zu %s%s", n, act_name(c->act),
+		 c->flag ? " in-place" : "");
+	add_row(r->p, "act_bwd", shape, e.worst);
+	return 0;
+}
+
+static int case_col_sum(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->m * c->n, D = (size_t)c->n;
+	struct err e = { 0.0 };
+	float *dY, *db;
+	int idy, idb, s;
+	char shape[64];
+
+	NEWF(dY, r, n);
+	NEWF(db, r, D);
+	fill(r->p, dY, n, -1.0f, 1.0f);
+	fill(r->p, db, D, -1.0f, 1.0f);
+	if (c->beta == 0.0f)
+		fill_const(db, D, NAN);
+	MGPU_TRY(up(r, dY, n * sizeof *dY, &idy));
+	MGPU_TRY(up(r, db, D * sizeof *db, &idb));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->col_sum(devof(r, s), dptr(r, idb, s), dptr(r, idy, s), c->m,
+						 c->n, c->beta));
+	MGPU_TRY(cmp_out(r, &e, idb, D));
+	snprintf(shape, sizeof shape, "B=%d D=%d beta=%g", c->m, c->n, (double)c->beta);
+	add_row(r->p, "col_sum", shape, e.worst);
+	return 0;
+}
+
+/* Backward half of case_ln: mean and rstd are the reference's, given to both. */
+static int ln_bwd(struct run *r, const struct mgpu_ops_case *c, int ix, int ig,
+		  const float *mean, const float *rstd)
+{
+	size_t B = (size_t)c->m, D = (size_t)c->n, n = B * D;
+	struct err e = { 0.0 };
+	float *dY, *dX, *dg, *dbt;
+	int im, ir, idy, idx, idg, idb, s;
+	char shape[64];
+
+	NEWF(dY, r, n);
+	NEWF(dX, r, n);
+	NEWF(dg, r, D);
+	NEWF(dbt, r, D);
+	fill(r->p, dY, n, -1.0f, 1.0f);
+	fill_const(dX, n, NAN);
+	fill(r->p, dg, D, -1.0f, 1.0f);
+	fill(r->p, dbt, D, -1.0f, 1.0f);
+	if (c->beta == 0.0f) {
+		fill_const(dg, D, NAN);
+		fill_const(dbt, D, NAN);
+	}
+	MGPU_TRY(up(r, mean, B * sizeof *mean, &im));
+	MGPU_TRY(up(r, rstd, B * sizeof *rstd, &ir));
+	MGPU_TRY(up(r, dY, n * sizeof *dY, &idy));
+	MGPU_TRY(up(r, dX, n * sizeof *dX, &idx));
+	MGPU_TRY(up(r, dg, D * sizeof *dg, &idg));
+	MGPU_TRY(up(r, dbt, D * sizeof *dbt, &idb));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->ln_bwd(devof(r, s), dptr(r, idx, s), dptr(r, idg, s),
+						dptr(r, idb, s), dptr(r, idy, s), dptr(r, ix, s),
+						dptr(r, im, s), dptr(r, ir, s), dptr(r, ig, s), c->m, c->n,
+						c->beta));
+	MGPU_TRY(cmp_out(r, &e, idx, n));
+	MGPU_TRY(cmp_out(r, &e, idg, D));
+	MGPU_TRY(cmp_out(r, &e, idb, D));
+	snprintf(shape, sizeof shape, "B=%d D=%d acc=%g", c->m, c->n, (double)c->beta);
+	add_row(r->p, "ln_bwd", shape, e.worst);
+	return 0;
+}
+
+static int case_ln(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t B = (size_t)c->m, D = (size_t)c->n, n = B * D;
+	struct err e = { 0.0 };
+	float *X, *g, *bt, *Y, *mean, *rstd, *m0, *r0;
+	int ix, ig, ib, iy, im, ir, s;
+	char shape[64];
+
+	NEWF(X, r, n);
+	NEWF(g, r, D);
+	NEWF(bt, r, D);
+	NEWF(Y, r, n);
+	NEWF(mean, r, B);
+	NEWF(rstd, r, B);
+	NEWF(m0, r, B);
+	NEWF(r0, r, B);
+	fill(r->p, X, n, -2.0f, 2.0f);
+	fill(r->p, g, D, 0.5f, 1.5f);
+	fill(r->p, bt, D, -0.5f, 0.5f);
+	fill_const(Y, n, NAN);
+	fill_const(mean, B, D ? NAN : 0.0f); /* D == 0: nothing is written */
+	fill_const(rstd, B, D ? NAN : 0.0f);
+	MGPU_TRY(up(r, X, n * sizeof *X, &ix));
+	MGPU_TRY(up(r, g, D * sizeof *g, &ig));
+	MGPU_TRY(up(r, bt, D * sizeof *bt, &ib));
+	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
+	MGPU_TRY(up(r, mean, B * sizeof *mean, &im));
+	MGPU_TRY(up(r, rstd, B * sizeof *rstd, &ir));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->ln_fwd(devof(r, s), dptr(r, iy, s), dptr(r, im, s), dptr(r, ir, s),
+						dptr(r, ix, s), dptr(r, ig, s), dptr(r, ib, s), c->m,
+						c->n, 1e-5f));
+	MGPU_TRY(cmp_out(r, &e, iy, n));
+	MGPU_TRY(down(r, im, m0, mean));
+	err_vec(&e, m0, mean, B);
+	MGPU_TRY(down(r, ir, r0, rstd));
+	err_vec(&e, r0, rstd, B);
+	snprintf(shape, sizeof shape, "B=%d D=%d eps=1e-5", c->m, c->n);
+	add_row(r->p, "ln_fwd", shape, e.worst);
+	return ln_bwd(r, c, ix, ig, mean, rstd);
+}
+
+static int case_dropout(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n;
+	struct err e = { 0.0 };
+	float *X, *Y;
+	int ix, iy, s;
+	char shape[64];
+
+	NEWF(X, r, n);
+	NEWF(Y, r, n);
+	fill(r->p, X, n, -1.0f, 1.0f);
+	fill_const(Y, n, NAN);
+	MGPU_TRY(up(r, X, n * sizeof *X, &ix));
+	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
+	if (c->flag)
+		iy = ix;
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->dropout(devof(r, s), dptr(r, iy, s), dptr(r, ix, s), n,
+						 c->alpha, r->p->seed, (uint64_t)c->k));
+	MGPU_TRY(cmp_out(r, &e, iy, n));
+	snprintf(shape, sizeof shape, "n=%zu p=%g offset=%d%s", n, (double)c->alpha, c->k,
+		 c->flag ? " in-place" : "");
+	add_row(r->p, "dropout", shape, e.worst);
+	return 0;
+}
+
+static int case_xent(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t B = (size_t)c->m, n = B * (size_t)c->n, i;
+	struct err e = { 0.0 };
+	float *L, *dL, *loss, *corr, *u;
+	int32_t *lab;
+	int il, idl, ilab, ilo, ico, s;
+	char shape[64];
+
+	NEWF(L, r, n);
+	NEWF(dL, r, n);
+	NEWF(loss, r, B);
+	NEWF(corr, r, B);
+	NEWF(u, r, B);
+	lab = hnew(r, B * sizeof *lab);
+	if (!lab)
+		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+	fill(r->p, L, n, -3.0f, 3.0f);
+	fill(r->p, u, B, 0.0f, 1.0f);
+	for (i = 0; i < B; i++)
+		lab[i] = (int32_t)(u[i] * (float)c->n) % (c->n ? c->n : 1);
+	fill_const(dL, n, NAN);
+	fill_const(loss, B, NAN);
+	fill_const(corr, B, NAN);
+	MGPU_TRY(up(r, L, n * sizeof *L, &il));
+	MGPU_TRY(up(r, dL, n * sizeof *dL, &idl));
+	MGPU_TRY(up(r, lab, B * sizeof *lab, &ilab));
+	MGPU_TRY(up(r, loss, B * sizeof *loss, &ilo));
+	MGPU_TRY(up(r, corr, B * sizeof *corr, &ico));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->xent(devof(r, s), c->flag ? NULL : dptr(r, idl, s),
+					      dptr(r, ilo, s), dptr(r, ico, s), dptr(r, il, s),
+					      (const int32_t *)r->d[ilab][s], c->m, c->n,
+					      c->alpha));
+	MGPU_TRY(cmp_out(r, &e, ilo, B));
+	MGPU_TRY(cmp_out(r, &e, ico, B));
+	if (!c->flag)
+		MGPU_TRY(cmp_out(r, &e, idl, n));
+	snprintf(shape, sizeof shape, "B=%d C=%d scale=%g%s", c->m, c->n, (double)c->alpha,
+		 c->flag ? " no-grad" : "");
+	add_row(r->p, "xent", shape, e.worst);
+	return 0;
+}
+
+static int case_u8(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n, i;
+	struct err e = { 0.0 };
+	float *Y, *u;
+	uint8_t *X;
+	int ix, iy, s;
+	char shape[64];
+
+	NEWF(Y, r, n);
+	NEWF(u, r, n);
+	X = hnew(r, n);
+	if (!X)
+		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+	fill(r->p, u, n, 0.0f, 256.0f);
+	for (i = 0; i < n; i++)
+		X[i] = (uint8_t)u[i];
+	fill_const(Y, n, NAN);
+	MGPU_TRY(up(r, X, n, &ix));
+	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->u8_to_f32(devof(r, s), dptr(r, iy, s),
+						   (const uint8_t *)r->d[ix][s], n, c->alpha,
+						   c->beta));
+	MGPU_TRY(cmp_out(r, &e, iy, n));
+	snprintf(shape, sizeof shape, "n=%zu scale=%g shift=%g", n, (double)c->alpha,
+		 (double)c->beta);
+	add_row(r->p, "u8_to_f32", shape, e.worst);
+	return 0;
+}
+
+static int case_sgd(struct run *r, const struct mgpu_ops_case *c)
+{
+	struct mgpu_sgd_hp hp = { 0.1f, c->beta, 1e-4f, 0.5f, c->flag };
+	size_t n = (size_t)c->n;
+	struct err e = { 0.0 };
+	float *w, *g1, *g2, *mom;
+	int iw, ig1, ig2, im, s;
+	char shape[64];
+
+	NEWF(w, r, n);
+	NEWF(g1, r, n);
+	NEWF(g2, r, n);
+	NEWF(mom, r, n);
+	fill(r->p, w, n, -1.0f, 1.0f);
+	fill(r->p, g1, n, -1.0f, 1.0f);
+	fill(r->p, g2, n, -1.0f, 1.0f);
+	MGPU_TRY(up(r, w, n * sizeof *w, &iw));
+	MGPU_TRY(up(r, g1, n * sizeof *g1, &ig1));
+	MGPU_TRY(up(r, g2, n * sizeof *g2, &ig2));
+	MGPU_TRY(up(r, mom, n * sizeof *mom, &im));
+	for (s = 0; s < 2; s++) {
+		float *m = hp.momentum != 0.0f ? dptr(r, im, s) : NULL;
+		MGPU_TRY(devof(r, s)->ops->sgd(devof(r, s), dptr(r, iw, s), dptr(r, ig1, s), m, n, &hp));
+		MGPU_TRY(devof(r, s)->ops->sgd(devof(r, s), dptr(r, iw, s), dptr(r, ig2, s), m, n, &hp));
+	}
+	MGPU_TRY(cmp_out(r, &e, iw, n));
+	MGPU_TRY(cmp_out(r, &e, im, n));
+	snprintf(shape, sizeof shape, "n=%zu momentum=%g%s 2 steps", n, (double)c->beta,
+		 c->flag ? " nesterov" : "");
+	add_row(r->p, "sgd", shape, e.worst);
+	return 0;
+}
+
+static int case_adamw(struct run *r, const struct mgpu_ops_case *c)
+{
+	struct mgpu_adamw_hp hp = { 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 0.0f, 0.0f };
+	size_t n = (size_t)c->n;
+	struct err e = { 0.0 };
+	float *w, *g, *m, *v;
+	int iw, ig, im, iv, s, t;
+	char shape[64];
+
+	NEWF(w, r, n);
+	NEWF(g, r, n);
+	NEWF(m, r, n);
+	NEWF(v, r, n);
+	fill(r->p, w, n, -1.0f, 1.0f);
+	fill(r->p, g, n, -1.0f, 1.0f);
+	MGPU_TRY(up(r, w, n * sizeof *w, &iw));
+	MGPU_TRY(up(r, g, n * sizeof *g, &ig));
+	MGPU_TRY(up(r, m, n * sizeof *m, &im));
+	MGPU_TRY(up(r, v, n * sizeof *v, &iv));
+	for (t = 1; t <= 2; t++) {
+		hp.bias_corr1 = 1.0f - powf(hp.beta1, (float)t);
+		hp.bias_corr2 = 1.0f - powf(hp.beta2, (float)t);
+		for (s = 0; s < 2; s++)
+			MGPU_TRY(devof(r, s)->ops->adamw(devof(r, s), dptr(r, iw, s), dptr(r, ig, s),
+						       dptr(r, im, s), dptr(r, iv, s), n, &hp));
+	}
+	MGPU_TRY(cmp_out(r, &e, iw, n));
+	MGPU_TRY(cmp_out(r, &e, im, n));
+	MGPU_TRY(cmp_out(r, &e, iv, n));
+	snprintf(shape, sizeof shape, "n=%zu 2 steps", n);
+	add_row(r->p, "adamw", shape, e.worst);
+	return 0;
+}
+
+static const struct {
+	const char *op;
+	int (*fn)(struct run *r, const struct mgpu_ops_case *c);
+} cases[] = {
+	{ "sgemm", case_sgemm },     { "nrm2", case_nrm2 },       { "scal", case_scal },
+	{ "bias_act", case_bias_act }, { "act_bwd", case_act_bwd }, { "col_sum", case_col_sum },
+	{ "ln", case_ln },           { "dropout", case_dropout }, { "xent", case_xent },
+	{ "u8_to_f32", case_u8 },    { "sgd", case_sgd },         { "adamw", case_adamw },
+};
+
+/* ---- public ----------------------------------------------------------- */
+
+int mgpu_ops_check_case(struct mgpu_ops_pair *p, const struct mgpu_ops_case *c)
+{
+	struct run r;
+	size_t i;
+	int rc;
+
+	if (c->m < 0 || c->n < 0 || c->k < 0)
+		return mgpu_err(MGPU_EINVAL, "selftest %s: negative size", c->op);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		if (strcmp(cases[i].op, c->op) != 0)
+			continue;
+		memset(&r, 0, sizeof r);
+		r.p = p;
+		rc = cases[i].fn(&r, c);
+		run_free(&r);
+		if (rc < 0)
+			return mgpu_err_prefix(rc, "selftest %s (%s vs %s): ", c->op,
+					       p->dev[0].ops->name, p->dev[1].ops->name);
+		return 0;
+	}
+	return mgpu_err(MGPU_EINVAL, "selftest: unknown op '%s'", c->op);
+}
+
+int mgpu_ops_pair_open(struct mgpu_ops_pair *p, const struct mgpu_ops *ops, int index,
+		       const struct mgpu_ops *ref, uint64_t seed, struct mgpu_ops_report *rep)
+{
+	int rc;
+
+	memset(p, 0, sizeof *p);
+	memset(rep, 0, sizeof *rep);
+	p->seed = seed;
+	p->rep = rep;
+	rc = mgpu_dev_open(&p->dev[0], ops, index);
+	if (rc < 0) {
+		p->dev[0].ops = NULL; /* nothing to close */
+		return rc;
+	}
+	rc = mgpu_dev_open(&p->dev[1], ref, 0);
+	if (rc < 0) {
+		p->dev[1].ops = NULL;
+		mgpu_dev_close(&p->dev[0]);
+	}
+	return rc;
+}
+
+void mgpu_ops_pair_close(struct mgpu_ops_pair *p)
+{
+	mgpu_dev_close(&p->dev[0]);
+	mgpu_dev_close(&p->dev[1]);
+}
+
+/* The selftest's cases: training-like shapes of mlp:784-512-...-10 at batch
+ * 128 (row-major activations, so the column-major products are transposed:
+ * forward Y^T = W^T X^T, dW^T = dY^T X, dX^T = W dY^T), then odd shapes. */
+static const struct mgpu_ops_case selftest[] = {
+	{ "sgemm", MGPU_N, MGPU_N, 512, 128, 784, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "sgemm", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 0 },
+	{ "sgemm", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "sgemm", MGPU_T, MGPU_T, 37, 19, 23, 41, 29, 40, 0.5f, 0.25f, MGPU_ACT_NONE, 0 },
+	{ "nrm2", MGPU_N, MGPU_N, 0, 65539, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "scal", MGPU_N, MGPU_N, 0, 65539, 0, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_RELU, 0 },
+	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_GELU, 0 },
+	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_TANH, 0 },
+	{ "act_bwd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_RELU, 0 },
+	{ "act_bwd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_GELU, 0 },
+	{ "act_bwd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_TANH, 0 },
+	{ "col_sum", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "col_sum", MGPU_N, MGPU_N, 128, 10, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
+	{ "ln", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "dropout", MGPU_N, MGPU_N, 0, 65536, 12345, 0, 0, 0, 0.1f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "xent", MGPU_N, MGPU_N, 128, 10, 0, 0, 0, 0, 1.0f / 128, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "u8_to_f32", MGPU_N, MGPU_N, 0, 100352, 0, 0, 0, 0, 1.0f / 255, -0.5f,
+	  MGPU_ACT_NONE, 0 },
+	{ "sgd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.9f, MGPU_ACT_NONE, 1 },
+	{ "adamw", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+};
+
+int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,
+		     uint64_t seed, struct mgpu_ops_report *rep)
+{
+	struct mgpu_ops_pair p;
+	size_t i;
+	int rc = 0;
+
+	MGPU_TRY(mgpu_ops_pair_open(&p, ops, index, ref, seed, rep));
+	for (i = 0; i < sizeof selftest / sizeof selftest[0] && rc == 0; i++)
+		rc = mgpu_ops_check_case(&p, &selftest[i]);
+	mgpu_ops_pair_close(&p);
+	return rc;
+}

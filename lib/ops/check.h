@@ -1,0 +1,97 @@
+/*
+ * check.h - run ops of one backend against a reference backend on identical
+ * seeded inputs and report the relative error of each: the engine of
+ * `mgpu-train --selftest` and of tests/ops/conformance.c.
+ *
+ * A case (struct mgpu_ops_case) names an op and its shape; a pair of devices
+ * (struct mgpu_ops_pair: device [0] under test, device [1] reference) runs
+ * it on both with the same arguments and appends one row per compared op to
+ * a report (struct mgpu_ops_report). Nothing is printed: the caller formats
+ * the rows (op, backend, ref_backend, max_rel_err, tol, ok).
+ *
+ * Error measure per output tensor: max|a - r| / max(max|r|, 1e-30), the
+ * largest over the op's outputs; a NaN or Inf in either output, or a write
+ * outside an output's m x n part (sgemm's ldc padding), is an infinite error.
+ * Inputs are deterministic functions of (seed, case); sgemm's lda/ldb
+ * padding holds NaN (must not be read) and beta == 0 cases get a NaN-filled
+ * output (must not be read either; the same for col_sum, ln_bwd's acc).
+ */
+#ifndef MGPU_OPS_CHECK_H
+#define MGPU_OPS_CHECK_H
+
+#include <stdint.h> /* uint64_t */
+
+#include "ops/ops.h" /* struct mgpu_ops, struct mgpu_dev, enums */
+
+#define MGPU_OPS_REPORT_MAX 256
+
+struct mgpu_ops_row {
+	const char *op;          /* "sgemm", "ln_bwd", ... */
+	char shape[64];          /* "m=512 n=128 k=784 NN lda=512 ..." */
+	const char *backend;     /* ops->name of the device under test */
+	const char *ref_backend; /* ops->name of the reference */
+	double max_rel_err;      /* see the measure above */
+	double tol;              /* the op's tolerance */
+	int ok;                  /* max_rel_err <= tol */
+};
+
+struct mgpu_ops_report {
+	int nrows;  /* rows filled */
+	int nfail;  /* rows with ok == 0 */
+	int nlost;  /* rows that did not fit in row[] (counted in nfail if bad) */
+	struct mgpu_ops_row row[MGPU_OPS_REPORT_MAX];
+};
+
+/*
+ * One case. Fields by op (unused fields are ignored):
+ *   sgemm     ta tb m n k, lda ldb ldc (0 = tightest legal), alpha, beta
+ *   nrm2      n
+ *   scal      n, alpha
+ *   bias_act  act, m = B, n = D, flag = in place (Y == Z)
+ *   act_bwd   act, n, flag = in place (dZ == dY)
+ *   col_sum   m = B, n = D, beta
+ *   ln        m = B, n = D, beta = acc (rows "ln_fwd" and "ln_bwd")
+ *   dropout   n, alpha = p, k = offset, flag = in place
+ *   xent      m = B, n = C, alpha = grad_scale, flag = no dlogits
+ *   u8_to_f32 n, alpha = scale, beta = shift
+ *   sgd       n, beta = momentum (0: no buffer), flag = nesterov; 2 steps
+ *   adamw     n; 2 steps
+ */
+struct mgpu_ops_case {
+	const char *op;
+	enum mgpu_trans ta, tb;
+	int m, n, k;
+	int lda, ldb, ldc;
+	float alpha, beta;
+	enum mgpu_act act;
+	int flag;
+};
+
+struct mgpu_ops_pair {
+	struct mgpu_dev dev[2]; /* [0] under test, [1] reference */
+	uint64_t seed;
+	uint64_t stream;        /* advances per random array */
+	struct mgpu_ops_report *rep;
+};
+
+/* Open device `index` of ops and device 0 of ref; rep is cleared. */
+int mgpu_ops_pair_open(struct mgpu_ops_pair *p, const struct mgpu_ops *ops, int index,
+		       const struct mgpu_ops *ref, uint64_t seed, struct mgpu_ops_report *rep);
+void mgpu_ops_pair_close(struct mgpu_ops_pair *p);
+
+/* Run one case on both devices and append its row(s). A negative return is
+ * a failure to run (allocation, copy, an op rejecting valid arguments), not
+ * a mismatch; mismatches are rows with ok == 0. */
+int mgpu_ops_check_case(struct mgpu_ops_pair *p, const struct mgpu_ops_case *c);
+
+/* The tolerance of an op's row (0 for an unknown name). */
+double mgpu_ops_tolerance(const char *op);
+
+/* The selftest: every op on representative shapes (a training-like
+ * 512x128x784 sgemm and its two backward products, 128x512 element ops,
+ * 128x10 xent, plus odd shapes), ops device `index` against ref device 0.
+ * Returns 0 when everything ran (read rep->nfail for the verdict). */
+int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,
+		     uint64_t seed, struct mgpu_ops_report *rep);
+
+#endif

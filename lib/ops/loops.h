@@ -1,0 +1,227 @@
+/*
+ * loops.h - internal to lib/ops: code the backends share instead of writing
+ * it twice.
+ *
+ * Provides, as static inline functions:
+ * - ops_check_*: the argument checks every backend (ref, cpu, cuda) runs
+ *   before it touches memory, so all reject the same calls with the same
+ *   messages and cblas/cuBLAS never see arguments they would print about.
+ * - ops_host_*: for the host-memory backends (ref, cpu) only: malloc-family
+ *   memory (64-byte aligned) and the row loops over elem.h (LayerNorm, xent)
+ *   that have nothing to gain from a second version.
+ * The checks see sizes, never device memory, except ops_check_labels, which
+ * reads host labels.
+ */
+#ifndef MGPU_OPS_LOOPS_H
+#define MGPU_OPS_LOOPS_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int32_t */
+#ifndef __CUDACC__
+#include <stdlib.h> /* posix_memalign, free */
+#include <string.h> /* memcpy, memset */
+#endif
+
+#include "core/err.h" /* mgpu_err, MGPU_EINVAL, MGPU_ERANGE */
+#include "ops/ops.h"  /* enum mgpu_trans, enum mgpu_act, struct mgpu_dev */
+
+static inline int ops_max1(int a)
+{
+	return a > 1 ? a : 1;
+}
+
+/* BLAS's own checks (xerbla) for column-major sgemm. */
+static inline int ops_check_sgemm(enum mgpu_trans ta, enum mgpu_trans tb, int m, int n,
+				  int k, int lda, int ldb, int ldc)
+{
+	int arows = ta == MGPU_N ? m : k, brows = tb == MGPU_N ? k : n;
+
+	if ((ta != MGPU_N && ta != MGPU_T) || (tb != MGPU_N && tb != MGPU_T))
+		return mgpu_err(MGPU_EINVAL, "sgemm: bad transpose flag %d/%d", (int)ta, (int)tb);
+	if (m < 0 || n < 0 || k < 0)
+		return mgpu_err(MGPU_EINVAL, "sgemm: negative size m=%d n=%d k=%d", m, n, k);
+	if (lda < ops_max1(arows) || ldb < ops_max1(brows) || ldc < ops_max1(m))
+		return mgpu_err(MGPU_EINVAL,
+				"sgemm: leading dimension too small (lda=%d ldb=%d ldc=%d for "
+				"m=%d n=%d k=%d trans=%c%c)",
+				lda, ldb, ldc, m, n, k, ta == MGPU_N ? 'N' : 'T',
+				tb == MGPU_N ? 'N' : 'T');
+	return 0;
+}
+
+/* A (B, D) row-major tensor shape. */
+static inline int ops_check_rows(const char *op, int B, int D)
+{
+	if (B < 0 || D < 0)
+		return mgpu_err(MGPU_EINVAL, "%s: negative shape (%d, %d)", op, B, D);
+	return 0;
+}
+
+static inline int ops_check_act(const char *op, enum mgpu_act act)
+{
+	if (act < MGPU_ACT_NONE || act > MGPU_ACT_TANH)
+		return mgpu_err(MGPU_EINVAL, "%s: unknown activation %d", op, (int)act);
+	return 0;
+}
+
+static inline int ops_check_xent(int B, int C)
+{
+	if (B < 0 || C < 0 || (B > 0 && C == 0))
+		return mgpu_err(MGPU_EINVAL, "xent: bad shape (%d, %d)", B, C);
+	return 0;
+}
+
+/* p == 1 drops everything; the 1 / (1 - p) scale is then never applied. */
+static inline int ops_check_dropout(float p)
+{
+	if (!(p >= 0.0f && p <= 1.0f))
+		return mgpu_err(MGPU_EINVAL, "dropout: probability %g not in [0, 1]", (double)p);
+	return 0;
+}
+
+static inline int ops_check_sgd(size_t n, const float *mom, const struct mgpu_sgd_hp *hp)
+{
+	if (n > 0 && hp->momentum != 0.0f && !mom)
+		return mgpu_err(MGPU_EINVAL, "sgd: momentum %g needs a momentum buffer",
+				(double)hp->momentum);
+	return 0;
+}
+
+#ifndef __CUDACC__
+/* Host labels only (ref, cpu): a label outside [0, C) is an error. */
+static inline int ops_check_labels(const int32_t *labels, int B, int C)
+{
+	int i;
+
+	for (i = 0; i < B; i++)
+		if (labels[i] < 0 || labels[i] >= C)
+			return mgpu_err(MGPU_ERANGE, "xent: label %d of row %d not in [0, %d)",
+					(int)labels[i], i, C);
+	return 0;
+}
+
+#include "ops/elem.h" /* mgpu_ln_row_fwd, mgpu_ln_row_bwd, mgpu_ln_col_bwd, mgpu_xent_row */
+
+/* Host backends: one device, index 0. */
+static inline int ops_host_device_count(int *n, char *why, size_t whylen)
+{
+	*n = 1;
+	if (whylen)
+		why[0] = '\0';
+	return 0;
+}
+
+static inline int ops_host_init(struct mgpu_dev *dev, int index)
+{
+	(void)dev;
+	if (index != 0)
+		return mgpu_err(MGPU_EINVAL, "host backend has one device, not index %d", index);
+	return 0;
+}
+
+static inline void ops_host_fini(struct mgpu_dev *dev)
+{
+	(void)dev;
+}
+
+/* 64-byte aligned (a cache line, any SIMD width). */
+static inline int ops_host_alloc(struct mgpu_dev *dev, void **p, size_t nbytes)
+{
+	(void)dev;
+	if (posix_memalign(p, 64, nbytes ? nbytes : 1) != 0) {
+		*p = NULL;
+		return mgpu_err(MGPU_ENOMEM, "out of host memory allocating %zu bytes", nbytes);
+	}
+	return 0;
+}
+
+static inline void ops_host_release(struct mgpu_dev *dev, void *p)
+{
+	(void)dev;
+	free(p);
+}
+
+static inline int ops_host_copy(struct mgpu_dev *dev, void *dst, const void *src, size_t nbytes)
+{
+	(void)dev;
+	if (nbytes)
+		memcpy(dst, src, nbytes);
+	return 0;
+}
+
+static inline int ops_host_zero(struct mgpu_dev *dev, void *p, size_t nbytes)
+{
+	(void)dev;
+	if (nbytes)
+		memset(p, 0, nbytes);
+	return 0;
+}
+
+static inline int ops_host_sync(struct mgpu_dev *dev)
+{
+	(void)dev;
+	return 0;
+}
+
+/* X, Y (B,D); mean, rstd (B). */
+static inline int ops_host_ln_fwd(struct mgpu_dev *dev, float *Y, float *mean, float *rstd,
+				  const float *X, const float *gamma, const float *beta,
+				  int B, int D, float eps)
+{
+	size_t off;
+	int i;
+
+	(void)dev;
+	MGPU_TRY(ops_check_rows("ln_fwd", B, D));
+	if (D == 0)
+		return 0;
+	for (i = 0; i < B; i++) {
+		off = (size_t)i * (size_t)D;
+		mgpu_ln_row_fwd(X + off, D, gamma, beta, eps, Y + off, &mean[i], &rstd[i]);
+	}
+	return 0;
+}
+
+/* dY, X, dX (B,D); mean, rstd (B); gamma, dgamma, dbeta (D). */
+static inline int ops_host_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma,
+				  float *dbeta, const float *dY, const float *X,
+				  const float *mean, const float *rstd, const float *gamma,
+				  int B, int D, float acc)
+{
+	size_t off;
+	int i, j;
+
+	(void)dev;
+	MGPU_TRY(ops_check_rows("ln_bwd", B, D));
+	if (D == 0)
+		return 0;
+	for (i = 0; i < B; i++) {
+		off = (size_t)i * (size_t)D;
+		mgpu_ln_row_bwd(dY + off, X + off, mean[i], rstd[i], gamma, D, dX + off);
+	}
+	for (j = 0; j < D; j++)
+		mgpu_ln_col_bwd(dY, X, mean, rstd, B, D, j, acc, dgamma, dbeta);
+	return 0;
+}
+
+/* logits, dlogits (B,C); labels, row_loss, row_correct (B). */
+static inline int ops_host_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss,
+				float *row_correct, const float *logits,
+				const int32_t *labels, int B, int C, float grad_scale)
+{
+	size_t off;
+	int i;
+
+	(void)dev;
+	MGPU_TRY(ops_check_xent(B, C));
+	MGPU_TRY(ops_check_labels(labels, B, C));
+	for (i = 0; i < B; i++) {
+		off = (size_t)i * (size_t)C;
+		mgpu_xent_row(logits + off, C, labels[i], grad_scale,
+			      dlogits ? dlogits + off : NULL, &row_loss[i], &row_correct[i]);
+	}
+	return 0;
+}
+#endif
+
+#endif

@@ -1,0 +1,354 @@
+/*
+ * ops_cpu.c - the "cpu" backend: OpenBLAS for sgemm/nrm2/scal, fast loops
+ * over elem.h for the rest. One CPU rank = one device = one BLAS thread.
+ *
+ * Provides mgpu_ops_cpu. Memory is host memory (host_memory = 1), one
+ * device (index 0); every op is synchronous.
+ *
+ * sgemm passes its column-major arguments unchanged to
+ * cblas_sgemm(CblasColMajor, ...): the arguments the CUDA backend hands to
+ * cuBLAS are the ones the CPU tests validate.
+ *
+ * Speed notes (the loops count towards the framework-overhead budget):
+ * - The default build is -O2, where gcc 12 vectorises only loops whose trip
+ *   count is a multiple of the vector width. The hot loops therefore run in
+ *   blocks of W elements (a fixed inner trip count gcc vectorises) plus a
+ *   scalar tail, and take restrict pointers so no run-time alias checks are
+ *   needed. Ops documented as allowed in place (bias_act Y == Z, act_bwd
+ *   dZ == dY) get a separate in-place loop instead of lying with restrict.
+ * - bias_act is one fused pass (bias add, store Z, activation, store Y).
+ * - Only relu and identity have vector paths; gelu/tanh cost is erff/tanhf.
+ */
+#include "ops/ops.h"
+
+#include <cblas.h>  /* cblas_sgemm, cblas_snrm2, cblas_sscal, openblas_set_num_threads */
+#include <limits.h> /* INT_MAX */
+#include <math.h>   /* sqrt */
+#include <stddef.h> /* size_t */
+
+#include "core/err.h"  /* MGPU_TRY */
+#include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
+#include "ops/loops.h" /* ops_check_*, ops_host_* */
+
+/* Block width of the vectorisable loops: 8 floats = one AVX or two SSE vectors. */
+#define W 8
+
+/* BLAS level-1 calls take int lengths: longer vectors go in chunks. */
+#define BLAS_CHUNK ((size_t)1 << 30)
+
+static int cpu_init(struct mgpu_dev *dev, int index)
+{
+	MGPU_TRY(ops_host_init(dev, index));
+	openblas_set_num_threads(1);
+	return 0;
+}
+
+static int cpu_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+		     int n, int k, float alpha, const float *A, int lda, const float *Bm,
+		     int ldb, float beta, float *C, int ldc)
+{
+	(void)dev;
+	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
+	if (m == 0 || n == 0)
+		return 0;
+	cblas_sgemm(CblasColMajor, ta == MGPU_T ? CblasTrans : CblasNoTrans,
+		    tb == MGPU_T ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda, Bm, ldb,
+		    beta, C, ldc);
+	return 0;
+}
+
+static int cpu_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_host)
+{
+	double s = 0.0, part;
+	size_t i, len;
+
+	(void)dev;
+	if (n <= BLAS_CHUNK) {
+		*out_host = n ? cblas_snrm2((int)n, x, 1) : 0.0f;
+		return 0;
+	}
+	for (i = 0; i < n; i += len) {
+		len = n - i < BLAS_CHUNK ? n - i : BLAS_CHUNK;
+		part = cblas_snrm2((int)len, x + i, 1);
+		s += part * part;
+	}
+	*out_host = (float)sqrt(s);
+	return 0;
+}
+
+static int cpu_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
+{
+	size_t i, len;
+
+	(void)dev;
+	for (i = 0; i < n; i += len) {
+		len = n - i < BLAS_CHUNK ? n - i : BLAS_CHUNK;
+		cblas_sscal((int)len, alpha, x + i, 1);
+	}
+	return 0;
+}
+
+/* One row of bias_act for relu (relu != 0) or identity, Y and Z distinct. */
+static void bias_lin_row(int relu, float *restrict y, float *restrict z,
+			 const float *restrict b, int D)
+{
+	int j = 0, k;
+	float t;
+
+	for (; j + W <= D; j += W)
+		for (k = 0; k < W; k++) {
+			t = z[j + k] + b[j + k];
+			z[j + k] = t;
+			y[j + k] = relu ? (t > 0.0f ? t : 0.0f) : t;
+		}
+	for (; j < D; j++) {
+		t = z[j] + b[j];
+		z[j] = t;
+		y[j] = relu ? (t > 0.0f ? t : 0.0f) : t;
+	}
+}
+
+/* The same in place (Y == Z). */
+static void bias_lin_row_inplace(int relu, float *restrict z, const float *restrict b, int D)
+{
+	int j = 0, k;
+	float t;
+
+	for (; j + W <= D; j += W)
+		for (k = 0; k < W; k++) {
+			t = z[j + k] + b[j + k];
+			z[j + k] = relu ? (t > 0.0f ? t : 0.0f) : t;
+		}
+	for (; j < D; j++) {
+		t = z[j] + b[j];
+		z[j] = relu ? (t > 0.0f ? t : 0.0f) : t;
+	}
+}
+
+/* gelu/tanh: the cost is the libm call, a plain loop is as good. */
+static void bias_act_row(enum mgpu_act act, float *y, float *z, const float *b, int D)
+{
+	float t;
+	int j;
+
+	for (j = 0; j < D; j++) {
+		t = z[j] + b[j];
+		z[j] = t;
+		y[j] = mgpu_act_f(act, t);
+	}
+}
+
+/* Y, Z (B,D), b (D). */
+static int cpu_bias_act(struct mgpu_dev *dev, enum mgpu_act act, float *Y, float *Z,
+			const float *b, int B, int D)
+{
+	int i, lin = act == MGPU_ACT_RELU || act == MGPU_ACT_NONE;
+	int relu = act == MGPU_ACT_RELU;
+	size_t off;
+
+	(void)dev;
+	MGPU_TRY(ops_check_rows("bias_act", B, D));
+	MGPU_TRY(ops_check_act("bias_act", act));
+	for (i = 0; i < B; i++) {
+		off = (size_t)i * (size_t)D;
+		if (!lin)
+			bias_act_row(act, Y + off, Z + off, b, D);
+		else if (Y == Z)
+			bias_lin_row_inplace(relu, Z + off, b, D);
+		else
+			bias_lin_row(relu, Y + off, Z + off, b, D);
+	}
+	return 0;
+}
+
+static void relu_bwd(float *restrict dz, const float *restrict dy, const float *restrict z,
+		     size_t n)
+{
+	size_t i = 0, k;
+	float d;
+
+	for (; i + W <= n; i += W)
+		for (k = 0; k < W; k++) {
+			d = dy[i + k]; /* an unconditional load lets gcc if-convert */
+			dz[i + k] = z[i + k] > 0.0f ? d : 0.0f;
+		}
+	for (; i < n; i++)
+		dz[i] = z[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+static void relu_bwd_inplace(float *restrict dz, const float *restrict z, size_t n)
+{
+	size_t i = 0, k;
+
+	for (; i + W <= n; i += W)
+		for (k = 0; k < W; k++)
+			dz[i + k] = z[i + k] > 0.0f ? dz[i + k] : 0.0f;
+	for (; i < n; i++)
+		dz[i] = z[i] > 0.0f ? dz[i] : 0.0f;
+}
+
+/* dZ, dY, Z: n elements; dZ may equal dY. */
+static int cpu_act_bwd(struct mgpu_dev *dev, enum mgpu_act act, float *dZ, const float *dY,
+		       const float *Z, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	MGPU_TRY(ops_check_act("act_bwd", act));
+	if (act == MGPU_ACT_RELU && dZ == dY)
+		relu_bwd_inplace(dZ, Z, n);
+	else if (act == MGPU_ACT_RELU)
+		relu_bwd(dZ, dY, Z, n);
+	else if (act == MGPU_ACT_NONE && dZ != dY)
+		ops_host_copy(dev, dZ, dY, n * sizeof *dZ);
+	else if (act != MGPU_ACT_NONE)
+		for (i = 0; i < n; i++)
+			dZ[i] = dY[i] * mgpu_act_df(act, Z[i]);
+	return 0;
+}
+
+/* acc (D) += row (D). */
+static void add_row(float *restrict acc, const float *restrict row, int D)
+{
+	int j = 0, k;
+
+	for (; j + W <= D; j += W)
+		for (k = 0; k < W; k++)
+			acc[j + k] += row[j + k];
+	for (; j < D; j++)
+		acc[j] += row[j];
+}
+
+/* db (D) = beta * db + column sums of dY (B,D), rows in order (cache friendly). */
+static int cpu_col_sum(struct mgpu_dev *dev, float *db, const float *dY, int B, int D,
+		       float beta)
+{
+	int i, j;
+
+	(void)dev;
+	MGPU_TRY(ops_check_rows("col_sum", B, D));
+	for (j = 0; j < D; j++)
+		db[j] = beta == 0.0f ? 0.0f : beta * db[j];
+	for (i = 0; i < B; i++)
+		add_row(db, dY + (size_t)i * (size_t)D, D);
+	return 0;
+}
+
+/* Scalar: the 64-bit hash does not vectorise on baseline x86-64. Y may equal X. */
+static int cpu_dropout(struct mgpu_dev *dev, float *Y, const float *X, size_t n, float p,
+		       uint64_t seed, uint64_t offset)
+{
+	size_t i;
+
+	(void)dev;
+	MGPU_TRY(ops_check_dropout(p));
+	if (p == 0.0f) {
+		if (Y != X)
+			ops_host_copy(dev, Y, X, n * sizeof *Y);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		Y[i] = X[i] * mgpu_dropout_factor(seed, offset + i, p);
+	return 0;
+}
+
+static void u8_loop(float *restrict y, const uint8_t *restrict x, size_t n, float scale,
+		    float shift)
+{
+	size_t i = 0, k;
+
+	for (; i + W <= n; i += W)
+		for (k = 0; k < W; k++)
+			y[i + k] = (float)x[i + k] * scale + shift;
+	for (; i < n; i++)
+		y[i] = (float)x[i] * scale + shift;
+}
+
+static int cpu_u8_to_f32(struct mgpu_dev *dev, float *Y, const uint8_t *X, size_t n,
+			 float scale, float shift)
+{
+	(void)dev;
+	u8_loop(Y, X, n, scale, shift);
+	return 0;
+}
+
+static void sgd_mom_loop(float *restrict w, const float *restrict g, float *restrict mom,
+			 size_t n, const struct mgpu_sgd_hp *hp)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mgpu_sgd_elem(&w[i], g[i], &mom[i], hp);
+}
+
+static void sgd_plain_loop(float *restrict w, const float *restrict g, size_t n,
+			   const struct mgpu_sgd_hp *hp)
+{
+	float unused;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unused = 0.0f;
+		mgpu_sgd_elem(&w[i], g[i], &unused, hp);
+	}
+}
+
+static int cpu_sgd(struct mgpu_dev *dev, float *w, const float *g, float *mom, size_t n,
+		   const struct mgpu_sgd_hp *hp)
+{
+	struct mgpu_sgd_hp h = *hp; /* a local copy: provably not aliased by w */
+
+	(void)dev;
+	MGPU_TRY(ops_check_sgd(n, mom, hp));
+	if (h.momentum != 0.0f)
+		sgd_mom_loop(w, g, mom, n, &h);
+	else
+		sgd_plain_loop(w, g, n, &h);
+	return 0;
+}
+
+static void adamw_loop(float *restrict w, const float *restrict g, float *restrict m,
+		       float *restrict v, size_t n, const struct mgpu_adamw_hp *hp)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mgpu_adamw_elem(&w[i], g[i], &m[i], &v[i], hp);
+}
+
+static int cpu_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, float *v,
+		     size_t n, const struct mgpu_adamw_hp *hp)
+{
+	struct mgpu_adamw_hp h = *hp;
+
+	(void)dev;
+	adamw_loop(w, g, m, v, n, &h);
+	return 0;
+}
+
+const struct mgpu_ops mgpu_ops_cpu = {
+	.name = "cpu",
+	.host_memory = 1,
+	.device_count = ops_host_device_count,
+	.init = cpu_init,
+	.fini = ops_host_fini,
+	.alloc = ops_host_alloc,
+	.release = ops_host_release,
+	.to_dev = ops_host_copy,
+	.to_host = ops_host_copy,
+	.zero = ops_host_zero,
+	.sync = ops_host_sync,
+	.sgemm = cpu_sgemm,
+	.nrm2 = cpu_nrm2,
+	.scal = cpu_scal,
+	.bias_act = cpu_bias_act,
+	.act_bwd = cpu_act_bwd,
+	.col_sum = cpu_col_sum,
+	.ln_fwd = ops_host_ln_fwd,
+	.ln_bwd = ops_host_ln_bwd,
+	.dropout = cpu_dropout,
+	.xent = ops_host_xent,
+	.u8_to_f32 = cpu_u8_to_f32,
+	.sgd = cpu_sgd,
+	.adamw = cpu_adamw,
+};

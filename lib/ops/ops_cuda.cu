@@ -1,0 +1,533 @@
+/*
+ * ops_cuda.cu - the "cuda" backend: cuBLAS for sgemm/nrm2/scal, thin kernels
+ * over elem.h for the rest. Compiled only in builds with CUDA.
+ *
+ * Provides mgpu_ops_cuda (C linkage). Launch code only: the arithmetic is
+ * elem.h's, shared with the CPU loops, so the CPU tests check it.
+ *
+ * Invariants:
+ * - Pointers given to ops are device pointers (host_memory = 0), except
+ *   *_host arguments and to_dev's source / to_host's destination.
+ * - One stream and one cuBLAS handle per struct mgpu_dev (dev->impl); every
+ *   op is queued on that stream in call order; to_host and sync wait for it,
+ *   nrm2 returns its host result after completion (host pointer mode).
+ * - Every op first makes dev->index the calling thread's current device,
+ *   so one thread per device (--mode dp) and one process per device both work.
+ * - Every CUDA runtime / cuBLAS call goes through CU() / CUBLAS(), which
+ *   record expression, file:line, status name and text; every kernel launch
+ *   is followed by LAUNCHED() (cudaGetLastError).
+ * - sgemm is pure fp32 (cublasGemmEx, CUBLAS_COMPUTE_32F: no TF32), with the
+ *   same column-major arguments the CPU backend gives cblas_sgemm.
+ * - xent cannot check labels without a round trip: a row whose label is
+ *   outside [0, C) gets loss NaN, correct 0 and zero gradient.
+ */
+#include <cublas_v2.h>    /* cublasGemmEx, cublasSnrm2_64, cublasSscal_64 */
+#include <cuda_runtime.h> /* cudaMalloc, cudaMemcpyAsync, streams */
+#include <math.h>         /* NAN */
+#include <stdio.h>        /* snprintf */
+#include <stdlib.h>       /* calloc, free */
+
+#include "core/err.h"  /* mgpu_err, MGPU_EDEVICE (C linkage: extern "C" inside) */
+#include "ops/ops.h"   /* struct mgpu_ops, struct mgpu_dev (C linkage) */
+#include "ops/elem.h"  /* the per-element math, __host__ __device__ here */
+#include "ops/loops.h" /* ops_check_* */
+
+struct cuda_impl {
+	cudaStream_t stream;
+	cublasHandle_t blas;
+};
+
+#define CU(expr)                                                                       \
+	do {                                                                           \
+		cudaError_t cu_rc_ = (expr);                                           \
+		if (cu_rc_ != cudaSuccess)                                             \
+			return mgpu_err(MGPU_EDEVICE, "%s at %s:%d: %s: %s", #expr,    \
+					__FILE__, __LINE__, cudaGetErrorName(cu_rc_), \
+					cudaGetErrorString(cu_rc_));                   \
+	} while (0)
+
+#define CUBLAS(expr)                                                                   \
+	do {                                                                           \
+		cublasStatus_t cb_rc_ = (expr);                                        \
+		if (cb_rc_ != CUBLAS_STATUS_SUCCESS)                                   \
+			return mgpu_err(MGPU_EDEVICE, "%s at %s:%d: %s: %s", #expr,    \
+					__FILE__, __LINE__, cublasGetStatusName(cb_rc_), \
+					cublasGetStatusString(cb_rc_));                \
+	} while (0)
+
+/* After every <<<...>>>: launch-configuration errors surface here. */
+#define LAUNCHED() CU(cudaGetLastError())
+
+#define THREADS 256
+#define MAX_BLOCKS 65535u
+
+static struct cuda_impl *impl_of(struct mgpu_dev *dev)
+{
+	return (struct cuda_impl *)dev->impl;
+}
+
+/* Blocks for a grid-stride loop over n items (n > 0). */
+static unsigned blocks_for(size_t n)
+{
+	size_t b = (n + THREADS - 1) / THREADS;
+	return b < MAX_BLOCKS ? (unsigned)b : MAX_BLOCKS;
+}
+
+/* Make dev the calling thread's current device. */
+static int use(struct mgpu_dev *dev)
+{
+	CU(cudaSetDevice(dev->index));
+	return 0;
+}
+
+#define GRID_STRIDE(i, n)                                                         \
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);   \
+	     i += (size_t)gridDim.x * blockDim.x)
+
+/* ---- devices, memory ---------------------------------------------------- */
+
+/* No driver, an old driver or no GPU is *n = 0 with the reason, not an error. */
+static int cuda_device_count(int *n, char *why, size_t whylen)
+{
+	cudaError_t rc = cudaGetDeviceCount(n);
+
+	if (whylen)
+		why[0] = '\0';
+	if (rc != cudaSuccess) {
+		*n = 0;
+		if (whylen)
+			snprintf(why, whylen, "no usable CUDA device: %s (%s)",
+				 cudaGetErrorString(rc), cudaGetErrorName(rc));
+		(void)cudaGetLastError(); /* leave no error behind for later calls */
+		return 0;
+	}
+	if (*n == 0 && whylen)
+		snprintf(why, whylen, "no CUDA device found");
+	return 0;
+}
+
+static int cuda_open(struct mgpu_dev *dev, struct cuda_impl *im)
+{
+	CU(cudaSetDevice(dev->index));
+	CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+	CUBLAS(cublasCreate(&im->blas));
+	CUBLAS(cublasSetStream(im->blas, im->stream));
+	CUBLAS(cublasSetPointerMode(im->blas, CUBLAS_POINTER_MODE_HOST));
+	CUBLAS(cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH)); /* no TF32 */
+	return 0;
+}
+
+static void cuda_fini(struct mgpu_dev *dev)
+{
+	struct cuda_impl *im = impl_of(dev);
+
+	if (!im)
+		return;
+	/* fini cannot fail: errors are ignored, as close() ignores them */
+	(void)cudaSetDevice(dev->index);
+	if (im->blas)
+		(void)cublasDestroy(im->blas);
+	if (im->stream)
+		(void)cudaStreamDestroy(im->stream);
+	(void)cudaGetLastError();
+	free(im);
+	dev->impl = NULL;
+}
+
+static int cuda_init(struct mgpu_dev *dev, int index)
+{
+	struct cuda_impl *im;
+	int n = 0, rc;
+	char why[256];
+
+	MGPU_TRY(cuda_device_count(&n, why, sizeof why));
+	if (index < 0 || index >= n)
+		return mgpu_err(MGPU_EINVAL, "cuda device %d does not exist (%d found%s%s)",
+				index, n, why[0] ? ": " : "", why);
+	im = (struct cuda_impl *)calloc(1, sizeof *im);
+	if (!im)
+		return mgpu_err(MGPU_ENOMEM, "out of host memory");
+	dev->impl = im;
+	rc = cuda_open(dev, im);
+	if (rc < 0)
+		cuda_fini(dev);
+	return rc;
+}
+
+static int cuda_alloc(struct mgpu_dev *dev, void **p, size_t nbytes)
+{
+	cudaError_t rc;
+
+	*p = NULL;
+	MGPU_TRY(use(dev));
+	rc = cudaMalloc(p, nbytes ? nbytes : 1);
+	if (rc == cudaErrorMemoryAllocation) {
+		(void)cudaGetLastError();
+		*p = NULL;
+		return mgpu_err(MGPU_ENOMEM, "cuda device %d: out of memory allocating %zu bytes",
+				dev->index, nbytes);
+	}
+	CU(rc);
+	return 0;
+}
+
+static void cuda_release(struct mgpu_dev *dev, void *p)
+{
+	if (use(dev) == 0)
+		(void)cudaFree(p);
+}
+
+/* Pageable sources are staged before cudaMemcpyAsync returns: src_host may
+ * be reused at once. */
+static int cuda_to_dev(struct mgpu_dev *dev, void *dst, const void *src_host, size_t nbytes)
+{
+	MGPU_TRY(use(dev));
+	CU(cudaMemcpyAsync(dst, src_host, nbytes, cudaMemcpyHostToDevice, impl_of(dev)->stream));
+	return 0;
+}
+
+/* Synchronous: dst_host holds the result on return. */
+static int cuda_to_host(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes)
+{
+	MGPU_TRY(use(dev));
+	CU(cudaMemcpyAsync(dst_host, src, nbytes, cudaMemcpyDeviceToHost, impl_of(dev)->stream));
+	CU(cudaStreamSynchronize(impl_of(dev)->stream));
+	return 0;
+}
+
+static int cuda_zero(struct mgpu_dev *dev, void *p, size_t nbytes)
+{
+	MGPU_TRY(use(dev));
+	CU(cudaMemsetAsync(p, 0, nbytes, impl_of(dev)->stream));
+	return 0;
+}
+
+static int cuda_sync(struct mgpu_dev *dev)
+{
+	MGPU_TRY(use(dev));
+	CU(cudaStreamSynchronize(impl_of(dev)->stream));
+	return 0;
+}
+
+/* ---- BLAS --------------------------------------------------------------- */
+
+/* C (m x n, ldc) = beta * C, beta == 0 writing zeros: sgemm's k == 0 or
+ * alpha == 0 case, done here so A and B are never read. */
+static __global__ void k_scale_c(float *C, int m, int n, int ldc, float beta)
+{
+	GRID_STRIDE(t, (size_t)m * n) {
+		float *c = &C[t % m + (t / m) * (size_t)ldc];
+		*c = beta == 0.0f ? 0.0f : beta * *c;
+	}
+}
+
+static int cuda_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+		      int n, int k, float alpha, const float *A, int lda, const float *Bm,
+		      int ldb, float beta, float *C, int ldc)
+{
+	struct cuda_impl *im = impl_of(dev);
+
+	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
+	if (m == 0 || n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	if (k == 0 || alpha == 0.0f) {
+		if (beta == 1.0f)
+			return 0;
+		k_scale_c<<<blocks_for((size_t)m * n), THREADS, 0, im->stream>>>(C, m, n, ldc,
+										  beta);
+		LAUNCHED();
+		return 0;
+	}
+	CUBLAS(cublasGemmEx(im->blas, ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N,
+			    tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
+			    CUDA_R_32F, lda, Bm, CUDA_R_32F, ldb, &beta, C, CUDA_R_32F, ldc,
+			    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
+/* Host pointer mode: cuBLAS returns after the result is in *out_host. */
+static int cuda_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_host)
+{
+	*out_host = 0.0f;
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	CUBLAS(cublasSnrm2_64(impl_of(dev)->blas, (int64_t)n, x, 1, out_host));
+	return 0;
+}
+
+static int cuda_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
+{
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	CUBLAS(cublasSscal_64(impl_of(dev)->blas, (int64_t)n, &alpha, x, 1));
+	return 0;
+}
+
+/* ---- element kernels: one thread per element ------------------------------ */
+
+static __global__ void k_bias_act(int act, float *Y, float *Z, const float *b, size_t n, int D)
+{
+	GRID_STRIDE(t, n) {
+		float z = Z[t] + b[t % D];
+		Z[t] = z;
+		Y[t] = mgpu_act_f(act, z);
+	}
+}
+
+static int cuda_bias_act(struct mgpu_dev *dev, enum mgpu_act act, float *Y, float *Z,
+			 const float *b, int B, int D)
+{
+	size_t n = (size_t)B * D;
+
+	MGPU_TRY(ops_check_rows("bias_act", B, D));
+	MGPU_TRY(ops_check_act("bias_act", act));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_bias_act<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>((int)act, Y, Z, b, n, D);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_act_bwd(int act, float *dZ, const float *dY, const float *Z, size_t n)
+{
+	GRID_STRIDE(t, n)
+		dZ[t] = dY[t] * mgpu_act_df(act, Z[t]);
+}
+
+static int cuda_act_bwd(struct mgpu_dev *dev, enum mgpu_act act, float *dZ, const float *dY,
+			const float *Z, size_t n)
+{
+	MGPU_TRY(ops_check_act("act_bwd", act));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_act_bwd<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>((int)act, dZ, dY, Z, n);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_dropout(float *Y, const float *X, size_t n, float p, uint64_t seed,
+			  uint64_t offset)
+{
+	GRID_STRIDE(t, n)
+		Y[t] = X[t] * mgpu_dropout_factor(seed, offset + t, p);
+}
+
+static int cuda_dropout(struct mgpu_dev *dev, float *Y, const float *X, size_t n, float p,
+			uint64_t seed, uint64_t offset)
+{
+	MGPU_TRY(ops_check_dropout(p));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_dropout<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, X, n, p, seed, offset);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_u8_to_f32(float *Y, const uint8_t *X, size_t n, float scale, float shift)
+{
+	GRID_STRIDE(t, n)
+		Y[t] = (float)X[t] * scale + shift;
+}
+
+static int cuda_u8_to_f32(struct mgpu_dev *dev, float *Y, const uint8_t *X, size_t n,
+			  float scale, float shift)
+{
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_u8_to_f32<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, X, n, scale, shift);
+	LAUNCHED();
+	return 0;
+}
+
+/* hp by value: kernel arguments live in constant memory. */
+static __global__ void k_sgd(float *w, const float *g, float *mom, size_t n, struct mgpu_sgd_hp hp)
+{
+	GRID_STRIDE(t, n) {
+		float unused = 0.0f;
+		mgpu_sgd_elem(&w[t], g[t], mom ? &mom[t] : &unused, &hp);
+	}
+}
+
+static int cuda_sgd(struct mgpu_dev *dev, float *w, const float *g, float *mom, size_t n,
+		    const struct mgpu_sgd_hp *hp)
+{
+	MGPU_TRY(ops_check_sgd(n, mom, hp));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_sgd<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(w, g, mom, n, *hp);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_adamw(float *w, const float *g, float *m, float *v, size_t n,
+			struct mgpu_adamw_hp hp)
+{
+	GRID_STRIDE(t, n)
+		mgpu_adamw_elem(&w[t], g[t], &m[t], &v[t], &hp);
+}
+
+static int cuda_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, float *v,
+		      size_t n, const struct mgpu_adamw_hp *hp)
+{
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_adamw<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(w, g, m, v, n, *hp);
+	LAUNCHED();
+	return 0;
+}
+
+/* ---- row kernels: one thread per row; column kernels: one per column ---- */
+
+/* db (D) = beta * db + column sums of dY (B,D); beta == 0 overwrites. */
+static __global__ void k_col_sum(float *db, const float *dY, int B, int D, float beta)
+{
+	GRID_STRIDE(j, (size_t)D) {
+		float s = 0.0f;
+		for (int i = 0; i < B; i++)
+			s += dY[(size_t)i * D + j];
+		db[j] = beta == 0.0f ? s : beta * db[j] + s;
+	}
+}
+
+static int cuda_col_sum(struct mgpu_dev *dev, float *db, const float *dY, int B, int D,
+			float beta)
+{
+	MGPU_TRY(ops_check_rows("col_sum", B, D));
+	if (D == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_col_sum<<<blocks_for((size_t)D), THREADS, 0, impl_of(dev)->stream>>>(db, dY, B, D,
+									      beta);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_ln_fwd(float *Y, float *mean, float *rstd, const float *X,
+			 const float *gamma, const float *beta, int B, int D, float eps)
+{
+	GRID_STRIDE(i, (size_t)B) {
+		size_t off = i * D;
+		mgpu_ln_row_fwd(X + off, D, gamma, beta, eps, Y + off, &mean[i], &rstd[i]);
+	}
+}
+
+static int cuda_ln_fwd(struct mgpu_dev *dev, float *Y, float *mean, float *rstd,
+		       const float *X, const float *gamma, const float *beta, int B, int D,
+		       float eps)
+{
+	MGPU_TRY(ops_check_rows("ln_fwd", B, D));
+	if (B == 0 || D == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_ln_fwd<<<blocks_for((size_t)B), THREADS, 0, impl_of(dev)->stream>>>(
+		Y, mean, rstd, X, gamma, beta, B, D, eps);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_ln_bwd_rows(float *dX, const float *dY, const float *X, const float *mean,
+			      const float *rstd, const float *gamma, int B, int D)
+{
+	GRID_STRIDE(i, (size_t)B) {
+		size_t off = i * D;
+		mgpu_ln_row_bwd(dY + off, X + off, mean[i], rstd[i], gamma, D, dX + off);
+	}
+}
+
+static __global__ void k_ln_bwd_cols(float *dgamma, float *dbeta, const float *dY, const float *X,
+			      const float *mean, const float *rstd, int B, int D, float acc)
+{
+	GRID_STRIDE(j, (size_t)D)
+		mgpu_ln_col_bwd(dY, X, mean, rstd, B, D, (int)j, acc, dgamma, dbeta);
+}
+
+static int cuda_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbeta,
+		       const float *dY, const float *X, const float *mean, const float *rstd,
+		       const float *gamma, int B, int D, float acc)
+{
+	cudaStream_t s = impl_of(dev)->stream;
+
+	MGPU_TRY(ops_check_rows("ln_bwd", B, D));
+	if (D == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	if (B > 0) {
+		k_ln_bwd_rows<<<blocks_for((size_t)B), THREADS, 0, s>>>(dX, dY, X, mean, rstd,
+									 gamma, B, D);
+		LAUNCHED();
+	}
+	k_ln_bwd_cols<<<blocks_for((size_t)D), THREADS, 0, s>>>(dgamma, dbeta, dY, X, mean,
+								 rstd, B, D, acc);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_xent(float *dlogits, float *row_loss, float *row_correct,
+		       const float *logits, const int32_t *labels, int B, int C,
+		       float grad_scale)
+{
+	GRID_STRIDE(i, (size_t)B) {
+		size_t off = i * C;
+		float *dl = dlogits ? dlogits + off : NULL;
+		int32_t y = labels[i];
+
+		if (y < 0 || y >= C) { /* cannot report: make it visible */
+			row_loss[i] = NAN;
+			row_correct[i] = 0.0f;
+			for (int j = 0; dl && j < C; j++)
+				dl[j] = 0.0f;
+			continue;
+		}
+		mgpu_xent_row(logits + off, C, y, grad_scale, dl, &row_loss[i], &row_correct[i]);
+	}
+}
+
+static int cuda_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *row_correct,
+		     const float *logits, const int32_t *labels, int B, int C, float grad_scale)
+{
+	MGPU_TRY(ops_check_xent(B, C));
+	if (B == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_xent<<<blocks_for((size_t)B), THREADS, 0, impl_of(dev)->stream>>>(
+		dlogits, row_loss, row_correct, logits, labels, B, C, grad_scale);
+	LAUNCHED();
+	return 0;
+}
+
+/* Positional, in the order of struct mgpu_ops (C++17 has no designators). */
+extern "C" const struct mgpu_ops mgpu_ops_cuda = {
+	"cuda",
+	0, /* host_memory */
+	cuda_device_count,
+	cuda_init,
+	cuda_fini,
+	cuda_alloc,
+	cuda_release,
+	cuda_to_dev,
+	cuda_to_host,
+	cuda_zero,
+	cuda_sync,
+	cuda_sgemm,
+	cuda_nrm2,
+	cuda_scal,
+	cuda_bias_act,
+	cuda_act_bwd,
+	cuda_col_sum,
+	cuda_ln_fwd,
+	cuda_ln_bwd,
+	cuda_dropout,
+	cuda_xent,
+	cuda_u8_to_f32,
+	cuda_sgd,
+	cuda_adamw,
+};

@@ -1,0 +1,517 @@
+/*
+ * conformance.c - every op of every backend in the build against "ref",
+ * with identical arguments, on awkward shapes.
+ *
+ * For each backend of mgpu_ops_all() with a device (cuda only where a GPU
+ * and driver exist; otherwise one SKIP line with the reason), the cases go
+ * through mgpu_ops_check_case (check.h): sizes 0, 1 and primes, lda/ldb/ldc
+ * larger than needed (NaN in the padding of A and B, a sentinel in C's),
+ * all four transpose pairs, beta = 0 over NaN-filled outputs, beta != 0,
+ * alpha != 1, in-place variants; per-op tolerances from check.h. Also the
+ * argument errors every backend must report, byte accounting, ref against
+ * hand-computed values, and a deliberately broken backend the comparison
+ * must catch (so a check that cannot fail would show up here).
+ */
+#include <math.h>   /* NAN, isnan, logf, expf */
+#include <stdint.h> /* int32_t */
+#include <stdio.h>  /* printf, snprintf */
+#include <string.h> /* strcmp */
+
+#include "../t.h"         /* T_CHECK, T_OK, T_FAILS, T_SKIP */
+#include "core/err.h"     /* mgpu_errmsg, MGPU_E* */
+#include "ops/check.h"    /* mgpu_ops_pair, mgpu_ops_check_case, mgpu_ops_compare */
+#include "ops/ops.h"      /* mgpu_ops_all, mgpu_dev_* */
+
+static const struct mgpu_ops *cur; /* backend under test */
+static char cur_why[256];          /* why it has no device */
+static struct mgpu_ops_report rep; /* large: static */
+
+#define N MGPU_N
+#define T MGPU_T
+
+/* T_RUN with a run-time name ("cpu/sgemm"). */
+static void run_named(const char *name, void (*fn)(void))
+{
+	t_cur_name = name;
+	t_cur_failed = 0;
+	t_cur_skipped = 0;
+	fn();
+	if (t_cur_failed)
+		t_failed_total++;
+	else if (t_cur_skipped)
+		printf("SKIP %s: %s\n", name, t_skip_why);
+	else
+		printf("PASS %s\n", name);
+	fflush(stdout);
+}
+
+/* Run cases on cur against ref and fail on every bad row. */
+static void run_cases(const struct mgpu_ops_case *cs, size_t n)
+{
+	struct mgpu_ops_pair p;
+	size_t i;
+	int r;
+
+	T_OK(mgpu_ops_pair_open(&p, cur, 0, &mgpu_ops_ref, 7, &rep));
+	if (t_cur_failed)
+		return;
+	for (i = 0; i < n; i++)
+		T_OK(mgpu_ops_check_case(&p, &cs[i]));
+	mgpu_ops_pair_close(&p);
+	T_CHECK(rep.nrows > 0 && rep.nlost == 0, "%d rows, %d lost", rep.nrows, rep.nlost);
+	for (r = 0; r < rep.nrows; r++)
+		T_CHECK(rep.row[r].ok, "%s %s: %s vs %s rel err %g > tol %g", rep.row[r].op,
+			rep.row[r].shape, rep.row[r].backend, rep.row[r].ref_backend,
+			rep.row[r].max_rel_err, rep.row[r].tol);
+	T_CHECK(rep.nfail == 0, "%d bad rows", rep.nfail);
+}
+
+/* ---- per-backend tests -------------------------------------------------- */
+
+static void test_sgemm(void)
+{
+	static const int shapes[][3] = { { 0, 0, 0 }, { 0, 5, 3 }, { 5, 0, 3 }, { 5, 3, 0 },
+					 { 1, 1, 1 }, { 1, 7, 1 }, { 7, 1, 13 }, { 13, 17, 11 },
+					 { 31, 37, 29 }, { 2, 3, 257 } };
+	static const float ab[][2] = { { 1, 0 }, { 0.5f, 0 }, { 1, 1 }, { -1.5f, 0.75f },
+				       { 0, 0 }, { 0, 2 } };
+	static struct mgpu_ops_case cs[10 * 6 * 2];
+	size_t n, s, a, t, pad;
+
+	for (t = 0; t < 4; t++) { /* one report per transpose pair */
+		n = 0;
+		for (s = 0; s < 10; s++)
+			for (a = 0; a < 6; a++)
+				for (pad = 0; pad < 2; pad++) {
+					struct mgpu_ops_case *c = &cs[n++];
+					int m = shapes[s][0], nn = shapes[s][1], k = shapes[s][2];
+					enum mgpu_trans ta = (t & 1) ? T : N, tb = (t & 2) ? T : N;
+					int ar = ta == N ? m : k, br = tb == N ? k : nn;
+					memset(c, 0, sizeof *c);
+					c->op = "sgemm";
+					c->ta = ta;
+					c->tb = tb;
+					c->m = m;
+					c->n = nn;
+					c->k = k;
+					c->alpha = ab[a][0];
+					c->beta = ab[a][1];
+					if (pad) { /* lda > m etc. */
+						c->lda = (ar > 1 ? ar : 1) + 3;
+						c->ldb = (br > 1 ? br : 1) + 2;
+						c->ldc = (m > 1 ? m : 1) + 5;
+					}
+				}
+		run_cases(cs, n);
+	}
+}
+
+/* Training-sized products: tolerance holds at k = 784 and k = 1000. */
+static void test_sgemm_large(void)
+{
+	static const struct mgpu_ops_case cs[] = {
+		{ "sgemm", N, N, 512, 128, 784, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 0 },
+		{ "sgemm", N, T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 0 },
+		{ "sgemm", T, N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 0 },
+		{ "sgemm", T, T, 101, 103, 1000, 1009, 107, 211, 0.75f, -0.5f, MGPU_ACT_NONE, 0 },
+	};
+	run_cases(cs, sizeof cs / sizeof cs[0]);
+}
+
+static void test_blas1(void)
+{
+	static const int ns[] = { 0, 1, 7, 1001, 100003 };
+	static const float alphas[] = { 0.0f, 2.0f, -0.5f };
+	struct mgpu_ops_case cs[5 * 4];
+	size_t n = 0, i, a;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 5; i++) {
+		cs[n].op = "nrm2";
+		cs[n++].n = ns[i];
+		for (a = 0; a < 3; a++) {
+			cs[n].op = "scal";
+			cs[n].n = ns[i];
+			cs[n++].alpha = alphas[a];
+		}
+	}
+	run_cases(cs, n);
+}
+
+static const int rows[][2] = { { 0, 5 }, { 5, 0 }, { 1, 1 }, { 3, 7 }, { 17, 13 }, { 64, 257 } };
+#define NROWS (sizeof rows / sizeof rows[0])
+
+static void test_act(void)
+{
+	static struct mgpu_ops_case cs[NROWS * 4 * 2 * 2];
+	size_t n = 0, s, a, inplace;
+
+	memset(cs, 0, sizeof cs);
+	for (s = 0; s < NROWS; s++)
+		for (a = 0; a < 4; a++)
+			for (inplace = 0; inplace < 2; inplace++) {
+				cs[n].op = "bias_act";
+				cs[n].m = rows[s][0];
+				cs[n].n = rows[s][1];
+				cs[n].act = (enum mgpu_act)a;
+				cs[n++].flag = (int)inplace;
+				cs[n].op = "act_bwd";
+				cs[n].n = rows[s][0] * rows[s][1] + (int)s;
+				cs[n].act = (enum mgpu_act)a;
+				cs[n++].flag = (int)inplace;
+			}
+	run_cases(cs, n);
+}
+
+static void test_col_sum_ln(void)
+{
+	static const float betas[] = { 0.0f, 1.0f, 0.5f };
+	static struct mgpu_ops_case cs[NROWS * 3 * 2];
+	size_t n = 0, s, b;
+
+	memset(cs, 0, sizeof cs);
+	for (s = 0; s < NROWS; s++)
+		for (b = 0; b < 3; b++) {
+			cs[n].op = "col_sum";
+			cs[n].m = rows[s][0];
+			cs[n].n = rows[s][1];
+			cs[n++].beta = betas[b];
+			cs[n].op = "ln";
+			cs[n].m = rows[s][0];
+			cs[n].n = rows[s][1];
+			cs[n++].beta = betas[b];
+		}
+	run_cases(cs, n);
+}
+
+static void test_dropout_xent_u8(void)
+{
+	static const int ns[] = { 0, 1, 1001 };
+	static const float ps[] = { 0.0f, 0.1f, 0.5f, 1.0f };
+	static const int xr[][2] = { { 0, 3 }, { 1, 1 }, { 1, 2 }, { 7, 3 }, { 33, 10 } };
+	static struct mgpu_ops_case cs[3 * 4 * 2 + 5 * 2 + 3];
+	size_t n = 0, i, j, f;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < 4; j++)
+			for (f = 0; f < 2; f++) {
+				cs[n].op = "dropout";
+				cs[n].n = ns[i];
+				cs[n].alpha = ps[j];
+				cs[n].k = (int)(i * 1000 + j);
+				cs[n++].flag = (int)f;
+			}
+		cs[n].op = "u8_to_f32";
+		cs[n].n = ns[i];
+		cs[n].alpha = 1.0f / 255;
+		cs[n++].beta = -0.25f;
+	}
+	for (i = 0; i < 5; i++)
+		for (f = 0; f < 2; f++) {
+			cs[n].op = "xent";
+			cs[n].m = xr[i][0];
+			cs[n].n = xr[i][1];
+			cs[n].alpha = 0.25f;
+			cs[n++].flag = (int)f;
+		}
+	run_cases(cs, n);
+}
+
+static void test_optim(void)
+{
+	static const int ns[] = { 0, 1, 1001 };
+	static struct mgpu_ops_case cs[3 * 4];
+	size_t n = 0, i;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 3; i++) {
+		cs[n].op = "sgd";
+		cs[n++].n = ns[i]; /* no momentum buffer */
+		cs[n].op = "sgd";
+		cs[n].n = ns[i];
+		cs[n++].beta = 0.9f;
+		cs[n].op = "sgd";
+		cs[n].n = ns[i];
+		cs[n].beta = 0.9f;
+		cs[n++].flag = 1; /* nesterov */
+		cs[n].op = "adamw";
+		cs[n++].n = ns[i];
+	}
+	run_cases(cs, n);
+}
+
+/* Arguments every backend rejects before touching memory (NULL pointers). */
+static void test_bad_args(void)
+{
+	struct mgpu_sgd_hp hp = { 0.1f, 0.9f, 0.0f, 1.0f, 0 };
+	struct mgpu_dev dev;
+	const struct mgpu_ops *o = cur;
+
+	T_OK(mgpu_dev_open(&dev, cur, 0));
+	if (t_cur_failed)
+		return;
+	T_FAILS(o->sgemm(&dev, N, N, 4, 2, 3, 1.0f, NULL, 3, NULL, 3, 0.0f, NULL, 4),
+		MGPU_EINVAL, "lda=3");
+	T_FAILS(o->sgemm(&dev, T, N, 4, 2, 3, 1.0f, NULL, 2, NULL, 3, 0.0f, NULL, 4),
+		MGPU_EINVAL, "leading dimension");
+	T_FAILS(o->sgemm(&dev, N, T, 4, 2, 3, 1.0f, NULL, 4, NULL, 1, 0.0f, NULL, 4),
+		MGPU_EINVAL, "ldb=1");
+	T_FAILS(o->sgemm(&dev, N, N, 4, 2, 3, 1.0f, NULL, 4, NULL, 3, 0.0f, NULL, 3),
+		MGPU_EINVAL, "ldc=3");
+	T_FAILS(o->sgemm(&dev, N, N, -1, 2, 3, 1.0f, NULL, 4, NULL, 3, 0.0f, NULL, 4),
+		MGPU_EINVAL, "negative");
+	T_FAILS(o->bias_act(&dev, MGPU_ACT_RELU, NULL, NULL, NULL, -1, 3), MGPU_EINVAL,
+		"negative shape");
+	T_FAILS(o->bias_act(&dev, (enum mgpu_act)9, NULL, NULL, NULL, 1, 3), MGPU_EINVAL,
+		"activation 9");
+	T_FAILS(o->col_sum(&dev, NULL, NULL, 2, -3, 0.0f), MGPU_EINVAL, "col_sum");
+	T_FAILS(o->ln_fwd(&dev, NULL, NULL, NULL, NULL, NULL, NULL, -2, 3, 1e-5f), MGPU_EINVAL,
+		"ln_fwd");
+	T_FAILS(o->dropout(&dev, NULL, NULL, 4, 1.5f, 1, 0), MGPU_EINVAL, "dropout");
+	T_FAILS(o->dropout(&dev, NULL, NULL, 4, NAN, 1, 0), MGPU_EINVAL, "dropout");
+	T_FAILS(o->xent(&dev, NULL, NULL, NULL, NULL, NULL, 2, 0, 1.0f), MGPU_EINVAL, "xent");
+	T_FAILS(o->sgd(&dev, NULL, NULL, NULL, 4, &hp), MGPU_EINVAL, "momentum");
+	if (cur->host_memory) { /* labels are host memory: checked */
+		float l[4] = { 0, 1, 2, 3 }, loss[2], corr[2];
+		int32_t lab[2] = { 1, 2 };
+		T_FAILS(o->xent(&dev, NULL, loss, corr, l, lab, 2, 2, 1.0f), MGPU_ERANGE,
+			"label 2 of row 1");
+		lab[1] = -1;
+		T_FAILS(o->xent(&dev, NULL, loss, corr, l, lab, 2, 2, 1.0f), MGPU_ERANGE,
+			"label -1");
+	}
+	mgpu_dev_close(&dev);
+}
+
+/* Counted allocations, copies both ways, zero. */
+static void test_memory(void)
+{
+	float h[5] = { 1, 2, 3, 4, 5 }, back[5] = { 0 };
+	struct mgpu_dev dev;
+	void *a = NULL, *b = NULL, *z = (void *)&dev;
+
+	T_OK(mgpu_dev_open(&dev, cur, 0));
+	if (t_cur_failed)
+		return;
+	T_CHECK(dev.bytes_cur == 0 && dev.bytes_peak == 0, "fresh device counts bytes");
+	T_OK(mgpu_dev_alloc(&dev, &a, 1000));
+	T_OK(mgpu_dev_alloc(&dev, &b, sizeof h));
+	T_CHECK(a && b && a != b, "two allocations");
+	T_CHECK(dev.bytes_cur == 1000 + sizeof h, "bytes_cur %zu", dev.bytes_cur);
+	T_OK(mgpu_dev_alloc(&dev, &z, 0));
+	T_CHECK(z == NULL && dev.bytes_cur == 1000 + sizeof h, "0 bytes: NULL, not counted");
+	if (cur->host_memory)
+		T_CHECK(((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0, "64-byte aligned");
+	mgpu_dev_free(&dev, a, 1000);
+	T_CHECK(dev.bytes_cur == sizeof h && dev.bytes_peak == 1000 + sizeof h,
+		"cur %zu peak %zu", dev.bytes_cur, dev.bytes_peak);
+	T_OK(mgpu_dev_to_dev(&dev, b, h, sizeof h));
+	T_OK(mgpu_dev_to_host(&dev, back, b, sizeof h));
+	T_CHECK(memcmp(back, h, sizeof h) == 0, "round trip");
+	T_OK(dev.ops->zero(&dev, b, 2 * sizeof(float)));
+	T_OK(dev.ops->sync(&dev));
+	T_OK(mgpu_dev_to_host(&dev, back, b, sizeof h));
+	T_CHECK(back[0] == 0 && back[1] == 0 && back[2] == 3 && back[4] == 5, "zero 2 of 5");
+	mgpu_dev_free(&dev, b, sizeof h);
+	mgpu_dev_free(&dev, NULL, 123);
+	T_CHECK(dev.bytes_cur == 0 && dev.bytes_peak == 1000 + sizeof h, "all freed");
+	mgpu_dev_close(&dev);
+}
+
+static void test_no_device(void)
+{
+	T_SKIP("%s", cur_why);
+}
+
+static void test_device_count(void)
+{
+	char why[256] = "untouched";
+	int n = -1;
+
+	T_OK(cur->device_count(&n, why, sizeof why));
+	T_CHECK(n >= 0, "count %d", n);
+	if (cur->host_memory)
+		T_CHECK(n == 1 && why[0] == '\0', "host backend: 1 device, got %d '%s'", n, why);
+	else if (n == 0)
+		T_CHECK(why[0] != '\0' && strcmp(why, "untouched") != 0, "zero devices need a reason");
+}
+
+/* ---- backend-independent tests ------------------------------------------ */
+
+/* ref against values worked out by hand: it is the definition. */
+static void test_ref_known(void)
+{
+	/* column-major A = [1 2; 3 4] (A[0]=1 A[1]=3 A[2]=2 A[3]=4), B = [5 6; 7 8] */
+	const float A[4] = { 1, 3, 2, 4 }, Bm[4] = { 5, 7, 6, 8 };
+	/* AB = [19 22; 43 50], AtB = [26 30; 38 44], ABt = [17 23; 39 53], AtBt = [23 31; 34 46] */
+	const float want[4][4] = { { 19, 43, 22, 50 }, { 26, 38, 30, 44 },
+				   { 17, 39, 23, 53 }, { 23, 34, 31, 46 } };
+	const float l[3] = { 1, 2, 3 };
+	float C[4], loss, corr, dl[3], s;
+	int32_t lab = 0;
+	struct mgpu_dev dev;
+	int t, i;
+
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
+	for (t = 0; t < 4; t++) {
+		for (i = 0; i < 4; i++)
+			C[i] = NAN;
+		T_OK(mgpu_ops_ref.sgemm(&dev, (t & 1) ? T : N, (t & 2) ? T : N, 2, 2, 2, 1.0f, A,
+					2, Bm, 2, 0.0f, C, 2));
+		for (i = 0; i < 4; i++)
+			T_CHECK(C[i] == want[t][i], "trans %d C[%d] = %g, want %g", t, i, (double)C[i],
+				(double)want[t][i]);
+	}
+	for (i = 0; i < 4; i++)
+		C[i] = 1.0f;
+	T_OK(mgpu_ops_ref.sgemm(&dev, N, N, 2, 2, 0, 1.0f, NULL, 2, NULL, 1, 2.0f, C, 2));
+	T_CHECK(C[0] == 2.0f && C[3] == 2.0f, "k=0: C = beta C, got %g", (double)C[0]);
+	T_OK(mgpu_ops_ref.sgemm(&dev, N, N, 2, 2, 2, 2.0f, A, 2, Bm, 2, -1.0f, C, 2));
+	T_CHECK(C[0] == 36.0f && C[3] == 98.0f, "alpha 2 beta -1: %g %g", (double)C[0],
+		(double)C[3]);
+	T_OK(mgpu_ops_ref.xent(&dev, dl, &loss, &corr, l, &lab, 1, 3, 1.0f));
+	s = expf(1) + expf(2) + expf(3);
+	T_NEAR(loss, logf(s) - 1.0f, 1e-6);
+	T_CHECK(corr == 0.0f, "argmax is 2, label 0");
+	T_NEAR(dl[0], expf(1) / s - 1.0f, 1e-6);
+	T_NEAR(dl[2], expf(3) / s, 1e-6);
+	mgpu_dev_close(&dev);
+}
+
+/* A broken backend: each op wrong in one way the comparison must see. */
+static int bad_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+		     int n, int k, float alpha, const float *A, int lda, const float *Bm,
+		     int ldb, float beta, float *C, int ldc)
+{
+	MGPU_TRY(mgpu_ops_cpu.sgemm(dev, ta, tb, m, n, k, alpha, A, lda, Bm, ldb, beta, C, ldc));
+	if (m > 0 && n > 0)
+		C[(size_t)(n - 1) * ldc] += 0.01f; /* one element off by 0.01 */
+	return 0;
+}
+
+/* col_sum that reads db when beta == 0 (NaN-filled by the check). */
+static int bad_col_sum(struct mgpu_dev *dev, float *db, const float *dY, int B, int D,
+		       float beta)
+{
+	int j;
+
+	MGPU_TRY(mgpu_ops_cpu.col_sum(dev, db, dY, B, D, 1.0f));
+	for (j = 0; j < D; j++)
+		db[j] = beta * db[j] + db[j] * (1.0f - beta); /* NaN stays NaN */
+	return 0;
+}
+
+/* dropout with its offset ignored: a different mask. */
+static int bad_dropout(struct mgpu_dev *dev, float *Y, const float *X, size_t n, float p,
+		       uint64_t seed, uint64_t offset)
+{
+	(void)offset;
+	return mgpu_ops_cpu.dropout(dev, Y, X, n, p, seed, 0);
+}
+
+static void test_check_detects(void)
+{
+	struct mgpu_ops bad = mgpu_ops_cpu;
+	int r, nbad = 0, other_bad = 0;
+
+	bad.name = "broken";
+	bad.sgemm = bad_sgemm;
+	bad.col_sum = bad_col_sum;
+	bad.dropout = bad_dropout;
+	T_OK(mgpu_ops_compare(&bad, 0, &mgpu_ops_ref, 42, &rep));
+	for (r = 0; r < rep.nrows; r++) {
+		const char *op = rep.row[r].op;
+		int target = !strcmp(op, "sgemm") || !strcmp(op, "dropout") ||
+			     (!strcmp(op, "col_sum") && strstr(rep.row[r].shape, "beta=0"));
+		nbad += target && !rep.row[r].ok;
+		other_bad += !target && !rep.row[r].ok;
+		T_CHECK(!target || !rep.row[r].ok, "broken %s %s passed (err %g)", op,
+			rep.row[r].shape, rep.row[r].max_rel_err);
+		T_CHECK(strcmp(rep.row[r].backend, "broken") == 0, "backend %s", rep.row[r].backend);
+	}
+	T_CHECK(nbad == 6 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+		other_bad);
+	T_CHECK(rep.nfail == nbad, "nfail %d", rep.nfail);
+}
+
+/* The selftest table for cpu against ref: everything runs and agrees. */
+static void test_compare_cpu(void)
+{
+	static struct mgpu_ops_report again;
+	int r, found_big = 0;
+
+	T_OK(mgpu_ops_compare(&mgpu_ops_cpu, 0, &mgpu_ops_ref, 42, &rep));
+	T_CHECK(rep.nrows >= 20 && rep.nfail == 0 && rep.nlost == 0, "%d rows, %d failed",
+		rep.nrows, rep.nfail);
+	for (r = 0; r < rep.nrows; r++) {
+		T_CHECK(rep.row[r].ok && rep.row[r].max_rel_err <= rep.row[r].tol,
+			"%s %s: %g > %g", rep.row[r].op, rep.row[r].shape, rep.row[r].max_rel_err,
+			rep.row[r].tol);
+		T_CHECK(!strcmp(rep.row[r].backend, "cpu") && !strcmp(rep.row[r].ref_backend, "ref"),
+			"row names %s/%s", rep.row[r].backend, rep.row[r].ref_backend);
+		T_CHECK(rep.row[r].tol > 0, "%s has a tolerance", rep.row[r].op);
+		found_big += strstr(rep.row[r].shape, "m=512 n=128 k=784") != NULL;
+	}
+	T_CHECK(found_big == 1, "training-like sgemm row present");
+	T_OK(mgpu_ops_compare(&mgpu_ops_cpu, 0, &mgpu_ops_ref, 42, &again));
+	T_CHECK(again.nrows == rep.nrows, "same rows");
+	for (r = 0; r < rep.nrows && r < again.nrows; r++)
+		T_CHECK(again.row[r].max_rel_err == rep.row[r].max_rel_err, "%s not deterministic",
+			rep.row[r].op);
+	T_FAILS(mgpu_ops_compare(&mgpu_ops_ref, 3, &mgpu_ops_ref, 1, &rep), MGPU_EINVAL,
+		"index 3");
+}
+
+static void test_registry(void)
+{
+	const struct mgpu_ops *const *o;
+	int n = 0;
+
+	for (o = mgpu_ops_all(); *o; o++)
+		n++;
+	T_CHECK(n >= 2, "ref and cpu at least, got %d", n);
+	T_CHECK(mgpu_ops_find("ref") == &mgpu_ops_ref && mgpu_ops_find("cpu") == &mgpu_ops_cpu,
+		"find");
+	T_CHECK(mgpu_ops_find("nope") == NULL, "unknown backend");
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} per_backend[] = {
+		{ "device_count", test_device_count }, { "memory", test_memory },
+		{ "bad_args", test_bad_args },         { "sgemm", test_sgemm },
+		{ "sgemm_large", test_sgemm_large },   { "blas1", test_blas1 },
+		{ "act", test_act },                   { "col_sum_ln", test_col_sum_ln },
+		{ "dropout_xent_u8", test_dropout_xent_u8 }, { "optim", test_optim },
+	};
+	const struct mgpu_ops *const *o;
+	char name[64];
+	size_t i;
+	int n;
+
+	T_RUN(test_registry);
+	T_RUN(test_ref_known);
+	T_RUN(test_check_detects);
+	T_RUN(test_compare_cpu);
+	for (o = mgpu_ops_all(); *o; o++) {
+		cur = *o;
+		n = 0;
+		cur_why[0] = '\0';
+		if (cur->device_count(&n, cur_why, sizeof cur_why) < 0 || n == 0) {
+			snprintf(name, sizeof name, "%s/device_count", cur->name);
+			run_named(name, test_device_count);
+			snprintf(name, sizeof name, "%s/all", cur->name);
+			run_named(name, test_no_device);
+			continue;
+		}
+		for (i = 0; i < sizeof per_backend / sizeof per_backend[0]; i++) {
+			snprintf(name, sizeof name, "%s/%s", cur->name, per_backend[i].name);
+			run_named(name, per_backend[i].fn);
+		}
+	}
+	return T_DONE();
+}
