@@ -10,7 +10,7 @@ VERSION := 0.1.0
 
 B ?= build
 ifneq ($(SANITIZE),)
-B := $(B)/san
+override B := $(B)/san
 endif
 
 CC ?= cc
