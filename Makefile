@@ -36,7 +36,7 @@ CONFIG_REQ_NOW := $(CUDA)-$(MPI)
 -include $(B)/config.mk
 ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
 $(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) >&2)
-include $(B)/config.mk
+-include $(B)/config.mk
 endif
 ifeq ($(wildcard $(B)/config.mk),)
 $(error configure failed; see the message above)
@@ -97,9 +97,15 @@ $(B)/tests/%: $(B)/obj/tests/%.o $(LIBA)
 deps:
 	@sh mk/deps.sh
 
+# Tests: the normal build (unit, ops, CLI), the unit and ops binaries again
+# under ASan+UBSan, and each fuzz harness for FUZZ_SECS seconds.
+FUZZ_SECS ?= 10
 test: deps
 	@$(MAKE) --no-print-directory all
-	@sh tests/run.sh $(B)
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined B=$(B) test-bins
+	@FUZZ_SECS=$(FUZZ_SECS) sh tests/run.sh $(B) $(B)/san
+
+test-bins: $(TEST_BINS)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -127,7 +133,8 @@ help:
 	@echo "targets: all (default), test, demo, bench, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
-.PHONY: all deps test demo bench lint-man install clean help
+
+.PHONY: all deps test test-bins demo bench lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -3,7 +3,8 @@
 # only those that are missing (idempotent; apt-get runs only when needed).
 set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
-dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd"
+dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd
+clang libclang-rt-14-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
