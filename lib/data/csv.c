@@ -1,0 +1,236 @@
+/*
+ * csv.c - CSV samples (see csv.h).
+ *
+ * One pass over the text: a field reader that handles quotes yields fields
+ * into a scratch buffer; the header line fixes the column count and the
+ * label column; every data line must have the same count.
+ */
+#include "data/csv.h"
+
+#include <errno.h>  /* errno, ERANGE */
+#include <math.h>   /* isfinite */
+#include <stdlib.h> /* strtod, strtol, malloc, free */
+#include <string.h> /* strcmp, memset */
+
+#include "core/err.h"    /* mgpu_err */
+#include "data/decomp.h" /* mgpu_read_maybe_compressed */
+
+#define FIELD_MAX 256
+
+struct rd {
+	const char *p, *end, *name;
+	long line;             /* 1-based line of the record being read */
+	char field[FIELD_MAX];
+};
+
+/* Read one field into r->field; *eol set when it ends its line. */
+static int next_field(struct rd *r, int *eol)
+{
+	size_t n = 0;
+	int quoted = r->p < r->end && *r->p == '"';
+
+	if (quoted)
+		r->p++;
+	for (; r->p < r->end; r->p++) {
+		char c = *r->p;
+		if (quoted && c == '"') {
+			if (r->p + 1 < r->end && r->p[1] == '"') {
+				r->p++;
+			} else {
+				quoted = 0;
+				continue;
+			}
+		} else if (!quoted && (c == ',' || c == '\n')) {
+			break;
+		} else if (!quoted && c == '\r' && (r->p + 1 == r->end || r->p[1] == '\n')) {
+			continue;
+		}
+		if (c == '\n')
+			r->line++;
+		if (n + 1 >= FIELD_MAX)
+			return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: field longer than %d bytes",
+					r->name, r->line, FIELD_MAX - 1);
+		r->field[n++] = c;
+	}
+	if (quoted)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: unterminated quoted field",
+				r->name, r->line);
+	r->field[n] = '\0';
+	*eol = r->p >= r->end || *r->p == '\n';
+	if (r->p < r->end)
+		r->p++;
+	return 0;
+}
+
+static void skip_blank(struct rd *r)
+{
+	while (r->p < r->end && (*r->p == '\n' || *r->p == '\r')) {
+		if (*r->p == '\n')
+			r->line++;
+		r->p++;
+	}
+}
+
+/* The header: column count and the label column. */
+static int header(struct rd *r, const char *sel, int *ncols, int *label)
+{
+	char first[FIELD_MAX] = "";
+	int eol = 0, n = 0, want = -1;
+	char *endp;
+	long v;
+
+	if (sel && sel[0] && strspn(sel, "0123456789") == strlen(sel)) {
+		v = strtol(sel, &endp, 10);
+		want = v > 100000 ? 100000 : (int)v;
+	}
+	*label = -1;
+	while (!eol) {
+		MGPU_TRY(next_field(r, &eol));
+		if (n == 0)
+			strcpy(first, r->field);
+		if ((want >= 0 && n == want) ||
+		    (want < 0 && strcmp(r->field, sel ? sel : "label") == 0))
+			*label = n;
+		n++;
+	}
+	if (n < 2 && first[0] == '\0')
+		return mgpu_err(MGPU_EFORMAT, "'%s': empty file, want a header line", r->name);
+	if (*label < 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line 1: no label column '%s' in the "
+				"header (--label-column NAME|INDEX)", r->name, sel ? sel : "label");
+	if (n < 2)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line 1: no feature columns", r->name);
+	*ncols = n;
+	return 0;
+}
+
+static int parse_label(struct rd *r, const char *col, int32_t *y)
+{
+	char *endp;
+	long v;
+
+	errno = 0;
+	v = strtol(r->field, &endp, 10);
+	if (!r->field[0] || *endp || errno)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: label column '%s': '%s' is not "
+				"an integer", r->name, r->line, col, r->field);
+	if (v < 0 || v >= MGPU_SAMPLES_MAX_CLASSES)
+		return mgpu_err(MGPU_ERANGE, "'%s': line %ld: label %ld out of range [0,%d)",
+				r->name, r->line, v, MGPU_SAMPLES_MAX_CLASSES);
+	*y = (int32_t)v;
+	return 0;
+}
+
+static int parse_num(struct rd *r, const char *col, float *x)
+{
+	char *endp, *s = r->field;
+	double v;
+
+	while (*s == ' ')
+		s++;
+	errno = 0;
+	v = strtod(s, &endp);
+	while (*endp == ' ')
+		endp++;
+	if (!*s || *endp || !isfinite(v) || errno == ERANGE || fabs(v) > 3.4e38)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: column '%s': '%s' is not a "
+				"number", r->name, r->line, col, r->field);
+	*x = (float)v;
+	return 0;
+}
+
+/* Column names, kept to name columns in messages. */
+static int names_of(const char *text, size_t len, const char *name, int ncols, char ***out)
+{
+	struct rd r = { text, text + len, name, 1, "" };
+	char **v = calloc((size_t)ncols, sizeof *v);
+	int i, eol = 0;
+
+	if (!v)
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+	for (i = 0; i < ncols; i++) {
+		if (next_field(&r, &eol) < 0 || !(v[i] = strdup(r.field)))
+			break;
+	}
+	*out = v;
+	return 0;
+}
+
+static void names_free(char **v, int n)
+{
+	int i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* One data line into row and *y. */
+static int record(struct rd *r, int ncols, int label, char **names, float *row, int32_t *y)
+{
+	int i, k = 0, eol = 0;
+
+	for (i = 0; i < ncols; i++) {
+		if (eol)
+			return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: %d fields, the header has "
+					"%d", r->name, r->line, i, ncols);
+		MGPU_TRY(next_field(r, &eol));
+		if (i == label)
+			MGPU_TRY(parse_label(r, names[i] ? names[i] : "?", y));
+		else
+			MGPU_TRY(parse_num(r, names[i] ? names[i] : "?", &row[k++]));
+	}
+	if (!eol)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: more fields than the header's %d",
+				r->name, r->line, ncols);
+	return 0;
+}
+
+int mgpu_csv_parse(const char *text, size_t len, const char *name, const char *label_col,
+		   struct mgpu_samples *out)
+{
+	struct rd r = { text, text + len, name, 1, "" };
+	char **names = NULL;
+	float *row = NULL;
+	uint32_t d;
+	int32_t y = 0;
+	int ncols = 0, label, rc = 0;
+
+	memset(out, 0, sizeof *out);
+	MGPU_CHECK(header(&r, label_col, &ncols, &label));
+	MGPU_CHECK(names_of(text, len, name, ncols, &names));
+	d = (uint32_t)(ncols - 1);
+	MGPU_CHECK(mgpu_samples_init(out, MGPU_DTYPE_F32, 1, &d));
+	row = malloc(d * sizeof *row);
+	if (!row) {
+		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+		goto out;
+	}
+	r.line++;
+	for (skip_blank(&r); r.p < r.end; skip_blank(&r)) {
+		MGPU_CHECK(record(&r, ncols, label, names, row, &y));
+		MGPU_CHECK(mgpu_samples_push(out, row, y));
+		r.line++;
+	}
+	if (out->n == 0)
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': no data lines after the header", name);
+out:
+	free(row);
+	names_free(names, ncols);
+	if (rc < 0)
+		mgpu_samples_free(out);
+	return rc;
+}
+
+int mgpu_csv_load(const char *path, const char *label_col, struct mgpu_samples *out)
+{
+	unsigned char *buf;
+	size_t len;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	MGPU_TRY(mgpu_read_maybe_compressed(path, &buf, &len));
+	rc = mgpu_csv_parse((const char *)buf, len, path, label_col, out);
+	free(buf);
+	return rc;
+}

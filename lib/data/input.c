@@ -1,0 +1,233 @@
+/*
+ * input.c - outside data files into memory samples (see input.h).
+ */
+#include "data/input.h"
+
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, free */
+#include <string.h>   /* strcmp, strlen, memset */
+#include <sys/stat.h> /* stat, S_ISDIR */
+
+#include "core/err.h"     /* mgpu_err */
+#include "data/csv.h"     /* mgpu_csv_load */
+#include "data/dataset.h" /* mgpu_dataset_* */
+#include "data/idx.h"     /* mgpu_idx_load */
+#include "data/npy.h"     /* mgpu_npy_load */
+#include "data/wds.h"     /* mgpu_wds_read */
+
+static int ends(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* name without a compression suffix ends with suffix */
+static int kind_is(const char *s, const char *suffix)
+{
+	static const char *const z[] = { "", ".gz", ".zst", ".xz", ".bz2", NULL };
+	char buf[4200];
+	int i;
+
+	for (i = 0; z[i]; i++) {
+		snprintf(buf, sizeof buf, "%s%s", suffix, z[i]);
+		if (ends(s, buf))
+			return 1;
+	}
+	return 0;
+}
+
+int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src,
+			const char *name)
+{
+	char a[64], b[64];
+	size_t i;
+
+	if (src->n == 0)
+		return 0;
+	if (!dst->dtype)
+		MGPU_TRY(mgpu_samples_init(dst, src->dtype, src->ndim, src->shape));
+	if (dst->dtype != src->dtype || !mgpu_samples_same_shape(dst, src->ndim, src->shape)) {
+		mgpu_samples_shape_str(src->ndim, src->shape, a, sizeof a);
+		mgpu_samples_shape_str(dst->ndim, dst->shape, b, sizeof b);
+		return mgpu_err(MGPU_EFORMAT, "'%s': samples are %s %s, earlier sources gave "
+				"%s %s", name, mgpu_dtype_name(src->dtype), a,
+				mgpu_dtype_name(dst->dtype), b);
+	}
+	MGPU_TRY(mgpu_samples_reserve(dst, dst->n + src->n));
+	for (i = 0; i < src->n; i++)
+		MGPU_TRY(mgpu_samples_push(dst, src->x + i * src->row_nbytes, src->y[i]));
+	return 0;
+}
+
+static int from_dataset(struct mgpu_samples *out, struct mgpu_dataset *ds, const char *name)
+{
+	struct mgpu_samples t;
+	uint32_t d = (uint32_t)ds->d;
+	int rc;
+
+	MGPU_TRY(mgpu_samples_init(&t, MGPU_DTYPE_U8, 1, &d));
+	t.x = ds->x;
+	t.y = ds->y;
+	t.n = t.cap = ds->n;
+	memset(ds, 0, sizeof *ds);
+	rc = mgpu_samples_append(out, &t, name);
+	mgpu_samples_free(&t);
+	return rc;
+}
+
+static int idx_dir(const char *dir, struct mgpu_samples *out, struct mgpu_samples *test)
+{
+	struct mgpu_dataset tr, te;
+	int rc;
+
+	MGPU_TRY(mgpu_dataset_load_dir(&tr, &te, dir));
+	rc = from_dataset(out, &tr, dir);
+	if (rc == 0)
+		rc = from_dataset(test, &te, dir);
+	mgpu_dataset_free(&tr);
+	mgpu_dataset_free(&te);
+	return rc;
+}
+
+static int need_labels(const char *path, const struct mgpu_input_opts *o)
+{
+	if (!o->labels)
+		return mgpu_err(MGPU_EINVAL, "'%s': needs its labels (--labels FILE)", path);
+	return 0;
+}
+
+/* 1-D integer labels in [0, 256), one per sample. */
+static int npy_labels(const char *path, size_t n, int32_t *y)
+{
+	struct mgpu_npy a;
+	size_t i;
+	double v;
+	int rc = 0;
+
+	MGPU_TRY(mgpu_npy_load(path, &a));
+	if (a.ndim != 1 || a.count != n || a.kind == 'f' || a.kind == 'b') {
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': labels must be a 1-D integer array of %zu, "
+			      "not %s of %zu", path, n, mgpu_npy_descr(&a), a.count);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		v = mgpu_npy_value(&a, i);
+		if (v < 0 || v >= MGPU_SAMPLES_MAX_CLASSES) {
+			rc = mgpu_err(MGPU_ERANGE, "'%s': entry %zu: label %.0f out of range "
+				      "[0,%d)", path, i, v, MGPU_SAMPLES_MAX_CLASSES);
+			goto out;
+		}
+		y[i] = (int32_t)v;
+	}
+out:
+	mgpu_npy_free(&a);
+	return rc;
+}
+
+/* Rows of an (N, ...) array as samples; f8 becomes f32. */
+static int npy_rows(const char *path, const struct mgpu_npy *a, struct mgpu_samples *t)
+{
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
+	size_t i;
+	int k;
+
+	if (!((a->kind == 'u' && a->elem_nbytes == 1) || a->kind == 'f') || a->ndim < 2 ||
+	    a->ndim > MGPU_SAMPLES_MAX_DIM + 1 || a->dims[0] == 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': want an array of samples (N, ...) of |u1, "
+				"<f4 or <f8 with 2 to 5 dimensions, not %s of %d", path,
+				mgpu_npy_descr(a), a->ndim);
+	for (k = 1; k < a->ndim; k++)
+		shape[k - 1] = a->dims[k] > UINT32_MAX ? 0 : (uint32_t)a->dims[k];
+	MGPU_TRY(mgpu_samples_init(t, a->kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32,
+				   a->ndim - 1, shape));
+	MGPU_TRY(mgpu_samples_reserve(t, (size_t)a->dims[0]));
+	t->n = (size_t)a->dims[0];
+	if (a->kind == 'u' || a->elem_nbytes == 4)
+		memcpy(t->x, a->data, a->count * a->elem_nbytes);
+	else
+		for (i = 0; i < a->count; i++)
+			((float *)(void *)t->x)[i] = (float)mgpu_npy_value(a, i);
+	return 0;
+}
+
+static int npy_file(const char *path, const struct mgpu_input_opts *o,
+		    struct mgpu_samples *out)
+{
+	struct mgpu_npy a;
+	struct mgpu_samples t = { 0 };
+	size_t i;
+	int rc;
+
+	MGPU_TRY(need_labels(path, o));
+	MGPU_TRY(mgpu_npy_load(path, &a));
+	rc = npy_rows(path, &a, &t);
+	mgpu_npy_free(&a);
+	if (rc == 0)
+		rc = npy_labels(o->labels, t.n, t.y);
+	for (i = 0; rc == 0 && i < t.n; i++)
+		if (t.y[i] + 1 > t.classes)
+			t.classes = t.y[i] + 1;
+	if (rc == 0)
+		rc = mgpu_samples_append(out, &t, path);
+	mgpu_samples_free(&t);
+	return rc;
+}
+
+static int idx_file(const char *path, const struct mgpu_input_opts *o,
+		    struct mgpu_samples *out)
+{
+	struct mgpu_dataset ds;
+	int rc;
+
+	MGPU_TRY(need_labels(path, o));
+	MGPU_TRY(mgpu_dataset_load_idx(&ds, path, o->labels));
+	rc = from_dataset(out, &ds, path);
+	mgpu_dataset_free(&ds);
+	return rc;
+}
+
+static int csv_file(const char *path, const struct mgpu_input_opts *o,
+		    struct mgpu_samples *out)
+{
+	struct mgpu_samples t;
+	int rc;
+
+	MGPU_TRY(mgpu_csv_load(path, o->label_column, &t));
+	rc = mgpu_samples_append(out, &t, path);
+	mgpu_samples_free(&t);
+	return rc;
+}
+
+static int archive(const char *path, struct mgpu_samples *out)
+{
+	struct mgpu_samples t = { 0 };
+	int rc;
+
+	rc = mgpu_wds_read(path, &t, NULL);
+	if (rc == 0 && t.n == 0)
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': no samples in the archive", path);
+	if (rc == 0)
+		rc = mgpu_samples_append(out, &t, path);
+	mgpu_samples_free(&t);
+	return rc;
+}
+
+int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
+		    struct mgpu_samples *out, struct mgpu_samples *test)
+{
+	struct stat st;
+
+	if (strcmp(path, "-") == 0)
+		return archive(path, out);
+	if (stat(path, &st) != 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
+	if (S_ISDIR(st.st_mode))
+		return idx_dir(path, out, test);
+	if (kind_is(path, ".csv"))
+		return csv_file(path, o, out);
+	if (kind_is(path, ".npy"))
+		return npy_file(path, o, out);
+	if (kind_is(path, "-ubyte") || kind_is(path, ".idx"))
+		return idx_file(path, o, out);
+	return archive(path, out);
+}

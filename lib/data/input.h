@@ -1,0 +1,32 @@
+/*
+ * input.h - load one outside data file or directory into memory samples:
+ * the dispatcher mgpu-shard uses for its SOURCE arguments.
+ *
+ *   "-"                   a tar (or tar.gz, tar.zst, zip) stream on stdin
+ *   a directory           IDX train-* files; its t10k-* files (when present)
+ *                         are returned separately as the predefined test set
+ *   *.csv[.gz|.zst|.xz]   CSV (label column by name or index)
+ *   *.npy                 an array of samples (N, ...), labels from `labels`
+ *   *-ubyte[.gz], *.idx   IDX images, labels from `labels`
+ *   anything else         a WebDataset archive (tar, tar.gz, tar.zst, zip)
+ *
+ * Samples are APPENDED to out (and test), which must agree in dtype and
+ * shape with what they already hold. Every error names the file.
+ */
+#ifndef MGPU_DATA_INPUT_H
+#define MGPU_DATA_INPUT_H
+
+#include "data/samples.h" /* struct mgpu_samples */
+
+struct mgpu_input_opts {
+	const char *labels;        /* labels file for .npy and IDX images, or NULL */
+	const char *label_column;  /* CSV label column, or NULL for "label" */
+};
+
+int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
+		    struct mgpu_samples *out, struct mgpu_samples *test);
+/* Append all of src to dst (a zeroed dst takes src's shape). */
+int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src,
+			const char *name);
+
+#endif

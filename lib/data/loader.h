@@ -1,0 +1,68 @@
+/*
+ * loader.h - a prefetching batch loader over a data source.
+ *
+ * The caller gives each pass (an epoch, an evaluation) as the list of rows
+ * in the order it wants them; the loader cuts it into batches and N
+ * background threads fetch batches ahead into a ring of 2N buffers, so
+ * mgpu_loader_next() usually returns at once. The time next() spent
+ * blocked is reported as wait_ms: the trainer's data_ms. With prefetch 0
+ * there are no threads and next() fetches synchronously (wait_ms is the
+ * fetch time).
+ *
+ * The order array belongs to the caller and must stay unchanged until the
+ * pass ends (the next begin() or free()). The x/y returned by next() stay
+ * valid until the next call to next(), begin() or free(). float32 rows get
+ * x * scale + shift applied by the worker (mgpu_loader_set_affine); uint8
+ * rows are returned as stored.
+ *
+ * Threads: one consumer thread calls begin/next/free; the workers only
+ * call mgpu_source_rows().
+ */
+#ifndef MGPU_DATA_LOADER_H
+#define MGPU_DATA_LOADER_H
+
+#include <pthread.h> /* pthread_t, pthread_mutex_t, pthread_cond_t */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint32_t, int32_t, int64_t */
+
+#include "data/source.h" /* struct mgpu_source */
+
+#define MGPU_LOADER_MAX_THREADS 64
+
+struct mgpu_loader_slot;
+
+struct mgpu_loader {
+	struct mgpu_source *src;
+	int batch, prefetch, ring;
+	float scale, shift;
+	/* the current pass */
+	int split;
+	const uint32_t *order;
+	size_t nrows;
+	int64_t nbatches, next_fill, next_out, released;
+	int held;                    /* a slot is lent to the consumer */
+	int stop;
+	struct mgpu_loader_slot *slot;
+	pthread_t th[MGPU_LOADER_MAX_THREADS];
+	int nthreads;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+/* batch rows per batch, prefetch background threads (0..64). */
+int mgpu_loader_create(struct mgpu_loader *l, struct mgpu_source *src, int batch,
+		       int prefetch);
+/* float32 rows come out as x * scale + shift (default 1, 0). */
+void mgpu_loader_set_affine(struct mgpu_loader *l, float scale, float shift);
+/* Start a pass over rows order[0..nrows) of split; the last batch may be short. */
+int mgpu_loader_begin(struct mgpu_loader *l, int split, const uint32_t *order, size_t nrows);
+/*
+ * The next batch of the pass: *B rows at *x (row_nbytes each) and *y.
+ * Returns 1 (and *B = 0) at the end of the pass, 0 on a batch, or an error
+ * (a failed fetch: its message).
+ */
+int mgpu_loader_next(struct mgpu_loader *l, const void **x, const int32_t **y, int *B,
+		     double *wait_ms);
+void mgpu_loader_free(struct mgpu_loader *l);
+
+#endif

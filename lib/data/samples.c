@@ -1,0 +1,123 @@
+/*
+ * samples.c - in-memory labelled sample sets (see samples.h).
+ */
+#include "data/samples.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* realloc, free */
+#include <string.h> /* memset, memcpy */
+
+#include "core/err.h" /* mgpu_err */
+
+size_t mgpu_dtype_nbytes(int dtype)
+{
+	return dtype == MGPU_DTYPE_U8 ? 1 : dtype == MGPU_DTYPE_F32 ? 4 : 0;
+}
+
+const char *mgpu_dtype_name(int dtype)
+{
+	return dtype == MGPU_DTYPE_U8 ? "u8" : dtype == MGPU_DTYPE_F32 ? "f32" : "?";
+}
+
+int mgpu_samples_init(struct mgpu_samples *s, int dtype, int ndim, const uint32_t *shape)
+{
+	size_t d = 1;
+	int i;
+
+	memset(s, 0, sizeof *s);
+	if (!mgpu_dtype_nbytes(dtype) || ndim < 1 || ndim > MGPU_SAMPLES_MAX_DIM)
+		return mgpu_err(MGPU_EINVAL, "bad sample dtype %d or %d dimensions", dtype,
+				ndim);
+	for (i = 0; i < ndim; i++) {
+		d *= shape[i];
+		if (shape[i] == 0 || d >= MGPU_SAMPLES_MAX_D)
+			return mgpu_err(MGPU_ERANGE, "sample shape has %s dimension",
+					shape[i] ? "too large a" : "a zero");
+		s->shape[i] = shape[i];
+	}
+	s->dtype = dtype;
+	s->ndim = ndim;
+	s->d = d;
+	s->row_nbytes = d * mgpu_dtype_nbytes(dtype);
+	return 0;
+}
+
+int mgpu_samples_reserve(struct mgpu_samples *s, size_t n)
+{
+	unsigned char *nx;
+	int32_t *ny;
+	size_t nbytes;
+
+	if (n <= s->cap)
+		return 0;
+	if (__builtin_mul_overflow(n, s->row_nbytes, &nbytes))
+		return mgpu_err(MGPU_ENOMEM, "%zu samples do not fit in memory", n);
+	nx = realloc(s->x, nbytes ? nbytes : 1);
+	if (!nx)
+		return mgpu_err(MGPU_ENOMEM, "out of memory for %zu samples", n);
+	s->x = nx;
+	ny = realloc(s->y, n * sizeof *ny);
+	if (!ny)
+		return mgpu_err(MGPU_ENOMEM, "out of memory for %zu labels", n);
+	s->y = ny;
+	s->cap = n;
+	return 0;
+}
+
+int mgpu_samples_push(struct mgpu_samples *s, const void *row, int32_t label)
+{
+	if (label < 0 || label >= MGPU_SAMPLES_MAX_CLASSES)
+		return mgpu_err(MGPU_ERANGE, "label %d out of range [0,%d)", (int)label,
+				MGPU_SAMPLES_MAX_CLASSES);
+	if (s->n == s->cap)
+		MGPU_TRY(mgpu_samples_reserve(s, s->cap ? s->cap * 2 : 256));
+	memcpy(s->x + s->n * s->row_nbytes, row, s->row_nbytes);
+	s->y[s->n++] = label;
+	if (label + 1 > s->classes)
+		s->classes = label + 1;
+	return 0;
+}
+
+int mgpu_samples_take(struct mgpu_samples *dst, const struct mgpu_samples *src,
+		      const uint32_t *idx, size_t n)
+{
+	size_t i;
+
+	if (dst->dtype != src->dtype || dst->d != src->d)
+		return mgpu_err(MGPU_EINVAL, "sample sets differ in dtype or shape");
+	MGPU_TRY(mgpu_samples_reserve(dst, dst->n + n));
+	for (i = 0; i < n; i++)
+		MGPU_TRY(mgpu_samples_push(dst, src->x + (size_t)idx[i] * src->row_nbytes,
+					   src->y[idx[i]]));
+	return 0;
+}
+
+void mgpu_samples_shape_str(int ndim, const uint32_t *shape, char *buf, size_t len)
+{
+	size_t used = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < ndim && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? "x" : "",
+					 shape[i]);
+}
+
+int mgpu_samples_same_shape(const struct mgpu_samples *s, int ndim, const uint32_t *shape)
+{
+	int i;
+
+	if (s->ndim != ndim)
+		return 0;
+	for (i = 0; i < ndim; i++)
+		if (s->shape[i] != shape[i])
+			return 0;
+	return 1;
+}
+
+void mgpu_samples_free(struct mgpu_samples *s)
+{
+	free(s->x);
+	free(s->y);
+	memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,59 @@
+/*
+ * samples.h - an in-memory labelled set of samples of one shape and dtype
+ * (uint8 or float32): what every reader of outside data produces and what
+ * mgpu-shard and mgpu-cache consume.
+ *
+ * x holds n rows of d elements of the dtype, row-major (row i starts at
+ * x + i * row_nbytes); y holds n int32 labels in [0, MGPU_SAMPLES_MAX_CLASSES).
+ * shape[0..ndim) is ONE sample's shape (d is its product), kept so shards
+ * can write each sample back as an .npy of that shape. Buffers are malloc'ed
+ * and owned by the struct; mgpu_samples_free() releases them and is safe on a
+ * zeroed struct. Readers leave a zeroed struct on failure.
+ */
+#ifndef MGPU_DATA_SAMPLES_H
+#define MGPU_DATA_SAMPLES_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int32_t, uint32_t */
+
+#define MGPU_SAMPLES_MAX_DIM 4
+#define MGPU_SAMPLES_MAX_CLASSES 256
+/* Features per sample must stay below this (fits an int, with room). */
+#define MGPU_SAMPLES_MAX_D ((size_t)1 << 30)
+
+enum mgpu_dtype { MGPU_DTYPE_U8 = 1, MGPU_DTYPE_F32 = 2 };
+
+struct mgpu_samples {
+	size_t n;                          /* rows */
+	size_t cap;                        /* rows allocated */
+	int dtype;                         /* enum mgpu_dtype */
+	int ndim;                          /* 1..MGPU_SAMPLES_MAX_DIM */
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
+	size_t d;                          /* elements per row */
+	size_t row_nbytes;                 /* d * element size */
+	int classes;                       /* max label + 1 */
+	unsigned char *x;
+	int32_t *y;
+};
+
+/* Bytes per element (1, 4), or 0 for an unknown dtype. */
+size_t mgpu_dtype_nbytes(int dtype);
+/* "u8", "f32" or "?". */
+const char *mgpu_dtype_name(int dtype);
+
+/* Empty set of the given row shape; EINVAL for a bad shape or dtype. */
+int mgpu_samples_init(struct mgpu_samples *s, int dtype, int ndim, const uint32_t *shape);
+/* Reserve room for n rows in total. */
+int mgpu_samples_reserve(struct mgpu_samples *s, size_t n);
+/* Append one row (row_nbytes bytes of the set's dtype) and its label. */
+int mgpu_samples_push(struct mgpu_samples *s, const void *row, int32_t label);
+/* Append rows idx[0..n) of src (same dtype and d) to dst. */
+int mgpu_samples_take(struct mgpu_samples *dst, const struct mgpu_samples *src,
+		      const uint32_t *idx, size_t n);
+/* Shape as text "28x28" into buf. */
+void mgpu_samples_shape_str(int ndim, const uint32_t *shape, char *buf, size_t len);
+/* Same shape (ndim and every dimension). */
+int mgpu_samples_same_shape(const struct mgpu_samples *s, int ndim, const uint32_t *shape);
+void mgpu_samples_free(struct mgpu_samples *s);
+
+#endif

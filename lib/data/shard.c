@@ -1,0 +1,119 @@
+/*
+ * shard.c - deterministic WebDataset tar shards (see shard.h).
+ *
+ * The ustar headers are written here by hand rather than through
+ * libarchive, so that every byte (padding, checksum format, empty names) is
+ * fixed by this file and not by the library version.
+ */
+#include "data/shard.h"
+
+#include <stdio.h>  /* snprintf, fwrite */
+#include <string.h> /* memset, memcpy, strlen */
+
+#include "core/err.h" /* mgpu_err */
+#include "core/io.h"  /* mgpu_afile_* */
+#include "data/npy.h" /* mgpu_npy_header */
+
+struct out {
+	struct mgpu_afile af;
+	struct mgpu_sha256 sha;
+	uint64_t nbytes;
+};
+
+static int put(struct out *o, const void *p, size_t n)
+{
+	if (n && fwrite(p, 1, n, o->af.fp) != n)
+		return mgpu_err_errno(MGPU_EIO, "'%s': write failed", o->af.path);
+	mgpu_sha256_update(&o->sha, p, n);
+	o->nbytes += n;
+	return 0;
+}
+
+static int pad(struct out *o, size_t to)
+{
+	static const unsigned char zero[MGPU_SHARD_RECORD];
+	size_t n = (size_t)((to - o->nbytes % to) % to);
+
+	return put(o, zero, n);
+}
+
+static void octal(char *field, size_t width, uint64_t v)
+{
+	snprintf(field, width, "%0*llo", (int)width - 1, (unsigned long long)v);
+}
+
+static int header(struct out *o, const char *name, size_t size)
+{
+	unsigned char h[512];
+	unsigned sum = 0;
+	int i;
+
+	memset(h, 0, sizeof h);
+	if (strlen(name) >= 100)
+		return mgpu_err(MGPU_EINVAL, "'%s': member name '%s' too long", o->af.path, name);
+	memcpy(h, name, strlen(name));
+	octal((char *)h + 100, 8, 0644);
+	octal((char *)h + 108, 8, 0);
+	octal((char *)h + 116, 8, 0);
+	octal((char *)h + 124, 12, size);
+	octal((char *)h + 136, 12, (uint64_t)MGPU_SHARD_MTIME);
+	memset(h + 148, ' ', 8);
+	h[156] = '0';
+	memcpy(h + 257, "ustar\0" "00", 8);
+	for (i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum); /* then NUL, and the space stays */
+	h[155] = ' ';
+	return put(o, h, sizeof h);
+}
+
+static int member(struct out *o, const char *name, const void *a, size_t an, const void *b,
+		  size_t bn)
+{
+	MGPU_TRY(header(o, name, an + bn));
+	MGPU_TRY(put(o, a, an));
+	MGPU_TRY(put(o, b, bn));
+	return pad(o, 512);
+}
+
+static int sample(struct out *o, const struct mgpu_samples *s, uint32_t i)
+{
+	char name[32], hdr[MGPU_NPY_HEADER_MAX], cls[16];
+	size_t hn;
+	int cn;
+
+	hn = mgpu_npy_header(hdr, s->dtype == MGPU_DTYPE_U8 ? "|u1" : "<f4", s->ndim,
+			     s->shape);
+	snprintf(name, sizeof name, "%08u.npy", i);
+	MGPU_TRY(member(o, name, hdr, hn, s->x + (size_t)i * s->row_nbytes, s->row_nbytes));
+	cn = snprintf(cls, sizeof cls, "%d", (int)s->y[i]);
+	snprintf(name, sizeof name, "%08u.cls", i);
+	return member(o, name, cls, (size_t)cn, NULL, 0);
+}
+
+int mgpu_shard_write(const char *path, const struct mgpu_samples *s, const uint32_t *idx,
+		     size_t n, uint64_t *nbytes, char *sha_hex)
+{
+	struct out o;
+	uint8_t dig[MGPU_SHA256_NBYTES];
+	size_t i;
+	int rc = 0;
+
+	memset(&o, 0, sizeof o);
+	mgpu_sha256_init(&o.sha);
+	MGPU_TRY(mgpu_afile_open(&o.af, path));
+	for (i = 0; i < n; i++)
+		MGPU_CHECK(sample(&o, s, idx[i]));
+	MGPU_CHECK(pad(&o, 512));
+	MGPU_CHECK(put(&o, (const unsigned char[1024]){ 0 }, 1024));
+	MGPU_CHECK(pad(&o, MGPU_SHARD_RECORD));
+	MGPU_CHECK(mgpu_afile_commit(&o.af));
+	mgpu_sha256_final(&o.sha, dig);
+	if (sha_hex)
+		mgpu_sha256_hex(dig, sha_hex);
+	*nbytes = o.nbytes;
+	return 0;
+out:
+	mgpu_afile_abort(&o.af);
+	return rc;
+}

@@ -1,0 +1,295 @@
+/*
+ * source.c - data sources for the trainer (see source.h).
+ *
+ * What a path is gets decided by looking at it: a directory by the files
+ * it holds, a file by its first bytes (cache magic, manifest header), else
+ * it is handed to libarchive as a WebDataset archive.
+ */
+#include "data/source.h"
+
+#include <fcntl.h>    /* open */
+#include <math.h>     /* sqrt */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, free */
+#include <string.h>   /* memcpy, memset, strcmp */
+#include <sys/stat.h> /* stat */
+#include <unistd.h>   /* read, close */
+
+#include "core/err.h"      /* mgpu_err */
+#include "data/dataset.h"  /* mgpu_dataset_load_dir */
+#include "data/manifest.h" /* mgpu_manifest_load */
+#include "data/wds.h"      /* mgpu_wds_read */
+
+static int exists(const char *dir, const char *name)
+{
+	char p[4200];
+	struct stat st;
+
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	return stat(p, &st) == 0;
+}
+
+/* An IDX pair set as u8 samples of shape (d). */
+static int from_dataset(struct mgpu_samples *out, struct mgpu_dataset *ds)
+{
+	uint32_t d = (uint32_t)ds->d;
+
+	MGPU_TRY(mgpu_samples_init(out, MGPU_DTYPE_U8, 1, &d));
+	out->x = ds->x;
+	out->y = ds->y;
+	out->n = out->cap = ds->n;
+	out->classes = ds->classes;
+	memset(ds, 0, sizeof *ds);
+	return 0;
+}
+
+static int open_idx(struct mgpu_source *s, const char *dir)
+{
+	struct mgpu_dataset tr, te;
+
+	MGPU_TRY(mgpu_dataset_load_dir(&tr, &te, dir));
+	from_dataset(&s->mem[MGPU_SPLIT_TRAIN], &tr);
+	from_dataset(&s->mem[MGPU_SPLIT_TEST], &te);
+	s->what = "IDX";
+	return 0;
+}
+
+static int open_manifest(struct mgpu_source *s, const char *file)
+{
+	struct mgpu_manifest m;
+	char sha[MGPU_SHA256_HEX];
+	size_t i;
+	int rc = 0;
+
+	MGPU_TRY(mgpu_manifest_load(file, &m));
+	for (i = 0; i < m.n; i++) {
+		struct mgpu_manifest_entry *e = &m.e[i];
+		size_t before = s->mem[e->split].n;
+		MGPU_CHECK(mgpu_wds_read(e->path, &s->mem[e->split], sha));
+		if (strcmp(sha, e->sha256) != 0) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': sha256 differs from the manifest '%s' "
+				      "(shard changed or corrupt)", e->path, file);
+			goto out;
+		}
+		if (s->mem[e->split].n - before != e->samples) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': %zu samples, the manifest says %llu",
+				      e->path, s->mem[e->split].n - before,
+				      (unsigned long long)e->samples);
+			goto out;
+		}
+	}
+	s->what = "manifest";
+out:
+	mgpu_manifest_free(&m);
+	return rc;
+}
+
+/* First bytes of a file, to tell caches and manifests from archives. */
+static size_t head(const char *path, unsigned char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t got;
+
+	if (fd < 0)
+		return 0;
+	got = read(fd, buf, cap);
+	close(fd);
+	return got > 0 ? (size_t)got : 0;
+}
+
+static int open_path(struct mgpu_source *s, const char *path)
+{
+	unsigned char b[64];
+	char sub[4200];
+	struct stat st;
+	size_t n;
+
+	if (stat(path, &st) != 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
+	if (S_ISDIR(st.st_mode)) {
+		if (exists(path, MGPU_CACHE_FILE))
+			return MGPU_SOURCE_CACHE;
+		if (exists(path, "manifest.tsv")) {
+			snprintf(sub, sizeof sub, "%s/manifest.tsv", path);
+			return open_manifest(s, sub);
+		}
+		return open_idx(s, path);
+	}
+	n = head(path, b, sizeof b);
+	if (n >= 8 && memcmp(b, MGPU_CACHE_MAGIC, 8) == 0)
+		return MGPU_SOURCE_CACHE;
+	if (mgpu_manifest_sniff(b, n))
+		return open_manifest(s, path);
+	s->what = "archive";
+	return mgpu_wds_read(path, &s->mem[MGPU_SPLIT_TRAIN], NULL);
+}
+
+static int open_cache(struct mgpu_source *s)
+{
+	const struct mgpu_cache_hdr *h;
+	int k;
+
+	MGPU_TRY(mgpu_cache_open(&s->cache, s->path));
+	h = &s->cache.h;
+	s->kind = MGPU_SOURCE_CACHE;
+	s->what = "cache";
+	s->dtype = (int)h->dtype;
+	s->d = (int)h->d;
+	s->classes = (int)h->classes;
+	s->row_nbytes = s->cache.row_nbytes;
+	s->normalised = (h->flags & MGPU_CACHE_NORMALISED) != 0;
+	for (k = 0; k < MGPU_NSPLITS; k++)
+		s->n[k] = (size_t)h->n[k];
+	return 0;
+}
+
+/* Memory splits must agree with train; fill the summary fields. */
+static int settle_memory(struct mgpu_source *s)
+{
+	const struct mgpu_samples *t = &s->mem[MGPU_SPLIT_TRAIN];
+	int k;
+
+	if (t->n == 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': no training samples", s->path);
+	s->kind = MGPU_SOURCE_MEMORY;
+	s->dtype = t->dtype;
+	s->d = (int)t->d;
+	s->row_nbytes = t->row_nbytes;
+	for (k = 0; k < MGPU_NSPLITS; k++) {
+		const struct mgpu_samples *m = &s->mem[k];
+		if (m->n && (m->dtype != t->dtype || m->d != t->d))
+			return mgpu_err(MGPU_EFORMAT, "'%s': %s samples differ in shape or dtype "
+					"from train's", s->path, mgpu_split_name(k));
+		s->n[k] = m->n;
+		if (m->classes > s->classes)
+			s->classes = m->classes;
+	}
+	return 0;
+}
+
+int mgpu_source_open(struct mgpu_source *s, const char *path)
+{
+	int rc;
+
+	memset(s, 0, sizeof *s);
+	if (strlen(path) >= sizeof s->path)
+		return mgpu_err(MGPU_EINVAL, "'%s': path too long", path);
+	strcpy(s->path, path);
+	rc = open_path(s, path);
+	if (rc == MGPU_SOURCE_CACHE)
+		rc = open_cache(s);
+	else if (rc == 0)
+		rc = settle_memory(s);
+	if (rc < 0)
+		mgpu_source_close(s);
+	return rc;
+}
+
+int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
+		     void *x, int32_t *y)
+{
+	const struct mgpu_samples *m;
+	unsigned char *xo = x;
+	size_t i;
+
+	if (s->kind == MGPU_SOURCE_CACHE)
+		return mgpu_cache_rows(&s->cache, split, idx, n, x, y);
+	if (split < 0 || split >= MGPU_NSPLITS)
+		return mgpu_err(MGPU_EINVAL, "no split %d", split);
+	m = &s->mem[split];
+	for (i = 0; i < n; i++) {
+		if (idx[i] >= m->n)
+			return mgpu_err(MGPU_EINVAL, "'%s': %s row %u out of range (%zu rows)",
+					s->path, mgpu_split_name(split), idx[i], m->n);
+		memcpy(xo + i * m->row_nbytes, m->x + (size_t)idx[i] * m->row_nbytes,
+		       m->row_nbytes);
+		y[i] = m->y[idx[i]];
+	}
+	return 0;
+}
+
+static void to_norm(double mean, double sd, float *scale, float *shift)
+{
+	if (!(sd > 1e-6))
+		sd = 1.0;
+	*scale = (float)(1.0 / sd);
+	*shift = (float)(-mean / sd);
+}
+
+/* Sum and sum of squares of rows, a block at a time (u8 by histogram). */
+static int moments(struct mgpu_source *s, const uint32_t *idx, size_t n, double *sum,
+		   double *sq)
+{
+	enum { BLOCK = 256 };
+	uint64_t hist[256] = { 0 };
+	unsigned char *x = malloc(BLOCK * s->row_nbytes);
+	int32_t y[BLOCK];
+	uint32_t ib[BLOCK];
+	size_t i, j, k, m, cnt = (size_t)s->d;
+	int rc = 0, v;
+
+	if (!x)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	*sum = *sq = 0;
+	for (i = 0; i < n; i += m) {
+		m = n - i < BLOCK ? n - i : BLOCK;
+		for (k = 0; k < m; k++)
+			ib[k] = idx ? idx[i + k] : (uint32_t)(i + k);
+		MGPU_CHECK(mgpu_source_rows(s, MGPU_SPLIT_TRAIN, ib, m, x, y));
+		for (j = 0; j < m * cnt; j++) {
+			if (s->dtype == MGPU_DTYPE_U8) {
+				hist[x[j]]++;
+			} else {
+				double f = ((const float *)(const void *)x)[j];
+				*sum += f;
+				*sq += f * f;
+			}
+		}
+	}
+	for (v = 0; v < 256; v++) {
+		*sum += (double)hist[v] * v;
+		*sq += (double)hist[v] * v * v;
+	}
+out:
+	free(x);
+	return rc;
+}
+
+int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n, float *scale,
+		     float *shift)
+{
+	double sum, sq, cnt, mean;
+
+	if (s->kind == MGPU_SOURCE_CACHE && !idx) {
+		to_norm(s->cache.h.mean, s->cache.h.sd, scale, shift);
+		return 0;
+	}
+	if (!idx)
+		n = s->n[MGPU_SPLIT_TRAIN];
+	if (n == 0)
+		return mgpu_err(MGPU_EINVAL, "'%s': no training rows to normalise over", s->path);
+	MGPU_TRY(moments(s, idx, n, &sum, &sq));
+	cnt = (double)n * (double)s->d;
+	mean = sum / cnt;
+	to_norm(mean, sqrt(sq / cnt - mean * mean), scale, shift);
+	return 0;
+}
+
+int mgpu_source_check_classes(const struct mgpu_source *s, int nclasses)
+{
+	if (s->classes > nclasses)
+		return mgpu_err(MGPU_ERANGE, "'%s': label %d out of range [0,%d): the model "
+				"has %d classes", s->path, s->classes - 1, nclasses, nclasses);
+	return 0;
+}
+
+void mgpu_source_close(struct mgpu_source *s)
+{
+	int k;
+
+	for (k = 0; k < MGPU_NSPLITS; k++)
+		mgpu_samples_free(&s->mem[k]);
+	if (s->kind == MGPU_SOURCE_CACHE)
+		mgpu_cache_close(&s->cache);
+	s->kind = 0;
+}

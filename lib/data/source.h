@@ -1,0 +1,64 @@
+/*
+ * source.h - the trainer's view of a data set: train / val / test splits
+ * with random-access row fetches, whatever the data is stored as.
+ *
+ * mgpu_source_open() takes
+ *   - a cache (a directory holding mgpu.cache, or the file itself):
+ *     rows are served from the mapped file (raw) or decoded chunks;
+ *   - a shard manifest (a file starting with the manifest header, or a
+ *     directory holding manifest.tsv): every shard is read into memory and
+ *     its sha256 checked against the manifest;
+ *   - a WebDataset archive (tar, tar.gz, tar.zst, zip): all train;
+ *   - an IDX directory (train-*-ubyte[.gz], t10k-*-ubyte[.gz]): train, and
+ *     test from t10k.
+ * Absent splits have n[split] == 0; then the trainer keeps its own seeded
+ * validation split of train and has no test set unless the source has one.
+ *
+ * Rows come back in the source's dtype: uint8 (normalise on the device
+ * with mgpu_source_norm()'s scale and shift) or float32.
+ *
+ * Threads: mgpu_source_rows() and mgpu_source_norm() may run on several
+ * threads at once (the loader's workers); open and close may not.
+ */
+#ifndef MGPU_DATA_SOURCE_H
+#define MGPU_DATA_SOURCE_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint32_t, int32_t */
+
+#include "data/cache.h"   /* struct mgpu_cache */
+#include "data/samples.h" /* struct mgpu_samples, MGPU_DTYPE_* */
+#include "data/split.h"   /* MGPU_SPLIT_*, MGPU_NSPLITS */
+
+enum { MGPU_SOURCE_MEMORY = 1, MGPU_SOURCE_CACHE = 2 };
+
+struct mgpu_source {
+	char path[4096];
+	int kind;                  /* MGPU_SOURCE_* */
+	const char *what;          /* "cache", "manifest", "archive", "IDX" */
+	int dtype;                 /* MGPU_DTYPE_U8 or MGPU_DTYPE_F32 */
+	int d;                     /* features per sample */
+	int classes;               /* max label + 1 over every split */
+	size_t row_nbytes;         /* d * element size */
+	size_t n[MGPU_NSPLITS];    /* rows per split; 0: absent */
+	int normalised;            /* cached per-feature normalised f32 */
+	struct mgpu_samples mem[MGPU_NSPLITS]; /* MEMORY sources */
+	struct mgpu_cache cache;               /* CACHE sources */
+};
+
+int mgpu_source_open(struct mgpu_source *s, const char *path);
+/* Rows idx[0..n) of split into x (n * row_nbytes) and y (n labels). */
+int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
+		     void *x, int32_t *y);
+/*
+ * x_used = x * scale + shift standardises the train features as a whole:
+ * mean and sd over rows idx[0..n) of train (idx NULL: all of train; a
+ * cache answers that from its header without reading the rows).
+ */
+int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n, float *scale,
+		     float *shift);
+/* Check every label of every split is below nclasses. */
+int mgpu_source_check_classes(const struct mgpu_source *s, int nclasses);
+void mgpu_source_close(struct mgpu_source *s);
+
+#endif

@@ -1,0 +1,465 @@
+/*
+ * wds.c - WebDataset samples from archives (see wds.h).
+ *
+ * libarchive reads through our own client callbacks so that the bytes can
+ * be hashed on the way (the manifest's sha256, the cache key of a stream)
+ * and a stream's sniffed prefix can be handed back. Members are grouped by
+ * key as they come; a sample is complete when the key changes or the
+ * archive ends.
+ */
+#include "data/wds.h"
+
+#include <archive.h>       /* archive_read_* */
+#include <archive_entry.h> /* archive_entry_pathname, _filetype */
+#include <errno.h>         /* errno, EINTR */
+#include <fcntl.h>         /* open */
+#include <stdlib.h>        /* malloc, realloc, free, strtol */
+#include <string.h>        /* strcmp, strrchr, memcpy */
+#include <sys/stat.h>      /* fstat, S_ISREG */
+#include <unistd.h>        /* read, lseek, close */
+
+#include "core/err.h"    /* mgpu_err, MGPU_E* */
+#include "data/netpbm.h" /* mgpu_netpbm_parse */
+#include "data/npy.h"    /* mgpu_npy_parse */
+
+#define IOBUF_NBYTES ((size_t)1 << 17)
+
+/* The libarchive client: a prefix, then an fd; hashing what it returns. */
+struct src {
+	int fd;
+	const unsigned char *prefix;
+	size_t plen, ppos;
+	unsigned char *buf;
+	struct mgpu_sha256 sha;
+	int hash_ok;        /* no seek yet: sha covers the bytes in order */
+	int eof;
+};
+
+static la_ssize_t src_read(struct archive *a, void *ud, const void **out)
+{
+	struct src *s = ud;
+	ssize_t got;
+
+	if (s->ppos < s->plen) {
+		*out = s->prefix + s->ppos;
+		got = (ssize_t)(s->plen - s->ppos);
+		s->ppos = s->plen;
+	} else {
+		do
+			got = read(s->fd, s->buf, IOBUF_NBYTES);
+		while (got < 0 && errno == EINTR);
+		if (got < 0) {
+			archive_set_error(a, errno, "read failed");
+			return -1;
+		}
+		*out = s->buf;
+		s->eof = got == 0;
+	}
+	if (s->hash_ok)
+		mgpu_sha256_update(&s->sha, *out, (size_t)got);
+	return got;
+}
+
+static la_int64_t src_seek(struct archive *a, void *ud, la_int64_t off, int whence)
+{
+	struct src *s = ud;
+	off_t r;
+
+	(void)a;
+	s->hash_ok = 0;
+	s->ppos = s->plen;
+	r = lseek(s->fd, (off_t)off, whence);
+	return r < 0 ? ARCHIVE_FATAL : (la_int64_t)r;
+}
+
+/* The sample being assembled and the member being read. */
+struct rd {
+	const char *name;
+	struct mgpu_samples *out;
+	char key[1024];
+	int have_key, have_input, have_label;
+	char entry[1024];           /* current member path, for messages */
+	unsigned char *data;        /* current member's bytes */
+	size_t cap, len;
+	unsigned char *row;         /* the pending sample's input */
+	size_t row_cap;
+	int dtype, ndim;
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
+	int32_t label;
+};
+
+static int fail(struct rd *r, int code, const char *what)
+{
+	return mgpu_err(code, "'%s': entry '%s': %s", r->name, r->entry, what);
+}
+
+void mgpu_wds_split_name(const char *path, size_t *key_len, const char **ext)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strchr(base, '.');
+	*key_len = dot ? (size_t)(dot - path) : strlen(path);
+	*ext = dot ? dot + 1 : "";
+}
+
+static int read_member(struct archive *a, struct rd *r, struct archive_entry *e)
+{
+	la_ssize_t got;
+	unsigned char *nb;
+
+	r->len = 0;
+	if (archive_entry_size_is_set(e) && archive_entry_size(e) > (la_int64_t)MGPU_WDS_MEMBER_MAX)
+		return fail(r, MGPU_ERANGE, "member larger than 1 GiB");
+	for (;;) {
+		if (r->cap - r->len < 65536) {
+			if (r->cap > MGPU_WDS_MEMBER_MAX)
+				return fail(r, MGPU_ERANGE, "member larger than 1 GiB");
+			nb = realloc(r->data, r->cap * 2 + 65536);
+			if (!nb)
+				return fail(r, MGPU_ENOMEM, "out of memory");
+			r->data = nb;
+			r->cap = r->cap * 2 + 65536;
+		}
+		got = archive_read_data(a, r->data + r->len, r->cap - r->len);
+		if (got < 0)
+			return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': truncated or corrupt: %s",
+					r->name, r->entry, archive_error_string(a) ?
+					archive_error_string(a) : "read error");
+		if (got == 0)
+			return 0;
+		r->len += (size_t)got;
+	}
+}
+
+static int set_label(struct rd *r)
+{
+	char text[64], *p = text, *end;
+	size_t n = r->len < sizeof text - 1 ? r->len : sizeof text - 1;
+	long v;
+
+	memcpy(text, r->data, n);
+	text[n] = '\0';
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+		end++;
+	if (r->len == 0 || p == end || *end || r->len >= sizeof text - 1 || errno ||
+	    (*p < '0' && *p != '-') || *p > '9') {
+		for (p = text; *p; p++)
+			if (*p < ' ' || *p > '~')
+				*p = '?';
+		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': label '%s' is not a decimal "
+				"integer", r->name, r->entry, r->len ? text : "");
+	}
+	if (v < 0 || v >= MGPU_SAMPLES_MAX_CLASSES)
+		return mgpu_err(MGPU_ERANGE, "'%s': entry '%s': label %ld out of range [0,%d)",
+				r->name, r->entry, v, MGPU_SAMPLES_MAX_CLASSES);
+	r->label = (int32_t)v;
+	r->have_label = 1;
+	return 0;
+}
+
+static int grow_row(struct rd *r, size_t nbytes)
+{
+	unsigned char *nb;
+
+	if (nbytes <= r->row_cap)
+		return 0;
+	nb = realloc(r->row, nbytes);
+	if (!nb)
+		return fail(r, MGPU_ENOMEM, "out of memory");
+	r->row = nb;
+	r->row_cap = nbytes;
+	return 0;
+}
+
+/* An .npy input: u1 stays u8, f4/f8 become f32. */
+static int npy_input(struct rd *r)
+{
+	struct mgpu_npy a;
+	float *f;
+	size_t i;
+	int rc, k;
+
+	rc = mgpu_npy_parse(r->data, r->len, &a);
+	if (rc < 0)
+		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+	if (!((a.kind == 'u' && a.elem_nbytes == 1) || a.kind == 'f'))
+		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': npy dtype '%s' is not a "
+				"sample type (want |u1, <f4 or <f8)", r->name, r->entry,
+				mgpu_npy_descr(&a));
+	if (a.ndim < 1 || a.ndim > MGPU_SAMPLES_MAX_DIM || a.count == 0 ||
+	    a.count >= MGPU_SAMPLES_MAX_D)
+		return fail(r, MGPU_EFORMAT, "npy sample must have 1 to 4 dimensions and "
+			    "at least one element");
+	r->ndim = a.ndim;
+	for (k = 0; k < a.ndim; k++)
+		r->shape[k] = (uint32_t)a.dims[k];
+	r->dtype = a.kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
+	MGPU_TRY(grow_row(r, a.count * mgpu_dtype_nbytes(r->dtype)));
+	if (a.kind == 'u' || a.elem_nbytes == 4) {
+		memcpy(r->row, a.data, a.count * a.elem_nbytes);
+		return 0;
+	}
+	f = (float *)(void *)r->row;
+	for (i = 0; i < a.count; i++)
+		f[i] = (float)mgpu_npy_value(&a, i);
+	return 0;
+}
+
+static int pbm_input(struct rd *r)
+{
+	struct mgpu_netpbm im;
+	int rc;
+
+	rc = mgpu_netpbm_parse(r->data, r->len, &im);
+	if (rc < 0)
+		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+	r->dtype = MGPU_DTYPE_U8;
+	r->ndim = im.channels == 1 ? 2 : 3;
+	r->shape[0] = im.height;
+	r->shape[1] = im.width;
+	r->shape[2] = 3;
+	MGPU_TRY(grow_row(r, (size_t)im.height * im.width * (size_t)im.channels));
+	memcpy(r->row, im.data, (size_t)im.height * im.width * (size_t)im.channels);
+	return 0;
+}
+
+/* The input must match the set's dtype and shape once it has one. */
+static int check_input(struct rd *r)
+{
+	char a[64], b[64];
+
+	if (!r->out->dtype)
+		return 0;
+	if (r->dtype != r->out->dtype)
+		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': dtype %s differs from the "
+				"first sample's %s", r->name, r->entry,
+				mgpu_dtype_name(r->dtype), mgpu_dtype_name(r->out->dtype));
+	if (!mgpu_samples_same_shape(r->out, r->ndim, r->shape)) {
+		mgpu_samples_shape_str(r->ndim, r->shape, a, sizeof a);
+		mgpu_samples_shape_str(r->out->ndim, r->out->shape, b, sizeof b);
+		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': shape %s differs from the "
+				"first sample's %s", r->name, r->entry, a, b);
+	}
+	return 0;
+}
+
+static int member(struct archive *a, struct rd *r, struct archive_entry *e, const char *ext)
+{
+	int is_cls = strcmp(ext, "cls") == 0, is_npy = strcmp(ext, "npy") == 0;
+	int is_pbm = strcmp(ext, "pgm") == 0 || strcmp(ext, "ppm") == 0;
+
+	if (!is_cls && !is_npy && !is_pbm)
+		return 0;
+	if ((is_cls && r->have_label) || (!is_cls && r->have_input))
+		return fail(r, MGPU_EFORMAT, is_cls ? "a second label for the key" :
+			    "a second input for the key");
+	MGPU_TRY(read_member(a, r, e));
+	if (is_cls)
+		return set_label(r);
+	MGPU_TRY(is_npy ? npy_input(r) : pbm_input(r));
+	MGPU_TRY(check_input(r));
+	r->have_input = 1;
+	return 0;
+}
+
+static int finish(struct rd *r)
+{
+	int rc;
+
+	snprintf(r->entry, sizeof r->entry, "%s", r->key);
+	if (!r->have_input)
+		return fail(r, MGPU_EFORMAT, "no .npy, .pgm or .ppm input");
+	if (!r->have_label)
+		return fail(r, MGPU_EFORMAT, "no .cls label");
+	if (!r->out->dtype)
+		MGPU_TRY(mgpu_samples_init(r->out, r->dtype, r->ndim, r->shape));
+	rc = mgpu_samples_push(r->out, r->row, r->label);
+	if (rc < 0)
+		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->key);
+	r->have_input = r->have_label = 0;
+	return 0;
+}
+
+static int next(struct archive *a, struct rd *r, struct archive_entry **e)
+{
+	int st = archive_read_next_header(a, e);
+
+	if (st == ARCHIVE_OK || st == ARCHIVE_WARN || st == ARCHIVE_EOF)
+		return st == ARCHIVE_EOF ? 1 : 0;
+	if (r->entry[0])
+		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': truncated or corrupt "
+				"archive after it: %s", r->name, r->entry,
+				archive_error_string(a) ? archive_error_string(a) : "read error");
+	return mgpu_err(MGPU_EFORMAT, "'%s': not a readable tar or zip archive: %s", r->name,
+			archive_error_string(a) ? archive_error_string(a) : "read error");
+}
+
+static int walk(struct archive *a, struct rd *r)
+{
+	struct archive_entry *e;
+	const char *path, *ext;
+	size_t klen;
+	int end;
+
+	for (;;) {
+		MGPU_TRY(end = next(a, r, &e));
+		if (end)
+			break;
+		if (archive_entry_filetype(e) != AE_IFREG)
+			continue;
+		path = archive_entry_pathname(e);
+		if (!path)
+			return mgpu_err(MGPU_EFORMAT, "'%s': a member without a name", r->name);
+		mgpu_wds_split_name(path, &klen, &ext);
+		if (klen >= sizeof r->key)
+			return mgpu_err(MGPU_EFORMAT, "'%s': member name too long", r->name);
+		if (r->have_key && (strlen(r->key) != klen || memcmp(r->key, path, klen) != 0))
+			MGPU_TRY(finish(r));
+		snprintf(r->entry, sizeof r->entry, "%s", path);
+		memcpy(r->key, path, klen);
+		r->key[klen] = '\0';
+		r->have_key = 1;
+		MGPU_TRY(member(a, r, e, ext));
+	}
+	return r->have_key && (r->have_input || r->have_label) ? finish(r) : 0;
+}
+
+static struct archive *reader(void)
+{
+	struct archive *a = archive_read_new();
+
+	if (!a)
+		return NULL;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	archive_read_support_format_zip(a);
+	archive_read_support_format_empty(a);
+	return a;
+}
+
+static void rd_free(struct rd *r)
+{
+	free(r->data);
+	free(r->row);
+}
+
+/* Hash what is left of the stream (tar padding) so sha covers all of it. */
+static int drain(struct src *s, const char *name)
+{
+	ssize_t got;
+
+	while (!s->eof && s->hash_ok) {
+		got = read(s->fd, s->buf, IOBUF_NBYTES);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return mgpu_err_errno(MGPU_EIO, "'%s': read failed", name);
+		mgpu_sha256_update(&s->sha, s->buf, (size_t)got);
+		s->eof = got == 0;
+	}
+	return 0;
+}
+
+static int hash_file(const char *path, char *hex)
+{
+	struct src s = { .hash_ok = 1 };
+	uint8_t dig[MGPU_SHA256_NBYTES];
+	int rc;
+
+	s.fd = open(path, O_RDONLY);
+	if (s.fd < 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
+	s.buf = malloc(IOBUF_NBYTES);
+	mgpu_sha256_init(&s.sha);
+	rc = s.buf ? drain(&s, path) : mgpu_err(MGPU_ENOMEM, "out of memory");
+	mgpu_sha256_final(&s.sha, dig);
+	mgpu_sha256_hex(dig, hex);
+	free(s.buf);
+	close(s.fd);
+	return rc;
+}
+
+int mgpu_wds_read_fd(int fd, const char *name, const unsigned char *prefix, size_t plen,
+		     struct mgpu_samples *out, char *sha_hex)
+{
+	struct src s = { .fd = fd, .prefix = prefix, .plen = plen, .hash_ok = 1 };
+	struct rd r = { .name = name, .out = out };
+	struct archive *a = reader();
+	struct stat st;
+	uint8_t dig[MGPU_SHA256_NBYTES];
+	int rc = 0;
+
+	s.buf = malloc(IOBUF_NBYTES);
+	if (!a || !s.buf) {
+		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+		goto out;
+	}
+	mgpu_sha256_init(&s.sha);
+	archive_read_set_callback_data(a, &s);
+	archive_read_set_read_callback(a, src_read);
+	if (plen == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		archive_read_set_seek_callback(a, src_seek);
+	if (archive_read_open1(a) != ARCHIVE_OK) {
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': not a readable tar or zip archive: %s", name,
+			      archive_error_string(a) ? archive_error_string(a) : "?");
+		goto out;
+	}
+	MGPU_CHECK(walk(a, &r));
+	MGPU_CHECK(drain(&s, name));
+	if (sha_hex && s.hash_ok) {
+		mgpu_sha256_final(&s.sha, dig);
+		mgpu_sha256_hex(dig, sha_hex);
+	} else if (sha_hex) {
+		sha_hex[0] = '\0';
+	}
+out:
+	if (a)
+		archive_read_free(a);
+	free(s.buf);
+	rd_free(&r);
+	return rc;
+}
+
+int mgpu_wds_read(const char *path, struct mgpu_samples *out, char *sha_hex)
+{
+	int fd = 0, rc;
+
+	if (strcmp(path, "-") != 0) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
+	}
+	rc = mgpu_wds_read_fd(fd, path, NULL, 0, out, sha_hex);
+	if (fd != 0)
+		close(fd);
+	if (rc == 0 && sha_hex && !sha_hex[0] && fd != 0)
+		rc = hash_file(path, sha_hex);
+	return rc;
+}
+
+int mgpu_wds_read_mem(const void *buf, size_t len, const char *name,
+		      struct mgpu_samples *out)
+{
+	struct rd r = { .name = name, .out = out };
+	struct archive *a = reader();
+	int rc = 0;
+
+	if (!a)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	if (archive_read_open_memory(a, buf, len) != ARCHIVE_OK) {
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': not a readable tar or zip archive: %s", name,
+			      archive_error_string(a) ? archive_error_string(a) : "?");
+		goto out;
+	}
+	MGPU_CHECK(walk(a, &r));
+out:
+	archive_read_free(a);
+	rd_free(&r);
+	return rc;
+}

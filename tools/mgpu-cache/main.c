@@ -1,0 +1,437 @@
+/*
+ * mgpu-cache - build a tensor cache from shards (once), verify one, or
+ * print its header.
+ *
+ * Build flow: work out the cache key (the options that shape the bytes,
+ * plus each input's identity: manifest sha256s and file size + mtime, or a
+ * stream's sha256), stop early when the cache already has that key, else
+ * read and check every input (nothing is created before that succeeds),
+ * then lock the directory, re-check, write under a temporary name and
+ * rename. Concurrent builders of one cache wait on the lock and find it
+ * built.
+ */
+#include <getopt.h>   /* getopt_long */
+#include <stdio.h>    /* printf, fprintf */
+#include <stdlib.h>   /* exit, free */
+#include <string.h>   /* strcmp, strncmp, memcpy */
+#include <sys/stat.h> /* stat */
+#include <unistd.h>   /* read */
+
+#include "../common.h"      /* die, usage_error */
+#include "core/cli.h"       /* mgpu_cli_* */
+#include "core/io.h"        /* mgpu_afile */
+#include "core/sha256.h"    /* mgpu_sha256_* */
+#include "core/table.h"     /* struct mgpu_table */
+#include "data/cache.h"     /* mgpu_cache_* */
+#include "data/input.h"     /* mgpu_samples_append */
+#include "data/manifest.h"  /* mgpu_manifest_* */
+#include "data/wds.h"       /* mgpu_wds_read */
+
+const char *const mgpu_tool_name = "mgpu-cache";
+
+enum { O_DTYPE = 256, O_NORMALIZE, O_RAW, O_LEVEL, O_THREADS, O_CHUNK, O_FORCE, O_VERIFY,
+       O_INFO, O_JSON };
+
+static const struct option longopts[] = {
+	{ "dtype", required_argument, NULL, O_DTYPE },
+	{ "normalize", no_argument, NULL, O_NORMALIZE },
+	{ "raw", no_argument, NULL, O_RAW },
+	{ "level", required_argument, NULL, O_LEVEL },
+	{ "threads", required_argument, NULL, O_THREADS },
+	{ "chunk-size", required_argument, NULL, O_CHUNK },
+	{ "force", no_argument, NULL, O_FORCE },
+	{ "verify", no_argument, NULL, O_VERIFY },
+	{ "info", no_argument, NULL, O_INFO },
+	{ "output", required_argument, NULL, 'o' },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char *const dtype_words[] = { "u8", "f32", NULL };
+
+struct opts {
+	struct mgpu_cache_opts c;
+	int force, verify, info, json, quiet, verbose, version;
+	const char *output;
+	char **in;
+	int nin;
+};
+
+/* Everything read from the inputs, waiting for the build. */
+struct inputs {
+	struct mgpu_samples set[MGPU_NSPLITS];
+	struct mgpu_sha256 key;
+	unsigned char head[512];   /* sniffed start of stdin */
+	size_t nhead;
+	int stdin_manifest;
+};
+
+static void usage(void)
+{
+	printf("usage: mgpu-cache -o DIR [options] INPUT...\n"
+	       "       mgpu-cache --verify CACHE\n"
+	       "       mgpu-cache --info CACHE\n"
+	       "Decode shards once into a tensor cache (zstd chunks with an index and\n"
+	       "checksums, or raw and memory-mapped); rebuilt only when inputs or options\n"
+	       "change. INPUT: a manifest, shard files (split from the name: train-*, val-*,\n"
+	       "test-*; else train) or - (a tar stream or a manifest on stdin).\n\n"
+	       "  -o, --output DIR      the cache directory\n"
+	       "  --dtype u8|f32        stored element type [that of the samples]\n"
+	       "  --normalize           per-feature (x - mean) / std of train, stored as f32\n"
+	       "  --raw                 uncompressed chunks, shared through the page cache\n"
+	       "  --level N             zstd level [3]   --threads N  compression threads [1]\n"
+	       "  --chunk-size SIZE     decoded bytes per chunk, K/M/G suffixes [1M]\n"
+	       "  --force               rebuild even when up to date\n"
+	       "  --verify              check every chunk of CACHE; exit 1 naming a bad one\n"
+	       "  --info                print CACHE's header\n"
+	       "  --json   -q, --quiet   -v, --verbose   -h, --help   -V, --version\n");
+}
+
+static long long inum(const char *opt, const char *arg, long long lo, long long hi)
+{
+	long long v;
+	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
+		usage_error("%s", mgpu_errmsg());
+	return v;
+}
+
+static void option(struct opts *o, int c, const char *arg)
+{
+	unsigned long long sz;
+	int k;
+
+	switch (c) {
+	case O_DTYPE:
+		if (mgpu_cli_choice("--dtype", arg, dtype_words, &k) < 0)
+			usage_error("%s", mgpu_errmsg());
+		o->c.dtype = k == 0 ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
+		break;
+	case O_NORMALIZE: o->c.normalise = 1; break;
+	case O_RAW: o->c.raw = 1; break;
+	case O_LEVEL: o->c.level = (int)inum("--level", arg, 1, 22); break;
+	case O_THREADS: o->c.threads = (int)inum("--threads", arg, 1, 64); break;
+	case O_CHUNK:
+		if (mgpu_cli_size("--chunk-size", arg, (unsigned long long)1 << 30, &sz) < 0)
+			usage_error("%s", mgpu_errmsg());
+		if (sz == 0)
+			usage_error("--chunk-size: 0 is out of range");
+		o->c.chunk_nbytes = (size_t)sz;
+		break;
+	case O_FORCE: o->force = 1; break;
+	case O_VERIFY: o->verify = 1; break;
+	case O_INFO: o->info = 1; break;
+	case 'o': o->output = arg; break;
+	case O_JSON: o->json = 1; break;
+	case 'q': o->quiet = 1; break;
+	case 'v': o->verbose = 1; break;
+	case 'V': o->version = 1; break;
+	case 'h': usage(); exit(0);
+	default: usage_error("unknown or incomplete option '%s'", arg ? arg : "?");
+	}
+}
+
+static void parse(struct opts *o, int argc, char **argv)
+{
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:qvhV", longopts, NULL)) != -1)
+		option(o, c, c == '?' || c == ':' ? argv[optind - 1] : optarg);
+	o->in = argv + optind;
+	o->nin = argc - optind;
+	if (o->version)
+		return;
+	if (o->verify + o->info > 1)
+		usage_error("--verify and --info do not go together");
+	if ((o->verify || o->info) && (o->nin != 1 || o->output))
+		usage_error("--%s takes one CACHE and no -o", o->verify ? "verify" : "info");
+	if (!o->verify && !o->info && !o->output)
+		usage_error("no cache directory (-o DIR)");
+	if (!o->verify && !o->info && o->nin == 0)
+		usage_error("no INPUT given");
+}
+
+/* ---- the cache key ---- */
+
+/* One line "kind s a b" of the key's text. */
+static void key_str(struct inputs *in, const char *kind, const char *s, unsigned long long a,
+		    unsigned long long b)
+{
+	char buf[4500];
+	int n = snprintf(buf, sizeof buf, "%s %s %llu %llu\n", kind, s, a, b);
+
+	mgpu_sha256_update(&in->key, buf, n > 0 ? (size_t)n : 0);
+}
+
+static void key_file(struct inputs *in, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		die("'%s': cannot open: no such file", path);
+	key_str(in, "file", path, (unsigned long long)st.st_size,
+		(unsigned long long)st.st_mtim.tv_sec * 1000000000ull +
+		(unsigned long long)st.st_mtim.tv_nsec);
+}
+
+static void key_options(const struct opts *o, struct inputs *in)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof buf, "mgpu-cache %d dtype=%d normalise=%d raw=%d "
+			 "level=%d chunk=%zu\n", MGPU_CACHE_VERSION, o->c.dtype, o->c.normalise,
+			 o->c.raw, o->c.raw ? 0 : o->c.level, o->c.chunk_nbytes);
+
+	mgpu_sha256_init(&in->key);
+	mgpu_sha256_update(&in->key, buf, (size_t)n);
+}
+
+/* ---- reading inputs ---- */
+
+static int split_of_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	int s;
+
+	b = b ? b + 1 : path;
+	for (s = 0; s < MGPU_NSPLITS; s++) {
+		size_t n = strlen(mgpu_split_name(s));
+		if (strncmp(b, mgpu_split_name(s), n) == 0 && b[n] == '-')
+			return s;
+	}
+	return MGPU_SPLIT_TRAIN;
+}
+
+static void read_shard(struct inputs *in, const char *path, int split, const char *want_sha,
+		       uint64_t want_n)
+{
+	struct mgpu_samples t = { 0 };
+	char sha[MGPU_SHA256_HEX];
+
+	if (mgpu_wds_read(path, &t, want_sha ? sha : NULL) < 0)
+		die_lib();
+	if (want_sha && strcmp(sha, want_sha) != 0)
+		die("'%s': sha256 differs from the manifest's (shard changed or corrupt)", path);
+	if (want_sha && t.n != want_n)
+		die("'%s': %zu samples, the manifest says %llu", path, t.n,
+		    (unsigned long long)want_n);
+	if (mgpu_samples_append(&in->set[split], &t, path) < 0)
+		die_lib();
+	mgpu_samples_free(&t);
+}
+
+static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++) {
+		const struct mgpu_manifest_entry *e = &m->e[i];
+		if (!read) {
+			key_str(in, "shard", e->sha256, (unsigned long long)e->split,
+				e->samples);
+			key_file(in, e->path);
+		} else {
+			read_shard(in, e->path, e->split, e->sha256, e->samples);
+		}
+	}
+}
+
+/* stdin: sniff; a manifest is read whole, a tar stream is read here. */
+static void read_stdin(struct inputs *in, int read_now)
+{
+	struct mgpu_manifest m;
+	unsigned char *rest;
+	char sha[MGPU_SHA256_HEX];
+	ssize_t got;
+	size_t len;
+
+	while (in->nhead < sizeof in->head) {
+		got = read(0, in->head + in->nhead, sizeof in->head - in->nhead);
+		if (got <= 0)
+			break;
+		in->nhead += (size_t)got;
+	}
+	if (!mgpu_manifest_sniff(in->head, in->nhead)) {
+		if (mgpu_wds_read_fd(0, "-", in->head, in->nhead, &in->set[MGPU_SPLIT_TRAIN],
+				     sha) < 0)
+			die_lib();
+		key_str(in, "stream", sha, 0, 0);
+		return;
+	}
+	in->stdin_manifest = 1;
+	if (mgpu_read_file("/dev/stdin", &rest, &len) < 0)
+		die_lib();
+	{
+		unsigned char *all = malloc(in->nhead + len + 1);
+		if (!all)
+			die("out of memory");
+		memcpy(all, in->head, in->nhead);
+		memcpy(all + in->nhead, rest, len);
+		free(rest);
+		if (mgpu_manifest_parse((const char *)all, in->nhead + len, "-", "", &m) < 0)
+			die_lib();
+		free(all);
+	}
+	manifest(in, &m, 0);
+	if (read_now)
+		manifest(in, &m, 1);
+	mgpu_manifest_free(&m);
+}
+
+/* Key every input (reading only stdin), or read them all. */
+static void inputs(const struct opts *o, struct inputs *in, int read)
+{
+	struct mgpu_manifest m;
+	unsigned char b[64];
+	FILE *fp;
+	size_t n;
+	int i;
+
+	for (i = 0; i < o->nin; i++) {
+		const char *p = o->in[i];
+		if (strcmp(p, "-") == 0) {
+			if (!read)
+				read_stdin(in, 1);
+			continue;
+		}
+		fp = fopen(p, "rb");
+		n = fp ? fread(b, 1, sizeof b, fp) : 0;
+		if (fp)
+			fclose(fp);
+		if (!fp)
+			die("'%s': cannot open", p);
+		if (mgpu_manifest_sniff(b, n)) {
+			if (mgpu_manifest_load(p, &m) < 0)
+				die_lib();
+			manifest(in, &m, read);
+			mgpu_manifest_free(&m);
+		} else if (read) {
+			read_shard(in, p, split_of_name(p), NULL, 0);
+		} else {
+			key_file(in, p);
+		}
+	}
+}
+
+static int hand_over(void *ctx, struct mgpu_samples split[MGPU_NSPLITS])
+{
+	struct inputs *in = ctx;
+
+	memcpy(split, in->set, sizeof in->set);
+	memset(in->set, 0, sizeof in->set);
+	return 0;
+}
+
+/* ---- output ---- */
+
+static const char *const cols[] = {
+	"split", "samples", "shape", "dtype", "classes", "chunks", "chunk_rows", "compression",
+	"normalised", "data_bytes", "stored_bytes", "ratio", "status", "key",
+};
+
+static void rows(const struct opts *o, const char *dir, const char *status)
+{
+	struct mgpu_cache c;
+	struct mgpu_table t;
+	char shape[64], comp[32], key[MGPU_SHA256_HEX];
+	uint64_t k, data, stored;
+	int s;
+
+	if (mgpu_cache_open(&c, dir) < 0)
+		die_lib();
+	mgpu_table_init(&t, stdout, o->json, cols, (int)(sizeof cols / sizeof cols[0]));
+	mgpu_samples_shape_str((int)c.h.ndim, c.h.shape, shape, sizeof shape);
+	snprintf(comp, sizeof comp, c.h.flags & MGPU_CACHE_RAW ? "raw" : "zstd-%d", c.h.level);
+	mgpu_sha256_hex(c.h.key, key);
+	for (s = 0; s < MGPU_NSPLITS; s++) {
+		if (!c.h.n[s])
+			continue;
+		data = stored = 0;
+		for (k = 0; k < c.h.nchunks[s]; k++) {
+			data += c.ix[c.h.first_chunk[s] + k].rows * (c.row_nbytes + 1);
+			stored += c.ix[c.h.first_chunk[s] + k].stored_nbytes;
+		}
+		mgpu_table_str(&t, "split", mgpu_split_name(s));
+		mgpu_table_int(&t, "samples", (int64_t)c.h.n[s]);
+		mgpu_table_str(&t, "shape", shape);
+		mgpu_table_str(&t, "dtype", mgpu_dtype_name((int)c.h.dtype));
+		mgpu_table_int(&t, "classes", c.h.classes);
+		mgpu_table_int(&t, "chunks", (int64_t)c.h.nchunks[s]);
+		mgpu_table_int(&t, "chunk_rows", c.h.chunk_rows);
+		mgpu_table_str(&t, "compression", comp);
+		mgpu_table_int(&t, "normalised", (c.h.flags & MGPU_CACHE_NORMALISED) != 0);
+		mgpu_table_int(&t, "data_bytes", (int64_t)data);
+		mgpu_table_int(&t, "stored_bytes", (int64_t)stored);
+		mgpu_table_num(&t, "ratio", stored ? (double)data / (double)stored : 0, 4);
+		mgpu_table_str(&t, "status", status);
+		mgpu_table_str(&t, "key", key);
+		if (mgpu_table_emit(&t) < 0)
+			die_lib();
+	}
+	mgpu_cache_close(&c);
+}
+
+static int verify(const struct opts *o)
+{
+	struct mgpu_cache c;
+	size_t n;
+
+	if (mgpu_cache_open(&c, o->in[0]) < 0)
+		die_lib();
+	if (mgpu_cache_verify(&c, &n) < 0)
+		die_lib();
+	mgpu_cache_close(&c);
+	if (!o->quiet)
+		fprintf(stderr, "mgpu-cache: '%s': all %zu chunks check out\n", o->in[0], n);
+	rows(o, o->in[0], "verified");
+	return 0;
+}
+
+static int build(struct opts *o)
+{
+	static struct inputs in;
+	struct mgpu_cache_stats st;
+	uint8_t key[32];
+	int built;
+
+	key_options(o, &in);
+	inputs(o, &in, 0);
+	mgpu_sha256_final(&in.key, key);
+	memcpy(o->c.key, key, 32);
+	if (!o->force && mgpu_cache_is_current(o->output, key)) {
+		if (!o->quiet)
+			fprintf(stderr, "mgpu-cache: '%s' is up to date\n", o->output);
+		rows(o, o->output, "current");
+		return 0;
+	}
+	inputs(o, &in, 1);
+	o->c.force = o->force;
+	if (mgpu_cache_ensure(o->output, &o->c, hand_over, &in, &st, &built) < 0)
+		die_lib();
+	if (!o->quiet)
+		fprintf(stderr, "mgpu-cache: '%s' %s\n", o->output,
+			built ? "built" : "is up to date (built by another process)");
+	rows(o, o->output, built ? "built" : "current");
+	return 0;
+}
+
+int cmd_main(int argc, char **argv)
+{
+	struct opts o = { .c = { .level = 3, .threads = 1, .chunk_nbytes = 1 << 20 } };
+
+	parse(&o, argc, argv);
+	if (o.version) {
+		print_version(o.verbose);
+		return 0;
+	}
+	if (o.verify)
+		return verify(&o);
+	if (o.info) {
+		rows(&o, o.in[0], "info");
+		return 0;
+	}
+	return build(&o);
+}
