@@ -123,6 +123,7 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 		st->epoch_pos, st->optim_t);
 	fprintf(af.fp, ",\n  \"seed\": \"%llu\",\n  \"world_size\": %d",
 		(unsigned long long)st->seed, st->world_size);
+	fprintf(af.fp, ",\n  \"global_batch\": %" PRId64, st->global_batch);
 	fprintf(af.fp, ",\n  \"norm_scale\": %.17g,\n  \"norm_shift\": %.17g",
 		st->norm_scale, st->norm_shift);
 	put_json_str(af.fp, "spec", st->spec);
@@ -317,6 +318,7 @@ static int parse_state(const struct mgpu_json *r, struct mgpu_ckpt_state *st,
 	MGPU_TRY(get_i64(r, "optim_t", 0, INT64_MAX, &st->optim_t, path));
 	MGPU_TRY(get_i64(r, "world_size", 1, 1 << 20, &x, path));
 	st->world_size = (int)x;
+	MGPU_TRY(get_i64(r, "global_batch", 1, INT64_MAX, &st->global_batch, path));
 	MGPU_TRY(get_f64(r, "norm_scale", &st->norm_scale, path));
 	MGPU_TRY(get_f64(r, "norm_shift", &st->norm_shift, path));
 	v = mgpu_json_get(r, "seed");

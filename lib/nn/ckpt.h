@@ -28,6 +28,7 @@ struct mgpu_ckpt_state {
 	int64_t optim_t;
 	uint64_t seed;
 	int world_size;
+	int64_t global_batch; /* samples per optimizer step when saved */
 	double norm_scale, norm_shift;
 	char spec[512];
 };

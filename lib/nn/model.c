@@ -17,6 +17,7 @@
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
 #include "core/rng.h" /* struct mgpu_rng */
+#include "ops/elem.h" /* mgpu_hash64 */
 
 static struct mgpu_param *add_param(struct mgpu_model *m, int layer, const char *what,
 				    int rows, int cols, int decay)
@@ -91,8 +92,10 @@ static int alloc_all(struct mgpu_model *m)
 	size_t C = (size_t)m->spec.dims[m->spec.nlayers], wide = (size_t)widest_hidden(m);
 	int l;
 
-	MGPU_TRY(dalloc(m, &m->w, m->nparams * sizeof(float)));
-	MGPU_TRY(dalloc(m, &m->g, m->nparams * sizeof(float)));
+	if (!m->ext_w)
+		MGPU_TRY(dalloc(m, &m->w, m->nparams * sizeof(float)));
+	if (!m->ext_g)
+		MGPU_TRY(dalloc(m, &m->g, m->nparams * sizeof(float)));
 	MGPU_TRY(dalloc(m, &m->x_u8, B * D0));
 	MGPU_TRY(dalloc(m, &m->x, B * D0 * sizeof(float)));
 	MGPU_TRY(dalloc(m, &m->labels, B * sizeof(int32_t)));
@@ -113,8 +116,8 @@ static int alloc_all(struct mgpu_model *m)
 	return 0;
 }
 
-int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
-		      struct mgpu_dev *dev, int max_batch)
+int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
+			  struct mgpu_dev *dev, int max_batch, float *w, float *g)
 {
 	int rc;
 
@@ -122,11 +125,34 @@ int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
 	m->spec = *spec;
 	m->dev = dev;
 	m->max_batch = max_batch;
+	m->w = w;
+	m->g = g;
+	m->ext_w = w != NULL;
+	m->ext_g = g != NULL;
 	layout(m);
 	rc = alloc_all(m);
 	if (rc < 0)
 		mgpu_model_free(m);
 	return rc;
+}
+
+int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
+		      struct mgpu_dev *dev, int max_batch)
+{
+	return mgpu_model_create_ext(m, spec, dev, max_batch, NULL, NULL);
+}
+
+size_t mgpu_model_count(const struct mgpu_spec *spec)
+{
+	size_t n = 0;
+	int l;
+
+	for (l = 0; l < spec->nlayers; l++) {
+		n += (size_t)spec->dims[l + 1] * (size_t)(spec->dims[l] + 1);
+		if (spec->layernorm && l + 1 < spec->nlayers)
+			n += 2 * (size_t)spec->dims[l + 1];
+	}
+	return n;
 }
 
 static void free_buf(struct mgpu_model *m, void *p)
@@ -150,8 +176,10 @@ void mgpu_model_free(struct mgpu_model *m)
 		free_buf(m, L->rstd);
 		free_buf(m, L->y);
 	}
-	free_buf(m, m->w);
-	free_buf(m, m->g);
+	if (!m->ext_w)
+		free_buf(m, m->w);
+	if (!m->ext_g)
+		free_buf(m, m->g);
 	free_buf(m, m->x_u8);
 	free_buf(m, m->x);
 	free_buf(m, m->labels);
@@ -218,9 +246,14 @@ int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 	return m->dev->ops->u8_to_f32(m->dev, m->x, m->x_u8, n, scale, shift);
 }
 
+/* The dropout stream of layer l: its own seed, offsets from the global row. */
+static uint64_t drop_seed(const struct mgpu_model *m, int l)
+{
+	return mgpu_hash64(m->dropout_seed, (uint64_t)l);
+}
+
 /* (B, in) -> (B, out): linear, [layernorm], activation, [dropout]. */
-static int layer_forward(struct mgpu_model *m, int l, const float *X, int B, int train,
-			 uint64_t *drop_off)
+static int layer_forward(struct mgpu_model *m, int l, const float *X, int B, int train)
 {
 	const struct mgpu_ops *o = m->dev->ops;
 	struct mgpu_layer *L = &m->layers[l];
@@ -242,22 +275,19 @@ static int layer_forward(struct mgpu_model *m, int l, const float *X, int B, int
 		MGPU_TRY(o->bias_act(m->dev, m->spec.act, L->y, L->lin, w + L->b->off, B,
 				     L->out));
 	}
-	if (train && m->spec.dropout > 0.0f) {
-		MGPU_TRY(o->dropout(m->dev, L->y, L->y, n, m->spec.dropout, m->dropout_seed,
-				    *drop_off));
-		*drop_off += n;
-	}
+	if (train && m->spec.dropout > 0.0f)
+		MGPU_TRY(o->dropout(m->dev, L->y, L->y, n, m->spec.dropout, drop_seed(m, l),
+				    m->row0 * (uint64_t)L->out));
 	return 0;
 }
 
 int mgpu_model_forward(struct mgpu_model *m, int B, int train)
 {
 	const float *X = m->x;
-	uint64_t drop_off = 0;
 	int l;
 
 	for (l = 0; l < m->spec.nlayers; l++) {
-		MGPU_TRY(layer_forward(m, l, X, B, train, &drop_off));
+		MGPU_TRY(layer_forward(m, l, X, B, train));
 		X = m->layers[l].hidden ? m->layers[l].y : m->layers[l].lin;
 	}
 	return 0;
@@ -285,15 +315,16 @@ int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale
 }
 
 /* dY of a hidden layer -> gradient at its linear output, in place. */
-static int hidden_backward(struct mgpu_model *m, struct mgpu_layer *L, float *dY,
-			   float *tmp, int B, float acc, uint64_t drop_off, float **dlin)
+static int hidden_backward(struct mgpu_model *m, int l, float *dY, float *tmp, int B,
+			   float acc, float **dlin)
 {
 	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_layer *L = &m->layers[l];
 	size_t n = (size_t)B * (size_t)L->out;
 
 	if (m->spec.dropout > 0.0f)
-		MGPU_TRY(o->dropout(m->dev, dY, dY, n, m->spec.dropout, m->dropout_seed,
-				    drop_off));
+		MGPU_TRY(o->dropout(m->dev, dY, dY, n, m->spec.dropout, drop_seed(m, l),
+				    m->row0 * (uint64_t)L->out));
 	MGPU_TRY(o->act_bwd(m->dev, m->spec.act, dY, dY, L->gamma ? L->norm : L->lin, n));
 	*dlin = dY;
 	if (!L->gamma)
@@ -302,16 +333,6 @@ static int hidden_backward(struct mgpu_model *m, struct mgpu_layer *L, float *dY
 			   L->lin, L->mean, L->rstd, m->w + L->gamma->off, B, L->out, acc));
 	*dlin = tmp;
 	return 0;
-}
-
-static uint64_t dropout_offset(const struct mgpu_model *m, int l, int B)
-{
-	uint64_t off = 0;
-	int i;
-
-	for (i = 0; i < l; i++)
-		off += (uint64_t)B * (uint64_t)m->layers[i].out;
-	return off;
 }
 
 /* The ping-pong buffer that is not p (p may be dlogits, outside both). */
@@ -333,20 +354,19 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
 
 		dlin = dY;
 		if (L->hidden)
-			MGPU_TRY(hidden_backward(m, L, dY, other_buf(m, dY), B, acc,
-						 dropout_offset(m, l, B), &dlin));
+			MGPU_TRY(hidden_backward(m, l, dY, other_buf(m, dY), B, acc, &dlin));
 		MGPU_TRY(o->col_sum(m->dev, m->g + L->b->off, dlin, B, L->out, acc));
 		MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, L->in, L->out, B, 1.0f, X, L->in,
 				  dlin, L->out, acc, m->g + L->w->off, L->in));
-		if (m->grad_ready)
-			m->grad_ready(m->grad_ctx, L->w->off,
-				      lastp->off + lastp->count - L->w->off);
-		if (l == 0)
-			break;
 		/* dY is dead once dlin exists, so dX may take its buffer. */
 		dX = other_buf(m, dlin);
-		MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
-				  m->w + L->w->off, L->in, dlin, L->out, 0.0f, dX, L->in));
+		if (l > 0)
+			MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
+					  m->w + L->w->off, L->in, dlin, L->out, 0.0f, dX,
+					  L->in));
+		if (m->grad_ready)
+			MGPU_TRY(m->grad_ready(m->grad_ctx, l, L->w->off,
+					       lastp->off + lastp->count - L->w->off));
 		dY = dX;
 	}
 	return 0;

@@ -12,8 +12,13 @@
  * the struct mgpu_dev belongs to the caller and outlives the model.
  *
  * Backward walks the layers last to first and calls grad_ready (when set)
- * with each layer's gradient range as soon as it is final, so data-parallel
- * code can all-reduce it while earlier layers still compute.
+ * with each layer's index and gradient range as soon as the layer is done
+ * (its weights are no longer read this step), so data-parallel code can
+ * reduce it, and even update those weights, while earlier layers compute.
+ *
+ * Dropout masks are a pure function of (dropout_seed, layer, global row,
+ * column): a batch split over ranks or micro-steps (row0 = its first row in
+ * the global batch) drops exactly what the whole batch on one device would.
  */
 #ifndef MGPU_NN_MODEL_H
 #define MGPU_NN_MODEL_H
@@ -44,7 +49,7 @@ struct mgpu_layer {
 	float *y;                    /* (B,out) activation (+dropout) output */
 };
 
-typedef void (*mgpu_grad_ready_fn)(void *ctx, size_t off, size_t count);
+typedef int (*mgpu_grad_ready_fn)(void *ctx, int layer, size_t off, size_t count);
 
 struct mgpu_model {
 	struct mgpu_spec spec;
@@ -63,13 +68,22 @@ struct mgpu_model {
 	float *zeros;                /* widest hidden: a zero bias */
 	float *h_loss, *h_correct;   /* host copies of row_loss, row_correct */
 	size_t dev_bytes;            /* what this model allocated */
+	int ext_w, ext_g;            /* w, g belong to the caller */
 	mgpu_grad_ready_fn grad_ready;
 	void *grad_ctx;
 	uint64_t dropout_seed;       /* set per step by the caller */
+	uint64_t row0;               /* global row of the batch's first row */
 };
 
 int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
 		      struct mgpu_dev *dev, int max_batch);
+/* The same with caller-owned parameter and gradient buffers (device
+ * memory of dev, nparams floats each; NULL: allocate). Data-parallel ranks
+ * on one node share w and give each rank a gradient slot this way. */
+int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
+			  struct mgpu_dev *dev, int max_batch, float *w, float *g);
+/* Number of parameters a spec has, without building the model. */
+size_t mgpu_model_count(const struct mgpu_spec *spec);
 void mgpu_model_free(struct mgpu_model *m);
 /* torch.nn.Linear's default init, U(-1/sqrt(in), 1/sqrt(in)), seeded. */
 int mgpu_model_init(struct mgpu_model *m, uint64_t seed);

@@ -22,6 +22,27 @@ static int state_alloc(struct mgpu_optim *o, float **p)
 	return m->dev->ops->zero(m->dev, *p, nbytes);
 }
 
+int mgpu_optim_nstate_for(const struct mgpu_optim_cfg *cfg)
+{
+	if (cfg->kind == MGPU_OPT_ADAMW)
+		return 2;
+	return cfg->momentum != 0.0f;
+}
+
+int mgpu_optim_create_ext(struct mgpu_optim *o, struct mgpu_model *model,
+			  const struct mgpu_optim_cfg *cfg, float *state0, float *state1)
+{
+	int n = mgpu_optim_nstate_for(cfg);
+
+	memset(o, 0, sizeof *o);
+	o->cfg = *cfg;
+	o->model = model;
+	o->ext = 1;
+	o->m = n > 0 ? state0 : NULL;
+	o->v = n > 1 ? state1 : NULL;
+	return 0;
+}
+
 int mgpu_optim_create(struct mgpu_optim *o, struct mgpu_model *model,
 		      const struct mgpu_optim_cfg *cfg)
 {
@@ -42,7 +63,7 @@ void mgpu_optim_free(struct mgpu_optim *o)
 	struct mgpu_dev *dev = o->model ? o->model->dev : NULL;
 	size_t nbytes = o->model ? o->model->nparams * sizeof(float) : 0;
 
-	if (dev) {
+	if (dev && !o->ext) {
 		mgpu_dev_free(dev, o->m, nbytes);
 		mgpu_dev_free(dev, o->v, nbytes);
 	}
@@ -59,6 +80,13 @@ float *mgpu_optim_state(struct mgpu_optim *o, int i)
 	return i == 0 ? o->m : o->v;
 }
 
+float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm)
+{
+	if (o->cfg.clip_norm <= 0.0f || !(norm > o->cfg.clip_norm))
+		return 1.0f;
+	return (float)(o->cfg.clip_norm / (norm + 1e-6));
+}
+
 /* Global-norm clipping folds into grad_scale: no extra pass over g. */
 static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 {
@@ -70,20 +98,19 @@ static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 	if (o->cfg.clip_norm <= 0.0f)
 		return 0;
 	MGPU_TRY(m->dev->ops->nrm2(m->dev, m->nparams, m->g, &norm));
-	norm *= grad_scale;
-	o->last_norm = norm;
-	if (norm > o->cfg.clip_norm)
-		*out = grad_scale * o->cfg.clip_norm / (norm + 1e-6f);
+	o->last_norm = (double)norm * grad_scale;
+	*out = grad_scale * mgpu_optim_clip_factor(o, o->last_norm);
 	return 0;
 }
 
+/* The update of [off, off + count) of parameter p. */
 static int step_param(struct mgpu_optim *o, const struct mgpu_param *p, float lr,
-		      float scale)
+		      float scale, size_t off, size_t count)
 {
 	struct mgpu_model *m = o->model;
 	const struct mgpu_ops *ops = m->dev->ops;
 	float wd = p->decay ? o->cfg.weight_decay : 0.0f;
-	float *w = m->w + p->off, *g = m->g + p->off;
+	float *w = m->w + off, *g = m->g + off;
 
 	if (o->cfg.kind == MGPU_OPT_ADAMW) {
 		struct mgpu_adamw_hp hp = {
@@ -92,26 +119,39 @@ static int step_param(struct mgpu_optim *o, const struct mgpu_param *p, float lr
 			.bias_corr1 = (float)(1.0 - pow(o->cfg.beta1, (double)o->t)),
 			.bias_corr2 = (float)(1.0 - pow(o->cfg.beta2, (double)o->t)),
 		};
-		return ops->adamw(m->dev, w, g, o->m + p->off, o->v + p->off, p->count, &hp);
+		return ops->adamw(m->dev, w, g, o->m + off, o->v + off, count, &hp);
 	}
 	struct mgpu_sgd_hp hp = {
 		.lr = lr, .momentum = o->cfg.momentum, .weight_decay = wd,
 		.grad_scale = scale, .nesterov = o->cfg.nesterov,
 	};
-	return ops->sgd(m->dev, w, g, o->m ? o->m + p->off : NULL, p->count, &hp);
+	return ops->sgd(m->dev, w, g, o->m ? o->m + off : NULL, count, &hp);
+}
+
+int mgpu_optim_step_range(struct mgpu_optim *o, float lr, float grad_scale, size_t begin,
+			  size_t end)
+{
+	struct mgpu_model *m = o->model;
+	size_t a, b;
+	int i;
+
+	for (i = 0; i < m->nparam; i++) {
+		const struct mgpu_param *p = &m->params[i];
+		a = begin > p->off ? begin : p->off;
+		b = end < p->off + p->count ? end : p->off + p->count;
+		if (a < b)
+			MGPU_TRY(step_param(o, p, lr, grad_scale, a, b - a));
+	}
+	return 0;
 }
 
 int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale)
 {
-	struct mgpu_model *m = o->model;
 	float scale;
-	int i;
 
 	MGPU_TRY(clip_scale(o, grad_scale, &scale));
 	o->t++;
-	for (i = 0; i < m->nparam; i++)
-		MGPU_TRY(step_param(o, &m->params[i], lr, scale));
-	return 0;
+	return mgpu_optim_step_range(o, lr, scale, 0, o->model->nparams);
 }
 
 double mgpu_sched_lr(const struct mgpu_sched *s, int64_t step)

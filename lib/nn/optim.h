@@ -40,6 +40,7 @@ struct mgpu_optim {
 	struct mgpu_optim_cfg cfg;
 	struct mgpu_model *model;
 	float *m, *v;       /* device state, NULL when unused */
+	int ext;            /* m, v belong to the caller */
 	int64_t t;          /* updates done (AdamW bias correction) */
 	double last_norm;   /* gradient norm before clipping, last step */
 };
@@ -47,10 +48,23 @@ struct mgpu_optim {
 const char *mgpu_optim_name(int kind);
 int mgpu_optim_create(struct mgpu_optim *o, struct mgpu_model *model,
 		      const struct mgpu_optim_cfg *cfg);
+/* The same with caller-owned, zeroed state vectors (nparams floats each,
+ * as many as mgpu_optim_nstate_for says), e.g. shared by a node's ranks. */
+int mgpu_optim_create_ext(struct mgpu_optim *o, struct mgpu_model *model,
+			  const struct mgpu_optim_cfg *cfg, float *state0, float *state1);
+/* State vectors a configuration needs (0, 1 or 2). */
+int mgpu_optim_nstate_for(const struct mgpu_optim_cfg *cfg);
 void mgpu_optim_free(struct mgpu_optim *o);
 /* One update with learning rate lr; the gradient is first multiplied by
  * grad_scale (e.g. 1 / world size), then clipped to cfg.clip_norm. */
 int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale);
+/* The update of parameters [begin, end) only, with the gradient already
+ * scaled and clipped by grad_scale, and o->t already counting this step:
+ * the sharded form, where each rank updates its own slice. */
+int mgpu_optim_step_range(struct mgpu_optim *o, float lr, float grad_scale, size_t begin,
+			  size_t end);
+/* The clip factor for a gradient of global L2 norm `norm` (1 when off). */
+float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm);
 /* Number of state vectors (0, 1 or 2) and access for checkpoints. */
 int mgpu_optim_nstate(const struct mgpu_optim *o);
 float *mgpu_optim_state(struct mgpu_optim *o, int i);

@@ -1,12 +1,18 @@
 /*
- * train.h - the training loop of one rank: data split, epochs, steps,
- * evaluation, checkpoints and records.
+ * train.h - the training loop: data split, epochs, steps, evaluation,
+ * checkpoints and records, on one rank or data-parallel.
  *
  * The loop never prints: each step, evaluation and the final summary are
- * handed to the caller's on_record hook as a struct mgpu_record. Each
- * epoch's sample order is a pure function of (seed, epoch), the validation
- * split of (seed), dropout masks of (seed, step): a run resumed from a
- * checkpoint at (epoch, position) repeats the same arithmetic bit for bit.
+ * handed to the caller's on_record hook (rank 0 only) as a struct
+ * mgpu_record. Each epoch's global sample order is a pure function of
+ * (seed, epoch), the validation split of (seed), dropout masks of (seed,
+ * step, global row): a run resumed from a checkpoint repeats the same
+ * arithmetic bit for bit, and the samples of a step do not depend on how
+ * the global batch is split over ranks and micro-steps.
+ *
+ * Global batch of a step: per-device batch x accumulation steps x ranks.
+ * Step s of an epoch takes positions [s G, (s + 1) G) of the epoch order;
+ * micro-step a of rank r takes [s G + a W B + r B, ... + B) with W ranks.
  */
 #ifndef MGPU_NN_TRAIN_H
 #define MGPU_NN_TRAIN_H
@@ -14,8 +20,9 @@
 #include <signal.h> /* sig_atomic_t */
 #include <stdint.h> /* int64_t, uint64_t */
 
-#include "nn/optim.h" /* struct mgpu_optim_cfg, struct mgpu_sched */
-#include "nn/spec.h"  /* struct mgpu_spec */
+#include "dist/launch.h" /* struct mgpu_rank_env */
+#include "nn/optim.h"     /* struct mgpu_optim_cfg, struct mgpu_sched */
+#include "nn/spec.h"      /* struct mgpu_spec */
 
 #define MGPU_PATH_MAX 4096
 #define MGPU_MAX_DEVICES 64
@@ -24,10 +31,19 @@ struct mgpu_train_cfg {
 	char data[MGPU_PATH_MAX];     /* directory of IDX files */
 	struct mgpu_spec spec;
 	char backend[16];             /* "cpu", "ref" or "cuda" */
-	int device;                   /* device index of the backend */
+	int ndevices;                 /* devices listed (--gpus); 0: CPU ranks */
+	int devices[MGPU_MAX_DEVICES];/* backend device of each local rank */
+	struct mgpu_rank_env env;     /* this process's place in the job */
+	int world;                    /* ranks in the job */
+	int mode;                     /* enum mgpu_mode */
+	int sync;                     /* enum mgpu_sync_kind; resolved */
+	int timeout_ms;
 	int epochs;
 	int64_t max_steps;            /* 0: no limit */
 	int batch;                    /* per-device batch */
+	int accum;                    /* micro-steps per optimizer step */
+	int lr_scale;                 /* enum mgpu_lr_scale */
+	int pad_tail;                 /* uneven tail: 0 drop, 1 pad */
 	struct mgpu_optim_cfg optim;
 	int sched;                    /* enum mgpu_sched_kind */
 	double lr, min_lr, gamma;
@@ -45,6 +61,9 @@ struct mgpu_train_cfg {
 	int argc;
 	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */
 };
+
+/* Learning rate x (ranks x accumulation steps), or its square root. */
+enum mgpu_lr_scale { MGPU_LR_SCALE_NONE = 0, MGPU_LR_SCALE_LINEAR, MGPU_LR_SCALE_SQRT };
 
 /* START comes once, after data, device and checkpoint loaded: total steps
  * in .step, steps per epoch in .epoch. */
@@ -65,9 +84,12 @@ struct mgpu_record {
 	double test_loss, test_acc;
 	double wall_s;
 	int ndev;
-	int64_t peak_bytes[MGPU_MAX_DEVICES];
+	int64_t peak_bytes[MGPU_MAX_DEVICES];  /* per device */
+	int64_t rss_bytes[MGPU_MAX_DEVICES];   /* per rank: peak resident set */
 	const char *path;      /* checkpoint written (MGPU_REC_CKPT) */
 	int64_t effective_batch;
+	int world;
+	int mode, sync;
 };
 
 struct mgpu_train_hooks {
@@ -79,8 +101,9 @@ struct mgpu_train_hooks {
 
 /* Defaults for every field (the documented ones of mgpu-train). */
 void mgpu_train_defaults(struct mgpu_train_cfg *cfg);
-/* Run to completion; MGPU_EINTR when cfg->stop was raised (after the
- * checkpoint, when save_dir is set). */
+/* Run to completion; MGPU_EINTR when cfg->stop was raised on any rank
+ * (after the checkpoint, when save_dir is set). In mode dp this runs one
+ * thread per device; in mode ddp this process is rank cfg->env.rank. */
 int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h);
 
 #endif

@@ -31,32 +31,14 @@
 #include "ops/ops.h"   /* struct mgpu_ops, struct mgpu_dev (C linkage) */
 #include "ops/elem.h"  /* the per-element math, __host__ __device__ here */
 #include "ops/loops.h" /* ops_check_* */
+#include "ops/cuda_check.h" /* CU, CUBLAS, LAUNCHED */
 
 struct cuda_impl {
 	cudaStream_t stream;
 	cublasHandle_t blas;
 };
 
-#define CU(expr)                                                                       \
-	do {                                                                           \
-		cudaError_t cu_rc_ = (expr);                                           \
-		if (cu_rc_ != cudaSuccess)                                             \
-			return mgpu_err(MGPU_EDEVICE, "%s at %s:%d: %s: %s", #expr,    \
-					__FILE__, __LINE__, cudaGetErrorName(cu_rc_), \
-					cudaGetErrorString(cu_rc_));                   \
-	} while (0)
 
-#define CUBLAS(expr)                                                                   \
-	do {                                                                           \
-		cublasStatus_t cb_rc_ = (expr);                                        \
-		if (cb_rc_ != CUBLAS_STATUS_SUCCESS)                                   \
-			return mgpu_err(MGPU_EDEVICE, "%s at %s:%d: %s: %s", #expr,    \
-					__FILE__, __LINE__, cublasGetStatusName(cb_rc_), \
-					cublasGetStatusString(cb_rc_));                \
-	} while (0)
-
-/* After every <<<...>>>: launch-configuration errors surface here. */
-#define LAUNCHED() CU(cudaGetLastError())
 
 #define THREADS 256
 #define MAX_BLOCKS 65535u
@@ -531,3 +513,9 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	cuda_sgd,
 	cuda_adamw,
 };
+
+/* The stream of a cuda device, for the NCCL code that runs beside it. */
+extern "C" void *mgpu_cuda_stream(struct mgpu_dev *dev)
+{
+	return dev->impl ? (void *)impl_of(dev)->stream : NULL;
+}

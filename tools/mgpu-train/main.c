@@ -18,6 +18,8 @@
 #include "core/cli.h"      /* mgpu_cli_int */
 #include "core/table.h"    /* struct mgpu_table */
 #include "nn/ckpt.h"       /* mgpu_ckpt_load_state */
+#include "dist/launch.h"    /* mgpu_launch_env, mgpu_launch_run */
+#include "dist/sync.h"      /* mgpu_sync_name */
 #include "nn/train.h"      /* mgpu_train_run */
 #include "ops/check.h"     /* mgpu_ops_compare */
 #include "ops/elem.h"      /* mgpu_hash64 */
@@ -29,7 +31,8 @@ enum {
 	O_MOMENTUM, O_NESTEROV, O_WD, O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED,
 	O_WARMUP_STEPS, O_WARMUP_EPOCHS, O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL,
 	O_CPU_RANKS, O_GPUS, O_BACKEND, O_SAVE_DIR, O_SAVE_EVERY, O_KEEP, O_RESUME,
-	O_JSON, O_LOG_EVERY, O_SELFTEST,
+	O_JSON, O_LOG_EVERY, O_MODE, O_SYNC, O_ACCUM, O_GLOBAL_BATCH, O_LR_SCALE, O_UNEVEN,
+	O_TIMEOUT, O_SELFTEST,
 };
 
 static const struct option longopts[] = {
@@ -64,6 +67,13 @@ static const struct option longopts[] = {
 	{ "resume", required_argument, NULL, O_RESUME },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "log-every", required_argument, NULL, O_LOG_EVERY },
+	{ "mode", required_argument, NULL, O_MODE },
+	{ "sync-backend", required_argument, NULL, O_SYNC },
+	{ "grad-accum-steps", required_argument, NULL, O_ACCUM },
+	{ "global-batch-size", required_argument, NULL, O_GLOBAL_BATCH },
+	{ "lr-scale", required_argument, NULL, O_LR_SCALE },
+	{ "uneven", required_argument, NULL, O_UNEVEN },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "selftest", no_argument, NULL, O_SELFTEST },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -76,15 +86,22 @@ static const struct option longopts[] = {
 static const int identity_opts[] = {
 	O_MODEL, O_EPOCHS, O_BATCH, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
 	O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED, O_WARMUP_STEPS, O_WARMUP_EPOCHS,
-	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, 0,
+	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, O_ACCUM, O_LR_SCALE, O_UNEVEN, 0,
 };
 
 static const char *const opt_words[] = { "sgd", "adamw", NULL };
 static const char *const sched_words[] = { "constant", "cosine", "step", NULL };
+static const char *const mode_words[] = { "ddp", "dp", NULL };
+static const char *const sync_words[] = { "auto", "cpu", "nccl", NULL };
+static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
+static const char *const uneven_words[] = { "drop", "pad", NULL };
 
 struct opts {
 	struct mgpu_train_cfg cfg;
 	int json, quiet, verbose, selftest, version;
+	int cpu_ranks;                  /* 0: not given */
+	int sync_auto;
+	long long global_batch;         /* 0: not given */
 	char set[O_SELFTEST + 1];       /* options given on the command line */
 };
 
@@ -104,10 +121,16 @@ static void usage(void)
 	       "  --clip-grad-norm X [0: off]\n"
 	       "  --schedule constant|cosine|step [cosine]   --min-lr X [0]\n"
 	       "  --warmup-steps N | --warmup-epochs X [0]   --step-epochs X [3]   --gamma X [0.1]\n"
-	       "devices:\n"
+	       "  --grad-accum-steps N [1]   --global-batch-size N (split over devices)\n"
+	       "  --lr-scale none|linear|sqrt (with devices x accumulation) [none]\n"
+	       "devices and data parallelism:\n"
 	       "  --cpu-ranks N         CPU ranks [1]\n"
-	       "  --gpus LIST           CUDA device to train on (one index)\n"
-	       "  --backend ref|cpu|cuda  backend of the device [cpu, or cuda with --gpus]\n"
+	       "  --gpus LIST           CUDA devices, one rank each (e.g. 0,1)\n"
+	       "  --backend ref|cpu|cuda  backend of the devices [cpu, or cuda with --gpus]\n"
+	       "  --mode ddp|dp         process per device, or DataParallel threads [ddp]\n"
+	       "  --sync-backend auto|cpu|nccl  gradient all-reduce [auto]\n"
+	       "  --uneven drop|pad     the epoch's last partial global batch [drop]\n"
+	       "  --timeout SECONDS     a silent rank fails the job after this [300]\n"
 	       "checkpoints:\n"
 	       "  --save-dir DIR   --save-every N (steps; 0: each epoch) [0]   --keep N [3]\n"
 	       "  --resume DIR          continue from DIR/latest or a checkpoint directory\n"
@@ -150,13 +173,9 @@ static void set_path(char *dst, const char *opt, const char *arg)
 
 static void set_gpus(struct opts *o, const char *arg)
 {
-	int ids[MGPU_MAX_DEVICES], n;
-
-	if (mgpu_cli_int_list("--gpus", arg, ids, MGPU_MAX_DEVICES, &n) < 0)
+	if (mgpu_cli_int_list("--gpus", arg, o->cfg.devices, MGPU_MAX_DEVICES,
+			      &o->cfg.ndevices) < 0)
 		usage_error("%s", mgpu_errmsg());
-	if (n != 1)
-		usage_error("--gpus: one device per run (%d given)", n);
-	o->cfg.device = ids[0];
 	snprintf(o->cfg.backend, sizeof o->cfg.backend, "cuda");
 }
 
@@ -206,7 +225,17 @@ static void apply_rest(struct opts *o, int c, const char *arg)
 	case O_GAMMA: g->gamma = num("--gamma", arg, 0, 1); break;
 	case O_SEED: g->seed = (uint64_t)inum("--seed", arg, 0, INT64_MAX); break;
 	case O_VAL: g->val_fraction = num("--val-fraction", arg, 0, 0.99); break;
-	case O_CPU_RANKS: inum("--cpu-ranks", arg, 1, 1); break;
+	case O_CPU_RANKS: o->cpu_ranks = (int)inum("--cpu-ranks", arg, 1, MGPU_MAX_DEVICES); break;
+	case O_MODE: g->mode = choice("--mode", arg, mode_words); break;
+	case O_SYNC:
+		o->sync_auto = choice("--sync-backend", arg, sync_words) == 0;
+		g->sync = o->sync_auto ? MGPU_SYNC_CPU : choice("--sync-backend", arg, sync_words);
+		break;
+	case O_ACCUM: g->accum = (int)inum("--grad-accum-steps", arg, 1, 1 << 20); break;
+	case O_GLOBAL_BATCH: o->global_batch = inum("--global-batch-size", arg, 1, 1 << 30); break;
+	case O_LR_SCALE: g->lr_scale = choice("--lr-scale", arg, scale_words); break;
+	case O_UNEVEN: g->pad_tail = choice("--uneven", arg, uneven_words); break;
+	case O_TIMEOUT: g->timeout_ms = (int)(1000 * inum("--timeout", arg, 1, 86400)); break;
 	case O_GPUS: set_gpus(o, arg); break;
 	case O_BACKEND: set_backend(o, arg); break;
 	case O_SAVE_DIR: set_path(g->save_dir, "--save-dir", arg); break;
@@ -274,6 +303,9 @@ static void render(const struct mgpu_train_cfg *g, int c, char *buf, size_t len)
 	case O_GAMMA: snprintf(buf, len, "%.17g", g->gamma); break;
 	case O_SEED: snprintf(buf, len, "%llu", (unsigned long long)g->seed); break;
 	case O_VAL: snprintf(buf, len, "%.17g", g->val_fraction); break;
+	case O_ACCUM: snprintf(buf, len, "%d", g->accum); break;
+	case O_LR_SCALE: snprintf(buf, len, "%s", scale_words[g->lr_scale]); break;
+	case O_UNEVEN: snprintf(buf, len, "%s", uneven_words[g->pad_tail]); break;
 	default: buf[0] = '\0';
 	}
 }
@@ -362,7 +394,7 @@ static void merge_resume(struct opts *o, int argc, char **argv)
 static const char *const cols[] = {
 	"kind", "step", "epoch", "loss", "lr", "samples_per_s", "step_ms", "data_ms",
 	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
-	"peak_bytes", "path",
+	"world_size", "mode", "sync_backend", "peak_bytes", "rss_bytes", "path",
 };
 
 struct out {
@@ -402,7 +434,11 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_num(t, "test_acc", r->test_acc, 6);
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
 		mgpu_table_int(t, "effective_batch", r->effective_batch);
+		mgpu_table_int(t, "world_size", r->world);
+		mgpu_table_str(t, "mode", mgpu_mode_name(r->mode));
+		mgpu_table_str(t, "sync_backend", mgpu_sync_name(r->sync));
 		mgpu_table_ints(t, "peak_bytes", r->peak_bytes, r->ndev);
+		mgpu_table_ints(t, "rss_bytes", r->rss_bytes, r->ndev);
 	}
 	return mgpu_table_emit(t);
 }
@@ -416,11 +452,13 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 	if (out->quiet)
 		return;
 	mgpu_spec_format(&c->spec, spec, sizeof spec);
-	fprintf(stderr, "mgpu-train: model %s on %s device %d; effective batch %lld "
-		"(%d per device x 1 accumulation step x 1 device); %d steps per epoch, "
-		"%lld to run%s%s\n", spec, c->backend, c->device,
-		(long long)r->effective_batch, c->batch, r->epoch, (long long)r->step,
-		c->resume[0] ? "; resuming from " : "", c->resume);
+	fprintf(stderr, "mgpu-train: model %s; %d %s %s (mode %s, sync %s); effective batch "
+		"%lld (%d per device x %d accumulation step%s x %d device%s); %d steps per "
+		"epoch, %lld to run%s%s\n", spec, c->world, c->backend,
+		c->world > 1 ? "devices" : "device", mgpu_mode_name(c->mode),
+		mgpu_sync_name(r->sync), (long long)r->effective_batch, c->batch, c->accum,
+		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
+		(long long)r->step, c->resume[0] ? "; resuming from " : "", c->resume);
 }
 
 static int on_record(void *ctx, const struct mgpu_record *r)
@@ -598,13 +636,86 @@ static int selftest(int json, int quiet)
 }
 
 
+/* The world size and this process's place: from an outside launcher's
+ * environment, or from --cpu-ranks / --gpus when mgpu-train launches. */
+static void resolve_world(struct opts *o)
+{
+	struct mgpu_train_cfg *c = &o->cfg;
+	int asked = c->ndevices ? c->ndevices : (o->cpu_ranks ? o->cpu_ranks : 1);
+
+	if (c->ndevices && o->cpu_ranks)
+		usage_error("--cpu-ranks and --gpus exclude each other");
+	if (mgpu_launch_env(&c->env) < 0)
+		usage_error("%s", mgpu_errmsg());
+	c->world = asked;
+	if (c->env.launcher != MGPU_LAUNCH_NONE) {
+		if ((o->cpu_ranks || c->ndevices > 1) && asked != c->env.world)
+			usage_error("%d devices asked for, but %s started %d ranks", asked,
+				    mgpu_launcher_name(c->env.launcher), c->env.world);
+		if (c->mode == MGPU_MODE_DP)
+			usage_error("--mode dp runs in one process; start it without %s",
+				    mgpu_launcher_name(c->env.launcher));
+		c->world = c->env.world;
+	}
+	if (o->sync_auto || !o->set[O_SYNC])
+		c->sync = strcmp(c->backend, "cuda") == 0 && c->mode == MGPU_MODE_DDP ?
+				  MGPU_SYNC_NCCL : MGPU_SYNC_CPU;
+	if (c->sync == MGPU_SYNC_NCCL && strcmp(c->backend, "cuda") != 0)
+		usage_error("--sync-backend nccl needs GPU devices (--gpus)");
+}
+
+static void resolve_batch(struct opts *o)
+{
+	struct mgpu_train_cfg *c = &o->cfg;
+	long long per = (long long)c->world * c->accum;
+
+	if (!o->global_batch)
+		return;
+	if (o->set[O_BATCH])
+		usage_error("--batch-size and --global-batch-size exclude each other");
+	if (o->global_batch % per != 0)
+		usage_error("--global-batch-size %lld does not split evenly over %d device%s x %d "
+			    "accumulation step%s", o->global_batch, c->world,
+			    c->world > 1 ? "s" : "", c->accum, c->accum > 1 ? "s" : "");
+	c->batch = (int)(o->global_batch / per);
+}
+
+/* mgpu-train starts the ranks of a ddp job itself and supervises them. */
+static int launch(struct opts *o, char **argv)
+{
+	struct mgpu_launch_result res;
+
+	if (mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res) < 0)
+		die_lib();
+	if (res.failed_rank >= 0)
+		die("rank %d failed: %s", res.failed_rank, res.why);
+	return res.status;
+}
+
+static int finish(const struct opts *o, int rc)
+{
+	if (rc == MGPU_EINTR) {
+		if (!o->quiet && o->cfg.env.rank == 0)
+			fprintf(stderr, "mgpu-train: %s%s\n", mgpu_errmsg(),
+				o->cfg.save_dir[0] ? ", checkpoint written" : "");
+		finish_stdout();
+		return 130;
+	}
+	if (rc == MGPU_EPEER && o->cfg.world > 1) {
+		fprintf(stderr, "mgpu-train: %s: error: %s\n", mgpu_diag_prefix, mgpu_errmsg());
+		exit(MGPU_EXIT_PEER);
+	}
+	if (rc < 0)
+		die_lib();
+	return 0;
+}
+
 int cmd_main(int argc, char **argv)
 {
 	struct opts o;
 	struct out out;
 	struct canon cn;
 	struct mgpu_train_hooks h = { on_record, on_progress, &out };
-	int rc;
 
 	memset(&o, 0, sizeof o);
 	mgpu_train_defaults(&o.cfg);
@@ -617,24 +728,21 @@ int cmd_main(int argc, char **argv)
 		return selftest(o.json, o.quiet);
 	if (o.cfg.resume[0])
 		merge_resume(&o, argc, argv);
+	resolve_world(&o);
+	resolve_batch(&o);
+	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
+	    o.cfg.mode == MGPU_MODE_DDP)
+		return launch(&o, argv);
+	if (o.cfg.world > 1 && o.cfg.mode == MGPU_MODE_DDP)
+		snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", o.cfg.env.rank);
 	canonical(&o.cfg, &cn);
 	o.cfg.argv = cn.argv;
 	o.cfg.argc = cn.argc;
 	o.cfg.stop = &mgpu_interrupted;
 	memset(&out, 0, sizeof out);
-	out.bar = !o.quiet && isatty(2);
+	out.bar = !o.quiet && isatty(2) && o.cfg.env.rank == 0;
 	out.quiet = o.quiet;
 	out.cfg = &o.cfg;
 	mgpu_table_init(&out.t, stdout, o.json, cols, (int)(sizeof cols / sizeof cols[0]));
-	rc = mgpu_train_run(&o.cfg, &h);
-	if (rc == MGPU_EINTR) {
-		if (!o.quiet)
-			fprintf(stderr, "mgpu-train: %s%s\n", mgpu_errmsg(),
-				o.cfg.save_dir[0] ? ", checkpoint written" : "");
-		finish_stdout();
-		return 130;
-	}
-	if (rc < 0)
-		die_lib();
-	return 0;
+	return finish(&o, mgpu_train_run(&o.cfg, &h));
 }

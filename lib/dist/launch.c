@@ -1,0 +1,298 @@
+/*
+ * launch.c - rank environment and the forking launcher (see launch.h).
+ */
+#include "dist/launch.h"
+
+#include <errno.h>      /* errno, EINTR */
+#include <limits.h>     /* INT_MAX */
+#include <stdio.h>      /* snprintf */
+#include <stdlib.h>     /* getenv, setenv, strtol, _exit */
+#include <string.h>     /* strcmp, strsignal */
+#include <sys/prctl.h>  /* prctl, PR_SET_PDEATHSIG */
+#include <sys/wait.h>   /* waitpid, WIFEXITED */
+#include <time.h>       /* nanosleep, clock_gettime */
+#include <unistd.h>     /* fork, execv, getppid */
+
+#include "core/err.h"  /* mgpu_err */
+#include "ops/elem.h"  /* mgpu_hash64 */
+
+const char *mgpu_launcher_name(int launcher)
+{
+	static const char *const names[] = { "none", "mgpu-train", "torchrun", "slurm",
+					     "openmpi" };
+	return launcher >= 0 && launcher <= MGPU_LAUNCH_OMPI ? names[launcher] : "?";
+}
+
+/* A variable holding an int in [lo, hi]; absent: *out = dflt. */
+static int env_int(const char *name, int lo, int hi, int dflt, int *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	*out = dflt;
+	if (!v)
+		return 0;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || errno || x < lo || x > hi)
+		return mgpu_err(MGPU_EINVAL, "environment: %s='%s' is not an integer in [%d, %d]",
+				name, v, lo, hi);
+	*out = (int)x;
+	return 0;
+}
+
+static int detect(struct mgpu_rank_env *e, const char **rank_v, const char **size_v,
+		  const char **local_v, const char **local_size_v)
+{
+	const char *self = getenv("MGPU_LAUNCHED");
+
+	*local_size_v = "LOCAL_WORLD_SIZE";
+	if ((self && strcmp(self, "1") == 0) || (getenv("RANK") && getenv("WORLD_SIZE"))) {
+		e->launcher = self ? MGPU_LAUNCH_SELF : MGPU_LAUNCH_TORCHRUN;
+		*rank_v = "RANK", *size_v = "WORLD_SIZE", *local_v = "LOCAL_RANK";
+	} else if (getenv("SLURM_PROCID") && getenv("SLURM_NTASKS")) {
+		e->launcher = MGPU_LAUNCH_SLURM;
+		*rank_v = "SLURM_PROCID", *size_v = "SLURM_NTASKS", *local_v = "SLURM_LOCALID";
+		*local_size_v = "SLURM_NTASKS_PER_NODE";
+	} else if (getenv("OMPI_COMM_WORLD_RANK") && getenv("OMPI_COMM_WORLD_SIZE")) {
+		e->launcher = MGPU_LAUNCH_OMPI;
+		*rank_v = "OMPI_COMM_WORLD_RANK", *size_v = "OMPI_COMM_WORLD_SIZE";
+		*local_v = "OMPI_COMM_WORLD_LOCAL_RANK";
+		*local_size_v = "OMPI_COMM_WORLD_LOCAL_SIZE";
+	} else {
+		e->launcher = MGPU_LAUNCH_NONE;
+	}
+	return e->launcher;
+}
+
+/* Ranks of one job derive the same token from what their launcher shares. */
+static void derive_token(struct mgpu_rank_env *e)
+{
+	static const char *const ids[] = { "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",
+					   "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid",
+					   "PMIX_NAMESPACE", NULL };
+	uint64_t h = 0x6d677075;
+	const char *v;
+	size_t i, j;
+
+	for (i = 0; ids[i]; i++)
+		for (v = getenv(ids[i]), j = 0; v && v[j]; j++)
+			h = mgpu_hash64(h, (uint64_t)(unsigned char)v[j] + (i << 8));
+	for (j = 0; e->addr[j]; j++)
+		h = mgpu_hash64(h, (uint64_t)(unsigned char)e->addr[j]);
+	h = mgpu_hash64(h, ((uint64_t)e->port << 32) | (uint64_t)e->world);
+	snprintf(e->token, sizeof e->token, "derived-%016llx", (unsigned long long)h);
+}
+
+int mgpu_launch_env(struct mgpu_rank_env *e)
+{
+	const char *rank_v, *size_v, *local_v, *local_size_v, *v;
+
+	memset(e, 0, sizeof *e);
+	e->listen_fd = -1;
+	e->world = e->local_world = 1;
+	snprintf(e->addr, sizeof e->addr, "127.0.0.1");
+	e->port = 29500;
+	if (detect(e, &rank_v, &size_v, &local_v, &local_size_v) == MGPU_LAUNCH_NONE)
+		return 0;
+	MGPU_TRY(env_int(size_v, 1, 1 << 20, 1, &e->world));
+	MGPU_TRY(env_int(rank_v, 0, e->world - 1, 0, &e->rank));
+	MGPU_TRY(env_int(local_v, 0, e->world - 1, e->rank, &e->local_rank));
+	MGPU_TRY(env_int(local_size_v, 1, e->world, e->world, &e->local_world));
+	MGPU_TRY(env_int("MASTER_PORT", 0, 65535, 29500, &e->port));
+	MGPU_TRY(env_int("MGPU_RDZV_FD", 0, INT_MAX, -1, &e->listen_fd));
+	if ((v = getenv("MASTER_ADDR")) && *v)
+		snprintf(e->addr, sizeof e->addr, "%s", v);
+	if ((v = getenv("MGPU_JOB_TOKEN")) && *v) {
+		if (strlen(v) > MGPU_TOKEN_LEN)
+			return mgpu_err(MGPU_EINVAL, "environment: MGPU_JOB_TOKEN is longer than "
+					"%d characters", MGPU_TOKEN_LEN);
+		snprintf(e->token, sizeof e->token, "%s", v);
+	} else {
+		derive_token(e);
+	}
+	return 0;
+}
+
+static void set_env_int(const char *name, int v)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%d", v);
+	setenv(name, buf, 1);
+}
+
+/* In the child: become rank r and re-execute; never returns. */
+static void exec_rank(int r, int world, int port, const char *token, int lfd,
+		      pid_t parent, char *const argv[])
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+	setenv("MGPU_LAUNCHED", "1", 1);
+	set_env_int("RANK", r);
+	set_env_int("WORLD_SIZE", world);
+	set_env_int("LOCAL_RANK", r);
+	set_env_int("LOCAL_WORLD_SIZE", world);
+	setenv("MASTER_ADDR", "127.0.0.1", 1);
+	set_env_int("MASTER_PORT", port);
+	setenv("MGPU_JOB_TOKEN", token, 1);
+	unsetenv("MGPU_RDZV_FD");
+	if (r == 0) {
+		int fd = dup(lfd); /* without FD_CLOEXEC, so it survives exec */
+		set_env_int("MGPU_RDZV_FD", fd);
+	}
+	execv("/proc/self/exe", argv);
+	_exit(127);
+}
+
+static void describe(int status, char *why, size_t len)
+{
+	if (WIFSIGNALED(status))
+		snprintf(why, len, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(why, len, "exited with status %d", WEXITSTATUS(status));
+}
+
+struct kids {
+	int world, alive;
+	pid_t pid[4096];
+	int status[4096];
+	int done[4096];
+};
+
+static void signal_all(struct kids *k, int sig)
+{
+	int r;
+	for (r = 0; r < k->world; r++)
+		if (!k->done[r])
+			kill(k->pid[r], sig);
+}
+
+/* Reap what has ended; returns the number reaped. */
+static int reap(struct kids *k, int block)
+{
+	int st, r, n = 0;
+	pid_t p;
+
+	while ((p = waitpid(-1, &st, block && n == 0 ? 0 : WNOHANG)) > 0) {
+		for (r = 0; r < k->world; r++)
+			if (k->pid[r] == p && !k->done[r]) {
+				k->done[r] = 1;
+				k->status[r] = st;
+				k->alive--;
+				n++;
+			}
+	}
+	return n;
+}
+
+static int failed(int st)
+{
+	return WIFSIGNALED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 130);
+}
+
+/* The rank to blame: a primary failure beats one that followed a peer. */
+static int blame(const struct kids *k)
+{
+	int r, best = -1;
+
+	for (r = 0; r < k->world; r++) {
+		if (!k->done[r] || !failed(k->status[r]))
+			continue;
+		if (best < 0 || (WIFEXITED(k->status[best]) &&
+				 WEXITSTATUS(k->status[best]) == MGPU_EXIT_PEER))
+			best = r;
+	}
+	return best;
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Stop the survivors: SIGTERM, then SIGKILL after a grace period. */
+static void stop_all(struct kids *k)
+{
+	int i;
+
+	signal_all(k, SIGTERM);
+	for (i = 0; i < 100 && k->alive > 0; i++) {
+		reap(k, 0);
+		nap_ms(20);
+	}
+	signal_all(k, SIGKILL);
+	while (k->alive > 0 && reap(k, 1) > 0)
+		;
+}
+
+static void supervise(struct kids *k, volatile sig_atomic_t *stop,
+		      struct mgpu_launch_result *res)
+{
+	int forwarded = 0, r, i;
+
+	while (k->alive > 0) {
+		if (stop && *stop && !forwarded) {
+			signal_all(k, SIGINT);
+			forwarded = 1;
+		}
+		if (reap(k, 0) == 0) {
+			nap_ms(10);
+			continue;
+		}
+		if (blame(k) >= 0) {
+			/* let near-simultaneous exits arrive, then blame the first cause */
+			for (i = 0; i < 20 && k->alive > 0; i++, nap_ms(10))
+				reap(k, 0);
+			break;
+		}
+	}
+	r = blame(k);
+	if (r >= 0) {
+		res->failed_rank = r;
+		describe(k->status[r], res->why, sizeof res->why);
+		res->status = 1;
+		stop_all(k);
+		return;
+	}
+	for (r = 0; r < k->world; r++)
+		if (WEXITSTATUS(k->status[r]) == 130)
+			res->status = 130;
+}
+
+int mgpu_launch_run(int world, char *const argv[], volatile sig_atomic_t *stop,
+		    struct mgpu_launch_result *res)
+{
+	static struct kids k;
+	char token[MGPU_TOKEN_LEN + 1];
+	int port = 0, lfd, r;
+
+	memset(res, 0, sizeof *res);
+	res->failed_rank = -1;
+	if (world < 1 || world > 4096)
+		return mgpu_err(MGPU_EINVAL, "launch: %d ranks", world);
+	MGPU_TRY(mgpu_rdzv_new_token(token));
+	MGPU_TRY(mgpu_rdzv_listen("127.0.0.1", &port, &lfd));
+	memset(&k, 0, sizeof k);
+	k.world = world;
+	fflush(NULL);
+	for (r = 0; r < world; r++) {
+		k.pid[r] = fork();
+		if (k.pid[r] == 0)
+			exec_rank(r, world, port, token, lfd, getppid(), argv);
+		if (k.pid[r] < 0) {
+			mgpu_err_errno(MGPU_EIO, "launch: cannot fork rank %d", r);
+			k.world = r;
+			close(lfd);
+			stop_all(&k);
+			return MGPU_EIO;
+		}
+		k.alive++;
+	}
+	close(lfd);
+	supervise(&k, stop, res);
+	return 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * launch.h - who this process is in a job, and the launcher that forks a
+ * job's ranks.
+ *
+ * A rank learns its place from the environment: mgpu-train's own launcher
+ * (MGPU_LAUNCHED=1 plus the torchrun names), torchrun (RANK, WORLD_SIZE,
+ * LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), Slurm
+ * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID) or OpenMPI
+ * (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK). No such variables: a job of
+ * one. The job token is MGPU_JOB_TOKEN, or else derived from the launcher's
+ * job id and the rendezvous address, so ranks of two jobs never mix.
+ *
+ * mgpu_launch_run() forks the ranks, each re-executing this program with
+ * those variables set, and supervises them: the first rank that fails makes
+ * it stop the others and report that rank. Children die with the launcher
+ * (PR_SET_PDEATHSIG), so none outlives it.
+ */
+#ifndef MGPU_DIST_LAUNCH_H
+#define MGPU_DIST_LAUNCH_H
+
+#include <signal.h> /* sig_atomic_t */
+
+#include "dist/rdzv.h" /* MGPU_TOKEN_LEN */
+
+enum mgpu_launcher {
+	MGPU_LAUNCH_NONE = 0,
+	MGPU_LAUNCH_SELF,
+	MGPU_LAUNCH_TORCHRUN,
+	MGPU_LAUNCH_SLURM,
+	MGPU_LAUNCH_OMPI,
+};
+
+struct mgpu_rank_env {
+	int launcher;          /* enum mgpu_launcher */
+	int rank, world;
+	int local_rank, local_world;
+	char addr[256];
+	int port;
+	char token[MGPU_TOKEN_LEN + 1];
+	int listen_fd;         /* rank 0 of a forked job: inherited socket, else -1 */
+};
+
+/* Exit status of a rank that stopped because another rank failed, so the
+ * launcher names the rank that failed first. */
+#define MGPU_EXIT_PEER 3
+
+const char *mgpu_launcher_name(int launcher);
+/* Read the environment; errors name the variable. */
+int mgpu_launch_env(struct mgpu_rank_env *e);
+
+struct mgpu_launch_result {
+	int status;           /* for the tool: 0, 1 or 130 */
+	int failed_rank;      /* -1 when none */
+	char why[256];        /* "killed by signal 9", "exited with status 1" */
+};
+
+/* Fork world ranks running argv (re-executing /proc/self/exe); return when
+ * all ended. A raised *stop is forwarded to the ranks as SIGINT. */
+int mgpu_launch_run(int world, char *const argv[], volatile sig_atomic_t *stop,
+		    struct mgpu_launch_result *res);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * nccl.h - the NCCL side of gradient synchronisation (GPU ranks).
+ *
+ * One communicator per rank, on a communication stream of its own: each
+ * bucket's all-reduce (sum, in place, on the device gradient) waits for the
+ * compute stream through an event and then runs while backward continues.
+ * The communicator is non-blocking, so every wait polls
+ * ncclCommGetAsyncError and gives up after the timeout (aborting the
+ * communicator) instead of hanging. In builds without NCCL every function
+ * fails with MGPU_EUNSUP.
+ */
+#ifndef MGPU_DIST_NCCL_H
+#define MGPU_DIST_NCCL_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint8_t */
+
+#include "ops/ops.h" /* struct mgpu_dev */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Rank 0: a fresh unique id (128 bytes) to hand to every rank. */
+int mgpu_nccl_unique_id(uint8_t id[128]);
+/* Join the communicator of world ranks on device dev. */
+int mgpu_nccl_open(void **st, struct mgpu_dev *dev, int rank, int world,
+		   const uint8_t id[128], int timeout_ms);
+/* All-reduce (sum) n floats of dev in place, after the work queued so far. */
+int mgpu_nccl_bucket(void *st, struct mgpu_dev *dev, float *buf, size_t n);
+/* Make the compute stream wait for every bucket; scale is applied later. */
+int mgpu_nccl_wait(void *st, struct mgpu_dev *dev);
+/* Sum n (<= 16) host doubles over the ranks. */
+int mgpu_nccl_allreduce_f64(void *st, struct mgpu_dev *dev, double *v, int n);
+void mgpu_nccl_abort(void *st);
+void mgpu_nccl_close(void *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

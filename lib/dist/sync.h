@@ -1,0 +1,87 @@
+/*
+ * sync.h - gradient synchronisation and the optimizer step of one rank.
+ *
+ * Strategies:
+ * - none: one rank; the optimizer steps on its own gradient.
+ * - cpu (mode ddp): the ranks of a node share one shared-memory segment
+ *   holding the master weights, the optimizer state and one gradient slot
+ *   per rank. As backward finishes each layer (last first) the rank marks
+ *   that bucket ready; each bucket is split into one shard per rank, and
+ *   the rank owning a shard sums the slots there and applies the optimizer
+ *   to that shard of the shared weights in the same pass (reduce and update
+ *   fused and sharded: no all-gather, one copy of weights per node). A
+ *   bucket is reduced as soon as every rank has it, even while backward
+ *   continues. With gradient clipping the update waits for the global norm.
+ * - cpu (mode dp): threads of one process; rank 0 holds the master weights
+ *   and the optimizer, sums every slot, updates, and the other replicas copy
+ *   the weights back, as torch.nn.DataParallel does.
+ * - nccl (mode ddp, GPUs): in-place ncclAllReduce of each bucket on a
+ *   communication stream as backward produces it; each rank then steps its
+ *   own replica.
+ *
+ * Every strategy ends a step with a barrier that also agrees on whether to
+ * stop (any rank interrupted), so all ranks stop after the same step.
+ */
+#ifndef MGPU_DIST_SYNC_H
+#define MGPU_DIST_SYNC_H
+
+#include "dist/launch.h" /* struct mgpu_rank_env */
+#include "dist/shm.h"   /* struct mgpu_shm */
+#include "nn/model.h"   /* struct mgpu_model */
+#include "nn/optim.h"   /* struct mgpu_optim */
+
+enum mgpu_mode { MGPU_MODE_DDP = 0, MGPU_MODE_DP = 1 };
+enum mgpu_sync_kind { MGPU_SYNC_NONE = 0, MGPU_SYNC_CPU = 1, MGPU_SYNC_NCCL = 2 };
+
+struct mgpu_sync {
+	int kind, mode;
+	int rank, world;
+	struct mgpu_shm shm;          /* cpu */
+	void *nccl;                   /* nccl state */
+	struct mgpu_model *model;
+	struct mgpu_optim *opt;
+	int nbuckets;                 /* one per layer */
+	size_t boff[MGPU_MAX_LAYERS], bcnt[MGPU_MAX_LAYERS];
+	int next;                     /* buckets reduced this step, in order */
+	int clip;                     /* clipping: update after the norm */
+	float *host_g;                /* GPU + cpu sync: where g is staged */
+	int syncing;                  /* this micro-step ends with a sync */
+	float lr;
+	double sumsq;                 /* of this rank's reduced shards */
+};
+
+/* Mode ddp: join the job of env (rendezvous; then the shared segment for
+ * kind cpu, the communicator for kind nccl). One rank: kind none. */
+int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kind,
+		   size_t nparams, int nstate, struct mgpu_dev *dev, int timeout_ms);
+/* Mode dp: rank `rank` of the threads sharing the private segment seg. */
+void mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank);
+const char *mgpu_sync_name(int kind);
+const char *mgpu_mode_name(int mode);
+
+/* Bind a built model and optimizer to the strategy: buckets, hooks, and
+ * for cpu the shared buffers (rank 0's initial weights are published). The
+ * model and optimizer must have been created with the buffers from
+ * mgpu_sync_model_buffers(). */
+int mgpu_sync_bind(struct mgpu_sync *s, struct mgpu_model *m, struct mgpu_optim *o);
+/* Buffers the model and optimizer of this rank must use (NULL: their own). */
+void mgpu_sync_model_buffers(const struct mgpu_sync *s, int host_memory, float **w,
+			     float **g, float **state0, float **state1);
+/* Set before the backward of each micro-step: sync only on the last one. */
+void mgpu_sync_micro(struct mgpu_sync *s, int last, float lr);
+/* After the last backward: finish the reduction, update, and sum n (<= 16)
+ * per-step values over the ranks in the closing barrier (the stop flag,
+ * loss sums): every rank leaves with the same values. */
+int mgpu_sync_step(struct mgpu_sync *s, double *vals, int n);
+/* Whether this rank initialises or loads weights and optimizer state (the
+ * others share them or receive them when binding). */
+int mgpu_sync_loads_state(const struct mgpu_sync *s);
+/* Whether this rank has optimizer state of its own (mode dp: rank 0 only). */
+int mgpu_sync_owns_optimizer(const struct mgpu_sync *s);
+/* Sum n doubles over the ranks (evaluation sums, peaks). */
+int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n);
+/* Tell the peers this rank failed. */
+void mgpu_sync_abort(struct mgpu_sync *s);
+void mgpu_sync_close(struct mgpu_sync *s);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * train_int.h - what the parts of the training loop share (train.c,
+ * train_data.c, train_rank.c); not a public header.
+ *
+ * One struct train_data per process, read-only once loaded (mode dp's
+ * threads share it); one struct train_rank per rank.
+ */
+#ifndef MGPU_NN_TRAIN_INT_H
+#define MGPU_NN_TRAIN_INT_H
+
+#include "data/dataset.h" /* struct mgpu_dataset */
+#include "dist/sync.h"    /* struct mgpu_sync */
+#include "nn/model.h"     /* struct mgpu_model */
+#include "nn/optim.h"     /* struct mgpu_optim, struct mgpu_sched */
+#include "nn/train.h"     /* struct mgpu_train_cfg */
+
+struct train_data {
+	struct mgpu_dataset all, test;
+	uint32_t *val_idx, *train_idx; /* one block: val first */
+	size_t ntrain, nval;
+	float scale, shift;            /* x = raw * scale + shift */
+};
+
+struct train_rank {
+	const struct mgpu_train_cfg *cfg;
+	const struct mgpu_train_hooks *h;
+	struct train_data *d;
+	int rank, world, local_rank;
+	struct mgpu_dev dev;
+	int dev_open, sync_open;
+	struct mgpu_model model;
+	struct mgpu_optim opt;
+	struct mgpu_sync sync;
+	const struct mgpu_shm *dp_shm; /* mode dp: the process's segment */
+	uint32_t *order;               /* this epoch's global order */
+	uint8_t *xb;                   /* staging: batch rows */
+	int32_t *yb;
+	struct mgpu_sched sched;
+	int64_t gba;                   /* samples per optimizer step, all ranks */
+	int64_t steps_per_epoch, total_steps, step;
+	int epoch;                     /* 0-based */
+	int64_t pos;                   /* steps done in this epoch */
+	double lr_factor;
+	double t0;
+	double win_loss, win_step_s, win_data_s; /* the logging window */
+	int64_t win_steps, win_samples;
+	int rc;                        /* a thread's result */
+};
+
+/* train_data.c */
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg);
+void mgpu_train_data_free(struct train_data *d);
+void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order);
+int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B,
+			 const struct mgpu_dataset *ds);
+
+/* train_rank.c */
+int mgpu_train_rank_setup(struct train_rank *r);
+void mgpu_train_rank_free(struct train_rank *r);
+
+/* train.c */
+int mgpu_train_rank_loop(struct train_rank *r);
+int mgpu_train_emit(struct train_rank *r, struct mgpu_record *rec);
+
+#endif
