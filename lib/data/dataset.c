@@ -91,14 +91,16 @@ int mgpu_dataset_load_idx(struct mgpu_dataset *ds, const char *images,
 	MGPU_CHECK(image_shape(&im, images, &ds->n, &ds->d));
 	MGPU_CHECK(mgpu_idx_load(labels, &lb));
 	MGPU_CHECK(check_labels(&lb, labels, ds->n, images));
-	ds->x = malloc(im.count);
 	ds->y = malloc(ds->n * sizeof *ds->y);
-	if (!ds->x || !ds->y) {
+	if (!ds->y) {
 		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", images);
 		goto out;
 	}
 	MGPU_CHECK(read_labels(&lb, labels, ds->y, &ds->classes));
-	memcpy(ds->x, im.data, im.count);
+	/* Take over the decoded file, pixels moved to its start: no second copy. */
+	ds->x = im.owned;
+	memmove(ds->x, im.data, im.count);
+	im.owned = NULL;
 out:
 	if (rc < 0)
 		mgpu_dataset_free(ds);

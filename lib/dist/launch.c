@@ -193,6 +193,11 @@ static int failed(int st)
 	return WIFSIGNALED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 130);
 }
 
+static int peer_exit(int st)
+{
+	return WIFEXITED(st) && WEXITSTATUS(st) == MGPU_EXIT_PEER;
+}
+
 /* The rank to blame: a primary failure beats one that followed a peer. */
 static int blame(const struct kids *k)
 {
@@ -201,11 +206,23 @@ static int blame(const struct kids *k)
 	for (r = 0; r < k->world; r++) {
 		if (!k->done[r] || !failed(k->status[r]))
 			continue;
-		if (best < 0 || (WIFEXITED(k->status[best]) &&
-				 WEXITSTATUS(k->status[best]) == MGPU_EXIT_PEER))
+		if (best < 0 || peer_exit(k->status[best]))
 			best = r;
 	}
 	return best;
+}
+
+/* Only peers' complaints so far: a rank still running stopped answering. */
+static int silent_rank(const struct kids *k, int best)
+{
+	int r;
+
+	if (best < 0 || !peer_exit(k->status[best]))
+		return -1;
+	for (r = 0; r < k->world; r++)
+		if (!k->done[r])
+			return r;
+	return -1;
 }
 
 static void nap_ms(int ms)
@@ -252,9 +269,14 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 	}
 	r = blame(k);
 	if (r >= 0) {
+		res->status = 1;
 		res->failed_rank = r;
 		describe(k->status[r], res->why, sizeof res->why);
-		res->status = 1;
+		if ((i = silent_rank(k, r)) >= 0) {
+			res->failed_rank = i;
+			snprintf(res->why, sizeof res->why, "stopped answering (rank %d gave up "
+				 "waiting for it)", r);
+		}
 		stop_all(k);
 		return;
 	}

@@ -22,13 +22,14 @@
 					cudaGetErrorString(cu_rc_));                   \
 	} while (0)
 
+/* cuBLAS is called through the table of cublas_dl.h, `cb` in scope. */
 #define CUBLAS(expr)                                                                   \
 	do {                                                                           \
 		cublasStatus_t cb_rc_ = (expr);                                        \
 		if (cb_rc_ != CUBLAS_STATUS_SUCCESS)                                   \
 			return mgpu_err(MGPU_EDEVICE, "%s at %s:%d: %s: %s", #expr,    \
-					__FILE__, __LINE__, cublasGetStatusName(cb_rc_), \
-					cublasGetStatusString(cb_rc_));                \
+					__FILE__, __LINE__, cb->status_name(cb_rc_),   \
+					cb->status_string(cb_rc_));                    \
 	} while (0)
 
 /* ncclInProgress is not a failure: non-blocking communicators return it. */

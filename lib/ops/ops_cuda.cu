@@ -31,6 +31,7 @@
 #include "ops/ops.h"   /* struct mgpu_ops, struct mgpu_dev (C linkage) */
 #include "ops/elem.h"  /* the per-element math, __host__ __device__ here */
 #include "ops/loops.h" /* ops_check_* */
+#include "ops/cublas_dl.h" /* struct mgpu_cublas: cuBLAS loaded on first use */
 #include "ops/cuda_check.h" /* CU, CUBLAS, LAUNCHED */
 
 struct cuda_impl {
@@ -88,14 +89,18 @@ static int cuda_device_count(int *n, char *why, size_t whylen)
 	return 0;
 }
 
+/* cuBLAS, loaded by the first device opened (see cublas_dl.h). */
+static const struct mgpu_cublas *cb;
+
 static int cuda_open(struct mgpu_dev *dev, struct cuda_impl *im)
 {
+	MGPU_TRY(mgpu_cublas_load(&cb));
 	CU(cudaSetDevice(dev->index));
 	CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
-	CUBLAS(cublasCreate(&im->blas));
-	CUBLAS(cublasSetStream(im->blas, im->stream));
-	CUBLAS(cublasSetPointerMode(im->blas, CUBLAS_POINTER_MODE_HOST));
-	CUBLAS(cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH)); /* no TF32 */
+	CUBLAS(cb->create(&im->blas));
+	CUBLAS(cb->set_stream(im->blas, im->stream));
+	CUBLAS(cb->set_pointer_mode(im->blas, CUBLAS_POINTER_MODE_HOST));
+	CUBLAS(cb->set_math_mode(im->blas, CUBLAS_DEFAULT_MATH)); /* no TF32 */
 	return 0;
 }
 
@@ -108,7 +113,7 @@ static void cuda_fini(struct mgpu_dev *dev)
 	/* fini cannot fail: errors are ignored, as close() ignores them */
 	(void)cudaSetDevice(dev->index);
 	if (im->blas)
-		(void)cublasDestroy(im->blas);
+		(void)cb->destroy(im->blas);
 	if (im->stream)
 		(void)cudaStreamDestroy(im->stream);
 	(void)cudaGetLastError();
@@ -221,7 +226,7 @@ static int cuda_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans 
 		LAUNCHED();
 		return 0;
 	}
-	CUBLAS(cublasGemmEx(im->blas, ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N,
+	CUBLAS(cb->gemm_ex(im->blas, ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N,
 			    tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
 			    CUDA_R_32F, lda, Bm, CUDA_R_32F, ldb, &beta, C, CUDA_R_32F, ldc,
 			    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -235,7 +240,7 @@ static int cuda_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_
 	if (n == 0)
 		return 0;
 	MGPU_TRY(use(dev));
-	CUBLAS(cublasSnrm2_64(impl_of(dev)->blas, (int64_t)n, x, 1, out_host));
+	CUBLAS(cb->snrm2_64(impl_of(dev)->blas, (int64_t)n, x, 1, out_host));
 	return 0;
 }
 
@@ -244,7 +249,7 @@ static int cuda_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
 	if (n == 0)
 		return 0;
 	MGPU_TRY(use(dev));
-	CUBLAS(cublasSscal_64(impl_of(dev)->blas, (int64_t)n, &alpha, x, 1));
+	CUBLAS(cb->sscal_64(impl_of(dev)->blas, (int64_t)n, &alpha, x, 1));
 	return 0;
 }
 

@@ -701,7 +701,7 @@ static int finish(const struct opts *o, int rc)
 		finish_stdout();
 		return 130;
 	}
-	if (rc == MGPU_EPEER && o->cfg.world > 1) {
+	if ((rc == MGPU_EPEER || rc == MGPU_ETIMEOUT) && o->cfg.world > 1) {
 		fprintf(stderr, "mgpu-train: %s: error: %s\n", mgpu_diag_prefix, mgpu_errmsg());
 		exit(MGPU_EXIT_PEER);
 	}
