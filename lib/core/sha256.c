@@ -60,6 +60,8 @@ void mgpu_sha256_update(struct mgpu_sha256 *c, const void *data, size_t len)
 	const uint8_t *p = data;
 	size_t take;
 
+	if (len == 0)
+		return;
 	c->nbytes += len;
 	if (c->fill) {
 		take = 64 - c->fill < len ? 64 - c->fill : len;
