@@ -192,12 +192,13 @@ static int ddp_process(struct mgpu_sync *s, int b)
 	return update(s, a, e, 1.0f / (float)s->world);
 }
 
-/* Reduce every bucket all ranks have finished, without waiting. */
+/* Reduce, in order, every bucket this rank has published that all ranks
+ * have finished; with block, wait for all of them. */
 static int ddp_progress(struct mgpu_sync *s, int block)
 {
 	int b;
 
-	while (s->next < s->nbuckets) {
+	while (s->next < (block ? s->nbuckets : s->published)) {
 		b = bucket_at(s, s->next);
 		if (block)
 			MGPU_TRY(mgpu_shm_bucket_wait(&s->shm, b));
@@ -224,6 +225,7 @@ static int hook(void *ctx, int layer, size_t off, size_t cnt)
 		MGPU_TRY(mgpu_dev_to_host(dev, s->shm.g[s->rank] + off, s->model->g + off,
 					  cnt * sizeof(float)));
 	mgpu_shm_bucket_ready(&s->shm, layer);
+	s->published++;
 	return s->mode == MGPU_MODE_DDP ? ddp_progress(s, 0) : 0;
 }
 
@@ -265,6 +267,7 @@ void mgpu_sync_micro(struct mgpu_sync *s, int last, float lr)
 	s->syncing = last;
 	s->lr = lr;
 	s->next = 0;
+	s->published = 0;
 	s->sumsq = 0;
 }
 

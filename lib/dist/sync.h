@@ -43,6 +43,7 @@ struct mgpu_sync {
 	int nbuckets;                 /* one per layer */
 	size_t boff[MGPU_MAX_LAYERS], bcnt[MGPU_MAX_LAYERS];
 	int next;                     /* buckets reduced this step, in order */
+	int published;                /* buckets this rank marked ready this step */
 	int clip;                     /* clipping: update after the norm */
 	float *host_g;                /* GPU + cpu sync: where g is staged */
 	int syncing;                  /* this micro-step ends with a sync */
