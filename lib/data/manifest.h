@@ -30,7 +30,7 @@ struct mgpu_manifest {
 	struct mgpu_manifest_entry *e;  /* malloc'ed */
 };
 
-/* Does text start like a manifest (its header line)? */
+/* Does text start like a manifest ("split<TAB>")? */
 int mgpu_manifest_sniff(const void *text, size_t len);
 /* Parse text; name labels messages, dir ("" for none) resolves paths. */
 int mgpu_manifest_parse(const char *text, size_t len, const char *name, const char *dir,

@@ -250,8 +250,11 @@ static int check_input(struct rd *r)
 
 static int member(struct archive *a, struct rd *r, struct archive_entry *e, const char *ext)
 {
-	int is_cls = strcmp(ext, "cls") == 0, is_npy = strcmp(ext, "npy") == 0;
-	int is_pbm = strcmp(ext, "pgm") == 0 || strcmp(ext, "ppm") == 0;
+	const char *last = strrchr(ext, '.'), *x = last ? last + 1 : ext;
+	int is_cls = strcmp(x, "cls") == 0, is_npy = strcmp(x, "npy") == 0;
+	int is_pbm = strcmp(x, "pgm") == 0 || strcmp(x, "ppm") == 0;
+
+	/* the last part decides: "input.npy" is an npy input too */
 
 	if (!is_cls && !is_npy && !is_pbm)
 		return 0;

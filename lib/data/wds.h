@@ -8,7 +8,8 @@
  * "npy" (uint8, float32 or float64, C order; float64 becomes float32), "pgm"
  * or "ppm" (binary, maxval <= 255, uint8 of shape HxW or HxWx3); its label
  * the member "cls" (a decimal integer in [0, 256), whitespace around it
- * allowed). Members with other extensions, and directories, are ignored.
+ * allowed). The last part of the extension decides ("img.pgm" is a pgm
+ * input). Members with other extensions, and directories, are ignored.
  *
  * Every sample must have one input and one label, and the same shape and
  * dtype as the first sample (including samples already in `out`).

@@ -368,8 +368,10 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 		mgpu_table_num(&t, "ratio", stored ? (double)data / (double)stored : 0, 4);
 		mgpu_table_str(&t, "status", status);
 		mgpu_table_str(&t, "key", key);
-		if (mgpu_table_emit(&t) < 0)
+		if (mgpu_table_emit(&t) < 0) {
+			finish_stdout(); /* a closed pipe: exit 1 quietly */
 			die_lib();
+		}
 	}
 	mgpu_cache_close(&c);
 }

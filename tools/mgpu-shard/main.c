@@ -9,6 +9,7 @@
  * shards this run wrote are removed again, and a shard directory it
  * created too: nothing half-written stays.
  */
+#include <errno.h>    /* errno, EPIPE */
 #include <getopt.h>   /* getopt_long */
 #include <libgen.h>   /* dirname */
 #include <stdio.h>    /* printf, fprintf */
@@ -226,8 +227,13 @@ static void write_split(const struct opts *o, const struct plan *p, int s, const
 		mgpu_table_int(t, "samples", (int64_t)len);
 		mgpu_table_int(t, "bytes", (int64_t)nbytes);
 		mgpu_table_str(t, "sha256", sha);
-		if (mgpu_table_emit(t) < 0)
+		if (mgpu_table_emit(t) < 0) {
+			if (errno == EPIPE) { /* the reader went away: quietly undo */
+				undo();
+				exit(1);
+			}
 			fail();
+		}
 	}
 	if (o->verbose)
 		fprintf(stderr, "mgpu-shard: %s: %zu samples in %zu shards\n",

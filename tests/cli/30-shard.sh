@@ -1,0 +1,137 @@
+# mgpu-shard: the tool contract, seeded and stratified splits, per-rank
+# balanced shards that GNU tar, bsdtar and Python's tarfile read, byte-identical
+# reruns, and every bad input: one line naming the file, exit 1, nothing left.
+. tests/cli/lib.sh
+S=$BIN/mgpu-shard
+"$S" --help | grep -q "^usage: mgpu-shard" || fail "--help"
+"$S" --version | grep -q "^mgpu-shard [0-9]" || fail "--version"
+expect 2 "unknown or incomplete option '--frob'" "$S" --frob x
+expect 2 "--shard-size: 'x' is not" "$S" --shard-size x d
+expect 2 "--val-fraction: 1.5 is out of range" "$S" --val-fraction 1.5 d
+expect 2 "no SOURCE given" "$S"
+expect 2 "--val-fraction + --test-fraction must stay below 1" "$S" --val-fraction 0.6 --test-fraction 0.5 d
+if command -v mandoc >/dev/null; then
+	mandoc -T lint -W warning "$SRC/man/mgpu-shard.1" "$SRC/man/mgpu-formats.5" || fail "man lint"
+fi
+
+# A CSV of 4 classes (sizes 60, 30, 20, 10).
+python3 - <<'PY'
+import random
+r = random.Random(1)
+with open("d.csv", "w") as f:
+    f.write("f0,f1,label,f2\n")
+    for i, c in enumerate([0]*60 + [1]*30 + [2]*20 + [3]*10):
+        f.write(f"{i},{r.random():.4f},{c},{c*2.5}\n")
+PY
+"$S" -q --seed 7 --val-fraction 0.2 --test-fraction 0.1 --stratify --shard-size 16 --ranks 3 \
+	-o a/manifest.tsv d.csv
+"$S" -q --seed 7 --val-fraction 0.2 --test-fraction 0.1 --stratify --shard-size 16 --ranks 3 \
+	-o b/manifest.tsv d.csv
+cmp a/manifest.tsv b/manifest.tsv || fail "manifests differ between identical runs"
+for f in a/*.tar; do cmp "$f" "b/$(basename "$f")" || fail "$f differs between runs"; done
+"$S" -q --seed 8 --val-fraction 0.2 --shard-size 16 -o c/manifest.tsv d.csv
+cmp -s a/val-000000.tar c/val-000000.tar && fail "another seed gave the same val shard"
+head -n 1 a/manifest.tsv | grep -qx "$(printf 'split\tpath\tsamples\tbytes\tsha256')" ||
+	fail "manifest header"
+python3 - a <<'PY' || fail "shard check (see above)"
+import hashlib, io, os, sys, tarfile, numpy as np
+d = sys.argv[1]
+rows = [l.rstrip("\n").split("\t") for l in open(f"{d}/manifest.tsv")][1:]
+per = {}
+for split, path, n, nbytes, sha in rows:
+    data = open(f"{d}/{path}", "rb").read()
+    assert len(data) == int(nbytes) and hashlib.sha256(data).hexdigest() == sha, path
+    t = tarfile.open(f"{d}/{path}")
+    ms = t.getmembers()
+    assert all(m.mtime == 946684800 and m.uid == 0 and m.mode == 0o644 for m in ms)
+    assert len(ms) == 2 * int(n), (path, len(ms))
+    for a, b in zip(ms[0::2], ms[1::2]):
+        assert a.name.endswith(".npy") and b.name == a.name[:-4] + ".cls"
+        x = np.load(io.BytesIO(t.extractfile(a).read()))
+        y = int(t.extractfile(b).read())
+        assert x.dtype == np.float32 and x.shape == (3,) and x[2] == y * 2.5, (x, y)
+        per.setdefault(split, []).append(y)
+    per.setdefault(split + "_sizes", []).append(int(n))
+for s in ("train", "val", "test"):
+    sizes = per[s + "_sizes"]
+    assert len(sizes) % 3 == 0 and max(sizes) - min(sizes) <= 1, (s, sizes)
+want = {"val": 0.2, "test": 0.1}
+for s, f in want.items():
+    for c, size in enumerate([60, 30, 20, 10]):
+        got = per[s].count(c)
+        assert abs(got - f * size) <= 1, (s, c, got, f * size)
+assert len(per["val"]) == 24 and len(per["test"]) == 12 and len(per["train"]) == 84
+PY
+tar -tf a/train-000000.tar | head -n 2 | grep -q '\.cls$' || fail "GNU tar listing"
+if command -v bsdtar >/dev/null; then
+	[ "$(bsdtar -tf a/train-000000.tar | wc -l)" = "$(tar -tf a/train-000000.tar | wc -l)" ] ||
+		fail "bsdtar listing"
+fi
+mkdir x && (cd x && tar -xf ../a/val-000000.tar 2>../tarerr.txt) && [ ! -s tarerr.txt ] ||
+	fail "tar -x warned: $(cat tarerr.txt)"
+
+# A WebDataset tar made by Python's tarfile (PGM inputs, keys with dots and
+# directories) is read correctly: shard it, then compare with what went in.
+python3 - <<'PY'
+import io, tarfile
+with tarfile.open("py.tar", "w") as t:
+    for i in range(10):
+        img = b"P5\n3 2\n255\n" + bytes((i * 10 + j) % 256 for j in range(6))
+        for name, data in ((f"dir.v1/s{i}.img.pgm", img), (f"dir.v1/s{i}.cls", str(i % 4).encode())):
+            m = tarfile.TarInfo(name); m.size = len(data); t.addfile(m, io.BytesIO(data))
+PY
+"$S" -q --shard-size 100 -o p/manifest.tsv py.tar
+python3 - <<'PY' || fail "python-made tar read wrongly"
+import io, tarfile, numpy as np
+t = tarfile.open("p/train-000000.tar")
+ms = t.getmembers()
+assert len(ms) == 20
+for a, b in zip(ms[0::2], ms[1::2]):
+    i = int(a.name[:8])
+    x = np.load(io.BytesIO(t.extractfile(a).read()))
+    assert x.dtype == np.uint8 and x.shape == (2, 3), x.shape
+    assert list(x.ravel()) == [(i * 10 + j) % 256 for j in range(6)], (i, x)
+    assert int(t.extractfile(b).read()) == i % 4
+PY
+# Also from stdin, gzip-compressed.
+gzip -c py.tar | "$S" -q --shard-size 100 -o s/manifest.tsv - || fail "tar.gz on stdin"
+cmp s/train-000000.tar p/train-000000.tar || fail "stdin gave other shards"
+
+# Bad inputs: one line naming file and entry, exit 1, no shard directory left.
+badtar() { # badtar NAME PYTHON-MEMBERS
+	python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    for name, data in eval(sys.argv[2]):
+        m = tarfile.TarInfo(name); m.size = len(data); t.addfile(m, io.BytesIO(data))
+PY
+}
+npy='(b"\x93NUMPY\x01\x00v\x00" + b"{\x27descr\x27: \x27|u1\x27, \x27fortran_order\x27: False, \x27shape\x27: (4,), }".ljust(117) + b"\n")'
+badtar nolabel.tar "[('a.npy', $npy + b'abcd')]"
+expect 1 "'nolabel.tar': entry 'a': no .cls label" "$S" -o o1/m.tsv nolabel.tar
+badtar word.tar "[('a.npy', $npy + b'abcd'), ('a.cls', b'cat')]"
+expect 1 "'word.tar': entry 'a.cls': label 'cat' is not a decimal integer" "$S" -o o1/m.tsv word.tar
+badtar range.tar "[('a.npy', $npy + b'abcd'), ('a.cls', b'300')]"
+expect 1 "'range.tar': entry 'a.cls': label 300 out of range [0,256)" "$S" -o o1/m.tsv range.tar
+badtar short.tar "[('a.npy', $npy + b'abc'), ('a.cls', b'1')]"
+expect 1 "'short.tar': entry 'a.npy': truncated" "$S" -o o1/m.tsv short.tar
+badtar shape.tar "[('a.npy', $npy + b'abcd'), ('a.cls', b'1'), ('b.npy', $npy.replace(b'(4,)', b'(2,)') + b'ab'), ('b.cls', b'1')]"
+expect 1 "'shape.tar': entry 'b.npy': shape 2 differs from the first sample's 4" "$S" -o o1/m.tsv shape.tar
+badtar huge.tar "[('a.npy', $npy.replace(b'(4,)', b'(9999999999999,9999999999)') + b'abcd'), ('a.cls', b'1')]"
+expect 1 "'huge.tar': entry 'a.npy': npy header claims an absurd size" "$S" -o o1/m.tsv huge.tar
+head -c 3000 a/train-000000.tar >cut.tar
+expect 1 "'cut.tar': entry '" "$S" -o o1/m.tsv cut.tar
+printf 'f0,label\n1,2\nx,1\n' >bad.csv
+expect 1 "'bad.csv': line 3: column 'f0': 'x' is not a number" "$S" -o o1/m.tsv bad.csv
+expect 1 "'d.csv': line 1: no label column 'lbl'" "$S" --label-column lbl -o o1/m.tsv d.csv
+mkidx idx 50 10 4 3 truncate
+expect 1 "idx/train-images-idx3-ubyte.gz" "$S" -o o1/m.tsv idx
+expect 1 "'nothing.tar': cannot open" "$S" -o o1/m.tsv nothing.tar
+[ ! -e o1 ] || fail "a failed run left o1/: $(ls o1)"
+# A failure after some shards were written removes them again.
+chmod 0555 a 2>/dev/null
+if [ "$(id -u)" != 0 ]; then
+	expect 1 "cannot create" "$S" -o a/manifest2.tsv d.csv
+fi
+chmod 0755 a
+exit 0
