@@ -248,7 +248,7 @@ int mgpu_rdzv_join(const char *addr, int port, int rank, int world, const char *
 		return mgpu_err(MGPU_EPEER, "rendezvous at %s:%d: no answer from rank 0", addr,
 				port);
 	if (rep.status != ST_OK)
-		return mgpu_err(MGPU_EPEER, "rendezvous at %s:%d refused rank %d: %s", addr,
+		return mgpu_err(MGPU_EINVAL, "rendezvous at %s:%d refused rank %d: %s", addr,
 				port, rank, refusal(rep.status));
 	memcpy(info->shm_name, rep.shm_name, sizeof info->shm_name);
 	info->shm_name[sizeof info->shm_name - 1] = '\0';

@@ -16,10 +16,8 @@
 #include <string.h>       /* memset */
 #include <sys/resource.h> /* getrusage */
 #include <time.h>         /* clock_gettime */
-#include <unistd.h>       /* access */
 
 #include "core/err.h"      /* mgpu_err, MGPU_CHECK */
-#include "core/io.h"       /* mgpu_mkdirs */
 #include "nn/ckpt.h"       /* mgpu_ckpt_save */
 #include "nn/train_int.h"  /* struct train_rank */
 #include "ops/elem.h"      /* mgpu_hash64 */
@@ -311,16 +309,6 @@ int mgpu_train_rank_loop(struct train_rank *r)
 	return summary(r, r->step - start);
 }
 
-/* Fail before training, not at the first checkpoint an epoch later. */
-static int check_save_dir(const char *dir)
-{
-	if (mgpu_mkdirs(dir) < 0)
-		return mgpu_err_prefix(MGPU_EIO, "--save-dir: ");
-	if (access(dir, W_OK) != 0)
-		return mgpu_err_errno(MGPU_EIO, "--save-dir: '%s' is not writable", dir);
-	return 0;
-}
-
 static int run_one(struct train_rank *r)
 {
 	int rc = mgpu_train_rank_setup(r);
@@ -391,7 +379,7 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 
 	memset(&d, 0, sizeof d);
 	if (cfg->save_dir[0] && cfg->env.rank == 0)
-		MGPU_TRY(check_save_dir(cfg->save_dir));
+		MGPU_TRY(mgpu_train_check_save_dir(cfg->save_dir));
 	rc = mgpu_train_data_load(&d, cfg);
 	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
 		rc = run_dp(cfg, h, &d);

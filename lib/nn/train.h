@@ -101,6 +101,9 @@ struct mgpu_train_hooks {
 
 /* Defaults for every field (the documented ones of mgpu-train). */
 void mgpu_train_defaults(struct mgpu_train_cfg *cfg);
+/* The checks that need no data or device, done once by a launcher before
+ * it starts ranks: save dir writable, checkpoint compatible with cfg. */
+int mgpu_train_precheck(const struct mgpu_train_cfg *cfg);
 /* Run to completion; MGPU_EINTR when cfg->stop was raised on any rank
  * (after the checkpoint, when save_dir is set). In mode dp this runs one
  * thread per device; in mode ddp this process is rank cfg->env.rank. */

@@ -55,6 +55,7 @@ int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B,
 			 const struct mgpu_dataset *ds);
 
 /* train_rank.c */
+int mgpu_train_check_save_dir(const char *dir);
 int mgpu_train_rank_setup(struct train_rank *r);
 void mgpu_train_rank_free(struct train_rank *r);
 

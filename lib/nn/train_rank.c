@@ -7,9 +7,21 @@
 #include <math.h>   /* sqrt */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp */
+#include <unistd.h> /* access */
 
 #include "core/err.h" /* mgpu_err */
+#include "core/io.h"  /* mgpu_mkdirs */
 #include "nn/ckpt.h"  /* mgpu_ckpt_* */
+
+/* Fail before training, not at the first checkpoint an epoch later. */
+int mgpu_train_check_save_dir(const char *dir)
+{
+	if (mgpu_mkdirs(dir) < 0)
+		return mgpu_err_prefix(MGPU_EIO, "--save-dir: ");
+	if (access(dir, W_OK) != 0)
+		return mgpu_err_errno(MGPU_EIO, "--save-dir: '%s' is not writable", dir);
+	return 0;
+}
 
 static int open_device(struct train_rank *r)
 {
@@ -79,18 +91,41 @@ static int build_model(struct train_rank *r)
 	return 0;
 }
 
-/* Position in the epoch, in samples, must fall on a step of this run. */
-static int resume_position(struct train_rank *r, const struct mgpu_ckpt_state *st,
-			   const char *dir)
+/* The checkpoint of cfg->resume, checked against this run. */
+static int resume_state(const struct mgpu_train_cfg *c, int64_t gba, char *dir, size_t len,
+			struct mgpu_ckpt_state *st)
 {
-	int64_t samples = st->epoch_pos * st->global_batch;
+	char spec[512];
 
-	if (samples % r->gba != 0)
-		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint is %lld samples into epoch "
-				"%d, not a whole number of steps of %lld samples (it ran with "
-				"a global batch of %lld)", dir, (long long)samples,
-				st->epoch + 1, (long long)r->gba, (long long)st->global_batch);
-	r->pos = samples / r->gba;
+	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
+	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
+	MGPU_TRY(mgpu_spec_format(&c->spec, spec, sizeof spec));
+	if (strcmp(spec, st->spec) != 0)
+		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint holds model '%s', not '%s'", dir,
+				st->spec, spec);
+	if (st->seed != c->seed)
+		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint was made with --seed %llu",
+				dir, (unsigned long long)st->seed);
+	if (st->global_batch != gba)
+		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint ran with a global batch of "
+				"%lld samples on %d rank%s; this run's is %lld (%d per device x "
+				"%d accumulation steps x %d ranks): give --global-batch-size "
+				"%lld", dir, (long long)st->global_batch, st->world_size,
+				st->world_size > 1 ? "s" : "", (long long)gba, c->batch,
+				c->accum, c->world, (long long)st->global_batch);
+	return 0;
+}
+
+int mgpu_train_precheck(const struct mgpu_train_cfg *c)
+{
+	struct mgpu_ckpt_state st;
+	char dir[MGPU_CKPT_PATH];
+
+	if (c->save_dir[0])
+		MGPU_TRY(mgpu_train_check_save_dir(c->save_dir));
+	if (c->resume[0])
+		MGPU_TRY(resume_state(c, (int64_t)c->batch * c->accum * c->world, dir, sizeof dir,
+				      &st));
 	return 0;
 }
 
@@ -98,18 +133,12 @@ static int resume(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
 	struct mgpu_ckpt_state st;
-	char dir[MGPU_CKPT_PATH], spec[512];
+	char dir[MGPU_CKPT_PATH];
 
-	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, sizeof dir));
-	MGPU_TRY(mgpu_ckpt_load_state(dir, &st, NULL, NULL));
-	MGPU_TRY(mgpu_spec_format(&c->spec, spec, sizeof spec));
-	if (strcmp(spec, st.spec) != 0)
-		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint holds model '%s', not '%s'", dir,
-				st.spec, spec);
-	if (st.seed != c->seed)
-		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint was made with --seed %llu",
-				dir, (unsigned long long)st.seed);
-	MGPU_TRY(resume_position(r, &st, dir));
+	MGPU_TRY(resume_state(c, r->gba, dir, sizeof dir, &st));
+	/* The sample order does not depend on the world size: any number of
+	 * ranks with the checkpoint's global batch continues the same run. */
+	r->pos = st.epoch_pos;
 	if (mgpu_sync_loads_state(&r->sync))
 		MGPU_TRY(mgpu_ckpt_load_tensors(dir, &r->model, &r->opt));
 	r->step = st.step;

@@ -82,11 +82,20 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Options that shape the arithmetic: a resumed run must keep them. */
+/* Options that shape the arithmetic: a resumed run must keep them. The
+ * batch split (per-device batch, accumulation) may change with the world
+ * size as long as the global batch stays; the trainer checks that. */
 static const int identity_opts[] = {
-	O_MODEL, O_EPOCHS, O_BATCH, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
+	O_MODEL, O_EPOCHS, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
 	O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED, O_WARMUP_STEPS, O_WARMUP_EPOCHS,
-	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, O_ACCUM, O_LR_SCALE, O_UNEVEN, 0,
+	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, O_LR_SCALE, O_UNEVEN, 0,
+};
+
+/* What a checkpoint records: the above plus the batch split. */
+static const int saved_opts[] = {
+	O_MODEL, O_EPOCHS, O_BATCH, O_ACCUM, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV,
+	O_WD, O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED, O_WARMUP_STEPS, O_WARMUP_EPOCHS,
+	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, O_LR_SCALE, O_UNEVEN, 0,
 };
 
 static const char *const opt_words[] = { "sgd", "adamw", NULL };
@@ -338,8 +347,8 @@ static void canonical(const struct mgpu_train_cfg *g, struct canon *cn)
 	render(g, O_DATA, cn->store[cn->argc], sizeof cn->store[0]);
 	cn->argv[cn->argc] = cn->store[cn->argc];
 	cn->argc++;
-	for (i = 0; identity_opts[i]; i++) {
-		int c = identity_opts[i];
+	for (i = 0; saved_opts[i]; i++) {
+		int c = saved_opts[i];
 		if (c == O_NESTEROV) {
 			if (!g->optim.nesterov)
 				continue;
@@ -685,6 +694,8 @@ static int launch(struct opts *o, char **argv)
 {
 	struct mgpu_launch_result res;
 
+	if (mgpu_train_precheck(&o->cfg) < 0)
+		die_lib();
 	if (mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res) < 0)
 		die_lib();
 	if (res.failed_rank >= 0)
@@ -701,7 +712,8 @@ static int finish(const struct opts *o, int rc)
 		finish_stdout();
 		return 130;
 	}
-	if ((rc == MGPU_EPEER || rc == MGPU_ETIMEOUT) && o->cfg.world > 1) {
+	/* Tell our own launcher this rank only followed another's failure. */
+	if ((rc == MGPU_EPEER || rc == MGPU_ETIMEOUT) && o->cfg.env.launcher == MGPU_LAUNCH_SELF) {
 		fprintf(stderr, "mgpu-train: %s: error: %s\n", mgpu_diag_prefix, mgpu_errmsg());
 		exit(MGPU_EXIT_PEER);
 	}
