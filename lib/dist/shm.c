@@ -330,6 +330,39 @@ int mgpu_shm_bucket_wait(struct mgpu_shm *s, int b)
 	return wait_for(s, bucket_pending, &a, "gradient bucket");
 }
 
+static void shard_of(const struct mgpu_shm *s, int r, size_t n, size_t *a, size_t *e)
+{
+	*a = n * (size_t)r / (size_t)s->world;
+	*e = n * (size_t)(r + 1) / (size_t)s->world;
+}
+
+int mgpu_shm_allreduce_slots(struct mgpu_shm *s, size_t n)
+{
+	float *const *g = s->g, *mine = s->g[s->rank];
+	size_t a, e, i;
+	int r;
+
+	if (n > s->nparams)
+		return mgpu_err(MGPU_EINVAL, "all-reduce of %zu floats in slots of %zu", n,
+				s->nparams);
+	MGPU_TRY(mgpu_shm_barrier(s)); /* every slot holds its input */
+	shard_of(s, s->rank, n, &a, &e);
+	for (r = 0; r < s->world; r++) {
+		if (r == s->rank)
+			continue;
+		for (i = a; i < e; i++)
+			mine[i] += g[r][i];
+	}
+	MGPU_TRY(mgpu_shm_barrier(s)); /* every shard is reduced */
+	for (r = 0; r < s->world; r++) {
+		if (r == s->rank)
+			continue;
+		shard_of(s, r, n, &a, &e);
+		memcpy(mine + a, g[r] + a, (e - a) * sizeof(float));
+	}
+	return mgpu_shm_barrier(s); /* nobody reuses its slot before all copied */
+}
+
 void mgpu_shm_abort(struct mgpu_shm *s)
 {
 	if (s->ctl)

@@ -73,6 +73,11 @@ void mgpu_shm_bucket_ready(struct mgpu_shm *s, int b);
 int mgpu_shm_bucket_wait(struct mgpu_shm *s, int b);
 /* 1 when every rank has marked bucket b as often as this rank, without waiting. */
 int mgpu_shm_bucket_poll(const struct mgpu_shm *s, int b);
+/* All-reduce (sum) of the first n floats of every rank's gradient slot, in
+ * place: each rank sums its shard over the slots, then copies the others'
+ * shards into its own slot (reduce-scatter + all-gather, as NCCL's ring
+ * does, over shared memory). The same bits on every rank. */
+int mgpu_shm_allreduce_slots(struct mgpu_shm *s, size_t n);
 /* Tell the other ranks this one failed (they stop waiting at once). */
 void mgpu_shm_abort(struct mgpu_shm *s);
 
