@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors}
+names=${*:-idx json safetensors csv npy wds cache}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -22,6 +22,10 @@ srcs_for() {
 	idx) echo "lib/core/err.c lib/data/idx.c lib/data/decomp.c" ;;
 	json) echo "lib/core/err.c lib/core/json.c" ;;
 	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/json.c lib/nn/safetensors.c" ;;
+	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/decomp.c" ;;
+	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
+	wds) echo "lib/core/err.c lib/core/sha256.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/decomp.c" ;;
+	cache) echo "lib/core/err.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/split.c lib/core/rng.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -41,6 +45,38 @@ seed() {
 	safetensors)
 		printf 'J{"__metadata__":{"k":"v"},"w":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},"h":{"dtype":"F16","shape":[],"data_offsets":[8,10]}}\n12345678ab' >"$c/st"
 		printf 'J{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}\nxy' >"$c/st2" ;;
+	csv)
+		printf 'a,label,"b c"\n1.5,2,-3e2\r\n\n"4",0,5\n' >"$c/ok"
+		printf 'x,y\n1,2\n3,4' >"$c/idx" ;;
+	npy|wds)
+		python3 - "$c" "$1" <<'PY' || return 1
+import io, sys, tarfile
+c, kind = sys.argv[1], sys.argv[2]
+def npy(descr, shape, data):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    h = h.ljust(64 * ((len(h) + 11) // 64 + 1) - 11) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode() + data
+pgm = b"P5\n# c\n3 2\n255\n" + bytes(range(6))
+if kind == "npy":
+    open(c + "/u8", "wb").write(npy("|u1", "(2, 3)", bytes(6)))
+    open(c + "/f8", "wb").write(npy("<f8", "(1,)", bytes(8)))
+    open(c + "/pgm", "wb").write(pgm)
+else:
+    with tarfile.open(c + "/t", "w", format=tarfile.USTAR_FORMAT) as t:
+        for name, d in (("a.npy", npy("|u1", "(2, 3)", bytes(6))), ("a.cls", b"3"),
+                        ("b.x.pgm", pgm), ("b.cls", b"1")):
+            m = tarfile.TarInfo(name); m.size = len(d); t.addfile(m, io.BytesIO(d))
+PY
+		;;
+	cache)
+		tools=${MGPU_BUILD:-build}/bin
+		[ -f "$c/raw" ] && return 0
+		[ -x "$tools/mgpu-cache" ] || { echo "fuzz: no $tools/mgpu-cache for seeds" >&2; return 0; }
+		seed wds >/dev/null 2>&1
+		"$tools/mgpu-cache" -q -o "$out/seedc" --chunk-size 8 "$out/corpus-wds/t" >/dev/null &&
+			cp "$out/seedc/mgpu.cache" "$out/corpus-cache/z" &&
+			"$tools/mgpu-cache" -q -o "$out/seedr" --raw --chunk-size 8 "$out/corpus-wds/t" \
+				>/dev/null && cp "$out/seedr/mgpu.cache" "$out/corpus-cache/raw" ;;
 	esac
 }
 
@@ -51,7 +87,7 @@ for name in $names; do
 	# shellcheck disable=SC2086
 	if ! "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -Ilib -o "$bin" "tests/fuzz/fuzz_$name.c" $srcs \
-		-larchive; then
+		-larchive -lzstd -lpthread; then
 		echo "fuzz: $name: build failed" >&2
 		fail=1
 		continue
