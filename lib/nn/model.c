@@ -371,3 +371,17 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
 	}
 	return 0;
 }
+
+/* float32 rows go straight to the decoded-input buffer (the caller has
+ * already normalised them; see data/loader.h). */
+int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
+			      const int32_t *y_host, int B)
+{
+	size_t n = (size_t)B * (size_t)m->spec.dims[0];
+
+	if (B < 1 || B > m->max_batch)
+		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
+				m->max_batch);
+	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->x, x_host, n * sizeof(float)));
+	return mgpu_dev_to_dev(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
+}

@@ -102,4 +102,8 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
 int mgpu_model_get(struct mgpu_model *m, float *w_host);
 int mgpu_model_set(struct mgpu_model *m, const float *w_host);
 
+/* Copy a batch of B float32 rows (already normalised) and labels in. */
+int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
+			      const int32_t *y_host, int B);
+
 #endif
