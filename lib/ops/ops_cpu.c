@@ -88,41 +88,60 @@ static int cpu_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
 	return 0;
 }
 
-/* One row of bias_act for relu (relu != 0) or identity, Y and Z distinct. */
-static void bias_lin_row(int relu, float *restrict y, float *restrict z,
-			 const float *restrict b, int D)
+/* One row of bias_act for relu or identity, Y and Z distinct. Separate
+ * loops per activation: a select inside one loop kept gcc from vectorising. */
+static void bias_relu_row(float *restrict y, float *restrict z, const float *restrict b,
+			  int D)
 {
-	int j = 0, k;
-	float t;
+	int j;
 
-	for (; j + W <= D; j += W)
-		for (k = 0; k < W; k++) {
-			t = z[j + k] + b[j + k];
-			z[j + k] = t;
-			y[j + k] = relu ? (t > 0.0f ? t : 0.0f) : t;
-		}
-	for (; j < D; j++) {
-		t = z[j] + b[j];
+	for (j = 0; j < D; j++) {
+		float t = z[j] + b[j];
 		z[j] = t;
-		y[j] = relu ? (t > 0.0f ? t : 0.0f) : t;
+		y[j] = t > 0.0f ? t : 0.0f;
+	}
+}
+
+static void bias_row(float *restrict y, float *restrict z, const float *restrict b, int D)
+{
+	int j;
+
+	for (j = 0; j < D; j++) {
+		float t = z[j] + b[j];
+		z[j] = t;
+		y[j] = t;
 	}
 }
 
 /* The same in place (Y == Z). */
-static void bias_lin_row_inplace(int relu, float *restrict z, const float *restrict b, int D)
+static void bias_relu_row_inplace(float *restrict z, const float *restrict b, int D)
 {
-	int j = 0, k;
-	float t;
+	int j;
 
-	for (; j + W <= D; j += W)
-		for (k = 0; k < W; k++) {
-			t = z[j + k] + b[j + k];
-			z[j + k] = relu ? (t > 0.0f ? t : 0.0f) : t;
-		}
-	for (; j < D; j++) {
-		t = z[j] + b[j];
-		z[j] = relu ? (t > 0.0f ? t : 0.0f) : t;
+	for (j = 0; j < D; j++) {
+		float t = z[j] + b[j];
+		z[j] = t > 0.0f ? t : 0.0f;
 	}
+}
+
+static void bias_row_inplace(float *restrict z, const float *restrict b, int D)
+{
+	int j;
+
+	for (j = 0; j < D; j++)
+		z[j] += b[j];
+}
+
+static void bias_lin_row(int relu, float *y, float *z, const float *b, int D)
+{
+	if (y == z && relu)
+		bias_relu_row_inplace(z, b, D);
+	else if (y == z)
+		bias_row_inplace(z, b, D);
+	else if (relu)
+		bias_relu_row(y, z, b, D);
+	else
+		bias_row(y, z, b, D);
 }
 
 /* gelu/tanh: the cost is the libm call, a plain loop is as good. */
@@ -153,8 +172,6 @@ static int cpu_bias_act(struct mgpu_dev *dev, enum mgpu_act act, float *Y, float
 		off = (size_t)i * (size_t)D;
 		if (!lin)
 			bias_act_row(act, Y + off, Z + off, b, D);
-		else if (Y == Z)
-			bias_lin_row_inplace(relu, Z + off, b, D);
 		else
 			bias_lin_row(relu, Y + off, Z + off, b, D);
 	}
