@@ -104,8 +104,9 @@ static int open_path(struct mgpu_source *s, const char *path)
 	struct stat st;
 	size_t n;
 
-	if (stat(path, &st) != 0)
-		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
+	if (stat(path, &st) != 0) /* say which IDX files are missing, as before */
+		return strchr(path, '.') ? mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path) :
+			open_idx(s, path);
 	if (S_ISDIR(st.st_mode)) {
 		if (exists(path, MGPU_CACHE_FILE))
 			return MGPU_SOURCE_CACHE;

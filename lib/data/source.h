@@ -10,7 +10,8 @@
  *     its sha256 checked against the manifest;
  *   - a WebDataset archive (tar, tar.gz, tar.zst, zip): all train;
  *   - an IDX directory (train-*-ubyte[.gz], t10k-*-ubyte[.gz]): train, and
- *     test from t10k.
+ *     test from t10k. A path that does not exist and has no dot in it is
+ *     reported as a missing IDX directory ("'d': missing train-images...").
  * Absent splits have n[split] == 0; then the trainer keeps its own seeded
  * validation split of train and has no test set unless the source has one.
  *

@@ -203,7 +203,8 @@ static void test_corrupt_chunk(void)
 		mgpu_loader_free(&l);
 	}
 	mgpu_source_close(&s);
-	T_FAILS(mgpu_source_open(&s, tpath("nothing")), MGPU_EIO, "nothing': cannot open");
+	T_FAILS(mgpu_source_open(&s, tpath("nothing.tar")), MGPU_EIO, "nothing.tar': cannot open");
+	T_FAILS(mgpu_source_open(&s, tpath("nodir")), MGPU_EIO, "missing train-images-idx3-ubyte");
 }
 
 static void test_idx_dir(void)
