@@ -181,15 +181,18 @@ static int update(struct mgpu_sync *s, size_t a, size_t e, float scale)
 	return mgpu_optim_step_range(s->opt, s->lr, scale, a, e);
 }
 
+/* Without clipping, sum and update are one pass over the shard; with it
+ * the sum is kept until the global norm is known. */
 static int ddp_process(struct mgpu_sync *s, int b)
 {
 	size_t a, e;
 
 	shard(s, b, &a, &e);
+	if (!s->clip)
+		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f / (float)s->world, a, e,
+						 (const float *const *)s->shm.g, s->world);
 	s->sumsq += sum_slots(s, s->shm.g[s->rank], a, e);
-	if (s->clip)
-		return 0;
-	return update(s, a, e, 1.0f / (float)s->world);
+	return 0;
 }
 
 /* Reduce, in order, every bucket this rank has published that all ranks

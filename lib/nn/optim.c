@@ -7,6 +7,7 @@
 #include <string.h> /* memset */
 
 #include "core/err.h" /* MGPU_TRY */
+#include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum */
 
 const char *mgpu_optim_name(int kind)
 {
@@ -103,15 +104,19 @@ static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 	return 0;
 }
 
-/* The update of [off, off + count) of parameter p. */
+/* The update of [off, off + count) of parameter p; with ng > 0 the
+ * gradient is the sum of the host vectors g[0..ng) (fused reduce + update). */
 static int step_param(struct mgpu_optim *o, const struct mgpu_param *p, float lr,
-		      float scale, size_t off, size_t count)
+		      float scale, size_t off, size_t count, const float *const *g, int ng)
 {
 	struct mgpu_model *m = o->model;
 	const struct mgpu_ops *ops = m->dev->ops;
-	float wd = p->decay ? o->cfg.weight_decay : 0.0f;
-	float *w = m->w + off, *g = m->g + off;
+	float wd = p->decay ? o->cfg.weight_decay : 0.0f, *w = m->w + off;
+	const float *gs[MGPU_OPTIM_MAX_SUM];
+	int k;
 
+	for (k = 0; k < ng; k++)
+		gs[k] = g[k] + off;
 	if (o->cfg.kind == MGPU_OPT_ADAMW) {
 		struct mgpu_adamw_hp hp = {
 			.lr = lr, .beta1 = o->cfg.beta1, .beta2 = o->cfg.beta2,
@@ -119,17 +124,22 @@ static int step_param(struct mgpu_optim *o, const struct mgpu_param *p, float lr
 			.bias_corr1 = (float)(1.0 - pow(o->cfg.beta1, (double)o->t)),
 			.bias_corr2 = (float)(1.0 - pow(o->cfg.beta2, (double)o->t)),
 		};
-		return ops->adamw(m->dev, w, g, o->m + off, o->v + off, count, &hp);
+		if (ng)
+			mgpu_cpu_adamw_sum(w, gs, ng, o->m + off, o->v + off, count, &hp);
+		return ng ? 0 : ops->adamw(m->dev, w, m->g + off, o->m + off, o->v + off,
+					    count, &hp);
 	}
 	struct mgpu_sgd_hp hp = {
 		.lr = lr, .momentum = o->cfg.momentum, .weight_decay = wd,
 		.grad_scale = scale, .nesterov = o->cfg.nesterov,
 	};
-	return ops->sgd(m->dev, w, g, o->m ? o->m + off : NULL, count, &hp);
+	if (ng)
+		mgpu_cpu_sgd_sum(w, gs, ng, o->m ? o->m + off : NULL, count, &hp);
+	return ng ? 0 : ops->sgd(m->dev, w, m->g + off, o->m ? o->m + off : NULL, count, &hp);
 }
 
-int mgpu_optim_step_range(struct mgpu_optim *o, float lr, float grad_scale, size_t begin,
-			  size_t end)
+static int step_range(struct mgpu_optim *o, float lr, float grad_scale, size_t begin,
+		      size_t end, const float *const *g, int ng)
 {
 	struct mgpu_model *m = o->model;
 	size_t a, b;
@@ -140,9 +150,24 @@ int mgpu_optim_step_range(struct mgpu_optim *o, float lr, float grad_scale, size
 		a = begin > p->off ? begin : p->off;
 		b = end < p->off + p->count ? end : p->off + p->count;
 		if (a < b)
-			MGPU_TRY(step_param(o, p, lr, grad_scale, a, b - a));
+			MGPU_TRY(step_param(o, p, lr, grad_scale, a, b - a, g, ng));
 	}
 	return 0;
+}
+
+int mgpu_optim_step_range(struct mgpu_optim *o, float lr, float grad_scale, size_t begin,
+			  size_t end)
+{
+	return step_range(o, lr, grad_scale, begin, end, NULL, 0);
+}
+
+int mgpu_optim_step_range_sum(struct mgpu_optim *o, float lr, float grad_scale,
+			      size_t begin, size_t end, const float *const *g, int ng)
+{
+	if (ng < 1 || ng > MGPU_OPTIM_MAX_SUM || !o->model->dev->ops->host_memory)
+		return mgpu_err(MGPU_EINVAL, "optimizer: %d summed gradients on %s memory", ng,
+				o->model->dev->ops->host_memory ? "host" : "device");
+	return step_range(o, lr, grad_scale, begin, end, g, ng);
 }
 
 int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale)

@@ -63,6 +63,12 @@ int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale);
  * the sharded form, where each rank updates its own slice. */
 int mgpu_optim_step_range(struct mgpu_optim *o, float lr, float grad_scale, size_t begin,
 			  size_t end);
+/* The same where the gradient is the sum of ng host vectors g[k] (indexed
+ * like the parameters), fed into the update without being stored: the
+ * fused reduce + update of shared-memory ranks. Host memory only. */
+int mgpu_optim_step_range_sum(struct mgpu_optim *o, float lr, float grad_scale,
+			      size_t begin, size_t end, const float *const *g, int ng);
+#define MGPU_OPTIM_MAX_SUM 64
 /* The clip factor for a gradient of global L2 norm `norm` (1 when off). */
 float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm);
 /* Number of state vectors (0, 1 or 2) and access for checkpoints. */

@@ -29,6 +29,7 @@
 #include "core/err.h"  /* MGPU_TRY */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
+#include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum */
 
 /* Block width of the vectorisable loops: 8 floats = one AVX or two SSE vectors. */
 #define W 8
@@ -369,3 +370,69 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.sgd = cpu_sgd,
 	.adamw = cpu_adamw,
 };
+
+/* The summed gradient of element i over ng sources, in source order. */
+static inline float grad_sum(const float *const *g, int ng, size_t i)
+{
+	float s = g[0][i];
+	int k;
+
+	for (k = 1; k < ng; k++)
+		s += g[k][i];
+	return s;
+}
+
+/* Two sources get their own loops: the common case, and one gcc vectorises. */
+static void sgd_sum2(float *restrict w, const float *restrict g0, const float *restrict g1,
+		     float *restrict mom, size_t n, const struct mgpu_sgd_hp *hp)
+{
+	float unused = 0.0f;
+	size_t i;
+
+	if (mom)
+		for (i = 0; i < n; i++)
+			mgpu_sgd_elem(&w[i], g0[i] + g1[i], &mom[i], hp);
+	else
+		for (i = 0; i < n; i++)
+			mgpu_sgd_elem(&w[i], g0[i] + g1[i], &unused, hp);
+}
+
+void mgpu_cpu_sgd_sum(float *w, const float *const *g, int ng, float *mom, size_t n,
+		      const struct mgpu_sgd_hp *hp)
+{
+	struct mgpu_sgd_hp h = *hp;
+	float unused = 0.0f;
+	size_t i;
+
+	if (ng == 2) {
+		sgd_sum2(w, g[0], g[1], h.momentum != 0.0f ? mom : NULL, n, &h);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		mgpu_sgd_elem(&w[i], grad_sum(g, ng, i), h.momentum != 0.0f ? &mom[i] : &unused,
+			      &h);
+}
+
+static void adamw_sum2(float *restrict w, const float *restrict g0, const float *restrict g1,
+		       float *restrict m, float *restrict v, size_t n,
+		       const struct mgpu_adamw_hp *hp)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mgpu_adamw_elem(&w[i], g0[i] + g1[i], &m[i], &v[i], hp);
+}
+
+void mgpu_cpu_adamw_sum(float *w, const float *const *g, int ng, float *m, float *v,
+			size_t n, const struct mgpu_adamw_hp *hp)
+{
+	struct mgpu_adamw_hp h = *hp;
+	size_t i;
+
+	if (ng == 2) {
+		adamw_sum2(w, g[0], g[1], m, v, n, &h);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		mgpu_adamw_elem(&w[i], grad_sum(g, ng, i), &m[i], &v[i], &h);
+}

@@ -8,10 +8,15 @@ common="--data d --model mlp:64-48-32-4,act=gelu --epochs 1 --max-steps 50 --log
 "$BIN/mgpu-train" $common --batch-size 32 --cpu-ranks 2 --optimizer adamw --lr 0.002 >ddp.tsv
 "$BIN/mgpu-train" $common --global-batch-size 64 --cpu-ranks 2 --mode dp --optimizer adamw --lr 0.002 >dp.tsv
 "$BIN/mgpu-train" $common --batch-size 32 --grad-accum-steps 2 --optimizer adamw --lr 0.002 >acc.tsv
+# Clipping takes the other path (the update waits for the global norm); SGD.
+"$BIN/mgpu-train" $common --batch-size 64 --clip-grad-norm 0.3 --nesterov >one-clip.tsv
+"$BIN/mgpu-train" $common --batch-size 32 --cpu-ranks 2 --clip-grad-norm 0.3 --nesterov >ddp-clip.tsv
 losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
-for f in ddp dp acc; do
+for f in ddp dp acc ddp-clip; do
+	ref=one.tsv
+	[ $f = ddp-clip ] && ref=one-clip.tsv
 	[ "$(losses $f.tsv | wc -l)" = 50 ] || fail "$f: $(losses $f.tsv | wc -l) step records, want 50"
-	paste -d ' ' <(losses one.tsv) <(losses $f.tsv) | awk -v f=$f '
+	paste -d ' ' <(losses $ref) <(losses $f.tsv) | awk -v f=$f '
 		{ d = $2 - $4; if (d < 0) d = -d; r = d / ($2 > 0 ? $2 : 1)
 		  if ($1 != $3 || r > 1e-4) { print f ": step " $1 ": " $2 " vs " $4; bad = 1 } }
 		END { exit bad }' || fail "$f differs from one rank"

@@ -1,0 +1,24 @@
+/*
+ * ops_cpu.h - host-only extensions of the cpu backend, outside the ops
+ * table because only host memory can take them.
+ *
+ * The fused reduce + update of the shared-memory gradient sync: the
+ * gradient of element i is g[0][i] + g[1][i] + ... + g[ng-1][i], summed in
+ * that order and fed straight into the optimizer (elem.h), so the sum is
+ * never written back and read again. Pointers are already offset to the
+ * slice to update.
+ */
+#ifndef MGPU_OPS_OPS_CPU_H
+#define MGPU_OPS_OPS_CPU_H
+
+#include <stddef.h> /* size_t */
+
+#include "ops/ops.h" /* struct mgpu_sgd_hp, struct mgpu_adamw_hp */
+
+/* mom may be NULL when hp->momentum == 0. ng >= 1. */
+void mgpu_cpu_sgd_sum(float *w, const float *const *g, int ng, float *mom, size_t n,
+		      const struct mgpu_sgd_hp *hp);
+void mgpu_cpu_adamw_sum(float *w, const float *const *g, int ng, float *m, float *v,
+			size_t n, const struct mgpu_adamw_hp *hp);
+
+#endif
