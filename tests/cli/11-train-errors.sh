@@ -18,6 +18,6 @@ touch afile
 expect 1 "--save-dir: 'afile/ck': cannot create directory" "$BIN/mgpu-train" --data good --model mlp:64-4 --save-dir afile/ck
 [ ! -e afile/ck ] || fail "left a save dir behind"
 expect 1 "'nock': no such checkpoint directory" "$BIN/mgpu-train" --data good --model mlp:64-4 --resume nock
-expect 1 "--batch-size 1000 is larger than the 270 training samples" "$BIN/mgpu-train" --data good --model mlp:64-4 --batch-size 1000
+expect 1 "the global batch of 1000 samples (1000 per device x 1 accumulation steps x 1 ranks) is larger than the 270 training samples" "$BIN/mgpu-train" --data good --model mlp:64-4 --batch-size 1000
 expect 1 "cuda" "$BIN/mgpu-train" --data good --model mlp:64-4 --gpus 0
 exit 0
