@@ -4,7 +4,8 @@
  * Batch b of a pass lives in slot b % ring. A worker takes the next batch
  * to fill only when its slot is free, i.e. b < released + ring, where
  * released counts the batches the consumer is done with; the consumer waits
- * until its batch's slot is READY. One mutex and one condition variable
+ * until its batch's slot is READY, or fetches the batch itself when no
+ * worker has started it (workers starved of CPU then cost no extra wait). One mutex and one condition variable
  * guard the counters and slot states; the fetch itself runs unlocked.
  */
 #include "data/loader.h"
@@ -187,6 +188,15 @@ static int next_async(struct mgpu_loader *l, struct mgpu_loader_slot **out, doub
 	}
 	b = l->next_out;
 	s = &l->slot[b % l->ring];
+	if (l->next_fill == b) { /* no worker has started it: fetch it here */
+		l->next_fill++;
+		s->state = FILLING;
+		s->batch = b;
+		pthread_mutex_unlock(&l->mu);
+		fill(l, s, b);
+		pthread_mutex_lock(&l->mu);
+		s->state = READY;
+	}
 	while (!(s->state == READY && s->batch == b))
 		pthread_cond_wait(&l->cv, &l->mu);
 	l->next_out++;

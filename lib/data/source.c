@@ -278,6 +278,16 @@ int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n, float
 
 int mgpu_source_check_classes(const struct mgpu_source *s, int nclasses)
 {
+	size_t i;
+	int k;
+
+	for (k = 0; k < MGPU_NSPLITS && s->kind == MGPU_SOURCE_MEMORY; k++)
+		for (i = 0; i < s->mem[k].n; i++)
+			if (s->mem[k].y[i] >= nclasses)
+				return mgpu_err(MGPU_ERANGE, "'%s': %s%slabel %d out of range "
+						"[0,%d) at index %zu", s->path,
+						k ? mgpu_split_name(k) : "", k ? " " : "",
+						(int)s->mem[k].y[i], nclasses, i);
 	if (s->classes > nclasses)
 		return mgpu_err(MGPU_ERANGE, "'%s': label %d out of range [0,%d): the model "
 				"has %d classes", s->path, s->classes - 1, nclasses, nclasses);
