@@ -12,6 +12,7 @@
 #include <archive.h> /* archive_version_string */
 
 #include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
+#include "dist/launch.h" /* MGPU_EXIT_PIPE */
 #include "ops/ops.h" /* mgpu_ops_all */
 
 volatile sig_atomic_t mgpu_interrupted;
@@ -80,8 +81,9 @@ void print_version(int verbose)
 void finish_stdout(void)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
+		/* A rank tells the launcher that started it, which then exits 1. */
 		if (errno == EPIPE)
-			exit(1);
+			exit(getenv("MGPU_LAUNCHED") ? MGPU_EXIT_PIPE : 1);
 		die("cannot write to standard output");
 	}
 }

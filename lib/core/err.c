@@ -76,6 +76,7 @@ const char *mgpu_strerror(int code)
 	case MGPU_ETIMEOUT: return "timed out";
 	case MGPU_EPEER: return "peer failed";
 	case MGPU_EINTR: return "interrupted";
+	case MGPU_ECLOSED: return "output closed";
 	}
 	return "unknown error";
 }

@@ -25,6 +25,7 @@ enum {
 	MGPU_ETIMEOUT = -8, /* a peer did not answer in time */
 	MGPU_EPEER = -9,    /* a peer rank failed */
 	MGPU_EINTR = -10,   /* interrupted by a signal */
+	MGPU_ECLOSED = -11, /* the reader of the output went away */
 };
 
 #if defined(__GNUC__)

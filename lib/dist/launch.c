@@ -198,6 +198,11 @@ static int peer_exit(int st)
 	return WIFEXITED(st) && WEXITSTATUS(st) == MGPU_EXIT_PEER;
 }
 
+static int pipe_exit(int st)
+{
+	return WIFEXITED(st) && WEXITSTATUS(st) == MGPU_EXIT_PIPE;
+}
+
 /* The rank to blame: a primary failure beats one that followed a peer. */
 static int blame(const struct kids *k)
 {
@@ -206,7 +211,8 @@ static int blame(const struct kids *k)
 	for (r = 0; r < k->world; r++) {
 		if (!k->done[r] || !failed(k->status[r]))
 			continue;
-		if (best < 0 || peer_exit(k->status[best]))
+		/* a closed stdout explains the others' complaints too */
+		if (best < 0 || peer_exit(k->status[best]) || pipe_exit(k->status[r]))
 			best = r;
 	}
 	return best;
@@ -270,6 +276,7 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 	r = blame(k);
 	if (r >= 0) {
 		res->status = 1;
+		res->quiet = WIFEXITED(k->status[r]) && WEXITSTATUS(k->status[r]) == MGPU_EXIT_PIPE;
 		res->failed_rank = r;
 		describe(k->status[r], res->why, sizeof res->why);
 		if ((i = silent_rank(k, r)) >= 0) {

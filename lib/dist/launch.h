@@ -43,6 +43,9 @@ struct mgpu_rank_env {
 /* Exit status of a rank that stopped because another rank failed, so the
  * launcher names the rank that failed first. */
 #define MGPU_EXIT_PEER 3
+/* Exit status of a rank whose standard output was closed by its reader:
+ * the launcher then stops the job quietly (exit 1, no message). */
+#define MGPU_EXIT_PIPE 4
 
 const char *mgpu_launcher_name(int launcher);
 /* Read the environment; errors name the variable. */
@@ -50,6 +53,7 @@ int mgpu_launch_env(struct mgpu_rank_env *e);
 
 struct mgpu_launch_result {
 	int status;           /* for the tool: 0, 1 or 130 */
+	int quiet;            /* the reader of stdout went away: say nothing */
 	int failed_rank;      /* -1 when none */
 	char why[256];        /* "killed by signal 9", "exited with status 1" */
 };

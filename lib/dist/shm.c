@@ -28,6 +28,7 @@ struct mgpu_shm_ctl {
 	int world, nstate;
 	size_t nparams;
 	_Atomic int abort_rank;             /* 0: none; r + 1: rank r failed */
+	_Atomic int abort_quiet;            /* it failed because its output closed */
 	_Atomic int pid[MGPU_SHM_MAX_RANKS];
 	struct slot arrive[MGPU_SHM_MAX_RANKS];
 	double vals[2][MGPU_SHM_MAX_RANKS][MGPU_SHM_MAX_VALS];
@@ -235,7 +236,9 @@ static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, con
 		}
 		a = atomic_load_explicit(&s->ctl->abort_rank, memory_order_acquire);
 		if (a > 0 && a - 1 != s->rank)
-			return mgpu_err(MGPU_EPEER, "rank %d failed", a - 1);
+			return atomic_load_explicit(&s->ctl->abort_quiet, memory_order_acquire) ?
+				       mgpu_err(MGPU_ECLOSED, "rank %d: output closed", a - 1) :
+				       mgpu_err(MGPU_EPEER, "rank %d failed", a - 1);
 		if (iter < 2000) {
 			sched_yield();
 			continue;
@@ -363,8 +366,10 @@ int mgpu_shm_allreduce_slots(struct mgpu_shm *s, size_t n)
 	return mgpu_shm_barrier(s); /* nobody reuses its slot before all copied */
 }
 
-void mgpu_shm_abort(struct mgpu_shm *s)
+void mgpu_shm_abort(struct mgpu_shm *s, int quiet)
 {
-	if (s->ctl)
-		atomic_store_explicit(&s->ctl->abort_rank, s->rank + 1, memory_order_release);
+	if (!s->ctl)
+		return;
+	atomic_store_explicit(&s->ctl->abort_quiet, quiet, memory_order_release);
+	atomic_store_explicit(&s->ctl->abort_rank, s->rank + 1, memory_order_release);
 }

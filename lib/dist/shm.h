@@ -78,7 +78,8 @@ int mgpu_shm_bucket_poll(const struct mgpu_shm *s, int b);
  * shards into its own slot (reduce-scatter + all-gather, as NCCL's ring
  * does, over shared memory). The same bits on every rank. */
 int mgpu_shm_allreduce_slots(struct mgpu_shm *s, size_t n);
-/* Tell the other ranks this one failed (they stop waiting at once). */
-void mgpu_shm_abort(struct mgpu_shm *s);
+/* Tell the other ranks this one failed (they stop waiting at once, with
+ * MGPU_EPEER, or MGPU_ECLOSED when quiet: its output was closed). */
+void mgpu_shm_abort(struct mgpu_shm *s, int quiet);
 
 #endif

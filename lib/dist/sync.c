@@ -347,10 +347,10 @@ int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 	return 0;
 }
 
-void mgpu_sync_abort(struct mgpu_sync *s)
+void mgpu_sync_abort(struct mgpu_sync *s, int rc)
 {
 	if (s->kind == MGPU_SYNC_CPU)
-		mgpu_shm_abort(&s->shm);
+		mgpu_shm_abort(&s->shm, rc == MGPU_ECLOSED);
 	if (s->kind == MGPU_SYNC_NCCL)
 		mgpu_nccl_abort(s->nccl);
 }

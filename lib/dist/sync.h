@@ -81,8 +81,8 @@ int mgpu_sync_loads_state(const struct mgpu_sync *s);
 int mgpu_sync_owns_optimizer(const struct mgpu_sync *s);
 /* Sum n doubles over the ranks (evaluation sums, peaks). */
 int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n);
-/* Tell the peers this rank failed. */
-void mgpu_sync_abort(struct mgpu_sync *s);
+/* Tell the peers this rank failed with error code rc. */
+void mgpu_sync_abort(struct mgpu_sync *s, int rc);
 void mgpu_sync_close(struct mgpu_sync *s);
 
 #endif

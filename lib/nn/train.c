@@ -316,7 +316,7 @@ static int run_one(struct train_rank *r)
 	if (rc == 0)
 		rc = mgpu_train_rank_loop(r);
 	if (rc < 0 && rc != MGPU_EINTR && r->sync_open)
-		mgpu_sync_abort(&r->sync);
+		mgpu_sync_abort(&r->sync, rc);
 	mgpu_train_rank_free(r);
 	return rc;
 }

@@ -19,6 +19,13 @@ set +e
 "$BIN/mgpu-train" --data d --model mlp:64-16-4 --epochs 50 --batch-size 8 --log-every 1 -q 2>err.txt | head -n 2 >/dev/null
 set -e
 [ ! -s err.txt ] || fail "closed pipe printed: $(cat err.txt)"
+for mode in ddp dp; do
+	set +e
+	"$BIN/mgpu-train" --data d --model mlp:64-16-4 --epochs 50 --batch-size 8 --log-every 1 -q \
+		--cpu-ranks 2 --mode $mode 2>err.txt | head -n 2 >/dev/null
+	set -e
+	[ ! -s err.txt ] || fail "closed pipe ($mode, 2 ranks) printed: $(cat err.txt)"
+done
 if command -v mandoc >/dev/null; then
 	mandoc -T lint -W warning "$SRC/man/mgpu-train.1" "$SRC/man/mgpu.7" || fail "man pages lint"
 fi

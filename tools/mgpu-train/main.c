@@ -6,6 +6,7 @@
  * --resume restores them (settings that shape the run may not be changed on
  * resume, since the continuation must be bit-identical).
  */
+#include <errno.h>   /* errno, EPIPE */
 #include <getopt.h>  /* getopt_long */
 #include <math.h>    /* fabs, fmax */
 #include <stdio.h>   /* printf */
@@ -482,7 +483,8 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 	if (out->bar)
 		fputs("\r\033[K", stderr);
 	if (put_record(out, r) < 0) {
-		finish_stdout();
+		if (errno == EPIPE) /* the reader went away: stop every rank quietly */
+			return mgpu_err(MGPU_ECLOSED, "output closed");
 		die_lib();
 	}
 	return 0;
@@ -698,6 +700,8 @@ static int launch(struct opts *o, char **argv)
 		die_lib();
 	if (mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res) < 0)
 		die_lib();
+	if (res.failed_rank >= 0 && res.quiet)
+		exit(1);
 	if (res.failed_rank >= 0)
 		die("rank %d failed: %s", res.failed_rank, res.why);
 	return res.status;
@@ -705,6 +709,8 @@ static int launch(struct opts *o, char **argv)
 
 static int finish(const struct opts *o, int rc)
 {
+	if (rc == MGPU_ECLOSED)
+		exit(o->cfg.env.launcher == MGPU_LAUNCH_SELF ? MGPU_EXIT_PIPE : 1);
 	if (rc == MGPU_EINTR) {
 		if (!o->quiet && o->cfg.env.rank == 0)
 			fprintf(stderr, "mgpu-train: %s%s\n", mgpu_errmsg(),
