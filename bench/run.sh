@@ -16,3 +16,4 @@ for n in 1 2; do
 		awk -F '\t' -v n=$n '$1 == "summary" { print "ranks=" n, "samples_per_s=" $6, "peak_bytes=" $18, "rss_bytes=" $19 }
 			$1 == "step" && $2 > 200 { s += $6; k++ } END { if (k) print "ranks=" n, "step_samples_per_s=" s / k }'
 done
+sh "$(dirname "$0")/data.sh" "$B"
