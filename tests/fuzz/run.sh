@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache}
+names=${*:-idx json safetensors csv npy wds cache smi}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -26,6 +26,7 @@ srcs_for() {
 	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
 	wds) echo "lib/core/err.c lib/core/sha256.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/decomp.c" ;;
 	cache) echo "lib/core/err.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/split.c lib/core/rng.c" ;;
+	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -45,6 +46,9 @@ seed() {
 	safetensors)
 		printf 'J{"__metadata__":{"k":"v"},"w":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},"h":{"dtype":"F16","shape":[],"data_offsets":[8,10]}}\n12345678ab' >"$c/st"
 		printf 'J{"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]}}\nxy' >"$c/st2" ;;
+	smi)
+		cp tests/data/smi/four.csv tests/data/smi/na.csv tests/data/smi/reordered.csv "$c/"
+		cp tests/data/smi/four-noheader-nounits.csv "$c/noheader.csv" ;;
 	csv)
 		printf 'a,label,"b c"\n1.5,2,-3e2\r\n\n"4",0,5\n' >"$c/ok"
 		printf 'x,y\n1,2\n3,4' >"$c/idx" ;;

@@ -1,0 +1,187 @@
+/*
+ * gpu.h - which GPUs a machine has, and which of them a run should use.
+ *
+ * Provides: the GPU record (struct mgpu_gpu) and a fixed-size list of them;
+ * enumeration through the CUDA runtime, completed by NVML when
+ * libnvidia-ml.so.1 can be loaded (dlopen, at run time); a parser of the
+ * CSV that `nvidia-smi --query-gpu=... --format=csv` prints;
+ * CUDA_VISIBLE_DEVICES applied to such a list; THE selection policy
+ * (mgpu-probe and `mgpu-train --gpus auto` both call mgpu_gpu_select);
+ * the resolution of a --gpus argument into CUDA ordinals; and the facts of
+ * `mgpu-probe --system` (versions, P2P matrix, host, checklist inputs).
+ *
+ * Invariants:
+ * - gpu[i].index is the CUDA ordinal this process passes to cudaSetDevice,
+ *   or -1 for a GPU that CUDA_VISIBLE_DEVICES hides. Visible GPUs come
+ *   first, in ordinal order: gpu[i].index == i for i < nvisible.
+ * - Ordinals count GPUs in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID,
+ *   which mgpu_gpu_enumerate sets unless the environment already has it),
+ *   so they agree with nvidia-smi's indices.
+ * - No driver, no device or a driver too old for the runtime is a list with
+ *   nvisible == 0 and `why` saying so, never an error.
+ * - Nothing here prints or exits; lists and selections are plain values
+ *   (no allocation, safe to copy). Not thread-safe (CUDA/NVML set-up).
+ */
+#ifndef MGPU_GPU_GPU_H
+#define MGPU_GPU_GPU_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int64_t */
+#include <stdio.h>  /* FILE */
+
+#define MGPU_GPU_MAX 64     /* GPUs per list */
+#define MGPU_GPU_REASON 96  /* bytes of an exclusion reason */
+#define MGPU_GPU_RENDEZVOUS_PORT 29500 /* torchrun's default MASTER_PORT */
+
+/* One GPU; -1 (or "") marks what the source did not say. */
+struct mgpu_gpu {
+	int index;               /* CUDA ordinal; -1: hidden by CUDA_VISIBLE_DEVICES */
+	int smi_index;           /* nvidia-smi / NVML index; -1 unknown */
+	char uuid[64];           /* "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6" */
+	char name[96];           /* "NVIDIA A100-SXM4-80GB" */
+	char pci_bus_id[32];     /* "00000000:07:00.0", as nvidia-smi prints it */
+	int64_t mem_total_bytes; /* device memory */
+	int64_t mem_used_bytes;
+	int64_t mem_free_bytes;
+	int display_active;      /* 1: a display is initialised on it, 0: none */
+	int watchdog;            /* 1: kernels have a run-time limit (display watchdog) */
+	int cc_major, cc_minor;  /* compute capability */
+	int sm_count;            /* multiprocessors */
+	int util_pct;            /* GPU utilisation, percent (NVML) */
+	int nprocs;              /* compute processes running on it (NVML) */
+	int nvlinks;             /* active NVLink links (NVML) */
+};
+
+struct mgpu_gpu_list {
+	int n;                   /* entries in gpu[], hidden ones included */
+	int nvisible;            /* the first nvisible have index 0..nvisible-1 */
+	struct mgpu_gpu gpu[MGPU_GPU_MAX];
+	char source[32];         /* "cuda", "cuda+nvml", "nvidia-smi csv" */
+	char why[256];           /* when nvisible == 0: why there is none */
+	char note[256];          /* a remark worth a warning, or "" */
+};
+
+/* The eligibility rules; mgpu_gpu_policy_init gives the defaults. */
+struct mgpu_gpu_policy {
+	double min_memory_gb;    /* total memory >= this many 10^9 bytes [8] */
+	int include_display;     /* allow GPUs that drive a display [0] */
+	double max_used_pct;     /* exclude GPUs with more memory in use; < 0: off [-1] */
+	int count;               /* keep the best count; 0: every eligible one [0] */
+};
+
+struct mgpu_gpu_selection {
+	int n;                   /* GPUs kept, best first */
+	int neligible;           /* eligible before the count cut */
+	int pick[MGPU_GPU_MAX];  /* positions in list->gpu of the kept GPUs */
+	int order[MGPU_GPU_MAX]; /* per list position: 1-based place in pick, 0: not kept */
+	char reason[MGPU_GPU_MAX][MGPU_GPU_REASON]; /* per position: why not kept */
+};
+
+/* What `mgpu-probe --system` reports besides the GPU list. Versions are
+ * encoded as CUDA and NCCL encode them; -1 means unknown or absent. */
+struct mgpu_gpu_system {
+	int cuda_driver_version;  /* 1000*major + 10*minor; 0: no driver installed */
+	int cuda_runtime_version; /* same encoding; -1: built without CUDA */
+	int cublas_version[3];    /* major, minor, patch */
+	int nccl_version;         /* NCCL_VERSION_CODE (22809 = 2.28.9) */
+	char nccl_why[160];       /* why NCCL is not loadable, or "" */
+	char nvml_driver[48];     /* "550.54.15", "" when NVML is absent */
+	int nvml_gpus;            /* GPUs NVML counts, before CUDA_VISIBLE_DEVICES */
+	char nvml_why[160];       /* why NVML is absent, or "" */
+	int ngpus;                /* rows and columns of the matrices (visible GPUs) */
+	signed char p2p[MGPU_GPU_MAX][MGPU_GPU_MAX];    /* cudaDeviceCanAccessPeer: 1, 0, -1 */
+	signed char nvlink[MGPU_GPU_MAX][MGPU_GPU_MAX]; /* NVML NVLink P2P status: 1, 0, -1 */
+	char cpu_model[128];
+	int cpu_cores;            /* online logical CPUs */
+	int64_t mem_total_bytes, mem_avail_bytes;
+	int64_t shm_total_bytes, shm_free_bytes; /* /dev/shm; -1 when missing */
+	int port;                 /* the rendezvous port checked */
+	int port_free;            /* 1: 127.0.0.1:port could be bound */
+	char port_why[160];       /* why not, or "" */
+};
+
+/* Defaults: 8 GB, no display GPUs, no use limit, every eligible GPU. */
+void mgpu_gpu_policy_init(struct mgpu_gpu_policy *p);
+
+/*
+ * The GPUs of this machine, as this process sees them (CUDA applies
+ * CUDA_VISIBLE_DEVICES itself), with NVML's facts added when it loads.
+ * Zero GPUs is a success with list->why set. Call it before any other CUDA
+ * use in the process: it sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless set.
+ */
+int mgpu_gpu_enumerate(struct mgpu_gpu_list *list);
+
+/*
+ * Parse nvidia-smi's CSV (--format=csv, with or without noheader and
+ * nounits) from buf[0..len) into list; name names the input in messages.
+ * With a header line the columns are found by name (index and memory.total
+ * are required, others optional, unknown ones ignored); without one they
+ * must be index, uuid, name, memory.total, memory.used, display_active,
+ * pci.bus_id, compute_cap. "[N/A]" and "[Not Supported]" mean unknown.
+ * GPUs get ordinals in index order, all visible. A line "No devices were
+ * found" gives zero GPUs. Fails with MGPU_EFORMAT (message naming the line)
+ * on empty input, a missing column, a non-numeric or negative number, a
+ * duplicate index or more than MGPU_GPU_MAX GPUs. Pure: no I/O, no state.
+ */
+int mgpu_gpu_parse_smi_csv(const char *buf, size_t len, const char *name,
+			   struct mgpu_gpu_list *list);
+
+/*
+ * Restrict list to what a CUDA process would see under
+ * CUDA_VISIBLE_DEVICES=spec (NULL: unset, nothing changes). Entries are
+ * ordinals of the current list or UUID prefixes including "GPU-"; the
+ * visible GPUs are renumbered 0.. in the order given. As CUDA does, the
+ * first entry that matches no GPU (or matches one already listed, or is
+ * ambiguous, or is a MIG id) ends the list; list->note says so. Hidden GPUs
+ * stay in the list with index -1, after the visible ones.
+ */
+int mgpu_gpu_apply_visible(struct mgpu_gpu_list *list, const char *spec);
+
+/*
+ * THE selection: a GPU is eligible when it is visible, its total memory is
+ * known and >= p->min_memory_gb * 10^9 bytes, it drives no display and has
+ * no display watchdog (unless p->include_display), and (with
+ * p->max_used_pct >= 0) no more than that share of its memory is in use
+ * (unknown use passes). Eligible GPUs are ordered by total memory, most
+ * first, then by lowest ordinal; p->count > 0 keeps the first count.
+ * Zero kept is not an error. MGPU_EINVAL on a bad policy.
+ */
+int mgpu_gpu_select(const struct mgpu_gpu_list *list, const struct mgpu_gpu_policy *p,
+		    struct mgpu_gpu_selection *sel);
+
+/*
+ * The CUDA ordinals a --gpus argument names, given the visible GPUs:
+ *   "0,2"  those ordinals, in that order;
+ *   "all"  every visible GPU in ordinal order;
+ *   "auto" mgpu_gpu_select(list, p) (p NULL: the defaults);
+ *   "-"    one comma list read from in (what `mgpu-probe --ids` prints).
+ * At most max_n ordinals go to ordinals[], their number to *n (>= 1 on
+ * success, 0 on failure).
+ * Errors: MGPU_EINVAL for a malformed argument (a usage error), a
+ * duplicate, or more than max_n; MGPU_EFORMAT for malformed or empty input
+ * on in; MGPU_ERANGE when a GPU does not exist or none is eligible:
+ * "--gpus: GPU 3 requested but 0 GPUs are visible: <list->why>".
+ */
+int mgpu_gpu_resolve(const char *arg, FILE *in, const struct mgpu_gpu_list *list,
+		     const struct mgpu_gpu_policy *p, int *ordinals, int max_n, int *n);
+
+/* The short text of one exclusion reason for gpu g under p, "" when g is
+ * eligible (used by mgpu_gpu_select; exposed for messages). */
+void mgpu_gpu_exclusion(const struct mgpu_gpu *g, const struct mgpu_gpu_policy *p,
+			char *buf, size_t len);
+
+/*
+ * Fill s for `mgpu-probe --system`: CUDA driver, runtime and cuBLAS
+ * versions, NCCL (loaded with dlopen: is it loadable), NVML's driver
+ * version and GPU count, the P2P (and NVLink) matrices of list's visible
+ * GPUs, the host (CPU model, cores, memory, /dev/shm) and whether the
+ * rendezvous port (MASTER_PORT, else 29500) is free. Never fails on a
+ * machine without GPUs; what cannot be learned is -1 or "".
+ */
+int mgpu_gpu_system(const struct mgpu_gpu_list *list, struct mgpu_gpu_system *s);
+
+/* 1 when a TCP socket can bind 127.0.0.1:port (then closed), 0 when not,
+ * with why. */
+int mgpu_gpu_port_free(int port, char *why, size_t whylen);
+
+#endif

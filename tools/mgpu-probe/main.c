@@ -1,0 +1,660 @@
+/*
+ * mgpu-probe - which GPUs are eligible for training, and a system report.
+ *
+ * Lists the GPUs this process can use (CUDA runtime + NVML) or those of an
+ * nvidia-smi CSV (--from), applies the selection policy that
+ * `mgpu-train --gpus auto` applies (lib/gpu: mgpu_gpu_select) and prints
+ * the GPUs with the reason each excluded one is excluded: an aligned table
+ * on a terminal, TSV with a header otherwise, JSON Lines with --json, or
+ * with --ids just the comma list `mgpu-train --gpus` takes. Exits 0 when a
+ * GPU is eligible, 1 when none is (as grep does), 2 on usage errors.
+ * --system prints versions, the P2P matrix, the host and a checklist.
+ */
+#include <getopt.h> /* getopt_long */
+#include <stdarg.h> /* va_list */
+#include <stdio.h>  /* printf, fprintf */
+#include <stdlib.h> /* getenv, malloc */
+#include <string.h> /* strcmp */
+#include <unistd.h> /* isatty */
+
+#include "../common.h"  /* die, usage_error, warn */
+#include "core/cli.h"   /* mgpu_cli_double, mgpu_cli_int */
+#include "core/io.h"    /* mgpu_afile, mgpu_read_file */
+#include "core/table.h" /* struct mgpu_table */
+#include "gpu/gpu.h"    /* mgpu_gpu_enumerate, mgpu_gpu_select */
+
+const char *const mgpu_tool_name = "mgpu-probe";
+
+#define SHM_MIN_BYTES (256LL << 20) /* /dev/shm free space the checklist wants */
+#define STDIN_MAX (64LL << 20)
+
+enum { O_FROM = 256, O_MIN_MEMORY, O_INCLUDE_DISPLAY, O_MAX_USED, O_COUNT, O_SINGLE,
+       O_IDS, O_JSON, O_SYSTEM };
+
+static const struct option longopts[] = {
+	{ "from", required_argument, NULL, O_FROM },
+	{ "min-memory", required_argument, NULL, O_MIN_MEMORY },
+	{ "include-display", no_argument, NULL, O_INCLUDE_DISPLAY },
+	{ "max-used", required_argument, NULL, O_MAX_USED },
+	{ "count", required_argument, NULL, O_COUNT },
+	{ "single", no_argument, NULL, O_SINGLE },
+	{ "ids", no_argument, NULL, O_IDS },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "system", no_argument, NULL, O_SYSTEM },
+	{ "output", required_argument, NULL, 'o' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct opts {
+	struct mgpu_gpu_policy pol;
+	const char *from, *output;
+	int ids, json, system, single, count_set, quiet, verbose, version;
+};
+
+/* Where the output goes: stdout, or an atomic file (-o). */
+struct out {
+	FILE *fp;
+	struct mgpu_afile af;
+	int to_file;
+	int tty;   /* aligned text for a person, not TSV */
+};
+
+static void usage(void)
+{
+	printf("usage: mgpu-probe [options]\n"
+	       "List the GPUs eligible for training, best first, with the reason each other one\n"
+	       "is excluded; the same rules as mgpu-train --gpus auto.\n\n"
+	       "  --from FILE|-         read nvidia-smi --query-gpu=index,uuid,name,memory.total,\n"
+	       "                        memory.used,display_active,pci.bus_id,compute_cap\n"
+	       "                        --format=csv output instead of asking the CUDA runtime\n"
+	       "  --min-memory GB       total memory at least GB x 10^9 bytes [8]\n"
+	       "  --include-display     allow GPUs that drive a display\n"
+	       "  --max-used PCT        exclude GPUs with more than PCT%% of memory in use\n"
+	       "  --count N             keep the best N eligible GPUs\n"
+	       "  --single              keep the best one (--count 1)\n"
+	       "  --ids                 print only the ordinals, comma-separated (for --gpus)\n"
+	       "  --system              report versions, P2P, host and a checklist instead\n"
+	       "  --json                JSON Lines instead of TSV\n"
+	       "  -o, --output FILE     write to FILE (atomically) instead of standard output\n"
+	       "  -q, --quiet   -v, --verbose   -h, --help   -V, --version (-vV: features)\n"
+	       "Exit status: 0 a GPU is eligible, 1 none is (or an error), 2 usage error.\n");
+}
+
+static double num(const char *opt, const char *arg, double lo, double hi)
+{
+	double v;
+
+	if (mgpu_cli_double(opt, arg, lo, hi, &v) < 0)
+		usage_error("%s", mgpu_errmsg());
+	return v;
+}
+
+static void apply(struct opts *o, int c, const char *arg)
+{
+	long long v;
+
+	switch (c) {
+	case O_FROM: o->from = arg; break;
+	case O_MIN_MEMORY: o->pol.min_memory_gb = num("--min-memory", arg, 0, 1e6); break;
+	case O_INCLUDE_DISPLAY: o->pol.include_display = 1; break;
+	case O_MAX_USED: o->pol.max_used_pct = num("--max-used", arg, 0, 100); break;
+	case O_COUNT:
+		if (mgpu_cli_int("--count", arg, 1, MGPU_GPU_MAX, &v) < 0)
+			usage_error("%s", mgpu_errmsg());
+		o->pol.count = (int)v;
+		o->count_set = 1;
+		break;
+	case O_SINGLE: o->single = 1; break;
+	case O_IDS: o->ids = 1; break;
+	case O_JSON: o->json = 1; break;
+	case O_SYSTEM: o->system = 1; break;
+	case 'o':
+		if (!arg[0])
+			usage_error("--output: empty file name");
+		o->output = arg;
+		break;
+	case 'q': o->quiet = 1; break;
+	case 'v': o->verbose = 1; break;
+	case 'V': o->version = 1; break;
+	case 'h': usage(); exit(0);
+	default: usage_error("unknown option");
+	}
+}
+
+static void check_combinations(struct opts *o)
+{
+	if (o->single && o->count_set)
+		usage_error("--single and --count: choose one (--single is --count 1)");
+	if (o->single)
+		o->pol.count = 1;
+	if (o->ids && o->json)
+		usage_error("--ids and --json: choose one output format");
+	if (o->system && (o->from || o->ids || o->single || o->count_set))
+		usage_error("--system reports on this machine; it takes no --from, --ids, "
+			    "--count or --single");
+}
+
+static void parse(struct opts *o, int argc, char **argv)
+{
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:qvhV", longopts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		apply(o, c, optarg);
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	check_combinations(o);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void out_open(struct out *out, const struct opts *o)
+{
+	memset(out, 0, sizeof *out);
+	out->fp = stdout;
+	if (o->output && strcmp(o->output, "-") != 0) {
+		if (mgpu_afile_open(&out->af, o->output) < 0)
+			die_lib();
+		out->fp = out->af.fp;
+		out->to_file = 1;
+	}
+	out->tty = !o->json && !o->ids && isatty(fileno(out->fp));
+}
+
+static void out_fail(struct out *out)
+{
+	if (out->to_file)
+		mgpu_afile_abort(&out->af);
+	finish_stdout();
+	die_lib();
+}
+
+static void out_close(struct out *out)
+{
+	if (fflush(out->fp) != 0 || ferror(out->fp)) {
+		mgpu_err_errno(MGPU_EIO, "cannot write output");
+		out_fail(out);
+	}
+	if (out->to_file && mgpu_afile_commit(&out->af) < 0)
+		die_lib();
+}
+
+/* ---- the GPU list ------------------------------------------------------- */
+
+static char *read_stdin(size_t *len)
+{
+	size_t cap = 65536, got;
+	char *buf = malloc(cap), *nb;
+
+	*len = 0;
+	while (buf) {
+		got = fread(buf + *len, 1, cap - *len, stdin);
+		*len += got;
+		if (got == 0)
+			break;
+		if (*len == cap) {
+			if (cap >= (size_t)STDIN_MAX)
+				die("--from -: standard input is larger than %lld bytes", STDIN_MAX);
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				free(buf);
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (!buf)
+		die("out of memory reading standard input");
+	if (ferror(stdin))
+		die("--from -: cannot read standard input");
+	return buf;
+}
+
+static void load_list(const struct opts *o, struct mgpu_gpu_list *list)
+{
+	unsigned char *data;
+	char *text;
+	size_t len;
+	int rc;
+
+	if (!o->from) {
+		if (mgpu_gpu_enumerate(list) < 0)
+			die_lib();
+		return;
+	}
+	if (strcmp(o->from, "-") == 0) {
+		text = read_stdin(&len);
+		rc = mgpu_gpu_parse_smi_csv(text, len, "standard input", list);
+		free(text);
+	} else {
+		if (mgpu_read_file(o->from, &data, &len) < 0)
+			die_lib();
+		rc = mgpu_gpu_parse_smi_csv((const char *)data, len, o->from, list);
+		free(data);
+	}
+	if (rc < 0)
+		die_lib();
+	/* CUDA applies CUDA_VISIBLE_DEVICES itself; a captured list needs it done. */
+	mgpu_gpu_apply_visible(list, getenv("CUDA_VISIBLE_DEVICES"));
+}
+
+/* The order rows are printed in: kept GPUs best first, then the rest. */
+static int row_order(const struct mgpu_gpu_list *list, const struct mgpu_gpu_selection *sel,
+		     int *rows)
+{
+	int i, n = 0;
+
+	for (i = 0; i < sel->n; i++)
+		rows[n++] = sel->pick[i];
+	for (i = 0; i < list->n; i++)
+		if (!sel->order[i])
+			rows[n++] = i;
+	return n;
+}
+
+static const char *const cols[] = {
+	"index", "selected", "order", "name", "mem_total_bytes", "mem_used_bytes",
+	"mem_free_bytes", "display_active", "watchdog", "compute_cap", "sm_count", "util_pct",
+	"procs", "nvlinks", "uuid", "pci_bus_id", "smi_index", "reason",
+};
+
+static void put_known(struct mgpu_table *t, const char *col, int64_t v)
+{
+	if (v >= 0)
+		mgpu_table_int(t, col, v);
+}
+
+static int put_gpu(struct mgpu_table *t, const struct mgpu_gpu *g, int order, const char *why)
+{
+	char cc[16];
+
+	put_known(t, "index", g->index);
+	mgpu_table_int(t, "selected", order > 0);
+	if (order > 0)
+		mgpu_table_int(t, "order", order);
+	if (g->name[0])
+		mgpu_table_str(t, "name", g->name);
+	put_known(t, "mem_total_bytes", g->mem_total_bytes);
+	put_known(t, "mem_used_bytes", g->mem_used_bytes);
+	put_known(t, "mem_free_bytes", g->mem_free_bytes);
+	put_known(t, "display_active", g->display_active);
+	put_known(t, "watchdog", g->watchdog);
+	if (g->cc_major >= 0) {
+		snprintf(cc, sizeof cc, "%d.%d", g->cc_major, g->cc_minor);
+		mgpu_table_str(t, "compute_cap", cc);
+	}
+	put_known(t, "sm_count", g->sm_count);
+	put_known(t, "util_pct", g->util_pct);
+	put_known(t, "procs", g->nprocs);
+	put_known(t, "nvlinks", g->nvlinks);
+	if (g->uuid[0])
+		mgpu_table_str(t, "uuid", g->uuid);
+	if (g->pci_bus_id[0])
+		mgpu_table_str(t, "pci_bus_id", g->pci_bus_id);
+	put_known(t, "smi_index", g->smi_index);
+	if (why[0])
+		mgpu_table_str(t, "reason", why);
+	return mgpu_table_emit(t);
+}
+
+static void write_records(struct out *out, const struct opts *o,
+			  const struct mgpu_gpu_list *list, const struct mgpu_gpu_selection *sel)
+{
+	struct mgpu_table t;
+	int rows[MGPU_GPU_MAX], n, i;
+
+	mgpu_table_init(&t, out->fp, o->json, cols, (int)(sizeof cols / sizeof cols[0]));
+	n = row_order(list, sel, rows);
+	for (i = 0; i < n; i++)
+		if (put_gpu(&t, &list->gpu[rows[i]], sel->order[rows[i]], sel->reason[rows[i]]) < 0)
+			out_fail(out);
+}
+
+/* One cell of the terminal table per column. */
+enum { T_GPU, T_NAME, T_MEM, T_USED, T_DISP, T_CC, T_PCI, T_STATUS, T_NCOL };
+
+static void term_cells(const struct mgpu_gpu *g, int order, const char *why,
+		       char cell[T_NCOL][MGPU_GPU_REASON + 16])
+{
+	const size_t n = MGPU_GPU_REASON + 16;
+
+	if (g->index >= 0)
+		snprintf(cell[T_GPU], n, "%d", g->index);
+	else
+		snprintf(cell[T_GPU], n, "-");
+	snprintf(cell[T_NAME], n, "%s", g->name[0] ? g->name : "?");
+	if (g->mem_total_bytes >= 0)
+		snprintf(cell[T_MEM], n, "%lld MiB", (long long)(g->mem_total_bytes >> 20));
+	else
+		snprintf(cell[T_MEM], n, "?");
+	if (g->mem_used_bytes >= 0 && g->mem_total_bytes > 0)
+		snprintf(cell[T_USED], n, "%.0f%%",
+			 100.0 * (double)g->mem_used_bytes / (double)g->mem_total_bytes);
+	else
+		snprintf(cell[T_USED], n, "?");
+	snprintf(cell[T_DISP], n, "%s", g->display_active == 1 ? "yes" : g->watchdog == 1 ?
+		 "watchdog" : g->display_active == 0 ? "no" : "?");
+	if (g->cc_major >= 0)
+		snprintf(cell[T_CC], n, "%d.%d", g->cc_major, g->cc_minor);
+	else
+		snprintf(cell[T_CC], n, "?");
+	snprintf(cell[T_PCI], n, "%s", g->pci_bus_id[0] ? g->pci_bus_id : "?");
+	if (order > 0)
+		snprintf(cell[T_STATUS], n, "yes (#%d)", order);
+	else
+		snprintf(cell[T_STATUS], n, "no: %s", why);
+}
+
+static void write_terminal(struct out *out, const struct mgpu_gpu_list *list,
+			   const struct mgpu_gpu_selection *sel)
+{
+	static const char *const head[T_NCOL] = { "GPU", "NAME", "MEMORY", "USED", "DISPLAY",
+						  "CC", "PCI BUS ID", "SELECTED" };
+	static char cell[MGPU_GPU_MAX][T_NCOL][MGPU_GPU_REASON + 16];
+	int rows[MGPU_GPU_MAX], w[T_NCOL], n, i, k;
+
+	n = row_order(list, sel, rows);
+	for (k = 0; k < T_NCOL; k++)
+		w[k] = (int)strlen(head[k]);
+	for (i = 0; i < n; i++) {
+		term_cells(&list->gpu[rows[i]], sel->order[rows[i]], sel->reason[rows[i]], cell[i]);
+		for (k = 0; k < T_NCOL; k++)
+			if ((int)strlen(cell[i][k]) > w[k])
+				w[k] = (int)strlen(cell[i][k]);
+	}
+	if (n == 0)
+		return;
+	w[T_NCOL - 1] = 0; /* the last column is not padded */
+	for (k = 0; k < T_NCOL; k++)
+		fprintf(out->fp, "%-*s%s", w[k], head[k], k < T_NCOL - 1 ? "  " : "\n");
+	for (i = 0; i < n; i++)
+		for (k = 0; k < T_NCOL; k++)
+			fprintf(out->fp, "%-*s%s", w[k], cell[i][k], k < T_NCOL - 1 ? "  " : "\n");
+}
+
+static void write_ids(struct out *out, const struct mgpu_gpu_list *list,
+		      const struct mgpu_gpu_selection *sel)
+{
+	int i;
+
+	for (i = 0; i < sel->n; i++)
+		fprintf(out->fp, "%s%d", i ? "," : "", list->gpu[sel->pick[i]].index);
+	if (sel->n)
+		fputc('\n', out->fp);
+}
+
+/* Why nothing was selected, in one line on stderr. */
+static void say_none(const struct mgpu_gpu_list *list, const struct mgpu_gpu_selection *sel)
+{
+	char buf[600];
+	size_t o = 0;
+	int i;
+
+	if (list->nvisible == 0) {
+		fprintf(stderr, "mgpu-probe: no GPUs: %s\n", list->why[0] ? list->why : "none found");
+		return;
+	}
+	for (i = 0; i < list->nvisible && o < sizeof buf; i++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "%sGPU %d %s", i ? "; " : "", i,
+				      sel->reason[i]);
+	fprintf(stderr, "mgpu-probe: no eligible GPU among %d: %s\n", list->nvisible, buf);
+}
+
+static int probe(const struct opts *o)
+{
+	static struct mgpu_gpu_list list;
+	static struct mgpu_gpu_selection sel;
+	struct out out;
+
+	load_list(o, &list);
+	if (list.note[0] && !o->quiet)
+		warn("%s", list.note);
+	if (mgpu_gpu_select(&list, &o->pol, &sel) < 0)
+		usage_error("%s", mgpu_errmsg());
+	out_open(&out, o);
+	if (o->ids)
+		write_ids(&out, &list, &sel);
+	else if (out.tty)
+		write_terminal(&out, &list, &sel);
+	else
+		write_records(&out, o, &list, &sel);
+	out_close(&out);
+	if (o->verbose)
+		fprintf(stderr, "mgpu-probe: %d GPU%s from %s, %d visible, %d eligible, %d kept\n",
+			list.n, list.n == 1 ? "" : "s", list.source, list.nvisible, sel.neligible,
+			sel.n);
+	if (sel.n == 0 && !o->quiet)
+		say_none(&list, &sel);
+	else if (o->pol.count > sel.n && !o->quiet)
+		warn("--count %d: only %d GPU%s eligible", o->pol.count, sel.n,
+		     sel.n == 1 ? " is" : "s are");
+	return sel.n > 0 ? 0 : 1;
+}
+
+/* ---- --system ----------------------------------------------------------- */
+
+struct report {
+	struct out *out;
+	struct mgpu_table t;
+	char section[32];
+};
+
+static const char *const sys_cols[] = { "section", "item", "value", "check" };
+
+/* One report line: check is "pass", "fail" or NULL (not a check). */
+static void row(struct report *r, const char *section, const char *item, const char *check,
+		const char *fmt, ...) MGPU_PRINTF(5, 6);
+
+static void row(struct report *r, const char *section, const char *item, const char *check,
+		const char *fmt, ...)
+{
+	char value[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof value, fmt, ap);
+	va_end(ap);
+	if (r->out->tty) {
+		if (strcmp(r->section, section) != 0)
+			fprintf(r->out->fp, "%s%s\n", r->section[0] ? "\n" : "", section);
+		snprintf(r->section, sizeof r->section, "%s", section);
+		if (check)
+			fprintf(r->out->fp, "  [%s] %-22s %s\n", strcmp(check, "pass") ? "FAIL" : "pass",
+				item, value);
+		else
+			fprintf(r->out->fp, "  %-22s %s\n", item, value);
+		return;
+	}
+	mgpu_table_str(&r->t, "section", section);
+	mgpu_table_str(&r->t, "item", item);
+	mgpu_table_str(&r->t, "value", value);
+	if (check)
+		mgpu_table_str(&r->t, "check", check);
+	if (mgpu_table_emit(&r->t) < 0)
+		out_fail(r->out);
+}
+
+static const char *cuda_version(int v, char *buf, size_t len)
+{
+	if (v < 0)
+		snprintf(buf, len, "NA (built without CUDA)");
+	else if (v == 0)
+		snprintf(buf, len, "none (no NVIDIA driver)");
+	else
+		snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
+	return buf;
+}
+
+static double gib(int64_t b)
+{
+	return (double)b / (1024.0 * 1024 * 1024);
+}
+
+static void report_versions(struct report *r, const struct mgpu_gpu_system *s)
+{
+	char b[64];
+	int v = s->nccl_version;
+
+	row(r, "versions", "cuda_driver", NULL, "%s", cuda_version(s->cuda_driver_version, b, sizeof b));
+	row(r, "versions", "cuda_runtime", NULL, "%s",
+	    cuda_version(s->cuda_runtime_version, b, sizeof b));
+	if (s->cublas_version[0] >= 0)
+		row(r, "versions", "cublas", NULL, "%d.%d.%d", s->cublas_version[0],
+		    s->cublas_version[1], s->cublas_version[2]);
+	else
+		row(r, "versions", "cublas", NULL, "NA (%s)", s->cuda_runtime_version < 0 ?
+		    "built without CUDA" : "libcublas is not loadable");
+	if (v >= 0)
+		row(r, "versions", "nccl", NULL, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+	else
+		row(r, "versions", "nccl", NULL, "NA (%s)", s->nccl_why);
+	if (s->nvml_driver[0])
+		row(r, "versions", "nvidia_driver", NULL, "%s (NVML)", s->nvml_driver);
+	else
+		row(r, "versions", "nvidia_driver", NULL, "NA (%s)",
+		    s->nvml_why[0] ? s->nvml_why : "NVML gave no version");
+}
+
+static void report_gpus(struct report *r, const struct mgpu_gpu_list *list,
+			const struct mgpu_gpu_system *s)
+{
+	const struct mgpu_gpu *g;
+	char item[32];
+	int i;
+
+	row(r, "gpus", "cuda_visible_devices", NULL, "%s",
+	    getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
+	row(r, "gpus", "cuda_gpus", NULL, "%d%s%s", list->nvisible, list->why[0] ? ": " : "",
+	    list->why);
+	if (s->nvml_gpus >= 0)
+		row(r, "gpus", "nvml_gpus", NULL, "%d (all GPUs, before CUDA_VISIBLE_DEVICES)",
+		    s->nvml_gpus);
+	for (i = 0; i < list->nvisible; i++) {
+		g = &list->gpu[i];
+		snprintf(item, sizeof item, "gpu %d", i);
+		row(r, "gpus", item, NULL, "%s, %.1f GiB, cc %d.%d, %d SMs, PCI %s, %s", g->name,
+		    gib(g->mem_total_bytes), g->cc_major, g->cc_minor, g->sm_count,
+		    g->pci_bus_id, g->uuid);
+	}
+}
+
+static const char *link_word(int v)
+{
+	return v == 1 ? "yes" : v == 0 ? "no" : "unknown";
+}
+
+/* The P2P matrix: a grid on a terminal, one row per ordered pair else. */
+static void report_p2p(struct report *r, const struct mgpu_gpu_system *s)
+{
+	char item[32];
+	int i, j;
+
+	if (s->ngpus < 2) {
+		row(r, "p2p", "pairs", NULL, "none (%d GPU%s visible)", s->ngpus,
+		    s->ngpus == 1 ? "" : "s");
+		return;
+	}
+	if (r->out->tty) {
+		fprintf(r->out->fp, "\np2p (cudaDeviceCanAccessPeer; +nvl: NVLink per NVML)\n     ");
+		snprintf(r->section, sizeof r->section, "p2p");
+		for (j = 0; j < s->ngpus; j++)
+			fprintf(r->out->fp, " %-7d", j);
+		for (i = 0; i < s->ngpus; i++) {
+			fprintf(r->out->fp, "\n  %-3d", i);
+			for (j = 0; j < s->ngpus; j++)
+				fprintf(r->out->fp, " %-3s%-4s", i == j ? "-" : link_word(s->p2p[i][j]),
+					s->nvlink[i][j] == 1 ? "+nvl" : "");
+		}
+		fputc('\n', r->out->fp);
+		return;
+	}
+	for (i = 0; i < s->ngpus; i++)
+		for (j = 0; j < s->ngpus; j++)
+			if (i != j) {
+				snprintf(item, sizeof item, "%d->%d", i, j);
+				row(r, "p2p", item, NULL, "%s%s", link_word(s->p2p[i][j]),
+				    s->nvlink[i][j] == 1 ? " nvlink" : "");
+			}
+}
+
+static void report_host(struct report *r, const struct mgpu_gpu_system *s)
+{
+	row(r, "host", "cpu_model", NULL, "%s", s->cpu_model[0] ? s->cpu_model : "NA");
+	row(r, "host", "cpu_cores", NULL, "%d", s->cpu_cores);
+	if (s->mem_total_bytes >= 0)
+		row(r, "host", "memory", NULL, "%.1f GiB total, %.1f GiB available",
+		    gib(s->mem_total_bytes), gib(s->mem_avail_bytes));
+	if (s->shm_total_bytes >= 0)
+		row(r, "host", "dev_shm", NULL, "%.1f GiB total, %.1f GiB free",
+		    gib(s->shm_total_bytes), gib(s->shm_free_bytes));
+	else
+		row(r, "host", "dev_shm", NULL, "missing");
+}
+
+static void report_checks(struct report *r, const struct mgpu_gpu_list *list,
+			  const struct mgpu_gpu_system *s)
+{
+	int drv = s->cuda_driver_version, rt = s->cuda_runtime_version;
+	int shm_ok = s->shm_free_bytes >= SHM_MIN_BYTES;
+	char d[40], t[40];
+
+	row(r, "checklist", "gpus_visible", list->nvisible ? "pass" : "fail", "%d GPU%s%s%s",
+	    list->nvisible, list->nvisible == 1 ? "" : "s", list->why[0] ? ": " : "", list->why);
+	row(r, "checklist", "driver_supports_runtime", drv > 0 && drv >= rt ? "pass" : "fail",
+	    "driver supports CUDA %s, runtime is %s", cuda_version(drv, d, sizeof d),
+	    cuda_version(rt, t, sizeof t));
+	if (s->nccl_version >= 0)
+		row(r, "checklist", "nccl_loadable", "pass", "libnccl.so.2 %d.%d.%d",
+		    s->nccl_version / 10000, (s->nccl_version / 100) % 100, s->nccl_version % 100);
+	else
+		row(r, "checklist", "nccl_loadable", "fail", "%s", s->nccl_why);
+	row(r, "checklist", "rendezvous_port_free", s->port_free ? "pass" : "fail",
+	    "127.0.0.1:%d%s%s", s->port, s->port_free ? " can be bound" : ": ", s->port_why);
+	row(r, "checklist", "shm_large_enough", shm_ok ? "pass" : "fail",
+	    "/dev/shm %.0f MiB free, want >= %lld MiB",
+	    s->shm_free_bytes >= 0 ? (double)s->shm_free_bytes / 1048576 : 0.0, SHM_MIN_BYTES >> 20);
+}
+
+static int system_report(const struct opts *o)
+{
+	static struct mgpu_gpu_list list;
+	static struct mgpu_gpu_system s;
+	struct report r;
+	struct out out;
+
+	if (mgpu_gpu_enumerate(&list) < 0 || mgpu_gpu_system(&list, &s) < 0)
+		die_lib();
+	out_open(&out, o);
+	memset(&r, 0, sizeof r);
+	r.out = &out;
+	mgpu_table_init(&r.t, out.fp, o->json, sys_cols, 4);
+	report_versions(&r, &s);
+	report_gpus(&r, &list, &s);
+	report_p2p(&r, &s);
+	report_host(&r, &s);
+	report_checks(&r, &list, &s);
+	out_close(&out);
+	return 0;
+}
+
+int cmd_main(int argc, char **argv)
+{
+	struct opts o;
+
+	memset(&o, 0, sizeof o);
+	mgpu_gpu_policy_init(&o.pol);
+	parse(&o, argc, argv);
+	if (o.version) {
+		print_version(o.verbose);
+		return 0;
+	}
+	if (o.system)
+		return system_report(&o);
+	return probe(&o);
+}
