@@ -107,11 +107,11 @@ static int flush_window(struct train_rank *r, double lr)
 }
 
 /* The rows of micro-step a of this rank: positions of the epoch order. */
-static const uint32_t *micro_rows(struct train_rank *r, int a, uint32_t *buf)
+static const uint32_t *micro_rows_at(struct train_rank *r, int64_t pos, int a, uint32_t *buf)
 {
 	int B = r->cfg->batch, i;
 	size_t n = r->d->ntrain;
-	int64_t first = r->pos * r->gba + ((int64_t)a * r->world + r->rank) * B;
+	int64_t first = pos * r->gba + ((int64_t)a * r->world + r->rank) * B;
 
 	if ((size_t)first + (size_t)B <= n)
 		return r->order + first;
@@ -120,22 +120,41 @@ static const uint32_t *micro_rows(struct train_rank *r, int a, uint32_t *buf)
 	return buf;
 }
 
-/* One micro-step: rows in, forward, loss, backward. */
+/* This rank's rows for steps pos.. of the epoch, in the order the micro-steps
+ * take them, handed to the loader (a pure function of seed, epoch, rank). */
+static int begin_epoch_rows(struct train_rank *r)
+{
+	size_t B = (size_t)r->cfg->batch, k = 0;
+	int64_t p;
+	int a;
+
+	const uint32_t *rows;
+
+	for (p = r->pos; p < r->steps_per_epoch; p++)
+		for (a = 0; a < r->cfg->accum; a++, k += B) {
+			rows = micro_rows_at(r, p, a, r->rank_order + k);
+			if (rows != r->rank_order + k) /* else the tail was wrapped there */
+				memcpy(r->rank_order + k, rows, B * sizeof *r->rank_order);
+		}
+	return mgpu_loader_begin(&r->loader, MGPU_SPLIT_TRAIN, r->rank_order, k);
+}
+
+/* One micro-step: rows in (from the loader: data_s is the time waited for
+ * them), forward, loss, backward. */
 static int micro_step(struct train_rank *r, int a, double lr, double *loss, double *data_s)
 {
 	struct mgpu_model *m = &r->model;
-	int B = r->cfg->batch, A = r->cfg->accum;
-	uint32_t wrap[4096], *buf = B <= 4096 ? wrap : malloc((size_t)B * sizeof *buf);
-	double t0 = now_s(), l, c;
+	int B = r->cfg->batch, A = r->cfg->accum, got;
+	double l, c, wait_ms;
+	const int32_t *yb;
+	const void *xb;
 	int rc;
 
-	if (!buf)
-		return mgpu_err(MGPU_ENOMEM, "out of memory");
-	rc = mgpu_train_load_rows(r, micro_rows(r, a, buf), B, &r->d->all);
-	if (buf != wrap)
-		free(buf);
-	MGPU_TRY(rc);
-	*data_s += now_s() - t0;
+	rc = mgpu_loader_next(&r->loader, &xb, &yb, &got, &wait_ms);
+	if (rc == 0 && got != B)
+		rc = mgpu_err(MGPU_EINVAL, "the loader gave %d rows, want %d", got, B);
+	*data_s += wait_ms * 1e-3;
+	MGPU_TRY(rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B));
 	m->dropout_seed = mgpu_hash64(r->cfg->seed, (uint64_t)r->step);
 	m->row0 = ((uint64_t)a * (uint64_t)r->world + (uint64_t)r->rank) * (uint64_t)B;
 	MGPU_TRY(mgpu_model_forward(m, B, 1));
@@ -168,7 +187,7 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 
 /* Summed loss, correct count and rows over this rank's slice of idx[0..n);
  * the slices of all ranks cover every row once. */
-static int evaluate(struct train_rank *r, const struct mgpu_dataset *ds, const uint32_t *idx,
+static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
 		    size_t n, double *loss, double *acc)
 {
 	size_t lo = n * (size_t)r->rank / (size_t)r->world;
@@ -178,7 +197,7 @@ static int evaluate(struct train_rank *r, const struct mgpu_dataset *ds, const u
 
 	for (i = lo; i < hi; i += (size_t)B) {
 		B = hi - i < (size_t)r->cfg->batch ? (int)(hi - i) : r->cfg->batch;
-		MGPU_TRY(mgpu_train_load_rows(r, idx + i, B, ds));
+		MGPU_TRY(mgpu_train_load_rows(r, idx + i, B, split));
 		MGPU_TRY(mgpu_model_forward(&r->model, B, 0));
 		MGPU_TRY(mgpu_model_loss(&r->model, B, 0, 0.0f, &l, &c));
 		v[0] += l;
@@ -197,7 +216,7 @@ static int eval_record(struct train_rank *r)
 	rec.step = r->step;
 	rec.epoch = r->epoch;
 	rec.test_loss = rec.test_acc = NAN;
-	MGPU_TRY(evaluate(r, &r->d->all, r->d->val_idx, r->d->nval, &rec.val_loss,
+	MGPU_TRY(evaluate(r, r->d->val_split, r->d->val_idx, r->d->nval, &rec.val_loss,
 			  &rec.val_acc));
 	rec.wall_s = now_s() - r->t0;
 	return mgpu_train_emit(r, &rec);
@@ -230,22 +249,23 @@ static int summary(struct train_rank *r, int64_t steps_run)
 {
 	struct mgpu_record rec = { .kind = MGPU_REC_SUMMARY };
 	uint32_t *all;
-	size_t i;
+	size_t i, ntest;
 	int rc;
 
 	rec.step = r->step;
 	rec.epoch = r->epoch;
 	rec.wall_s = now_s() - r->t0;
 	rec.samples_per_s = (double)steps_run * (double)r->gba / rec.wall_s;
-	all = malloc((r->d->test.n + 1) * sizeof *all);
+	ntest = r->d->src.n[MGPU_SPLIT_TEST];
+	all = malloc((ntest + 1) * sizeof *all);
 	if (!all)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
-	for (i = 0; i < r->d->test.n; i++)
+	for (i = 0; i < ntest; i++)
 		all[i] = (uint32_t)i;
-	rc = evaluate(r, &r->d->test, all, r->d->test.n, &rec.test_loss, &rec.test_acc);
+	rc = evaluate(r, MGPU_SPLIT_TEST, all, ntest, &rec.test_loss, &rec.test_acc);
 	free(all);
 	MGPU_TRY(rc);
-	MGPU_TRY(evaluate(r, &r->d->all, r->d->val_idx, r->d->nval, &rec.val_loss,
+	MGPU_TRY(evaluate(r, r->d->val_split, r->d->val_idx, r->d->nval, &rec.val_loss,
 			  &rec.val_acc));
 	rec.ndev = r->world < MGPU_MAX_DEVICES ? r->world : MGPU_MAX_DEVICES;
 	MGPU_TRY(gather(r, (int64_t)r->dev.bytes_peak, rec.peak_bytes));
@@ -283,8 +303,10 @@ int mgpu_train_rank_loop(struct train_rank *r)
 	MGPU_TRY(start_record(r));
 	r->t0 = now_s();
 	while (r->step < r->total_steps) {
-		if (r->pos == 0 || r->step == start)
+		if (r->pos == 0 || r->step == start) {
 			mgpu_train_order(r->d, c->seed, r->epoch, r->order);
+			MGPU_TRY(begin_epoch_rows(r));
+		}
 		lr = mgpu_sched_lr(&r->sched, r->step);
 		MGPU_TRY(train_step(r, lr, &stop));
 		if (r->rank == 0 && r->h->on_progress)

@@ -52,6 +52,7 @@ struct mgpu_train_cfg {
 	double step_epochs;           /* step schedule period in epochs */
 	uint64_t seed;
 	double val_fraction;
+	int prefetch;                 /* loader threads per rank; 0: fetch in the step */
 	char save_dir[MGPU_PATH_MAX]; /* "" : no checkpoints */
 	int64_t save_every;           /* steps; 0: at the end of each epoch */
 	int keep;                     /* checkpoints kept in save_dir */

@@ -18,8 +18,23 @@ static int split(struct train_data *d, const struct mgpu_train_cfg *cfg)
 {
 	struct mgpu_rng rng;
 	uint32_t *perm;
-	size_t n = d->all.n;
+	size_t n = d->src.n[MGPU_SPLIT_TRAIN], i;
 
+	d->val_split = MGPU_SPLIT_TRAIN;
+	if (d->src.n[MGPU_SPLIT_VAL]) { /* the source's own validation split */
+		d->nval = d->src.n[MGPU_SPLIT_VAL];
+		d->ntrain = n;
+		d->val_idx = malloc((d->nval + n) * sizeof *d->val_idx);
+		if (!d->val_idx)
+			return mgpu_err(MGPU_ENOMEM, "out of memory for sample indices");
+		d->train_idx = d->val_idx + d->nval;
+		for (i = 0; i < d->nval; i++)
+			d->val_idx[i] = (uint32_t)i;
+		for (i = 0; i < n; i++)
+			d->train_idx[i] = (uint32_t)i;
+		d->val_split = MGPU_SPLIT_VAL;
+		return 0;
+	}
 	d->nval = (size_t)((double)n * cfg->val_fraction + 0.5);
 	if (d->nval >= n)
 		return mgpu_err(MGPU_EINVAL, "--val-fraction %g leaves no training samples",
@@ -35,30 +50,16 @@ static int split(struct train_data *d, const struct mgpu_train_cfg *cfg)
 	return 0;
 }
 
-/* Mean and standard deviation of the training split's features. */
-static void normalisation(struct train_data *d)
+/* Mean and standard deviation of the training split's features (a cache
+ * normalised per feature is used as it is). */
+static int normalisation(struct train_data *d)
 {
-	uint64_t hist[256] = { 0 };
-	double sum = 0, sq = 0, cnt, mean, sd;
-	size_t i, j, dim = (size_t)d->all.d;
-	int v;
-
-	for (i = 0; i < d->ntrain; i++) {
-		const uint8_t *row = d->all.x + (size_t)d->train_idx[i] * dim;
-		for (j = 0; j < dim; j++)
-			hist[row[j]]++;
+	if (d->src.normalised) {
+		d->scale = 1.0f;
+		d->shift = 0.0f;
+		return 0;
 	}
-	for (v = 0; v < 256; v++) {
-		sum += (double)hist[v] * v;
-		sq += (double)hist[v] * v * v;
-	}
-	cnt = (double)d->ntrain * (double)dim;
-	mean = sum / cnt;
-	sd = sqrt(sq / cnt - mean * mean);
-	if (!(sd > 1e-6))
-		sd = 1.0;
-	d->scale = (float)(1.0 / sd);
-	d->shift = (float)(-mean / sd);
+	return mgpu_source_norm(&d->src, d->train_idx, d->ntrain, &d->scale, &d->shift);
 }
 
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg)
@@ -66,22 +67,19 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg)
 	const struct mgpu_spec *s = &cfg->spec;
 	int C = s->dims[s->nlayers];
 
-	MGPU_TRY(mgpu_dataset_load_dir(&d->all, &d->test, cfg->data));
-	if (d->all.d != s->dims[0])
+	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
+	if (d->src.d != s->dims[0])
 		return mgpu_err(MGPU_EINVAL,
 				"'%s': samples have %d features but the model takes %d",
-				cfg->data, d->all.d, s->dims[0]);
-	MGPU_TRY(mgpu_dataset_check_classes(&d->all, C, cfg->data));
-	MGPU_TRY(mgpu_dataset_check_classes(&d->test, C, cfg->data));
+				cfg->data, d->src.d, s->dims[0]);
+	MGPU_TRY(mgpu_source_check_classes(&d->src, C));
 	MGPU_TRY(split(d, cfg));
-	normalisation(d);
-	return 0;
+	return normalisation(d);
 }
 
 void mgpu_train_data_free(struct train_data *d)
 {
-	mgpu_dataset_free(&d->all);
-	mgpu_dataset_free(&d->test);
+	mgpu_source_close(&d->src);
 	free(d->val_idx); /* train_idx points into the same block */
 	memset(d, 0, sizeof *d);
 }
@@ -97,15 +95,24 @@ void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint
 		order[i] = d->train_idx[order[i]];
 }
 
-int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B,
-			 const struct mgpu_dataset *ds)
+int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B)
 {
-	size_t dim = (size_t)ds->d;
-	int i;
+	const struct train_data *d = r->d;
+	size_t i, n = (size_t)B * (size_t)d->src.d;
+	float *f = (float *)(void *)r->xb;
 
-	for (i = 0; i < B; i++) {
-		memcpy(r->xb + (size_t)i * dim, ds->x + (size_t)idx[i] * dim, dim);
-		r->yb[i] = ds->y[idx[i]];
+	if (d->src.dtype == MGPU_DTYPE_U8)
+		return mgpu_model_load_batch(&r->model, x, y, B, d->scale, d->shift);
+	if (d->scale != 1.0f || d->shift != 0.0f) { /* float rows: normalise on the host */
+		for (i = 0; i < n; i++)
+			f[i] = ((const float *)x)[i] * d->scale + d->shift;
+		x = f;
 	}
-	return mgpu_model_load_batch(&r->model, r->xb, r->yb, B, r->d->scale, r->d->shift);
+	return mgpu_model_load_batch_f32(&r->model, x, y, B);
+}
+
+int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split)
+{
+	MGPU_TRY(mgpu_source_rows(&r->d->src, split, idx, (size_t)B, r->xb, r->yb));
+	return mgpu_train_put_batch(r, r->xb, r->yb, B);
 }

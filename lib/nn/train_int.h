@@ -8,14 +8,16 @@
 #ifndef MGPU_NN_TRAIN_INT_H
 #define MGPU_NN_TRAIN_INT_H
 
-#include "data/dataset.h" /* struct mgpu_dataset */
+#include "data/loader.h"  /* struct mgpu_loader */
+#include "data/source.h"  /* struct mgpu_source */
 #include "dist/sync.h"    /* struct mgpu_sync */
 #include "nn/model.h"     /* struct mgpu_model */
 #include "nn/optim.h"     /* struct mgpu_optim, struct mgpu_sched */
 #include "nn/train.h"     /* struct mgpu_train_cfg */
 
 struct train_data {
-	struct mgpu_dataset all, test;
+	struct mgpu_source src;        /* cache, manifest, shards or IDX */
+	int val_split;                 /* MGPU_SPLIT_VAL, or TRAIN for our own split */
 	uint32_t *val_idx, *train_idx; /* one block: val first */
 	size_t ntrain, nval;
 	float scale, shift;            /* x = raw * scale + shift */
@@ -33,7 +35,10 @@ struct train_rank {
 	struct mgpu_sync sync;
 	const struct mgpu_shm *dp_shm; /* mode dp: the process's segment */
 	uint32_t *order;               /* this epoch's global order */
-	uint8_t *xb;                   /* staging: batch rows */
+	uint8_t *xb;                   /* staging: batch rows (row_nbytes each) */
+	struct mgpu_loader loader;     /* prefetches this rank's training rows */
+	int loader_open;
+	uint32_t *rank_order;          /* this rank's rows for the rest of the epoch */
 	int32_t *yb;
 	struct mgpu_sched sched;
 	int64_t gba;                   /* samples per optimizer step, all ranks */
@@ -51,8 +56,8 @@ struct train_rank {
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg);
 void mgpu_train_data_free(struct train_data *d);
 void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order);
-int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B,
-			 const struct mgpu_dataset *ds);
+int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split);
+int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B);
 
 /* train_rank.c */
 int mgpu_train_check_save_dir(const char *dir);

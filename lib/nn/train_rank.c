@@ -181,8 +181,6 @@ static int check_sizes(struct train_rank *r)
 int mgpu_train_rank_setup(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
-	size_t dim = (size_t)c->spec.dims[0];
-
 	r->gba = (int64_t)c->batch * c->accum * r->world;
 	MGPU_TRY(check_sizes(r));
 	MGPU_TRY(open_device(r));
@@ -193,10 +191,14 @@ int mgpu_train_rank_setup(struct train_rank *r)
 		MGPU_TRY(resume(r));
 	MGPU_TRY(mgpu_sync_bind(&r->sync, &r->model, &r->opt));
 	r->order = malloc((r->d->ntrain + 1) * sizeof *r->order);
-	r->xb = malloc((size_t)c->batch * dim);
+	r->rank_order = malloc(((size_t)r->steps_per_epoch * (size_t)c->accum *
+				(size_t)c->batch + 1) * sizeof *r->rank_order);
+	r->xb = malloc((size_t)c->batch * r->d->src.row_nbytes);
 	r->yb = malloc((size_t)c->batch * sizeof(int32_t));
-	if (!r->order || !r->xb || !r->yb)
+	if (!r->order || !r->rank_order || !r->xb || !r->yb)
 		return mgpu_err(MGPU_ENOMEM, "out of memory for the batch buffers");
+	MGPU_TRY(mgpu_loader_create(&r->loader, &r->d->src, c->batch, c->prefetch));
+	r->loader_open = 1;
 	return 0;
 }
 
@@ -208,6 +210,11 @@ void mgpu_train_rank_free(struct train_rank *r)
 		mgpu_sync_close(&r->sync);
 	if (r->dev_open)
 		mgpu_dev_close(&r->dev);
+	if (r->loader_open)
+		mgpu_loader_free(&r->loader);
+	r->loader_open = 0;
+	free(r->rank_order);
+	r->rank_order = NULL;
 	free(r->order);
 	free(r->xb);
 	free(r->yb);

@@ -33,7 +33,7 @@ enum {
 	O_WARMUP_STEPS, O_WARMUP_EPOCHS, O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL,
 	O_CPU_RANKS, O_GPUS, O_BACKEND, O_SAVE_DIR, O_SAVE_EVERY, O_KEEP, O_RESUME,
 	O_JSON, O_LOG_EVERY, O_MODE, O_SYNC, O_ACCUM, O_GLOBAL_BATCH, O_LR_SCALE, O_UNEVEN,
-	O_TIMEOUT, O_SELFTEST,
+	O_TIMEOUT, O_PREFETCH, O_SELFTEST,
 };
 
 static const struct option longopts[] = {
@@ -75,6 +75,7 @@ static const struct option longopts[] = {
 	{ "lr-scale", required_argument, NULL, O_LR_SCALE },
 	{ "uneven", required_argument, NULL, O_UNEVEN },
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "prefetch", required_argument, NULL, O_PREFETCH },
 	{ "selftest", no_argument, NULL, O_SELFTEST },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -120,7 +121,9 @@ static void usage(void)
 	printf("usage: mgpu-train [options]\n"
 	       "Train a model data-parallel; metrics go to stdout as TSV (or JSON Lines).\n\n"
 	       "data and model:\n"
-	       "  --data DIR            IDX data set directory [/usr/share/datasets/fashion-mnist]\n"
+	       "  --data PATH           a cache (mgpu-cache), a shard manifest or archive,\n"
+	       "                        or an IDX directory [/usr/share/datasets/fashion-mnist]\n"
+	       "  --prefetch N          background threads loading batches ahead [0]\n"
 	       "  --model SPEC|FILE     mlp:784-512-256-10[,act=relu|gelu|tanh][,dropout=P][,layernorm]\n"
 	       "  --seed N              seed of init, split, order, dropout [42]\n"
 	       "  --val-fraction F      validation share of the training file [0.1]\n"
@@ -245,6 +248,7 @@ static void apply_rest(struct opts *o, int c, const char *arg)
 	case O_GLOBAL_BATCH: o->global_batch = inum("--global-batch-size", arg, 1, 1 << 30); break;
 	case O_LR_SCALE: g->lr_scale = choice("--lr-scale", arg, scale_words); break;
 	case O_UNEVEN: g->pad_tail = choice("--uneven", arg, uneven_words); break;
+	case O_PREFETCH: g->prefetch = (int)inum("--prefetch", arg, 0, 64); break;
 	case O_TIMEOUT: g->timeout_ms = (int)(1000 * inum("--timeout", arg, 1, 86400)); break;
 	case O_GPUS: set_gpus(o, arg); break;
 	case O_BACKEND: set_backend(o, arg); break;
