@@ -21,6 +21,7 @@
 #include "nn/ckpt.h"       /* mgpu_ckpt_load_state */
 #include "dist/launch.h"    /* mgpu_launch_env, mgpu_launch_run */
 #include "dist/sync.h"      /* mgpu_sync_name */
+#include "gpu/gpu.h"        /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/train.h"      /* mgpu_train_run */
 #include "ops/check.h"     /* mgpu_ops_compare */
 #include "ops/elem.h"      /* mgpu_hash64 */
@@ -111,6 +112,7 @@ struct opts {
 	struct mgpu_train_cfg cfg;
 	int json, quiet, verbose, selftest, version;
 	int cpu_ranks;                  /* 0: not given */
+	const char *gpus;               /* --gpus as given */
 	int sync_auto;
 	long long global_batch;         /* 0: not given */
 	char set[O_SELFTEST + 1];       /* options given on the command line */
@@ -138,7 +140,8 @@ static void usage(void)
 	       "  --lr-scale none|linear|sqrt (with devices x accumulation) [none]\n"
 	       "devices and data parallelism:\n"
 	       "  --cpu-ranks N         CPU ranks [1]\n"
-	       "  --gpus LIST           CUDA devices, one rank each (e.g. 0,1)\n"
+	       "  --gpus LIST|all|auto|-  CUDA devices, one rank each (0,1; auto: as mgpu-probe\n"
+	       "                        selects; -: the list from standard input)\n"
 	       "  --backend ref|cpu|cuda  backend of the devices [cpu, or cuda with --gpus]\n"
 	       "  --mode ddp|dp         process per device, or DataParallel threads [ddp]\n"
 	       "  --sync-backend auto|cpu|nccl  gradient all-reduce [auto]\n"
@@ -186,10 +189,42 @@ static void set_path(char *dst, const char *opt, const char *arg)
 
 static void set_gpus(struct opts *o, const char *arg)
 {
-	if (mgpu_cli_int_list("--gpus", arg, o->cfg.devices, MGPU_MAX_DEVICES,
-			      &o->cfg.ndevices) < 0)
-		usage_error("%s", mgpu_errmsg());
+	o->gpus = arg;
+	o->cfg.ndevices = 1; /* resolved to the real list in resolve_gpus() */
 	snprintf(o->cfg.backend, sizeof o->cfg.backend, "cuda");
+}
+
+/* --gpus LIST|all|auto|- through the selection rules mgpu-probe uses. The
+ * ranks mgpu-train starts get the resolved list in MGPU_GPUS, so `-` reads
+ * standard input once, in the launcher. */
+static void resolve_gpus(struct opts *o)
+{
+	const char *given = getenv("MGPU_LAUNCHED") ? getenv("MGPU_GPUS") : NULL;
+	struct mgpu_gpu_list list;
+	int rc, i;
+	char buf[8 * MGPU_MAX_DEVICES] = "";
+	size_t len = 0;
+
+	if (!o->gpus)
+		return;
+	if (given) {
+		if (mgpu_cli_int_list("MGPU_GPUS", given, o->cfg.devices, MGPU_MAX_DEVICES,
+				      &o->cfg.ndevices) < 0)
+			die_lib();
+		return;
+	}
+	rc = mgpu_gpu_enumerate(&list);
+	if (rc == 0)
+		rc = mgpu_gpu_resolve(o->gpus, stdin, &list, NULL, o->cfg.devices,
+				      MGPU_MAX_DEVICES, &o->cfg.ndevices);
+	if (rc == MGPU_EINVAL)
+		usage_error("%s", mgpu_errmsg());
+	if (rc < 0)
+		die_lib();
+	for (i = 0; i < o->cfg.ndevices; i++)
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", i ? "," : "",
+					o->cfg.devices[i]);
+	setenv("MGPU_GPUS", buf, 1);
 }
 
 static void set_backend(struct opts *o, const char *arg)
@@ -750,6 +785,7 @@ int cmd_main(int argc, char **argv)
 		return selftest(o.json, o.quiet);
 	if (o.cfg.resume[0])
 		merge_resume(&o, argc, argv);
+	resolve_gpus(&o);
 	resolve_world(&o);
 	resolve_batch(&o);
 	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
