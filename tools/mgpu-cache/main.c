@@ -18,7 +18,6 @@
 #include <unistd.h>   /* read */
 
 #include "../common.h"      /* die, usage_error */
-#include "core/cli.h"       /* mgpu_cli_* */
 #include "core/io.h"        /* mgpu_afile */
 #include "core/sha256.h"    /* mgpu_sha256_* */
 #include "core/table.h"     /* struct mgpu_table */
@@ -91,14 +90,6 @@ static void usage(void)
 	       "  --json   -q, --quiet   -v, --verbose   -h, --help   -V, --version\n");
 }
 
-static long long inum(const char *opt, const char *arg, long long lo, long long hi)
-{
-	long long v;
-	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
 static void option(struct opts *o, int c, const char *arg)
 {
 	unsigned long long sz;
@@ -106,17 +97,15 @@ static void option(struct opts *o, int c, const char *arg)
 
 	switch (c) {
 	case O_DTYPE:
-		if (mgpu_cli_choice("--dtype", arg, dtype_words, &k) < 0)
-			usage_error("%s", mgpu_errmsg());
+		k = opt_choice("--dtype", arg, dtype_words);
 		o->c.dtype = k == 0 ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
 		break;
 	case O_NORMALIZE: o->c.normalise = 1; break;
 	case O_RAW: o->c.raw = 1; break;
-	case O_LEVEL: o->c.level = (int)inum("--level", arg, 1, 22); break;
-	case O_THREADS: o->c.threads = (int)inum("--threads", arg, 1, 64); break;
+	case O_LEVEL: o->c.level = (int)opt_int("--level", arg, 1, 22); break;
+	case O_THREADS: o->c.threads = (int)opt_int("--threads", arg, 1, 64); break;
 	case O_CHUNK:
-		if (mgpu_cli_size("--chunk-size", arg, (unsigned long long)1 << 30, &sz) < 0)
-			usage_error("%s", mgpu_errmsg());
+		sz = opt_size("--chunk-size", arg, (unsigned long long)1 << 30);
 		if (sz == 0)
 			usage_error("--chunk-size: 0 is out of range");
 		o->c.chunk_nbytes = (size_t)sz;

@@ -18,7 +18,6 @@
 #include <unistd.h> /* isatty */
 
 #include "../common.h"  /* die, usage_error, warn */
-#include "core/cli.h"   /* mgpu_cli_double, mgpu_cli_int */
 #include "core/io.h"    /* mgpu_afile, mgpu_read_file */
 #include "core/table.h" /* struct mgpu_table */
 #include "gpu/gpu.h"    /* mgpu_gpu_enumerate, mgpu_gpu_select */
@@ -84,28 +83,16 @@ static void usage(void)
 	       "Exit status: 0 a GPU is eligible, 1 none is (or an error), 2 usage error.\n");
 }
 
-static double num(const char *opt, const char *arg, double lo, double hi)
-{
-	double v;
-
-	if (mgpu_cli_double(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
 static void apply(struct opts *o, int c, const char *arg)
 {
-	long long v;
 
 	switch (c) {
 	case O_FROM: o->from = arg; break;
-	case O_MIN_MEMORY: o->pol.min_memory_gb = num("--min-memory", arg, 0, 1e6); break;
+	case O_MIN_MEMORY: o->pol.min_memory_gb = opt_double("--min-memory", arg, 0, 1e6); break;
 	case O_INCLUDE_DISPLAY: o->pol.include_display = 1; break;
-	case O_MAX_USED: o->pol.max_used_pct = num("--max-used", arg, 0, 100); break;
+	case O_MAX_USED: o->pol.max_used_pct = opt_double("--max-used", arg, 0, 100); break;
 	case O_COUNT:
-		if (mgpu_cli_int("--count", arg, 1, MGPU_GPU_MAX, &v) < 0)
-			usage_error("%s", mgpu_errmsg());
-		o->pol.count = (int)v;
+		o->pol.count = (int)opt_int("--count", arg, 1, MGPU_GPU_MAX);
 		o->count_set = 1;
 		break;
 	case O_SINGLE: o->single = 1; break;

@@ -19,7 +19,6 @@
 #include <unistd.h>   /* unlink, rmdir */
 
 #include "../common.h"      /* die, usage_error */
-#include "core/cli.h"       /* mgpu_cli_* */
 #include "core/io.h"        /* mgpu_afile_* */
 #include "core/table.h"     /* struct mgpu_table */
 #include "data/input.h"     /* mgpu_input_load */
@@ -92,37 +91,23 @@ static void usage(void)
 
 static void parse(struct opts *o, int argc, char **argv)
 {
-	long long v;
 	int c;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "d:o:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SEED:
-			if (mgpu_cli_int("--seed", optarg, 0, INT64_MAX, &v) < 0)
-				usage_error("%s", mgpu_errmsg());
-			o->seed = (unsigned long long)v;
+			o->seed = (unsigned long long)opt_int("--seed", optarg, 0, INT64_MAX);
 			break;
-		case O_VAL:
-			if (mgpu_cli_double("--val-fraction", optarg, 0, 0.99, &o->val) < 0)
-				usage_error("%s", mgpu_errmsg());
-			break;
-		case O_TEST:
-			if (mgpu_cli_double("--test-fraction", optarg, 0, 0.99, &o->test) < 0)
-				usage_error("%s", mgpu_errmsg());
-			break;
+		case O_VAL: o->val = opt_double("--val-fraction", optarg, 0, 0.99); break;
+		case O_TEST: o->test = opt_double("--test-fraction", optarg, 0, 0.99); break;
 		case O_STRATIFY: o->stratify = 1; break;
 		case O_SHARD_SIZE:
-			if (mgpu_cli_size("--shard-size", optarg, UINT32_MAX, &o->shard_size) < 0)
-				usage_error("%s", mgpu_errmsg());
+			o->shard_size = opt_size("--shard-size", optarg, UINT32_MAX);
 			if (o->shard_size == 0)
 				usage_error("--shard-size: 0 is out of range [1, 4294967295]");
 			break;
-		case O_RANKS:
-			if (mgpu_cli_int("--ranks", optarg, 1, 65536, &v) < 0)
-				usage_error("%s", mgpu_errmsg());
-			o->ranks = (int)v;
-			break;
+		case O_RANKS: o->ranks = (int)opt_int("--ranks", optarg, 1, 65536); break;
 		case O_LABELS: o->in.labels = optarg; break;
 		case O_LABEL_COL: o->in.label_column = optarg; break;
 		case 'd': o->shard_dir = optarg; break;

@@ -156,30 +156,6 @@ static void usage(void)
 	       "  -h, --help   -V, --version\n");
 }
 
-static double num(const char *opt, const char *arg, double lo, double hi)
-{
-	double v;
-	if (mgpu_cli_double(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-static long long inum(const char *opt, const char *arg, long long lo, long long hi)
-{
-	long long v;
-	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-static int choice(const char *opt, const char *arg, const char *const *words)
-{
-	int v;
-	if (mgpu_cli_choice(opt, arg, words, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
 static void set_path(char *dst, const char *opt, const char *arg)
 {
 	if (strlen(arg) >= MGPU_PATH_MAX || !arg[0])
@@ -244,20 +220,20 @@ static void apply_core(struct opts *o, int c, const char *arg)
 		if (mgpu_spec_load(&g->spec, arg) < 0)
 			usage_error("%s", mgpu_errmsg());
 		break;
-	case O_EPOCHS: g->epochs = (int)inum("--epochs", arg, 1, 1000000); break;
-	case O_MAX_STEPS: g->max_steps = inum("--max-steps", arg, 0, INT64_MAX); break;
-	case O_BATCH: g->batch = (int)inum("--batch-size", arg, 1, 1 << 20); break;
-	case O_LR: g->lr = num("--lr", arg, 0, 1e6); break;
-	case O_MIN_LR: g->min_lr = num("--min-lr", arg, 0, 1e6); break;
-	case O_OPT: g->optim.kind = choice("--optimizer", arg, opt_words); break;
-	case O_MOMENTUM: g->optim.momentum = (float)num("--momentum", arg, 0, 0.999999); break;
+	case O_EPOCHS: g->epochs = (int)opt_int("--epochs", arg, 1, 1000000); break;
+	case O_MAX_STEPS: g->max_steps = opt_int("--max-steps", arg, 0, INT64_MAX); break;
+	case O_BATCH: g->batch = (int)opt_int("--batch-size", arg, 1, 1 << 20); break;
+	case O_LR: g->lr = opt_double("--lr", arg, 0, 1e6); break;
+	case O_MIN_LR: g->min_lr = opt_double("--min-lr", arg, 0, 1e6); break;
+	case O_OPT: g->optim.kind = opt_choice("--optimizer", arg, opt_words); break;
+	case O_MOMENTUM: g->optim.momentum = (float)opt_double("--momentum", arg, 0, 0.999999); break;
 	case O_NESTEROV: g->optim.nesterov = 1; break;
-	case O_WD: g->optim.weight_decay = (float)num("--weight-decay", arg, 0, 1e3); break;
-	case O_BETA1: g->optim.beta1 = (float)num("--beta1", arg, 0, 0.999999); break;
-	case O_BETA2: g->optim.beta2 = (float)num("--beta2", arg, 0, 0.999999999); break;
-	case O_EPS: g->optim.eps = (float)num("--eps", arg, 1e-30, 1); break;
-	case O_CLIP: g->optim.clip_norm = (float)num("--clip-grad-norm", arg, 0, 1e30); break;
-	case O_SCHED: g->sched = choice("--schedule", arg, sched_words); break;
+	case O_WD: g->optim.weight_decay = (float)opt_double("--weight-decay", arg, 0, 1e3); break;
+	case O_BETA1: g->optim.beta1 = (float)opt_double("--beta1", arg, 0, 0.999999); break;
+	case O_BETA2: g->optim.beta2 = (float)opt_double("--beta2", arg, 0, 0.999999999); break;
+	case O_EPS: g->optim.eps = (float)opt_double("--eps", arg, 1e-30, 1); break;
+	case O_CLIP: g->optim.clip_norm = (float)opt_double("--clip-grad-norm", arg, 0, 1e30); break;
+	case O_SCHED: g->sched = opt_choice("--schedule", arg, sched_words); break;
 	default: break;
 	}
 }
@@ -267,31 +243,31 @@ static void apply_rest(struct opts *o, int c, const char *arg)
 	struct mgpu_train_cfg *g = &o->cfg;
 
 	switch (c) {
-	case O_WARMUP_STEPS: g->warmup_steps = inum("--warmup-steps", arg, 0, INT64_MAX); break;
-	case O_WARMUP_EPOCHS: g->warmup_epochs = num("--warmup-epochs", arg, 0, 1e6); break;
-	case O_STEP_EPOCHS: g->step_epochs = num("--step-epochs", arg, 1e-6, 1e6); break;
-	case O_GAMMA: g->gamma = num("--gamma", arg, 0, 1); break;
-	case O_SEED: g->seed = (uint64_t)inum("--seed", arg, 0, INT64_MAX); break;
-	case O_VAL: g->val_fraction = num("--val-fraction", arg, 0, 0.99); break;
-	case O_CPU_RANKS: o->cpu_ranks = (int)inum("--cpu-ranks", arg, 1, MGPU_MAX_DEVICES); break;
-	case O_MODE: g->mode = choice("--mode", arg, mode_words); break;
+	case O_WARMUP_STEPS: g->warmup_steps = opt_int("--warmup-steps", arg, 0, INT64_MAX); break;
+	case O_WARMUP_EPOCHS: g->warmup_epochs = opt_double("--warmup-epochs", arg, 0, 1e6); break;
+	case O_STEP_EPOCHS: g->step_epochs = opt_double("--step-epochs", arg, 1e-6, 1e6); break;
+	case O_GAMMA: g->gamma = opt_double("--gamma", arg, 0, 1); break;
+	case O_SEED: g->seed = (uint64_t)opt_int("--seed", arg, 0, INT64_MAX); break;
+	case O_VAL: g->val_fraction = opt_double("--val-fraction", arg, 0, 0.99); break;
+	case O_CPU_RANKS: o->cpu_ranks = (int)opt_int("--cpu-ranks", arg, 1, MGPU_MAX_DEVICES); break;
+	case O_MODE: g->mode = opt_choice("--mode", arg, mode_words); break;
 	case O_SYNC:
-		o->sync_auto = choice("--sync-backend", arg, sync_words) == 0;
-		g->sync = o->sync_auto ? MGPU_SYNC_CPU : choice("--sync-backend", arg, sync_words);
+		o->sync_auto = opt_choice("--sync-backend", arg, sync_words) == 0;
+		g->sync = o->sync_auto ? MGPU_SYNC_CPU : opt_choice("--sync-backend", arg, sync_words);
 		break;
-	case O_ACCUM: g->accum = (int)inum("--grad-accum-steps", arg, 1, 1 << 20); break;
-	case O_GLOBAL_BATCH: o->global_batch = inum("--global-batch-size", arg, 1, 1 << 30); break;
-	case O_LR_SCALE: g->lr_scale = choice("--lr-scale", arg, scale_words); break;
-	case O_UNEVEN: g->pad_tail = choice("--uneven", arg, uneven_words); break;
-	case O_PREFETCH: g->prefetch = (int)inum("--prefetch", arg, 0, 64); break;
-	case O_TIMEOUT: g->timeout_ms = (int)(1000 * inum("--timeout", arg, 1, 86400)); break;
+	case O_ACCUM: g->accum = (int)opt_int("--grad-accum-steps", arg, 1, 1 << 20); break;
+	case O_GLOBAL_BATCH: o->global_batch = opt_int("--global-batch-size", arg, 1, 1 << 30); break;
+	case O_LR_SCALE: g->lr_scale = opt_choice("--lr-scale", arg, scale_words); break;
+	case O_UNEVEN: g->pad_tail = opt_choice("--uneven", arg, uneven_words); break;
+	case O_PREFETCH: g->prefetch = (int)opt_int("--prefetch", arg, 0, 64); break;
+	case O_TIMEOUT: g->timeout_ms = (int)(1000 * opt_int("--timeout", arg, 1, 86400)); break;
 	case O_GPUS: set_gpus(o, arg); break;
 	case O_BACKEND: set_backend(o, arg); break;
 	case O_SAVE_DIR: set_path(g->save_dir, "--save-dir", arg); break;
-	case O_SAVE_EVERY: g->save_every = inum("--save-every", arg, 0, INT64_MAX); break;
-	case O_KEEP: g->keep = (int)inum("--keep", arg, 0, 1000000); break;
+	case O_SAVE_EVERY: g->save_every = opt_int("--save-every", arg, 0, INT64_MAX); break;
+	case O_KEEP: g->keep = (int)opt_int("--keep", arg, 0, 1000000); break;
 	case O_RESUME: set_path(g->resume, "--resume", arg); break;
-	case O_LOG_EVERY: g->log_every = (int)inum("--log-every", arg, 1, 1 << 30); break;
+	case O_LOG_EVERY: g->log_every = (int)opt_int("--log-every", arg, 1, 1 << 30); break;
 	case O_JSON: o->json = 1; break;
 	case O_SELFTEST: o->selftest = 1; break;
 	case 'q': o->quiet = 1; break;
