@@ -85,7 +85,6 @@ static void usage(void)
 
 static void apply(struct opts *o, int c, const char *arg)
 {
-
 	switch (c) {
 	case O_FROM: o->from = arg; break;
 	case O_MIN_MEMORY: o->pol.min_memory_gb = opt_double("--min-memory", arg, 0, 1e6); break;
