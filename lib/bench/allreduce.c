@@ -1,0 +1,230 @@
+/*
+ * allreduce.c - one rank's side of the all-reduce size sweep, cpu (shared
+ * memory) and nccl backends (see allreduce.h).
+ */
+#include "bench/allreduce.h"
+
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* memcpy, memset */
+#include <time.h>   /* clock_gettime */
+
+#include "bench/stats.h" /* mgpu_bench_median, mgpu_bench_busbw_factor */
+#include "core/err.h"    /* mgpu_err */
+#include "dist/nccl.h"   /* mgpu_nccl_* */
+#include "ops/ops.h"     /* mgpu_ops_find, struct mgpu_dev */
+
+#define WARMUP_OPS 3
+#define MAX_ITERS 1000
+
+/* The backend's state on this rank. */
+struct ar_ctx {
+	struct mgpu_shm *s;
+	int backend;
+	float *host;          /* the data: the shm slot (cpu) or a staging buffer (nccl) */
+	struct mgpu_dev dev;  /* nccl */
+	float *dbuf;
+	size_t dbytes;
+	void *nccl;
+};
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* Rank r's element i: small integers, so every sum is exact in float. */
+static float value(int r, size_t i)
+{
+	return (float)((i * 7 + (size_t)r * 13) % 61) - 30.0f;
+}
+
+size_t mgpu_bench_ar_nparams(const struct mgpu_bench_ar_cfg *c)
+{
+	size_t n = 32; /* room for NCCL's 128-byte unique id */
+	int i;
+
+	for (i = 0; i < c->nsizes; i++)
+		n = c->sizes[i] / sizeof(float) > n ? c->sizes[i] / sizeof(float) : n;
+	return n;
+}
+
+static int nccl_open(struct ar_ctx *x, size_t maxn)
+{
+	const struct mgpu_ops *ops = mgpu_ops_find("cuda");
+	struct mgpu_shm *s = x->s;
+	uint8_t id[128];
+
+	if (!ops)
+		return mgpu_err(MGPU_EUNSUP, "nccl: this build has no CUDA backend");
+	MGPU_TRY(mgpu_dev_open(&x->dev, ops, s->rank));
+	x->dbytes = maxn * sizeof(float);
+	MGPU_TRY(mgpu_dev_alloc(&x->dev, (void **)&x->dbuf, x->dbytes));
+	x->host = malloc(x->dbytes);
+	if (!x->host)
+		return mgpu_err(MGPU_ENOMEM, "nccl: out of host memory (%zu bytes)", x->dbytes);
+	if (s->rank == 0) {
+		MGPU_TRY(mgpu_nccl_unique_id(id));
+		memcpy(s->g[0], id, sizeof id);
+	}
+	MGPU_TRY(mgpu_shm_barrier(s));
+	memcpy(id, s->g[0], sizeof id);
+	MGPU_TRY(mgpu_shm_barrier(s));
+	return mgpu_nccl_open(&x->nccl, &x->dev, s->rank, s->world, id, s->timeout_ms);
+}
+
+static void ctx_close(struct ar_ctx *x)
+{
+	if (x->backend != MGPU_AR_NCCL)
+		return;
+	if (x->nccl)
+		mgpu_nccl_close(x->nccl);
+	if (x->dbuf)
+		mgpu_dev_free(&x->dev, x->dbuf, x->dbytes);
+	if (x->dev.ops)
+		mgpu_dev_close(&x->dev);
+	free(x->host);
+}
+
+static void fill(struct ar_ctx *x, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x->host[i] = value(x->s->rank, i);
+}
+
+/* One timed all-reduce of n floats (data filled, barrier passed). */
+static int op(struct ar_ctx *x, size_t n, double *us)
+{
+	double t0;
+
+	if (x->backend == MGPU_AR_CPU) {
+		t0 = now_us();
+		MGPU_TRY(mgpu_shm_allreduce_slots(x->s, n));
+		*us = now_us() - t0;
+		return 0;
+	}
+	t0 = now_us();
+	MGPU_TRY(mgpu_nccl_bucket(x->nccl, &x->dev, x->dbuf, n));
+	MGPU_TRY(mgpu_nccl_wait(x->nccl, &x->dev));
+	MGPU_TRY(x->dev.ops->sync(&x->dev));
+	*us = now_us() - t0;
+	return 0;
+}
+
+static int load(struct ar_ctx *x, size_t n)
+{
+	fill(x, n);
+	if (x->backend == MGPU_AR_NCCL) {
+		MGPU_TRY(mgpu_dev_to_dev(&x->dev, x->dbuf, x->host, n * sizeof(float)));
+		MGPU_TRY(x->dev.ops->sync(&x->dev));
+	}
+	return mgpu_shm_barrier(x->s);
+}
+
+static int64_t check(struct ar_ctx *x, size_t n, int corrupt)
+{
+	int64_t wrong = 0;
+	size_t i;
+	int r;
+
+	if (x->backend == MGPU_AR_NCCL &&
+	    mgpu_dev_to_host(&x->dev, x->host, x->dbuf, n * sizeof(float)) < 0)
+		return (int64_t)n;
+	if (corrupt && x->s->rank == x->s->world - 1)
+		x->host[n / 2] += 1.0f;
+	for (i = 0; i < n; i++) {
+		float want = 0;
+		for (r = 0; r < x->s->world; r++)
+			want += value(r, i);
+		wrong += x->host[i] != want;
+	}
+	return wrong;
+}
+
+static int one_size(struct ar_ctx *x, const struct mgpu_bench_ar_cfg *c, size_t nbytes,
+		    int64_t *wrong_total)
+{
+	double t[MAX_ITERS], us, wrong;
+	size_t n = nbytes / sizeof(float);
+	int iters = c->iters > 0 ? c->iters : nbytes >= ((size_t)16 << 20) ? 10 : 50, k;
+	struct mgpu_bench_ar_row row = { .nbytes = nbytes, .count = n };
+
+	iters = iters > MAX_ITERS ? MAX_ITERS : iters;
+	for (k = -WARMUP_OPS; k < iters; k++) {
+		MGPU_TRY(load(x, n));
+		MGPU_TRY(op(x, n, &us));
+		if (k >= 0)
+			t[k] = us;
+	}
+	wrong = (double)check(x, n, c->corrupt);
+	MGPU_TRY(mgpu_shm_allreduce_f64(x->s, &wrong, 1));
+	*wrong_total += (int64_t)wrong;
+	if (x->s->rank != 0 || !c->on_row)
+		return 0;
+	row.time_us = mgpu_bench_median(t, iters);
+	row.algbw_gbps = mgpu_bench_algbw_gbps(nbytes, row.time_us);
+	row.busbw_gbps = row.algbw_gbps * mgpu_bench_busbw_factor(MGPU_COLL_ALLREDUCE,
+								    x->s->world);
+	row.wrong = (int64_t)wrong;
+	return c->on_row(c->ctx, &row);
+}
+
+int mgpu_bench_ar_rank(struct mgpu_shm *s, const struct mgpu_bench_ar_cfg *c,
+		       int64_t *wrong_total)
+{
+	struct ar_ctx x;
+	int i, rc = 0;
+
+	memset(&x, 0, sizeof x);
+	x.s = s;
+	x.backend = c->backend;
+	x.host = s->g[s->rank];
+	*wrong_total = 0;
+	if (mgpu_bench_ar_nparams(c) > s->nparams) {
+		rc = mgpu_err(MGPU_EINVAL, "allreduce: the segment holds %zu floats, the sweep "
+			      "needs %zu", s->nparams, mgpu_bench_ar_nparams(c));
+		goto out;
+	}
+	if (c->backend == MGPU_AR_NCCL) {
+		x.host = NULL;
+		MGPU_CHECK(nccl_open(&x, mgpu_bench_ar_nparams(c)));
+	}
+	for (i = 0; i < c->nsizes; i++)
+		MGPU_CHECK(one_size(&x, c, c->sizes[i], wrong_total));
+out:
+	if (rc < 0)
+		mgpu_shm_abort(s, 0);
+	ctx_close(&x);
+	return rc;
+}
+
+int mgpu_bench_memcpy_gbps(size_t nbytes, double *gbps)
+{
+	char *a = malloc(nbytes), *b = malloc(nbytes);
+	static volatile char sink;
+	double best = 0, t0, dt;
+	int k, rc = 0;
+
+	if (!a || !b) {
+		rc = mgpu_err(MGPU_ENOMEM, "memcpy bandwidth: out of memory (%zu bytes)", nbytes);
+		goto out;
+	}
+	memset(a, 1, nbytes);
+	memset(b, 2, nbytes);
+	for (k = 0; k < 5; k++) {
+		t0 = now_us();
+		memcpy(b, a, nbytes);
+		dt = now_us() - t0;
+		sink = sink + b[(size_t)k % nbytes]; /* the copy is used: not elided */
+		if (dt > 0 && (double)nbytes / dt * 1e-3 > best)
+			best = (double)nbytes / dt * 1e-3;
+	}
+	*gbps = best;
+out:
+	free(a);
+	free(b);
+	return rc;
+}

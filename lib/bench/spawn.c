@@ -1,0 +1,195 @@
+/*
+ * spawn.c - run a program, capture its stdout and the tail of its stderr,
+ * with a timeout (see spawn.h).
+ */
+#include "bench/spawn.h"
+
+#include <errno.h>    /* errno, EINTR */
+#include <fcntl.h>    /* open, O_RDONLY */
+#include <poll.h>     /* poll */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* realloc, free */
+#include <string.h>   /* memmove, strstr */
+#include <sys/wait.h> /* waitpid */
+#include <time.h>     /* clock_gettime */
+#include <unistd.h>   /* fork, execv, pipe */
+
+#include "core/err.h" /* mgpu_err_errno */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static _Noreturn void child(char *const *argv, int out_fd, int err_fd)
+{
+	int nul = open("/dev/null", O_RDONLY);
+
+	if (nul >= 0)
+		dup2(nul, 0);
+	dup2(out_fd, 1);
+	dup2(err_fd, 2);
+	execv(argv[0], argv);
+	dprintf(2, "error: cannot run '%s': %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Append what fd has to the stdout buffer; 0 at EOF, 1 when more may come. */
+static int read_out(int fd, struct mgpu_spawn_result *res, size_t *cap)
+{
+	ssize_t k;
+
+	if (*cap - res->out_len < 65536) {
+		char *p = realloc(res->out, *cap * 2 + 65536);
+		if (!p)
+			return mgpu_err(MGPU_ENOMEM, "out of memory reading a child's output");
+		res->out = p;
+		*cap = *cap * 2 + 65536;
+	}
+	k = read(fd, res->out + res->out_len, *cap - res->out_len - 1);
+	if (k < 0)
+		return errno == EINTR ? 1 : mgpu_err_errno(MGPU_EIO, "reading a child's output");
+	res->out_len += (size_t)k;
+	res->out[res->out_len] = '\0';
+	return k > 0;
+}
+
+/* Keep the last sizeof err - 1 bytes of stderr. */
+static int read_err(int fd, struct mgpu_spawn_result *res)
+{
+	char buf[2048];
+	size_t have = strlen(res->err), cap = sizeof res->err - 1, drop;
+	ssize_t k = read(fd, buf, sizeof buf);
+
+	if (k <= 0)
+		return k < 0 && errno == EINTR ? 1 : 0;
+	if (have + (size_t)k > cap) {
+		drop = have + (size_t)k - cap;
+		drop = drop > have ? have : drop;
+		memmove(res->err, res->err + drop, have - drop + 1);
+		have -= drop;
+	}
+	if ((size_t)k > cap)
+		k = (ssize_t)cap;
+	memcpy(res->err + have, buf, (size_t)k);
+	res->err[have + (size_t)k] = '\0';
+	return 1;
+}
+
+/* SIGTERM, up to 5 s for it to exit, then SIGKILL; the caller reaps it. */
+static void kill_child(pid_t pid)
+{
+	siginfo_t si;
+	int i;
+
+	kill(pid, SIGTERM);
+	for (i = 0; i < 50; i++) {
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == pid)
+			return;
+		usleep(100000);
+	}
+	kill(pid, SIGKILL);
+}
+
+static int pump(pid_t pid, int ofd, int efd, int timeout_ms, volatile sig_atomic_t *stop,
+		struct mgpu_spawn_result *res)
+{
+	struct pollfd p[2] = { { ofd, POLLIN, 0 }, { efd, POLLIN, 0 } };
+	double t0 = now_ms();
+	size_t cap = 0;
+	int open_n = 2, k;
+
+	while (open_n > 0) {
+		if ((stop && *stop) || (timeout_ms > 0 && now_ms() - t0 > timeout_ms)) {
+			res->timed_out = !(stop && *stop);
+			kill_child(pid);
+			return 0;
+		}
+		if (poll(p, 2, 200) < 0 && errno != EINTR)
+			return mgpu_err_errno(MGPU_EIO, "poll");
+		if (p[0].revents) {
+			k = read_out(ofd, res, &cap);
+			if (k < 0)
+				return k;
+			if (k == 0)
+				p[0].fd = -1, open_n--;
+		}
+		if (p[1].revents && !read_err(efd, res))
+			p[1].fd = -1, open_n--;
+	}
+	return 0;
+}
+
+int mgpu_spawn_capture(char *const *argv, int timeout_ms, volatile sig_atomic_t *stop,
+		       struct mgpu_spawn_result *res)
+{
+	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, st, rc = 0;
+	pid_t pid;
+
+	memset(res, 0, sizeof *res);
+	if (pipe(po) < 0 || pipe(pe) < 0) {
+		rc = mgpu_err_errno(MGPU_EIO, "pipe");
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = mgpu_err_errno(MGPU_EIO, "fork");
+		goto out;
+	}
+	if (pid == 0)
+		child(argv, po[1], pe[1]);
+	close(po[1]);
+	close(pe[1]);
+	po[1] = pe[1] = -1;
+	rc = pump(pid, po[0], pe[0], timeout_ms, stop, res);
+	if (rc < 0)
+		kill_child(pid);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	res->exited = WIFEXITED(st);
+	res->status = res->exited ? WEXITSTATUS(st) : WTERMSIG(st);
+out:
+	for (st = 0; st < 2; st++) {
+		if (po[st] >= 0)
+			close(po[st]);
+		if (pe[st] >= 0)
+			close(pe[st]);
+	}
+	if (!res->out && rc == 0) {
+		res->out = calloc(1, 1);
+		if (!res->out)
+			rc = mgpu_err(MGPU_ENOMEM, "out of memory");
+	}
+	return rc;
+}
+
+void mgpu_spawn_err_line(const struct mgpu_spawn_result *res, char *buf, size_t cap)
+{
+	const char *line, *nl, *first_err = NULL, *last = NULL, *best, *e;
+	size_t len;
+
+	for (line = res->err; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			nl = line + strlen(line);
+		e = strstr(line, "error:");
+		if (!first_err && e && e < nl)
+			first_err = line;
+		if (nl > line)
+			last = line;
+		if (!*nl)
+			break;
+	}
+	best = first_err ? first_err : last;
+	if (!best) {
+		snprintf(buf, cap, "%s", "");
+		return;
+	}
+	nl = strchr(best, '\n');
+	len = nl ? (size_t)(nl - best) : strlen(best);
+	snprintf(buf, cap, "%.*s", (int)len, best);
+}

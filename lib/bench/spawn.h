@@ -1,0 +1,32 @@
+/*
+ * spawn.h - run a program and capture what it writes: the benchmark's way
+ * of running mgpu-train once per configuration.
+ *
+ * The child gets stdin from /dev/null; its stdout is collected whole, its
+ * stderr keeps the last few KiB (for the error line of a failed run). A
+ * child still running after timeout_ms is killed (SIGTERM, then SIGKILL)
+ * so a configuration never hangs the sweep. stop, when non-NULL and set
+ * (by a signal handler), ends the child the same way.
+ */
+#ifndef MGPU_BENCH_SPAWN_H
+#define MGPU_BENCH_SPAWN_H
+
+#include <signal.h> /* sig_atomic_t */
+#include <stddef.h> /* size_t */
+
+struct mgpu_spawn_result {
+	char *out;          /* stdout, NUL-terminated, malloc'ed (free it) */
+	size_t out_len;
+	char err[4096];     /* the last bytes of stderr, NUL-terminated */
+	int exited;         /* 1: exited with status; 0: killed by a signal */
+	int status;         /* exit status, or the signal */
+	int timed_out;
+};
+
+/* Run argv[0] (a path) with argv; 0 when it ran (whatever its status). */
+int mgpu_spawn_capture(char *const *argv, int timeout_ms, volatile sig_atomic_t *stop,
+		       struct mgpu_spawn_result *res);
+/* The last line of res->err containing "error:" (or the last line), in buf. */
+void mgpu_spawn_err_line(const struct mgpu_spawn_result *res, char *buf, size_t cap);
+
+#endif

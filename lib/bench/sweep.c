@@ -1,0 +1,571 @@
+/*
+ * sweep.c - mgpu-bench train results: parsing mgpu-train's JSON Lines,
+ * folding repeats, speedups, the table schemas and --compare (see sweep.h).
+ */
+#include "bench/sweep.h"
+
+#include <inttypes.h> /* PRId64 */
+#include <math.h>     /* NAN, isfinite */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* calloc, strtoll */
+#include <string.h>   /* strcmp */
+
+#include "bench/stats.h" /* mgpu_bench_median */
+#include "core/err.h"    /* mgpu_err */
+#include "core/json.h"   /* mgpu_json_parse */
+
+struct parse_st {
+	int64_t warmup, prev_step;
+	double samples, secs;
+	int got_summary;
+};
+
+static double num_of(const struct mgpu_json *o, const char *key)
+{
+	double v;
+
+	if (mgpu_json_f64(mgpu_json_get(o, key), &v) < 0)
+		return NAN;
+	return v;
+}
+
+static void str_of(const struct mgpu_json *o, const char *key, char *dst, size_t cap)
+{
+	const char *s = mgpu_json_str(mgpu_json_get(o, key));
+	snprintf(dst, cap, "%s", s ? s : "");
+}
+
+static int int_list(const struct mgpu_json *a, int64_t *out, int *n)
+{
+	size_t i;
+
+	*n = 0;
+	if (!a || a->type != MGPU_JSON_ARRAY)
+		return MGPU_EFORMAT;
+	for (i = 0; i < a->count && i < MGPU_BENCH_MAXDEV; i++)
+		MGPU_TRY(mgpu_json_i64(&a->items[i], 0, INT64_MAX, &out[i]));
+	*n = (int)i;
+	return 0;
+}
+
+static void on_step(struct parse_st *st, const struct mgpu_json *o, struct mgpu_bench_run *run)
+{
+	double step = num_of(o, "step"), sps = num_of(o, "samples_per_s");
+	double ms = num_of(o, "step_ms"), dt, k;
+
+	if (!isfinite(step) || !isfinite(sps) || !isfinite(ms))
+		return;
+	k = step - (double)st->prev_step;
+	if (st->prev_step >= st->warmup && k > 0) {
+		dt = ms * 1e-3 * k;
+		st->samples += sps * dt;
+		st->secs += dt;
+		run->steps_timed += (int64_t)k;
+	}
+	st->prev_step = (int64_t)step;
+}
+
+static int on_summary(const struct mgpu_json *o, struct mgpu_bench_run *run, const char *name,
+		      int lineno)
+{
+	int n2;
+
+	run->wall_s = num_of(o, "wall_s");
+	run->steps = (int64_t)num_of(o, "step");
+	run->effective_batch = (int64_t)num_of(o, "effective_batch");
+	run->world = (int)num_of(o, "world_size");
+	str_of(o, "mode", run->mode, sizeof run->mode);
+	str_of(o, "sync_backend", run->sync, sizeof run->sync);
+	if (int_list(mgpu_json_get(o, "peak_bytes"), run->peak_bytes, &run->ndev) < 0 ||
+	    int_list(mgpu_json_get(o, "rss_bytes"), run->rss_bytes, &n2) < 0 ||
+	    !isfinite(run->wall_s))
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %d: summary record lacks wall_s, "
+				"peak_bytes or rss_bytes", name, lineno);
+	return 0;
+}
+
+static int one_line(struct parse_st *st, const char *line, size_t len, const char *name,
+		    int lineno, struct mgpu_bench_run *run)
+{
+	struct mgpu_json_doc doc;
+	const char *kind;
+	int rc = 0;
+
+	if (mgpu_json_parse(line, len, name, &doc) < 0)
+		return mgpu_err_prefix(MGPU_EFORMAT, "line %d", lineno);
+	kind = mgpu_json_str(mgpu_json_get(doc.root, "kind"));
+	if (kind && strcmp(kind, "step") == 0)
+		on_step(st, doc.root, run);
+	else if (kind && strcmp(kind, "summary") == 0) {
+		rc = on_summary(doc.root, run, name, lineno);
+		st->got_summary = 1;
+	}
+	mgpu_json_free(&doc);
+	return rc;
+}
+
+int mgpu_bench_run_parse(const char *text, size_t len, int64_t warmup_steps, const char *name,
+			 struct mgpu_bench_run *run)
+{
+	struct parse_st st = { .warmup = warmup_steps };
+	size_t i = 0, j;
+	int lineno = 0;
+
+	memset(run, 0, sizeof *run);
+	while (i < len) {
+		for (j = i; j < len && text[j] != '\n'; j++)
+			;
+		lineno++;
+		if (j > i)
+			MGPU_TRY(one_line(&st, text + i, j - i, name, lineno, run));
+		i = j + 1;
+	}
+	if (!st.got_summary)
+		return mgpu_err(MGPU_EFORMAT, "'%s': no summary record", name);
+	if (!(st.secs > 0))
+		return mgpu_err(MGPU_EINVAL, "'%s': no step was timed after the %lld warm-up "
+				"steps (%lld run): raise --max-steps or lower --warmup-steps",
+				name, (long long)warmup_steps, (long long)run->steps);
+	run->samples_per_s = st.samples / st.secs;
+	return 0;
+}
+
+void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync)
+{
+	int gpu = strcmp(r->kind, "gpu") == 0;
+	const char *unit = gpu ? "device" : "CPU rank";
+	char extra[40] = "";
+
+	if (r->devices > 1) {
+		snprintf(extra, sizeof extra, " (%s%s%s)", strcmp(r->mode, "dp") == 0 ? "DP" : "DDP",
+			 show_sync && r->sync[0] ? ", " : "", show_sync ? r->sync : "");
+	}
+	snprintf(r->config, sizeof r->config, "%d %s%s%s", r->devices, unit,
+		 r->devices > 1 ? "s" : "", extra);
+}
+
+void mgpu_bench_trow_fold(struct mgpu_bench_trow *r, const struct mgpu_bench_run *runs, int n)
+{
+	double thr[256], wall[256];
+	int i, k = n < 256 ? n : 256;
+
+	r->repeats = n;
+	r->samples_per_s = r->samples_per_s_min = r->samples_per_s_max = r->wall_s = NAN;
+	if (k <= 0)
+		return;
+	for (i = 0; i < k; i++) {
+		thr[i] = runs[i].samples_per_s;
+		wall[i] = runs[i].wall_s;
+	}
+	r->samples_per_s = mgpu_bench_median(thr, k);
+	r->samples_per_s_min = thr[0];
+	r->samples_per_s_max = thr[k - 1];
+	r->wall_s = mgpu_bench_median(wall, k);
+	r->effective_batch = runs[k - 1].effective_batch;
+	r->ndev = runs[k - 1].ndev;
+	memcpy(r->peak_bytes, runs[k - 1].peak_bytes, sizeof r->peak_bytes);
+	memcpy(r->rss_bytes, runs[k - 1].rss_bytes, sizeof r->rss_bytes);
+	if (!r->sync[0])
+		snprintf(r->sync, sizeof r->sync, "%s", runs[k - 1].sync);
+}
+
+void mgpu_bench_trows_finish(struct mgpu_bench_trow *rows, int n)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		double base = NAN;
+		for (j = 0; j < n; j++)
+			if (rows[j].devices == 1 && !rows[j].error[0] &&
+			    strcmp(rows[j].kind, rows[i].kind) == 0) {
+				base = rows[j].samples_per_s;
+				break;
+			}
+		mgpu_bench_speedup(rows[i].error[0] ? NAN : rows[i].samples_per_s, base,
+				   rows[i].devices, &rows[i].speedup, &rows[i].efficiency);
+	}
+}
+
+static const char *const tcols[] = {
+	"config", "kind", "devices", "mode", "sync_backend", "repeats", "warmup_steps",
+	"samples_per_s", "samples_per_s_min", "samples_per_s_max", "spread_pct", "wall_s",
+	"speedup", "efficiency", "effective_batch", "peak_bytes", "rss_bytes", "status",
+	"error", "command",
+};
+static const int ttypes[] = {
+	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM,
+	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
+	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST, MGPU_TAB_STR,
+	MGPU_TAB_STR, MGPU_TAB_STR,
+};
+
+static int set_list(struct mgpu_tab *t, size_t r, const char *col, const int64_t *v, int n)
+{
+	char buf[MGPU_BENCH_MAXDEV * 21];
+	size_t o = 0;
+	int i;
+
+	if (n == 0)
+		return mgpu_tab_set(t, r, col, NULL);
+	for (i = 0; i < n; i++)
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%" PRId64, i ? "," : "", v[i]);
+	return mgpu_tab_set(t, r, col, buf);
+}
+
+static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r)
+{
+	int ok = !r->error[0];
+
+	MGPU_TRY(mgpu_tab_set(t, i, "config", r->config));
+	MGPU_TRY(mgpu_tab_set(t, i, "kind", r->kind));
+	MGPU_TRY(mgpu_tab_setf(t, i, "devices", "%d", r->devices));
+	MGPU_TRY(mgpu_tab_set(t, i, "mode", r->mode[0] ? r->mode : NULL));
+	MGPU_TRY(mgpu_tab_set(t, i, "sync_backend", r->sync[0] ? r->sync : NULL));
+	MGPU_TRY(mgpu_tab_setf(t, i, "repeats", "%d", r->repeats));
+	MGPU_TRY(mgpu_tab_setf(t, i, "warmup_steps", "%d", r->warmup_steps));
+	MGPU_TRY(mgpu_tab_num(t, i, "samples_per_s", r->samples_per_s, 6));
+	MGPU_TRY(mgpu_tab_num(t, i, "samples_per_s_min", r->samples_per_s_min, 6));
+	MGPU_TRY(mgpu_tab_num(t, i, "samples_per_s_max", r->samples_per_s_max, 6));
+	MGPU_TRY(mgpu_tab_num(t, i, "spread_pct", mgpu_bench_spread_pct(r->samples_per_s_min,
+				r->samples_per_s_max, r->samples_per_s), 3));
+	MGPU_TRY(mgpu_tab_num(t, i, "wall_s", r->wall_s, 5));
+	MGPU_TRY(mgpu_tab_num(t, i, "speedup", r->speedup, 4));
+	MGPU_TRY(mgpu_tab_num(t, i, "efficiency", r->efficiency, 4));
+	if (r->effective_batch > 0)
+		MGPU_TRY(mgpu_tab_setf(t, i, "effective_batch", "%" PRId64, r->effective_batch));
+	MGPU_TRY(set_list(t, i, "peak_bytes", r->peak_bytes, r->ndev));
+	MGPU_TRY(set_list(t, i, "rss_bytes", r->rss_bytes, r->ndev));
+	MGPU_TRY(mgpu_tab_set(t, i, "status", ok ? "ok" : "error"));
+	MGPU_TRY(mgpu_tab_set(t, i, "error", ok ? NULL : r->error));
+	return mgpu_tab_set(t, i, "command", r->command);
+}
+
+int mgpu_bench_trows_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+{
+	int i, rc;
+
+	MGPU_TRY(mgpu_tab_init(t, tcols, ttypes, (int)(sizeof tcols / sizeof tcols[0])));
+	for (i = 0; i < n; i++) {
+		MGPU_CHECK(mgpu_tab_add_row(t));
+		MGPU_CHECK(put_trow(t, t->nrows - 1, &rows[i]));
+	}
+	return 0;
+out:
+	mgpu_tab_free(t);
+	return rc;
+}
+
+static int get_list(const char *s, int64_t *v, int *n)
+{
+	char *end;
+
+	*n = 0;
+	if (!s)
+		return 0;
+	while (*n < MGPU_BENCH_MAXDEV) {
+		v[*n] = strtoll(s, &end, 10);
+		if (end == s || v[*n] < 0)
+			return MGPU_EFORMAT;
+		(*n)++;
+		if (*end == '\0')
+			return 0;
+		if (*end != ',')
+			return MGPU_EFORMAT;
+		s = end + 1;
+	}
+	return MGPU_EFORMAT;
+}
+
+static void get_str(const struct mgpu_tab *t, size_t i, const char *col, char *dst, size_t cap)
+{
+	const char *s = mgpu_tab_get(t, i, col);
+	snprintf(dst, cap, "%s", s ? s : "");
+}
+
+static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
+		    struct mgpu_bench_trow *r)
+{
+	double dev = mgpu_tab_getnum(t, i, "devices");
+	int n2;
+
+	get_str(t, i, "config", r->config, sizeof r->config);
+	get_str(t, i, "kind", r->kind, sizeof r->kind);
+	get_str(t, i, "mode", r->mode, sizeof r->mode);
+	get_str(t, i, "sync_backend", r->sync, sizeof r->sync);
+	get_str(t, i, "error", r->error, sizeof r->error);
+	get_str(t, i, "command", r->command, sizeof r->command);
+	if (!r->config[0] || !r->command[0] || !(dev >= 1 && dev <= MGPU_BENCH_MAXDEV))
+		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu lacks config, devices or command",
+				name, i + 1);
+	r->devices = (int)dev;
+	r->repeats = (int)mgpu_tab_getnum(t, i, "repeats");
+	r->warmup_steps = (int)mgpu_tab_getnum(t, i, "warmup_steps");
+	r->samples_per_s = mgpu_tab_getnum(t, i, "samples_per_s");
+	r->samples_per_s_min = mgpu_tab_getnum(t, i, "samples_per_s_min");
+	r->samples_per_s_max = mgpu_tab_getnum(t, i, "samples_per_s_max");
+	r->wall_s = mgpu_tab_getnum(t, i, "wall_s");
+	r->speedup = mgpu_tab_getnum(t, i, "speedup");
+	r->efficiency = mgpu_tab_getnum(t, i, "efficiency");
+	r->effective_batch = (int64_t)mgpu_tab_getnum(t, i, "effective_batch");
+	if (get_list(mgpu_tab_get(t, i, "peak_bytes"), r->peak_bytes, &r->ndev) < 0 ||
+	    get_list(mgpu_tab_get(t, i, "rss_bytes"), r->rss_bytes, &n2) < 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu: bad peak_bytes or rss_bytes list",
+				name, i + 1);
+	if (r->repeats < 1)
+		r->repeats = 1;
+	if (r->warmup_steps < 0)
+		r->warmup_steps = 0;
+	return 0;
+}
+
+int mgpu_bench_trows_from_tab(const struct mgpu_tab *t, const char *name,
+			      struct mgpu_bench_trow **rows, int *n)
+{
+	size_t i;
+	int rc = 0;
+
+	*rows = NULL;
+	*n = 0;
+	if (mgpu_tab_col(t, "config") < 0 || mgpu_tab_col(t, "command") < 0 ||
+	    mgpu_tab_col(t, "samples_per_s") < 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': not an mgpu-bench train table (no config, "
+				"command or samples_per_s column)", name);
+	if (t->nrows == 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': no rows", name);
+	*rows = calloc(t->nrows, sizeof **rows);
+	if (!*rows)
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+	for (i = 0; i < t->nrows; i++)
+		MGPU_CHECK(get_trow(t, i, name, &(*rows)[i]));
+	*n = (int)t->nrows;
+out:
+	if (rc < 0) {
+		free(*rows);
+		*rows = NULL;
+	}
+	return rc;
+}
+
+static const char *const scols[] = { "Configuration", "Throughput (samples/s)",
+				     "Training Time (s)", "Speedup", "Efficiency" };
+static const int stypes[] = { MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
+			      MGPU_TAB_NUM };
+
+static int put_speedup_row(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r)
+{
+	double sp = mgpu_bench_spread_pct(r->samples_per_s_min, r->samples_per_s_max,
+					  r->samples_per_s);
+
+	MGPU_TRY(mgpu_tab_set(t, i, scols[0], r->config));
+	if (r->error[0])
+		return mgpu_tab_setf(t, i, scols[1], "failed: %.200s", r->error);
+	if (r->repeats > 1 && isfinite(sp))
+		MGPU_TRY(mgpu_tab_setf(t, i, scols[1], "%.0f ± %.1f%%", r->samples_per_s, sp));
+	else
+		MGPU_TRY(mgpu_tab_setf(t, i, scols[1], "%.0f", r->samples_per_s));
+	MGPU_TRY(mgpu_tab_setf(t, i, scols[2], "%.2f", r->wall_s));
+	if (isfinite(r->speedup)) {
+		MGPU_TRY(mgpu_tab_setf(t, i, scols[3], "%.2fx", r->speedup));
+		MGPU_TRY(mgpu_tab_setf(t, i, scols[4], "%.0f%%", 100 * r->efficiency));
+	}
+	return 0;
+}
+
+int mgpu_bench_speedup_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+{
+	int i, rc;
+
+	MGPU_TRY(mgpu_tab_init(t, scols, stypes, 5));
+	for (i = 0; i < n; i++) {
+		MGPU_CHECK(mgpu_tab_add_row(t));
+		MGPU_CHECK(put_speedup_row(t, t->nrows - 1, &rows[i]));
+	}
+	return 0;
+out:
+	mgpu_tab_free(t);
+	return rc;
+}
+
+int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+{
+	char names[MGPU_BENCH_MAXDEV + 2][16];
+	const char *cols[MGPU_BENCH_MAXDEV + 2];
+	int types[MGPU_BENCH_MAXDEV + 2], i, d, maxdev = 1, rc;
+
+	for (i = 0; i < n; i++)
+		maxdev = rows[i].ndev > maxdev ? rows[i].ndev : maxdev;
+	cols[0] = "Devices";
+	cols[1] = "Mode";
+	types[0] = MGPU_TAB_NUM;
+	types[1] = MGPU_TAB_STR;
+	for (d = 0; d < maxdev; d++) {
+		snprintf(names[d], sizeof names[d], "dev %d (MiB)", d);
+		cols[d + 2] = names[d];
+		types[d + 2] = MGPU_TAB_NUM;
+	}
+	MGPU_TRY(mgpu_tab_init(t, cols, types, maxdev + 2));
+	for (i = 0; i < n; i++) {
+		const struct mgpu_bench_trow *r = &rows[i];
+		if (r->error[0] || r->ndev == 0)
+			continue;
+		MGPU_CHECK(mgpu_tab_add_row(t));
+		MGPU_CHECK(mgpu_tab_setf(t, t->nrows - 1, "Devices", "%d", r->devices));
+		MGPU_CHECK(mgpu_tab_set(t, t->nrows - 1, "Mode", r->devices == 1 ? "-" :
+					strcmp(r->mode, "dp") == 0 ? "DP" : "DDP"));
+		for (d = 0; d < maxdev; d++)
+			MGPU_CHECK(d >= r->ndev ? mgpu_tab_set(t, t->nrows - 1, names[d], "-") :
+				   mgpu_tab_setf(t, t->nrows - 1, names[d], "%.1f",
+						 (double)r->peak_bytes[d] / (1 << 20)));
+	}
+	return 0;
+out:
+	mgpu_tab_free(t);
+	return rc;
+}
+
+static int64_t max_peak(const struct mgpu_bench_trow *r)
+{
+	int64_t m = -1;
+	int d;
+
+	for (d = 0; d < r->ndev; d++)
+		m = r->peak_bytes[d] > m ? r->peak_bytes[d] : m;
+	return m;
+}
+
+static void add_reg(struct mgpu_bench_regression *out, int max, int *n, const char *config,
+		    const char *what)
+{
+	if (*n < max) {
+		snprintf(out[*n].config, sizeof out[*n].config, "%s", config);
+		snprintf(out[*n].what, sizeof out[*n].what, "%s", what);
+	}
+	(*n)++;
+}
+
+static void compare_one(const struct mgpu_bench_trow *o, const struct mgpu_bench_trow *w,
+			double tol, struct mgpu_bench_regression *out, int max, int *n)
+{
+	char what[256];
+	int64_t po, pw;
+
+	if (!w) {
+		add_reg(out, max, n, o->config, "not measured again");
+		return;
+	}
+	po = max_peak(o);
+	pw = max_peak(w);
+	if (w->error[0]) {
+		snprintf(what, sizeof what, "failed: %.200s", w->error);
+		add_reg(out, max, n, o->config, what);
+		return;
+	}
+	if (mgpu_bench_slower(o->samples_per_s, w->samples_per_s, tol)) {
+		snprintf(what, sizeof what, "samples_per_s %.6g -> %.6g (%+.1f%%, tolerance %.3g%%)",
+			 o->samples_per_s, w->samples_per_s,
+			 100 * (w->samples_per_s / o->samples_per_s - 1), 100 * tol);
+		add_reg(out, max, n, o->config, what);
+	}
+	if (po >= 0 && pw >= 0 && mgpu_bench_bigger((double)po, (double)pw, tol)) {
+		snprintf(what, sizeof what, "peak_bytes %lld -> %lld (%+.1f%%, tolerance %.3g%%)",
+			 (long long)po, (long long)pw, 100 * ((double)pw / (double)po - 1),
+			 100 * tol);
+		add_reg(out, max, n, o->config, what);
+	}
+}
+
+void mgpu_bench_compare(const struct mgpu_bench_trow *old_rows, int nold,
+			const struct mgpu_bench_trow *new_rows, int nnew, double tol,
+			struct mgpu_bench_regression *out, int max, int *n)
+{
+	int i, j;
+
+	*n = 0;
+	for (i = 0; i < nold; i++) {
+		const struct mgpu_bench_trow *w = NULL;
+		for (j = 0; j < nnew && !w; j++)
+			if (strcmp(old_rows[i].config, new_rows[j].config) == 0)
+				w = &new_rows[j];
+		compare_one(&old_rows[i], w, tol, out, max, n);
+	}
+}
+
+/* A word needs quotes unless it is made only of these. */
+static int plain(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			    "-_./:=,+@%", *s))
+			return 0;
+	return 1;
+}
+
+int mgpu_bench_quote_argv(char *const *argv, char *buf, size_t cap)
+{
+	size_t o = 0;
+	int i;
+	const char *p;
+
+	for (i = 0; argv[i]; i++) {
+		if (i && o < cap)
+			buf[o++] = ' ';
+		if (plain(argv[i])) {
+			for (p = argv[i]; *p && o < cap; p++)
+				buf[o++] = *p;
+			continue;
+		}
+		if (o < cap)
+			buf[o++] = '\'';
+		for (p = argv[i]; *p; p++) {
+			const char *q = *p == '\'' ? "'\\''" : NULL;
+			if (q)
+				for (; *q && o < cap; q++)
+					buf[o++] = *q;
+			else if (o < cap)
+				buf[o++] = *p;
+		}
+		if (o < cap)
+			buf[o++] = '\'';
+	}
+	if (o >= cap)
+		return mgpu_err(MGPU_EINVAL, "command line longer than %zu bytes", cap - 1);
+	buf[o] = '\0';
+	return 0;
+}
+
+int mgpu_bench_split_command(char *cmd, char **argv, int max, int *argc)
+{
+	char *r = cmd, *w = cmd;
+
+	*argc = 0;
+	for (;;) {
+		while (*r == ' ')
+			r++;
+		if (!*r)
+			break;
+		if (*argc >= max - 1)
+			return mgpu_err(MGPU_EINVAL, "command: more than %d words", max - 1);
+		argv[(*argc)++] = w;
+		while (*r && *r != ' ') {
+			if (*r == '\\' && r[1]) {
+				*w++ = r[1];
+				r += 2;
+			} else if (*r == '\'') {
+				for (r++; *r && *r != '\''; )
+					*w++ = *r++;
+				if (!*r)
+					return mgpu_err(MGPU_EFORMAT, "command: unbalanced quote");
+				r++;
+			} else {
+				*w++ = *r++;
+			}
+		}
+		if (*r)
+			r++;
+		*w++ = '\0';
+	}
+	argv[*argc] = NULL;
+	return 0;
+}

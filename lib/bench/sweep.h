@@ -1,0 +1,100 @@
+/*
+ * sweep.h - the results of `mgpu-bench train`: one row per configuration
+ * (device count, mode, sync backend), built from mgpu-train's JSON Lines,
+ * turned into the speedup and memory tables, saved as TSV and read back
+ * for --compare.
+ *
+ * Throughput is measured from mgpu-train's step records after the warm-up
+ * steps: every record covers the steps since the previous one
+ * (samples_per_s x step_ms of each step), and only records whose window
+ * starts at or after the warm-up count. Speedup is against the 1-device
+ * row of the same kind (CPU ranks or GPUs); efficiency = speedup / devices.
+ *
+ * Everything here is pure: parse, compute, convert. The tool runs the
+ * processes (bench/spawn.h) and prints.
+ */
+#ifndef MGPU_BENCH_SWEEP_H
+#define MGPU_BENCH_SWEEP_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int64_t */
+
+#include "bench/tab.h" /* struct mgpu_tab */
+
+#define MGPU_BENCH_MAXDEV 64
+#define MGPU_BENCH_CMD 4096
+
+/* What one mgpu-train run reported. */
+struct mgpu_bench_run {
+	double samples_per_s;      /* global samples / s after the warm-up */
+	int64_t steps_timed;       /* steps inside the measured windows */
+	int64_t steps;             /* steps run in all */
+	double wall_s;             /* the summary's wall time */
+	int64_t effective_batch;
+	int world;
+	char mode[8], sync[8];
+	int ndev;
+	int64_t peak_bytes[MGPU_BENCH_MAXDEV], rss_bytes[MGPU_BENCH_MAXDEV];
+};
+
+/* Parse mgpu-train --json output (text[0..len)); name labels errors. */
+int mgpu_bench_run_parse(const char *text, size_t len, int64_t warmup_steps, const char *name,
+			 struct mgpu_bench_run *run);
+
+/* One configuration of the sweep, over its repeats. */
+struct mgpu_bench_trow {
+	char config[96];           /* "2 CPU ranks (DDP)" */
+	char kind[8];              /* "cpu" or "gpu" */
+	int devices;
+	char mode[8], sync[8];     /* as asked ("" for auto) or as reported */
+	int repeats, warmup_steps;
+	double samples_per_s, samples_per_s_min, samples_per_s_max, wall_s;
+	double speedup, efficiency; /* filled by mgpu_bench_trows_finish */
+	int64_t effective_batch;
+	int ndev;
+	int64_t peak_bytes[MGPU_BENCH_MAXDEV], rss_bytes[MGPU_BENCH_MAXDEV];
+	char error[512];           /* "" when every repeat succeeded */
+	char command[MGPU_BENCH_CMD];
+};
+
+/* The row's label: "1 CPU rank", "2 devices (DDP)", "4 devices (DP, nccl)" (sync
+ * named when show_sync). */
+void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync);
+/* Fold the runs of one configuration into r: median throughput and wall time,
+ * min/max, and the memory of the last run. */
+void mgpu_bench_trow_fold(struct mgpu_bench_trow *r, const struct mgpu_bench_run *runs, int n);
+/* Speedup and efficiency of every row against the 1-device row of its kind. */
+void mgpu_bench_trows_finish(struct mgpu_bench_trow *rows, int n);
+
+/* The TSV / JSON schema (one column each). */
+int mgpu_bench_trows_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
+/* Read rows back from a table in that schema (e.g. a saved TSV). */
+int mgpu_bench_trows_from_tab(const struct mgpu_tab *t, const char *name,
+			      struct mgpu_bench_trow **rows, int *n);
+/* The two display tables: "Configuration | Throughput | Training Time |
+ * Speedup | Efficiency", and "Devices | Mode | dev 0 | dev 1 | ..." (MiB). */
+int mgpu_bench_speedup_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
+int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
+
+/* A regression found by --compare: the row's label and what got worse. */
+struct mgpu_bench_regression {
+	char config[96];
+	char what[256];
+};
+/*
+ * Compare new rows against old ones (matched by config label): throughput
+ * lower by more than tol, peak memory (largest device) higher by more than
+ * tol, a row that failed, or an old row with no new one. Fills at most max
+ * regressions and sets *n to how many were found.
+ */
+void mgpu_bench_compare(const struct mgpu_bench_trow *old_rows, int nold,
+			const struct mgpu_bench_trow *new_rows, int nnew, double tol,
+			struct mgpu_bench_regression *out, int max, int *n);
+
+/* argv as one shell command line (words quoted with '' where needed). */
+int mgpu_bench_quote_argv(char *const *argv, char *buf, size_t cap);
+/* Split such a command line back into words, in place (quotes removed);
+ * at most max words; argv[*argc] = NULL. */
+int mgpu_bench_split_command(char *cmd, char **argv, int max, int *argc);
+
+#endif

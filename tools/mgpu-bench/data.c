@@ -1,0 +1,230 @@
+/*
+ * data.c - `mgpu-bench data`: how fast the data side feeds training.
+ *
+ * decode: every chunk of a cache checked and decoded (mgpu_cache_verify,
+ * the work mgpu_cache_rows does on a chunk's first use), decoded bytes per
+ * second on one thread; only for cache sources ("checksum" for raw,
+ * uncompressed caches). loader: one pass over the train split in a seeded
+ * random order through mgpu_loader with P prefetch threads, per P.
+ * Built on the public API of lib/data only (source.h, loader.h, cache.h).
+ */
+#include <stdio.h>  /* printf */
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* strcmp */
+#include <time.h>   /* clock_gettime */
+
+#include "../common.h"    /* die, usage_error */
+#include "bench.h"        /* struct common */
+#include "bench/stats.h"  /* mgpu_bench_median */
+#include "bench/tab.h"    /* struct mgpu_tab */
+#include "core/cli.h"     /* mgpu_cli_size */
+#include "core/err.h"     /* mgpu_errmsg */
+#include "core/rng.h"     /* mgpu_rng_perm */
+#include "data/loader.h"  /* mgpu_loader_* */
+#include "data/source.h"  /* mgpu_source_* */
+
+#define MAX_REPEAT 100
+
+enum { O_PREFETCH = 300, O_BATCH, O_REPEAT, O_BUDGET, O_SEED };
+
+static const struct option longopts[] = {
+	{ "prefetch", required_argument, NULL, O_PREFETCH },
+	{ "batch-size", required_argument, NULL, O_BATCH },
+	{ "repeat", required_argument, NULL, O_REPEAT },
+	{ "cache-budget", required_argument, NULL, O_BUDGET },
+	{ "seed", required_argument, NULL, O_SEED },
+	COMMON_LONGOPTS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char help[] =
+	"usage: mgpu-bench data [options] [PATH]\n"
+	"Cache decode throughput and loader throughput of a data source: a cache, a\n"
+	"shard manifest, a WebDataset archive or an IDX directory\n"
+	"[/usr/share/datasets/fashion-mnist].\n\n"
+	"  --prefetch LIST       loader threads to compare [0,1,2]\n"
+	"  --batch-size N        rows per batch [128]\n"
+	"  --repeat N            passes per measurement; the median is reported [3]\n"
+	"  --cache-budget SIZE   decoded-chunk memory of a cache (K/M/G) [2G]\n"
+	"  --seed N              seed of the row order [42]\n"
+	"  --json   --format tsv|json|markdown   -o, --output FILE   -q   -v\n"
+	"  -h, --help   -V, --version\n";
+
+static const char *const cols[] = { "test", "source", "prefetch", "batch_size", "rows",
+				    "data_bytes", "time_s", "samples_per_s", "gbps", "repeats" };
+static const int types[] = { MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_NUM,
+			     MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
+			     MGPU_TAB_NUM, MGPU_TAB_NUM };
+
+struct dopts {
+	struct common co;
+	int prefetch[64], nprefetch, batch, repeat;
+	unsigned long long budget;
+	long long seed;
+	const char *path;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void parse(struct dopts *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof *o);
+	o->co.fmt = -1;
+	o->prefetch[0] = 0, o->prefetch[1] = 1, o->prefetch[2] = 2, o->nprefetch = 3;
+	o->batch = 128;
+	o->repeat = 3;
+	o->seed = 42;
+	o->path = "/usr/share/datasets/fashion-mnist";
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		switch (c) {
+		case O_PREFETCH:
+			o->nprefetch = bench_list("--prefetch", optarg, o->prefetch, 64, 0,
+						MGPU_LOADER_MAX_THREADS);
+			break;
+		case O_BATCH: o->batch = (int)bench_int("--batch-size", optarg, 1, 1 << 20); break;
+		case O_REPEAT: o->repeat = (int)bench_int("--repeat", optarg, 1, MAX_REPEAT); break;
+		case O_SEED: o->seed = bench_int("--seed", optarg, 0, INT64_MAX); break;
+		case O_BUDGET:
+			if (mgpu_cli_size("--cache-budget", optarg, 1ull << 40, &o->budget) < 0)
+				usage_error("%s", mgpu_errmsg());
+			break;
+		case '?': case ':':
+			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		default:
+			if (!common_opt(&o->co, c, optarg, help))
+				usage_error("unknown option");
+		}
+	}
+	if (optind + 1 < argc)
+		usage_error("unexpected argument '%s' (one PATH)", argv[optind + 1]);
+	if (optind < argc)
+		o->path = argv[optind];
+}
+
+static void put_row(struct mgpu_tab *t, const char *test, const struct mgpu_source *s,
+		    int prefetch, int batch, size_t rows, double nbytes, double secs, int reps)
+{
+	size_t i;
+
+	if (mgpu_tab_add_row(t) < 0)
+		die_lib();
+	i = t->nrows - 1;
+	mgpu_tab_set(t, i, "test", test);
+	mgpu_tab_set(t, i, "source", s->what);
+	if (prefetch >= 0) {
+		mgpu_tab_setf(t, i, "prefetch", "%d", prefetch);
+		mgpu_tab_setf(t, i, "batch_size", "%d", batch);
+	}
+	mgpu_tab_setf(t, i, "rows", "%zu", rows);
+	mgpu_tab_setf(t, i, "data_bytes", "%.0f", nbytes);
+	mgpu_tab_num(t, i, "time_s", secs, 5);
+	mgpu_tab_setf(t, i, "samples_per_s", "%.0f", (double)rows / secs);
+	mgpu_tab_num(t, i, "gbps", nbytes / secs * 1e-9, 4);
+	mgpu_tab_setf(t, i, "repeats", "%d", reps);
+}
+
+/* decode: mgpu_cache_verify over every chunk, median of repeat passes. */
+static void decode(const struct dopts *o, struct mgpu_source *s, struct mgpu_tab *t)
+{
+	double times[MAX_REPEAT], t0;
+	size_t nchunks, rows = 0;
+	int k, sp;
+
+	for (k = 0; k < o->repeat; k++) {
+		t0 = now_s();
+		if (mgpu_cache_verify(&s->cache, &nchunks) < 0)
+			die_lib();
+		times[k] = now_s() - t0;
+	}
+	for (sp = 0; sp < MGPU_NSPLITS; sp++)
+		rows += s->cache.h.n[sp];
+	put_row(t, s->cache.h.flags & MGPU_CACHE_RAW ? "checksum" : "decode", s, -1, 0, rows,
+		(double)s->cache.h.data_nbytes, mgpu_bench_median(times, o->repeat), o->repeat);
+}
+
+/* One pass of the loader over order[0..n); seconds. */
+static double loader_pass(struct mgpu_loader *l, const uint32_t *order, size_t n)
+{
+	const void *x;
+	const int32_t *y;
+	double t0 = now_s(), wait;
+	int B, rc;
+
+	if (mgpu_loader_begin(l, MGPU_SPLIT_TRAIN, order, n) < 0)
+		die_lib();
+	while ((rc = mgpu_loader_next(l, &x, &y, &B, &wait)) == 0)
+		;
+	if (rc < 0)
+		die_lib();
+	return now_s() - t0;
+}
+
+static void loader(const struct dopts *o, struct mgpu_source *s, struct mgpu_tab *t, int p,
+		   const uint32_t *order)
+{
+	struct mgpu_loader l;
+	double times[MAX_REPEAT];
+	size_t n = s->n[MGPU_SPLIT_TRAIN];
+	int k;
+
+	if (mgpu_loader_create(&l, s, o->batch, p) < 0)
+		die_lib();
+	for (k = 0; k < o->repeat; k++)
+		times[k] = loader_pass(&l, order, n);
+	mgpu_loader_free(&l);
+	put_row(t, "loader", s, p, o->batch, n, (double)n * (double)s->row_nbytes,
+		mgpu_bench_median(times, o->repeat), o->repeat);
+	if (common_progress(&o->co))
+		fprintf(stderr, "mgpu-bench: loader, prefetch %d: %.0f rows/s\n", p,
+			(double)n / mgpu_bench_median(times, o->repeat));
+}
+
+int bench_data(int argc, char **argv)
+{
+	struct dopts o;
+	struct mgpu_source s;
+	struct mgpu_tab t;
+	struct mgpu_rng rng;
+	uint32_t *order;
+	FILE *fp;
+	int i;
+
+	parse(&o, argc, argv);
+	if (mgpu_source_open(&s, o.path) < 0)
+		die_lib();
+	if (s.n[MGPU_SPLIT_TRAIN] == 0)
+		die("'%s': no train split to load", o.path);
+	if (s.kind == MGPU_SOURCE_CACHE && o.budget)
+		mgpu_cache_set_budget(&s.cache, (size_t)o.budget);
+	if (mgpu_tab_init(&t, cols, types, 10) < 0)
+		die_lib();
+	if (s.kind == MGPU_SOURCE_CACHE)
+		decode(&o, &s, &t);
+	else if (!o.co.quiet)
+		fprintf(stderr, "mgpu-bench: '%s' is not a cache (%s): no decode row; "
+			"mgpu-cache builds one\n", o.path, s.what);
+	order = malloc(s.n[MGPU_SPLIT_TRAIN] * sizeof *order);
+	if (!order)
+		die("out of memory");
+	mgpu_rng_seed(&rng, (uint64_t)o.seed, 0);
+	mgpu_rng_perm(&rng, order, s.n[MGPU_SPLIT_TRAIN]);
+	for (i = 0; i < o.nprefetch && !mgpu_interrupted; i++)
+		loader(&o, &s, &t, o.prefetch[i], order);
+	free(order);
+	mgpu_source_close(&s);
+	fp = common_open(&o.co);
+	if (mgpu_tab_write(&t, fp, o.co.fmt) < 0)
+		die_lib();
+	common_close(&o.co);
+	mgpu_tab_free(&t);
+	return mgpu_interrupted ? 130 : 0;
+}

@@ -1,0 +1,152 @@
+/*
+ * mgpu-bench - speedup, memory, all-reduce and data-loading benchmarks.
+ *
+ * One subcommand per file (train.c, allreduce.c, data.c), each with one
+ * entry point; this file dispatches and holds the options they share.
+ * The measuring, arithmetic, tables and plots live in lib/bench.
+ */
+#include <stdio.h>  /* printf */
+#include <stdlib.h> /* exit */
+#include <string.h> /* strcmp */
+#include <unistd.h> /* isatty, readlink */
+
+#include "../common.h"  /* die, usage_error, print_version */
+#include "bench.h"      /* struct common */
+#include "bench/tab.h"  /* MGPU_FMT_* */
+#include "core/cli.h"   /* mgpu_cli_int, mgpu_cli_int_list */
+#include "core/err.h"   /* mgpu_errmsg */
+
+const char *const mgpu_tool_name = "mgpu-bench";
+
+static const char *const fmt_words[] = { "tsv", "json", "markdown", NULL };
+
+static void usage(void)
+{
+	printf("usage: mgpu-bench [-hV] [-v] COMMAND [options]\n"
+	       "Benchmarks of data-parallel training.\n\n"
+	       "commands:\n"
+	       "  train       throughput, speedup, efficiency and peak memory of mgpu-train\n"
+	       "              over device counts, modes and sync backends\n"
+	       "  allreduce   all-reduce time, algbw and busbw over a size sweep, with a\n"
+	       "              wrong-element check\n"
+	       "  data        cache decode and loader throughput\n\n"
+	       "'mgpu-bench COMMAND --help' lists the options of COMMAND; see mgpu-bench(1).\n");
+}
+
+int common_opt(struct common *co, int c, const char *arg, const char *help_text)
+{
+	int v;
+
+	switch (c) {
+	case O_JSON: co->fmt = MGPU_FMT_JSON; return 1;
+	case O_FORMAT:
+		if (mgpu_cli_choice("--format", arg, fmt_words, &v) < 0)
+			usage_error("%s", mgpu_errmsg());
+		co->fmt = v;
+		return 1;
+	case 'o':
+		if (!arg[0])
+			usage_error("--output: empty path");
+		co->output = strcmp(arg, "-") == 0 ? NULL : arg;
+		return 1;
+	case 'q': co->quiet = 1; return 1;
+	case 'v': co->verbose = 1; return 1;
+	case 'h': fputs(help_text, stdout); exit(0);
+	case 'V': print_version(co->verbose); exit(0);
+	default: return 0;
+	}
+}
+
+FILE *common_open(struct common *co)
+{
+	if (co->output) {
+		if (mgpu_afile_open(&co->af, co->output) < 0)
+			die_lib();
+		co->fp = co->af.fp;
+	} else {
+		co->fp = stdout;
+	}
+	if (co->fmt < 0)
+		co->fmt = !co->output && isatty(1) ? MGPU_FMT_MD : MGPU_FMT_TSV;
+	return co->fp;
+}
+
+void common_close(struct common *co)
+{
+	if (!co->output) {
+		finish_stdout();
+		return;
+	}
+	if (mgpu_afile_commit(&co->af) < 0) {
+		mgpu_afile_abort(&co->af);
+		die_lib();
+	}
+}
+
+int common_progress(const struct common *co)
+{
+	return !co->quiet && (co->verbose || isatty(2));
+}
+
+void self_dir(char *buf, size_t cap)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+	char *slash;
+
+	if (n <= 0)
+		die("cannot find this program's directory (/proc/self/exe)");
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+}
+
+long long bench_int(const char *opt, const char *arg, long long lo, long long hi)
+{
+	long long v;
+
+	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
+		usage_error("%s", mgpu_errmsg());
+	return v;
+}
+
+int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v)
+{
+	int n, i;
+
+	if (mgpu_cli_int_list(opt, arg, out, max, &n) < 0)
+		usage_error("%s", mgpu_errmsg());
+	for (i = 0; i < n; i++)
+		if (out[i] < min_v || out[i] > max_v)
+			usage_error("%s: %d is out of range [%d, %d]", opt, out[i], min_v, max_v);
+	return n;
+}
+
+int cmd_main(int argc, char **argv)
+{
+	int i, verbose = 0;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage();
+			return 0;
+		}
+		if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0)
+			verbose = 1;
+		else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0 ||
+			 strcmp(argv[i], "-vV") == 0 || strcmp(argv[i], "-Vv") == 0) {
+			print_version(verbose || strlen(argv[i]) == 3);
+			return 0;
+		} else
+			usage_error("unknown option '%s' before the command", argv[i]);
+	}
+	if (i == argc)
+		usage_error("missing command: train, allreduce or data");
+	if (strcmp(argv[i], "train") == 0)
+		return bench_train(argc - i, argv + i);
+	if (strcmp(argv[i], "allreduce") == 0)
+		return bench_allreduce(argc - i, argv + i);
+	if (strcmp(argv[i], "data") == 0)
+		return bench_data(argc - i, argv + i);
+	usage_error("unknown command '%s' (train, allreduce or data)", argv[i]);
+}

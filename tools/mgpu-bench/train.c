@@ -1,0 +1,447 @@
+/*
+ * train.c - `mgpu-bench train`: run mgpu-train (the binary beside this one)
+ * over device counts, modes and sync backends, R times each, and print the
+ * speedup and memory tables; --save, --plot, --compare.
+ *
+ * Each run is `mgpu-train -q --json --log-every 1 DEVICES [--mode M]
+ * [--sync-backend S] WORKLOAD`, its exact command kept in the results.
+ * Throughput comes from the step records after the warm-up steps
+ * (lib/bench/sweep.h); a run that fails or times out makes its row an
+ * error row and the exit status 1, never a hang.
+ */
+#include <stdio.h>  /* printf, fprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp */
+
+#include "../common.h"     /* die, usage_error, mgpu_interrupted */
+#include "bench.h"         /* struct common */
+#include "bench/spawn.h"   /* mgpu_spawn_capture */
+#include "bench/stats.h"   /* mgpu_bench_tolerance */
+#include "bench/svg.h"     /* mgpu_bench_plot_svg */
+#include "bench/sweep.h"   /* struct mgpu_bench_trow */
+#include "core/cli.h"      /* mgpu_cli_choice */
+#include "core/err.h"      /* mgpu_errmsg */
+#include "core/io.h"       /* mgpu_afile, mgpu_read_file */
+
+#define MAX_ROWS 256
+#define MAX_REPEAT 100
+
+enum { O_CPU = 300, O_DEVICES, O_MODES, O_SYNCS, O_REPEAT, O_WARMUP, O_TIMEOUT, O_PLOT,
+       O_SAVE, O_COMPARE, O_TOL };
+
+static const struct option longopts[] = {
+	{ "cpu-ranks", required_argument, NULL, O_CPU },
+	{ "devices", required_argument, NULL, O_DEVICES },
+	{ "modes", required_argument, NULL, O_MODES },
+	{ "sync-backends", required_argument, NULL, O_SYNCS },
+	{ "repeat", required_argument, NULL, O_REPEAT },
+	{ "warmup-steps", required_argument, NULL, O_WARMUP },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "plot", required_argument, NULL, O_PLOT },
+	{ "save", required_argument, NULL, O_SAVE },
+	{ "compare", required_argument, NULL, O_COMPARE },
+	{ "tolerance", required_argument, NULL, O_TOL },
+	COMMON_LONGOPTS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char help[] =
+	"usage: mgpu-bench train [options] [-- MGPU-TRAIN-OPTIONS...]\n"
+	"Run mgpu-train over device counts, modes and sync backends; print the speedup\n"
+	"and peak-memory tables (Markdown on a terminal, else TSV; --json: JSON Lines).\n\n"
+	"  --cpu-ranks LIST      CPU rank counts, e.g. 1,2 [1,2 unless --devices]\n"
+	"  --devices LIST        GPU counts, e.g. 1,2,4,8 (GPUs 0..N-1)\n"
+	"  --modes LIST          ddp,dp [ddp,dp]\n"
+	"  --sync-backends LIST  auto,cpu,nccl [auto]\n"
+	"  --repeat N            runs per configuration; median and spread [3]\n"
+	"  --warmup-steps N      steps of each run left out of the throughput [20]\n"
+	"  --timeout SECONDS     a run still going after this fails [600]\n"
+	"  --plot FILE.svg       speedup and peak-memory plot\n"
+	"  --save FILE.tsv       the results as TSV (for --compare)\n"
+	"  --compare OLD.tsv     re-run OLD's configurations; exit 1 naming each row\n"
+	"                        that regressed by more than --tolerance [10%]\n"
+	"  --json   --format tsv|json|markdown   -o, --output FILE   -q   -v\n"
+	"  -h, --help   -V, --version\n"
+	"The workload defaults to --epochs 1 --max-steps 200 --batch-size 64 (per device)\n"
+	"on mgpu-train's default data and model; options after -- are added.\n";
+
+static const char *const mode_words[] = { "ddp", "dp", NULL };
+static const char *const sync_words[] = { "auto", "cpu", "nccl", NULL };
+static const char *const workload[] = { "--epochs", "1", "--max-steps", "200",
+					"--batch-size", "64" };
+
+struct topts {
+	struct common co;
+	int cpu[64], ncpu, gpu[64], ngpu;
+	int modes[2], nmodes, syncs[3], nsyncs;
+	int repeat, warmup, timeout_s; /* repeat, warmup: -1 when not given */
+	const char *plot, *save, *compare;
+	double tol;
+	char **extra;
+	int nextra;
+	char train_bin[4096];
+};
+
+/* A comma list of words into indexes; no repeats. */
+static int word_list(const char *opt, const char *arg, const char *const *words, int *out,
+		     int max)
+{
+	char buf[256], *p, *save = NULL;
+	int n = 0, i;
+
+	if (strlen(arg) >= sizeof buf || !arg[0])
+		usage_error("%s: bad list '%s'", opt, arg);
+	snprintf(buf, sizeof buf, "%s", arg);
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (n == max)
+			usage_error("%s: too many values in '%s'", opt, arg);
+		if (mgpu_cli_choice(opt, p, words, &out[n]) < 0)
+			usage_error("%s", mgpu_errmsg());
+		for (i = 0; i < n; i++)
+			if (out[i] == out[n])
+				usage_error("%s: '%s' given twice", opt, p);
+		n++;
+	}
+	return n;
+}
+
+static void apply(struct topts *o, int c, const char *arg)
+{
+	switch (c) {
+	case O_CPU: o->ncpu = bench_list("--cpu-ranks", arg, o->cpu, 64, 1, 64); break;
+	case O_DEVICES: o->ngpu = bench_list("--devices", arg, o->gpu, 64, 1, 64); break;
+	case O_MODES: o->nmodes = word_list("--modes", arg, mode_words, o->modes, 2); break;
+	case O_SYNCS: o->nsyncs = word_list("--sync-backends", arg, sync_words, o->syncs, 3); break;
+	case O_REPEAT: o->repeat = (int)bench_int("--repeat", arg, 1, MAX_REPEAT); break;
+	case O_WARMUP: o->warmup = (int)bench_int("--warmup-steps", arg, 0, 1000000); break;
+	case O_TIMEOUT: o->timeout_s = (int)bench_int("--timeout", arg, 1, 86400); break;
+	case O_PLOT: o->plot = arg; break;
+	case O_SAVE: o->save = arg; break;
+	case O_COMPARE: o->compare = arg; break;
+	case O_TOL:
+		if (mgpu_bench_tolerance("--tolerance", arg, &o->tol) < 0)
+			usage_error("%s", mgpu_errmsg());
+		break;
+	default:
+		if (!common_opt(&o->co, c, arg, help))
+			usage_error("unknown option");
+	}
+}
+
+static void parse(struct topts *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof *o);
+	o->co.fmt = -1;
+	o->repeat = o->warmup = -1;
+	o->timeout_s = 600;
+	o->tol = 0.10;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		apply(o, c, optarg);
+	}
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
+		usage_error("unexpected argument '%s' (mgpu-train options go after --)",
+			    argv[optind]);
+	o->extra = argv + optind;
+	o->nextra = argc - optind;
+	if (o->compare && (o->ncpu || o->ngpu || o->nmodes || o->nsyncs || o->nextra))
+		usage_error("--compare re-runs the configurations of its file: it takes no "
+			    "--cpu-ranks, --devices, --modes, --sync-backends or workload");
+	if (!o->ncpu && !o->ngpu) {
+		o->cpu[0] = 1, o->cpu[1] = 2;
+		o->ncpu = 2;
+	}
+	if (!o->nmodes)
+		o->modes[0] = 0, o->modes[1] = 1, o->nmodes = 2;
+	if (!o->nsyncs)
+		o->syncs[0] = 0, o->nsyncs = 1;
+}
+
+/* argv of one run into store (words) and args (pointers). */
+struct cmd {
+	char store[8][64];
+	char *args[256];
+	int n;
+};
+
+static void add(struct cmd *c, const char *w)
+{
+	if (c->n >= 254)
+		usage_error("too many mgpu-train options");
+	c->args[c->n++] = (char *)(uintptr_t)w;
+	c->args[c->n] = NULL;
+}
+
+static void build(const struct topts *o, const struct mgpu_bench_trow *r, struct cmd *c)
+{
+	int k = 0, i;
+	size_t len = 0;
+
+	c->n = 0;
+	add(c, o->train_bin);
+	add(c, "-q");
+	add(c, "--json");
+	add(c, "--log-every");
+	add(c, "1");
+	add(c, strcmp(r->kind, "gpu") == 0 ? "--gpus" : "--cpu-ranks");
+	if (strcmp(r->kind, "gpu") == 0) {
+		for (i = 0; i < r->devices && len + 4 < sizeof c->store[k]; i++)
+			len += (size_t)snprintf(c->store[k] + len, sizeof c->store[k] - len, "%s%d",
+						i ? "," : "", i);
+	} else {
+		snprintf(c->store[k], sizeof c->store[k], "%d", r->devices);
+	}
+	add(c, c->store[k++]);
+	if (r->devices > 1) {
+		add(c, "--mode");
+		add(c, r->mode);
+		if (r->sync[0] && strcmp(r->sync, "auto") != 0) {
+			add(c, "--sync-backend");
+			add(c, r->sync);
+		}
+	}
+	for (i = 0; i < 6; i++)
+		add(c, workload[i]);
+	for (i = 0; i < o->nextra; i++)
+		add(c, o->extra[i]);
+}
+
+/* The configurations of the sweep, in table order. */
+static int plan(const struct topts *o, struct mgpu_bench_trow *rows)
+{
+	int n = 0, kind, i, m, s;
+
+	for (kind = 0; kind < 2; kind++) {
+		const int *list = kind ? o->gpu : o->cpu;
+		int nl = kind ? o->ngpu : o->ncpu;
+		for (i = 0; i < nl; i++)
+			for (m = 0; m < (list[i] > 1 ? o->nmodes : 1); m++)
+				for (s = 0; s < (list[i] > 1 ? o->nsyncs : 1); s++) {
+					struct mgpu_bench_trow *r = &rows[n++];
+					if (n > MAX_ROWS)
+						usage_error("more than %d configurations", MAX_ROWS);
+					memset(r, 0, sizeof *r);
+					snprintf(r->kind, sizeof r->kind, "%s", kind ? "gpu" : "cpu");
+					r->devices = list[i];
+					if (list[i] > 1) {
+						snprintf(r->mode, sizeof r->mode, "%s", mode_words[o->modes[m]]);
+						snprintf(r->sync, sizeof r->sync, "%s",
+							 o->syncs[s] ? sync_words[o->syncs[s]] : "");
+					}
+					mgpu_bench_label(r, o->nsyncs > 1);
+				}
+	}
+	return n;
+}
+
+static void run_failed(struct mgpu_bench_trow *r, const struct mgpu_spawn_result *res,
+		       int timeout_s)
+{
+	char line[400];
+
+	mgpu_spawn_err_line(res, line, sizeof line);
+	if (res->timed_out)
+		snprintf(r->error, sizeof r->error, "timed out after %d s", timeout_s);
+	else if (line[0])
+		snprintf(r->error, sizeof r->error, "%s", line);
+	else
+		snprintf(r->error, sizeof r->error, "mgpu-train %s %d", res->exited ?
+			 "exited with status" : "was killed by signal", res->status);
+}
+
+/* Run one configuration repeats times into r; a failure fills r->error. */
+static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **args, int repeats)
+{
+	static struct mgpu_bench_run runs[MAX_REPEAT];
+	struct mgpu_spawn_result res;
+	int k;
+
+	if (mgpu_bench_quote_argv(args, r->command, sizeof r->command) < 0)
+		die_lib();
+	for (k = 0; k < repeats && !mgpu_interrupted; k++) {
+		if (mgpu_spawn_capture(args, 1000 * o->timeout_s, &mgpu_interrupted, &res) < 0)
+			die_lib();
+		if (!res.exited || res.status != 0 || res.timed_out)
+			run_failed(r, &res, o->timeout_s);
+		else if (mgpu_bench_run_parse(res.out, res.out_len, r->warmup_steps,
+					      "mgpu-train output", &runs[k]) < 0)
+			snprintf(r->error, sizeof r->error, "%s", mgpu_errmsg());
+		free(res.out);
+		if (r->error[0])
+			break;
+		if (common_progress(&o->co))
+			fprintf(stderr, "mgpu-bench: %s: run %d/%d: %.0f samples/s\n", r->config,
+				k + 1, repeats, runs[k].samples_per_s);
+	}
+	mgpu_bench_trow_fold(r, runs, r->error[0] ? 0 : k);
+	if (!r->mode[0] && !r->error[0] && k > 0)
+		snprintf(r->mode, sizeof r->mode, "%s", runs[k - 1].mode);
+}
+
+static void sweep(const struct topts *o, struct mgpu_bench_trow *rows, int n)
+{
+	struct cmd c;
+	int i;
+
+	for (i = 0; i < n && !mgpu_interrupted; i++) {
+		rows[i].warmup_steps = o->warmup >= 0 ? o->warmup : 20;
+		build(o, &rows[i], &c);
+		measure(o, &rows[i], c.args, o->repeat > 0 ? o->repeat : 3);
+	}
+}
+
+/* --compare: the old file's rows, re-run with their own commands. */
+static int load_old(const char *path, struct mgpu_bench_trow **rows, int *n)
+{
+	struct mgpu_tab t;
+	unsigned char *text;
+	size_t len;
+	int rc;
+
+	if (mgpu_read_file(path, &text, &len) < 0)
+		die_lib();
+	rc = mgpu_tab_parse_tsv(&t, (const char *)text, len, path);
+	free(text);
+	if (rc < 0 || mgpu_bench_trows_from_tab(&t, path, rows, n) < 0)
+		die_lib();
+	mgpu_tab_free(&t);
+	if (*n > MAX_ROWS)
+		die("'%s': more than %d rows", path, MAX_ROWS);
+	return 0;
+}
+
+static void rerun(const struct topts *o, const struct mgpu_bench_trow *old, int n,
+		  struct mgpu_bench_trow *rows)
+{
+	char cmd[MGPU_BENCH_CMD], *args[256];
+	int i, argc;
+
+	for (i = 0; i < n && !mgpu_interrupted; i++) {
+		rows[i] = old[i];
+		rows[i].error[0] = '\0';
+		rows[i].warmup_steps = o->warmup >= 0 ? o->warmup : old[i].warmup_steps;
+		snprintf(cmd, sizeof cmd, "%s", old[i].command);
+		if (mgpu_bench_split_command(cmd, args, 256, &argc) < 0 || argc < 2)
+			die("'%s': %s: bad command '%s'", o->compare, old[i].config, old[i].command);
+		args[0] = (char *)(uintptr_t)o->train_bin;
+		measure(o, &rows[i], args, o->repeat > 0 ? o->repeat : old[i].repeats);
+	}
+}
+
+static void write_md(FILE *fp, const struct mgpu_bench_trow *rows, int n)
+{
+	struct mgpu_tab t;
+	int i;
+
+	if (mgpu_bench_speedup_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
+		die_lib();
+	mgpu_tab_free(&t);
+	fputs("\nPeak memory per device (MiB):\n\n", fp);
+	if (mgpu_bench_memory_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
+		die_lib();
+	mgpu_tab_free(&t);
+	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
+		"of each left out.\nCommands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
+		rows[0].warmup_steps);
+	for (i = 0; i < n; i++)
+		fprintf(fp, "- %s: `%s`\n", rows[i].config, rows[i].command);
+}
+
+static int any_ok(const struct mgpu_bench_trow *rows, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!rows[i].error[0])
+			return 1;
+	return 0;
+}
+
+static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
+{
+	struct mgpu_afile af;
+	struct mgpu_tab t;
+	FILE *fp = common_open(&o->co);
+
+	if (mgpu_bench_trows_tab(rows, n, &t) < 0)
+		die_lib();
+	if (o->co.fmt == MGPU_FMT_MD)
+		write_md(fp, rows, n);
+	else if (mgpu_tab_write(&t, fp, o->co.fmt) < 0)
+		die_lib();
+	common_close(&o->co);
+	if (o->save && (mgpu_afile_open(&af, o->save) < 0 ||
+			mgpu_tab_write(&t, af.fp, MGPU_FMT_TSV) < 0 || mgpu_afile_commit(&af) < 0)) {
+		mgpu_afile_abort(&af);
+		die_lib();
+	}
+	mgpu_tab_free(&t);
+	if (o->plot && !any_ok(rows, n)) {
+		fprintf(stderr, "mgpu-bench: error: --plot: no configuration succeeded; '%s' "
+			"not written\n", o->plot);
+		return;
+	}
+	if (o->plot && (mgpu_afile_open(&af, o->plot) < 0 ||
+			mgpu_bench_plot_svg(af.fp, rows, n, "mgpu-bench train") < 0 ||
+			mgpu_afile_commit(&af) < 0)) {
+		mgpu_afile_abort(&af);
+		die_lib();
+	}
+}
+
+/* Error and regression lines on stderr; the exit status. */
+static int verdict(const struct topts *o, const struct mgpu_bench_trow *old, int nold,
+		   const struct mgpu_bench_trow *rows, int n)
+{
+	static struct mgpu_bench_regression reg[2 * MAX_ROWS];
+	int i, nreg = 0, nerr = 0;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].error[0] && ++nerr)
+			fprintf(stderr, "mgpu-bench: error: %s: %s\n", rows[i].config, rows[i].error);
+	if (old) {
+		mgpu_bench_compare(old, nold, rows, n, o->tol, reg, 2 * MAX_ROWS, &nreg);
+		for (i = 0; i < nreg && i < 2 * MAX_ROWS; i++)
+			if (!strstr(reg[i].what, "failed: "))
+				fprintf(stderr, "mgpu-bench: regression: %s: %s\n", reg[i].config,
+					reg[i].what);
+	}
+	if (!o->co.quiet && !nerr && !nreg)
+		fprintf(stderr, "mgpu-bench: %d configuration%s measured%s\n", n, n > 1 ? "s" : "",
+			old ? ", no regression beyond the tolerance" : "");
+	return nerr || nreg ? 1 : 0;
+}
+
+int bench_train(int argc, char **argv)
+{
+	static struct mgpu_bench_trow rows[MAX_ROWS];
+	struct mgpu_bench_trow *old = NULL;
+	struct topts o;
+	int n, nold = 0, rc;
+
+	parse(&o, argc, argv);
+	self_dir(o.train_bin, sizeof o.train_bin - 16);
+	strcat(o.train_bin, "/mgpu-train");
+	if (o.compare) {
+		load_old(o.compare, &old, &nold);
+		n = nold;
+		rerun(&o, old, n, rows);
+	} else {
+		n = plan(&o, rows);
+		sweep(&o, rows, n);
+	}
+	if (mgpu_interrupted) {
+		fprintf(stderr, "mgpu-bench: interrupted\n");
+		return 130;
+	}
+	mgpu_bench_trows_finish(rows, n);
+	outputs(&o, rows, n);
+	rc = verdict(&o, old, nold, rows, n);
+	free(old);
+	return rc;
+}
