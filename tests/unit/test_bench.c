@@ -1,0 +1,423 @@
+/*
+ * test_bench.c - lib/bench on recorded results: medians, speedup and
+ * efficiency, bus bandwidth factors, size and tolerance parsing, mgpu-train
+ * output parsing, --compare, the result tables (TSV, JSON, Markdown, TSV
+ * input), command quoting, the SVG plot, running a child, and the
+ * all-reduce wrong-element check (two threads on a private segment).
+ */
+#include <pthread.h> /* pthread_create */
+#include <stdlib.h>  /* free */
+#include <string.h>  /* strstr */
+
+#include "bench/allreduce.h" /* mgpu_bench_ar_rank */
+#include "bench/spawn.h"     /* mgpu_spawn_capture */
+#include "bench/stats.h"     /* mgpu_bench_median */
+#include "bench/svg.h"       /* mgpu_bench_plot_svg */
+#include "bench/sweep.h"     /* struct mgpu_bench_trow */
+#include "bench/tab.h"       /* struct mgpu_tab */
+#include "core/err.h"        /* mgpu_errmsg */
+#include "t.h"               /* T_CHECK */
+
+static void test_median_spread(void)
+{
+	double a[] = { 5, 1, 3 }, b[] = { 4, 1, 3, 2 };
+
+	T_NEAR(mgpu_bench_median(a, 3), 3, 0);
+	T_NEAR(mgpu_bench_median(b, 4), 2.5, 0);
+	T_CHECK(isnan(mgpu_bench_median(a, 0)), "empty median is not NaN");
+	T_NEAR(mgpu_bench_spread_pct(90, 110, 100), 10, 1e-12);
+}
+
+static void test_busbw_factor(void)
+{
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_ALLREDUCE, 1), 1, 0);
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_ALLREDUCE, 2), 1, 0);
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_ALLREDUCE, 4), 1.5, 1e-15);
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_ALLREDUCE, 8), 1.75, 1e-15);
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_REDUCE_SCATTER, 4), 0.75, 1e-15);
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_ALLGATHER, 8), 0.875, 1e-15);
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_BROADCAST, 8), 1, 0);
+	T_NEAR(mgpu_bench_busbw_factor(MGPU_COLL_REDUCE, 8), 1, 0);
+	/* 256 MiB in 100 ms: 2.684 GB/s algbw; 4 ranks: busbw 1.5x */
+	T_NEAR(mgpu_bench_algbw_gbps((size_t)256 << 20, 1e5), 2.68435456, 1e-9);
+	T_CHECK(isnan(mgpu_bench_algbw_gbps(4096, 0)), "zero time gives a number");
+}
+
+static void test_sizes(void)
+{
+	size_t s[64];
+	int n;
+
+	T_OK(mgpu_bench_sizes("--sizes", "4K:256M", (size_t)1 << 34, s, 64, &n));
+	T_CHECK(n == 17 && s[0] == 4096 && s[16] == (size_t)256 << 20, "n %d", n);
+	T_OK(mgpu_bench_sizes("--sizes", "4K:12K", (size_t)1 << 34, s, 64, &n));
+	T_CHECK(n == 2 && s[1] == 8192, "n %d", n);
+	T_OK(mgpu_bench_sizes("--sizes", "8,1M,4k", (size_t)1 << 34, s, 64, &n));
+	T_CHECK(n == 3 && s[0] == 8 && s[1] == 1 << 20 && s[2] == 4096, "n %d", n);
+	T_FAILS(mgpu_bench_sizes("--sizes", "6:64", 1 << 20, s, 64, &n), MGPU_EINVAL,
+		"multiple of 4");
+	T_FAILS(mgpu_bench_sizes("--sizes", "8K:4K", 1 << 20, s, 64, &n), MGPU_EINVAL, "below");
+	T_FAILS(mgpu_bench_sizes("--sizes", "4x", 1 << 20, s, 64, &n), MGPU_EINVAL, "not a size");
+	T_FAILS(mgpu_bench_sizes("--sizes", "4K,", 1 << 20, s, 64, &n), MGPU_EINVAL, "list");
+	T_FAILS(mgpu_bench_sizes("--sizes", "4:1G", 1 << 20, s, 64, &n), MGPU_EINVAL, "too large");
+	T_FAILS(mgpu_bench_sizes("--sizes", "4:1M", 1 << 20, s, 8, &n), MGPU_EINVAL, "more than 8");
+}
+
+static void test_tolerance(void)
+{
+	double f;
+
+	T_OK(mgpu_bench_tolerance("--tolerance", "10%", &f));
+	T_NEAR(f, 0.10, 1e-15);
+	T_OK(mgpu_bench_tolerance("--tolerance", "2.5", &f));
+	T_NEAR(f, 0.025, 1e-15);
+	T_FAILS(mgpu_bench_tolerance("--tolerance", "%", &f), MGPU_EINVAL, "not a percentage");
+	T_FAILS(mgpu_bench_tolerance("--tolerance", "ten", &f), MGPU_EINVAL, "not a percentage");
+	T_FAILS(mgpu_bench_tolerance("--tolerance", "101%", &f), MGPU_EINVAL, "out of range");
+	T_FAILS(mgpu_bench_tolerance("--tolerance", "-1", &f), MGPU_EINVAL, "out of range");
+	T_CHECK(mgpu_bench_slower(1000, 899, 0.1) && !mgpu_bench_slower(1000, 901, 0.1),
+		"slower");
+	T_CHECK(mgpu_bench_bigger(100, 111, 0.1) && !mgpu_bench_bigger(100, 109, 0.1), "bigger");
+}
+
+/* mgpu-train --json --log-every 10, 40 steps: windows of 10 steps. */
+static const char train_out[] =
+	"{\"kind\":\"step\",\"step\":10,\"epoch\":1,\"loss\":2,\"samples_per_s\":100,\"step_ms\":50}\n"
+	"{\"kind\":\"step\",\"step\":20,\"epoch\":1,\"loss\":1,\"samples_per_s\":200,\"step_ms\":40}\n"
+	"{\"kind\":\"eval\",\"step\":20,\"epoch\":1,\"val_loss\":1}\n"
+	"{\"kind\":\"step\",\"step\":30,\"epoch\":1,\"loss\":1,\"samples_per_s\":1000,\"step_ms\":10}\n"
+	"{\"kind\":\"step\",\"step\":40,\"epoch\":1,\"loss\":1,\"samples_per_s\":500,\"step_ms\":20}\n"
+	"{\"kind\":\"summary\",\"step\":40,\"epoch\":1,\"samples_per_s\":300,\"wall_s\":2.5,"
+	"\"effective_batch\":128,\"world_size\":2,\"mode\":\"ddp\",\"sync_backend\":\"cpu\","
+	"\"peak_bytes\":[5200720,5200720],\"rss_bytes\":[7,8]}\n";
+
+static void test_run_parse(void)
+{
+	struct mgpu_bench_run r;
+
+	/* after 20 warm-up steps: 10 steps x 10 ms at 1000/s, 10 x 20 ms at 500/s:
+	 * (100 + 100) samples in 0.3 s */
+	T_OK(mgpu_bench_run_parse(train_out, sizeof train_out - 1, 20, "out", &r));
+	T_NEAR(r.samples_per_s, 200 / 0.3, 1e-9);
+	T_CHECK(r.steps_timed == 20 && r.steps == 40, "timed %lld", (long long)r.steps_timed);
+	T_NEAR(r.wall_s, 2.5, 0);
+	T_CHECK(r.ndev == 2 && r.peak_bytes[1] == 5200720 && r.rss_bytes[1] == 8, "ndev %d",
+		r.ndev);
+	T_CHECK(strcmp(r.mode, "ddp") == 0 && strcmp(r.sync, "cpu") == 0 && r.world == 2 &&
+		r.effective_batch == 128, "summary fields");
+	/* a warm-up that is not a multiple of the log interval: whole windows only */
+	T_OK(mgpu_bench_run_parse(train_out, sizeof train_out - 1, 25, "out", &r));
+	T_NEAR(r.samples_per_s, 500, 1e-9);
+	T_FAILS(mgpu_bench_run_parse(train_out, sizeof train_out - 1, 40, "out", &r),
+		MGPU_EINVAL, "no step was timed after the 40 warm-up steps");
+	T_FAILS(mgpu_bench_run_parse(train_out, 200, 0, "out", &r), MGPU_EFORMAT, "out");
+	T_FAILS(mgpu_bench_run_parse("{\"kind\":\"step\"}\n", 16, 0, "out", &r), MGPU_EFORMAT,
+		"no summary record");
+}
+
+/* A recorded sweep: 1 rank 1000/s, 2 ranks DDP 1800/s, DP 1200/s, 4 failed. */
+static const char recorded[] =
+	"config\tkind\tdevices\tmode\tsync_backend\trepeats\twarmup_steps\tsamples_per_s\t"
+	"samples_per_s_min\tsamples_per_s_max\tspread_pct\twall_s\tspeedup\tefficiency\t"
+	"effective_batch\tpeak_bytes\trss_bytes\tstatus\terror\tcommand\n"
+	"1 CPU rank\tcpu\t1\tddp\tnone\t3\t20\t1000\t990\t1010\t1\t2\tNA\tNA\t64\t7000000\t"
+	"70000000\tok\tNA\tmgpu-train -q --cpu-ranks 1\n"
+	"2 CPU ranks (DDP)\tcpu\t2\tddp\tcpu\t3\t20\t1800\t1700\t1900\t5.6\t1.2\tNA\tNA\t128\t"
+	"5000000,5000000\t1,2\tok\tNA\tmgpu-train -q --cpu-ranks 2 --mode ddp\n"
+	"2 CPU ranks (DP)\tcpu\t2\tdp\tcpu\t3\t20\t1200\t1100\t1300\t8.3\t1.6\tNA\tNA\t128\t"
+	"7000000,5000000\t1,2\tok\tNA\tmgpu-train -q --cpu-ranks 2 --mode dp\n"
+	"4 devices (DDP)\tgpu\t4\tddp\tNA\t3\t20\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\t"
+	"error\tcuda device 0 does not exist\tmgpu-train -q --gpus 0,1,2,3 --mode ddp\n";
+
+static int load(struct mgpu_bench_trow **rows, int *n)
+{
+	struct mgpu_tab t;
+	int rc;
+
+	MGPU_TRY(mgpu_tab_parse_tsv(&t, recorded, sizeof recorded - 1, "rec.tsv"));
+	rc = mgpu_bench_trows_from_tab(&t, "rec.tsv", rows, n);
+	mgpu_tab_free(&t);
+	return rc;
+}
+
+static void test_speedup_efficiency(void)
+{
+	struct mgpu_bench_trow *rows;
+	int n;
+
+	T_OK(load(&rows, &n));
+	if (!rows)
+		return;
+	T_CHECK(n == 4, "%d rows", n);
+	mgpu_bench_trows_finish(rows, n);
+	T_NEAR(rows[0].speedup, 1, 0);
+	T_NEAR(rows[0].efficiency, 1, 0);
+	T_NEAR(rows[1].speedup, 1.8, 1e-12);
+	T_NEAR(rows[1].efficiency, 0.9, 1e-12);
+	T_NEAR(rows[2].speedup, 1.2, 1e-12);
+	T_NEAR(rows[2].efficiency, 0.6, 1e-12);
+	/* the failed GPU row has no 1-GPU baseline and no throughput */
+	T_CHECK(isnan(rows[3].speedup) && rows[3].error[0], "gpu row");
+	T_CHECK(rows[2].ndev == 2 && rows[2].peak_bytes[0] == 7000000, "peaks");
+	free(rows);
+}
+
+static char *render(const struct mgpu_tab *t, int fmt)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	if (!fp)
+		return NULL;
+	if (mgpu_tab_write(t, fp, fmt) < 0)
+		buf[0] = '\0';
+	fclose(fp);
+	return buf;
+}
+
+static void test_tables(void)
+{
+	struct mgpu_bench_trow *rows;
+	struct mgpu_tab t;
+	char *s;
+	int n;
+
+	T_OK(load(&rows, &n));
+	if (!rows)
+		return;
+	mgpu_bench_trows_finish(rows, n);
+	T_OK(mgpu_bench_speedup_tab(rows, n, &t));
+	s = render(&t, MGPU_FMT_MD);
+	T_CHECK(s && strstr(s, "| Configuration ") && strstr(s, "| 2 CPU ranks (DDP) |") &&
+		strstr(s, "1800 ± 5.6%") && strstr(s, "1.80x") && strstr(s, "90%") &&
+		strstr(s, "1.20x") && strstr(s, "60%") && strstr(s, "failed: cuda device 0"), "%s", s);
+	free(s);
+	mgpu_tab_free(&t);
+	T_OK(mgpu_bench_memory_tab(rows, n, &t));
+	s = render(&t, MGPU_FMT_MD);
+	T_CHECK(s && strstr(s, "| dev 1 (MiB) |") && strstr(s, "6.7 |") && strstr(s, "4.8 |") &&
+		!strstr(s, "| 4 "), "%s", s);
+	free(s);
+	mgpu_tab_free(&t);
+	/* the data schema round-trips through TSV; JSON types its cells */
+	T_OK(mgpu_bench_trows_tab(rows, n, &t));
+	s = render(&t, MGPU_FMT_JSON);
+	T_CHECK(s && strstr(s, "\"devices\":2,") && strstr(s, "\"peak_bytes\":[7000000,5000000]") &&
+		strstr(s, "\"speedup\":1.8,") && strstr(s, "\"status\":\"error\""), "%s", s);
+	free(s);
+	s = render(&t, MGPU_FMT_TSV);
+	mgpu_tab_free(&t);
+	free(rows);
+	T_OK(mgpu_tab_parse_tsv(&t, s, strlen(s), "again"));
+	T_OK(mgpu_bench_trows_from_tab(&t, "again", &rows, &n));
+	T_CHECK(n == 4 && rows && fabs(rows[1].speedup - 1.8) < 1e-12 &&
+		strcmp(rows[3].command, "mgpu-train -q --gpus 0,1,2,3 --mode ddp") == 0, "n %d", n);
+	mgpu_tab_free(&t);
+	free(rows);
+	free(s);
+}
+
+static void test_tab_errors(void)
+{
+	struct mgpu_tab t;
+	struct mgpu_bench_trow *rows;
+	int n;
+
+	T_FAILS(mgpu_tab_parse_tsv(&t, "a\tb\n1\n", 6, "x.tsv"), MGPU_EFORMAT,
+		"'x.tsv': line 2 has 1 fields, the header 2");
+	T_FAILS(mgpu_tab_parse_tsv(&t, "a\tb\n1\t2", 7, "x.tsv"), MGPU_EFORMAT, "cut short");
+	T_FAILS(mgpu_tab_parse_tsv(&t, "", 0, "x.tsv"), MGPU_EFORMAT, "not a TSV table");
+	T_OK(mgpu_tab_parse_tsv(&t, "a\tb\n1\tNA\n", 9, "x.tsv"));
+	T_CHECK(mgpu_tab_get(&t, 0, "b") == NULL && strcmp(mgpu_tab_get(&t, 0, "a"), "1") == 0,
+		"NA cell");
+	T_FAILS(mgpu_bench_trows_from_tab(&t, "x.tsv", &rows, &n), MGPU_EFORMAT,
+		"not an mgpu-bench train table");
+	T_FAILS(mgpu_tab_set(&t, 0, "zz", "1"), MGPU_EINVAL, "no column 'zz'");
+	mgpu_tab_free(&t);
+}
+
+static void test_compare(void)
+{
+	struct mgpu_bench_trow *old, *now;
+	struct mgpu_bench_regression reg[8];
+	int n, n2, k;
+
+	T_OK(load(&old, &n));
+	T_OK(load(&now, &n2));
+	if (!old || !now)
+		return;
+	n = n2 = 3; /* the three rows that ran */
+	mgpu_bench_compare(old, n, now, n2, 0.10, reg, 8, &k);
+	T_CHECK(k == 0, "unchanged results: %d regressions (%s)", k, reg[0].what);
+	now[1].samples_per_s = 1500;  /* -16.7%: beyond 10% */
+	now[2].samples_per_s = 1100;  /* -8.3%: within */
+	now[0].peak_bytes[0] = 8000000; /* +14%: beyond */
+	mgpu_bench_compare(old, n, now, n2, 0.10, reg, 8, &k);
+	T_CHECK(k == 2, "%d regressions", k);
+	T_CHECK(strcmp(reg[0].config, "1 CPU rank") == 0 && strstr(reg[0].what, "peak_bytes"),
+		"%s: %s", reg[0].config, reg[0].what);
+	T_CHECK(strcmp(reg[1].config, "2 CPU ranks (DDP)") == 0 &&
+		strstr(reg[1].what, "samples_per_s 1800 -> 1500 (-16.7%"), "%s", reg[1].what);
+	mgpu_bench_compare(old, n, now, n2, 0.20, reg, 8, &k);
+	T_CHECK(k == 0, "20%% tolerance: %d", k);
+	snprintf(now[2].error, sizeof now[2].error, "boom");
+	mgpu_bench_compare(old, n, now, 2, 0.20, reg, 8, &k);
+	T_CHECK(k == 1 && strstr(reg[0].what, "not measured again"), "missing row: %d", k);
+	mgpu_bench_compare(old, n, now, n2, 0.20, reg, 8, &k);
+	T_CHECK(k == 1 && strstr(reg[0].what, "failed: boom"), "failed row: %d", k);
+	free(old);
+	free(now);
+}
+
+static void test_quote_split(void)
+{
+	static char w[6][32] = { "/bin/mgpu-train", "--model", "mlp:4-2,act=gelu", "--data",
+				 "my dir/it's", "" };
+	char *argv[] = { w[0], w[1], w[2], w[3], w[4], w[5], NULL };
+	char buf[256], *back[16];
+	int n, i;
+
+	T_OK(mgpu_bench_quote_argv(argv, buf, sizeof buf));
+	T_CHECK(strcmp(buf, "/bin/mgpu-train --model mlp:4-2,act=gelu --data 'my dir/it'\\''s' ''")
+		== 0, "%s", buf);
+	T_OK(mgpu_bench_split_command(buf, back, 16, &n));
+	T_CHECK(n == 6 && back[6] == NULL, "%d words", n);
+	for (i = 0; i < n && i < 6; i++)
+		T_CHECK(strcmp(back[i], argv[i]) == 0, "word %d: '%s'", i, back[i]);
+	T_FAILS(mgpu_bench_quote_argv(argv, buf, 20), MGPU_EINVAL, "longer than");
+	snprintf(buf, sizeof buf, "a 'b");
+	T_FAILS(mgpu_bench_split_command(buf, back, 16, &n), MGPU_EFORMAT, "unbalanced");
+}
+
+static void test_svg(void)
+{
+	struct mgpu_bench_trow *rows;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+	int n;
+
+	T_OK(load(&rows, &n));
+	if (!rows)
+		return;
+	mgpu_bench_trows_finish(rows, n);
+	fp = open_memstream(&buf, &len);
+	T_OK(mgpu_bench_plot_svg(fp, rows, n, "t <&>"));
+	fclose(fp);
+	T_CHECK(buf && strstr(buf, "<svg") && strstr(buf, "</svg>") &&
+		strstr(buf, "stroke-dasharray") && strstr(buf, "t &lt;&amp;&gt;") &&
+		strstr(buf, "CPU ranks DDP, sync cpu") && strstr(buf, ">6.7</text>"), "svg");
+	free(buf);
+	rows[0].error[0] = 'x', rows[1].error[0] = 'x', rows[2].error[0] = 'x';
+	fp = open_memstream(&buf, &len);
+	T_FAILS(mgpu_bench_plot_svg(fp, rows, n, NULL), MGPU_EINVAL, "no configuration");
+	fclose(fp);
+	free(buf);
+	free(rows);
+}
+
+static void test_spawn(void)
+{
+	static char sh[] = "/bin/sh", c[] = "-c", sleep[] = "exec sleep 5",
+		    none[] = "/nonexistent/prog",
+		    script[] = "echo out; echo 'x: warning: w' >&2; echo 'x: error: boom' >&2; "
+			       "echo 'x: error: later' >&2; exit 3";
+	char *ok[] = { sh, c, script, NULL };
+	char *slow[] = { sh, c, sleep, NULL };
+	char *missing[] = { none, NULL };
+	struct mgpu_spawn_result r;
+	char line[128];
+
+	T_OK(mgpu_spawn_capture(ok, 10000, NULL, &r));
+	T_CHECK(r.exited && r.status == 3 && strcmp(r.out, "out\n") == 0, "status %d", r.status);
+	mgpu_spawn_err_line(&r, line, sizeof line);
+	T_CHECK(strcmp(line, "x: error: boom") == 0, "'%s'", line);
+	free(r.out);
+	T_OK(mgpu_spawn_capture(slow, 200, NULL, &r));
+	T_CHECK(r.timed_out && !r.exited, "timed out %d exited %d", r.timed_out, r.exited);
+	free(r.out);
+	T_OK(mgpu_spawn_capture(missing, 1000, NULL, &r));
+	T_CHECK(r.exited && r.status == 127 && strstr(r.err, "cannot run"), "%d", r.status);
+	free(r.out);
+}
+
+struct ar_thread {
+	struct mgpu_shm view;
+	struct mgpu_bench_ar_cfg cfg;
+	int64_t wrong;
+	int rc;
+};
+
+static int rows_seen;
+
+static int count_row(void *ctx, const struct mgpu_bench_ar_row *r)
+{
+	(void)ctx;
+	rows_seen += r->count > 0 && r->time_us > 0 && r->busbw_gbps == r->algbw_gbps;
+	return 0;
+}
+
+static void *ar_main(void *p)
+{
+	struct ar_thread *a = p;
+
+	a->rc = mgpu_bench_ar_rank(&a->view, &a->cfg, &a->wrong);
+	return NULL;
+}
+
+/* Two ranks as threads on a private segment: 0 wrong, or with the corrupt
+ * hook exactly one per size, seen by both ranks. */
+static void run_ar(int corrupt, int64_t want)
+{
+	static const size_t sizes[] = { 4096, 8192, 65536 };
+	struct mgpu_bench_ar_cfg cfg = { MGPU_AR_CPU, sizes, 3, 3, corrupt, count_row, NULL };
+	struct ar_thread a[2];
+	struct mgpu_shm s;
+	pthread_t th[2];
+	int r;
+
+	rows_seen = 0;
+	T_OK(mgpu_shm_create_private(&s, 2, mgpu_bench_ar_nparams(&cfg), 0, 10000));
+	for (r = 0; r < 2; r++) {
+		mgpu_shm_view(&a[r].view, &s, r);
+		a[r].cfg = cfg;
+		pthread_create(&th[r], NULL, ar_main, &a[r]);
+	}
+	for (r = 0; r < 2; r++) {
+		pthread_join(th[r], NULL);
+		T_CHECK(a[r].rc == 0, "rank %d: %s", r, mgpu_errmsg());
+		T_CHECK(a[r].wrong == want, "rank %d: %lld wrong, want %lld", r,
+			(long long)a[r].wrong, (long long)want);
+	}
+	T_CHECK(rows_seen == 3, "%d rows reported", rows_seen);
+	mgpu_shm_close(&s);
+}
+
+static void test_allreduce_check(void)
+{
+	double gbps = 0;
+
+	run_ar(0, 0);
+	run_ar(1, 3);
+	T_OK(mgpu_bench_memcpy_gbps(1 << 20, &gbps));
+	T_CHECK(gbps > 0, "memcpy %g GB/s", gbps);
+}
+
+int main(void)
+{
+	T_RUN(test_median_spread);
+	T_RUN(test_busbw_factor);
+	T_RUN(test_sizes);
+	T_RUN(test_tolerance);
+	T_RUN(test_run_parse);
+	T_RUN(test_speedup_efficiency);
+	T_RUN(test_tables);
+	T_RUN(test_tab_errors);
+	T_RUN(test_compare);
+	T_RUN(test_quote_split);
+	T_RUN(test_svg);
+	T_RUN(test_spawn);
+	T_RUN(test_allreduce_check);
+	return T_DONE();
+}
