@@ -1,0 +1,77 @@
+# mgpu-bench train: the sweep's rows and arithmetic, the recorded commands
+# (they run), --save / --compare (a planted regression is named and exits 1;
+# an unchanged run passes), --plot, Markdown, and GPU configurations failing
+# as row errors on a machine without GPUs. Timings are never asserted.
+. tests/cli/lib.sh
+B="$BIN/mgpu-bench"
+mkidx d 1200 100 8 4
+w="--data d --model mlp:64-16-4 --max-steps 24 --batch-size 16"
+"$B" train --cpu-ranks 1,2 --modes ddp,dp --repeat 2 --warmup-steps 4 --save s.tsv \
+	--plot p.svg -- $w >out.tsv 2>err.txt || fail "sweep: $(cat err.txt)"
+grep -qx 'mgpu-bench: 3 configurations measured' err.txt || fail "stderr: $(cat err.txt)"
+cmp -s out.tsv s.tsv || fail "--save differs from stdout"
+python3 - out.tsv <<'PY' || fail "table: $(cat out.tsv)"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+assert [r["config"] for r in rows] == ["1 CPU rank", "2 CPU ranks (DDP)", "2 CPU ranks (DP)"], rows
+base = float(rows[0]["samples_per_s"])
+for r in rows:
+    n, thr = int(r["devices"]), float(r["samples_per_s"])
+    assert r["status"] == "ok" and r["error"] == "NA" and r["repeats"] == "2", r
+    assert float(r["samples_per_s_min"]) <= thr <= float(r["samples_per_s_max"]), r
+    assert abs(float(r["speedup"]) - thr / base) < 1e-3 * thr / base, r
+    assert abs(float(r["efficiency"]) - thr / base / n) < 1e-3, r
+    assert len(r["peak_bytes"].split(",")) == n and int(r["effective_batch"]) == 16 * n, r
+    assert "--log-every 1" in r["command"] and "--max-steps 24" in r["command"], r
+assert float(rows[0]["speedup"]) == 1
+assert rows[1]["mode"] == "ddp" and rows[2]["mode"] == "dp" and rows[1]["sync_backend"] == "cpu"
+dp = [int(x) for x in rows[2]["peak_bytes"].split(",")]
+assert dp[0] > dp[1], "dp: device 0 holds the master weights"
+PY
+# the recorded command is the exact command: it runs as written
+cmd=$(awk -F '\t' 'NR == 3 { print $20 }' out.tsv)
+sh -c "$cmd" >rerun.json || fail "recorded command failed: $cmd"
+grep -q '"kind":"summary".*"world_size":2,"mode":"ddp"' rerun.json || fail "rerun: $(tail -n 1 rerun.json)"
+grep -q '^<svg' p.svg && grep -q 'stroke-dasharray' p.svg && grep -q '</svg>' p.svg || fail "plot"
+# --compare: an unchanged run passes (the tolerance only absorbs timing noise) ...
+"$B" train --compare s.tsv --tolerance 95% --repeat 1 -o new.tsv 2>err.txt ||
+	fail "unchanged run flagged: $(cat err.txt)"
+grep -q 'no regression beyond the tolerance' err.txt || fail "compare: $(cat err.txt)"
+[ "$(wc -l <new.tsv)" = 4 ] || fail "compare output: $(cat new.tsv)"
+# ... a planted throughput regression (old 1000x faster) and a memory one (old
+# peak 1000 bytes) are each named, and exit 1
+awk -F '\t' 'BEGIN { OFS = "\t" } NR == 3 { $8 = $8 * 1000 } NR == 4 { $16 = "1000,1000" } { print }' \
+	s.tsv >planted.tsv
+set +e
+"$B" train --compare planted.tsv --tolerance 95% --repeat 1 >/dev/null 2>err.txt
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "planted regression: exit $rc: $(cat err.txt)"
+grep -q '^mgpu-bench: regression: 2 CPU ranks (DDP): samples_per_s .* -> ' err.txt || fail "$(cat err.txt)"
+grep -q '^mgpu-bench: regression: 2 CPU ranks (DP): peak_bytes .* -> ' err.txt || fail "$(cat err.txt)"
+[ "$(grep -c regression err.txt)" = 2 ] || fail "regressions: $(cat err.txt)"
+# Markdown: the two tables and the commands
+"$B" train --cpu-ranks 2 --modes dp --repeat 1 --warmup-steps 4 --format markdown -q -- $w >md.txt ||
+	fail "markdown"
+grep -q '^| Configuration ' md.txt && grep -q '^| 2 CPU ranks (DP) ' md.txt &&
+	grep -q '^| Devices | Mode | dev 0 (MiB) | dev 1 (MiB) |' md.txt &&
+	grep -q '^- 2 CPU ranks (DP): `.*mgpu-train ' md.txt || fail "markdown: $(cat md.txt)"
+# GPUs on a machine without any: a row error, exit 1, no hang
+if ! "$BIN/mgpu-probe" --ids >/dev/null 2>&1; then
+	set +e
+	"$B" train --devices 2 --modes ddp --repeat 1 --timeout 120 -- $w >gpu.tsv 2>err.txt
+	rc=$?
+	set -e
+	[ "$rc" = 1 ] || fail "gpu: exit $rc"
+	[ "$(wc -l <err.txt)" = 1 ] && grep -qi '^mgpu-bench: error: 2 devices (DDP): .*\(gpu\|cuda\)' err.txt ||
+		fail "gpu stderr: $(cat err.txt)"
+	awk -F '\t' 'NR == 2 && $18 == "error" && $20 ~ /--gpus 0,1 --mode ddp/ { ok = 1 } END { exit !ok }' gpu.tsv ||
+		fail "gpu row: $(cat gpu.tsv)"
+fi
+# a warm-up longer than the run is a row error naming the fix
+set +e
+"$B" train --cpu-ranks 1 --repeat 1 --warmup-steps 50 -- $w >/dev/null 2>err.txt
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q 'no step was timed after the 50 warm-up steps' err.txt || fail "warm-up: $(cat err.txt)"
+exit 0
