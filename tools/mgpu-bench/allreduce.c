@@ -92,9 +92,9 @@ static void parse(struct aopts *o, int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts, NULL)) != -1) {
 		switch (c) {
-		case O_RANKS: o->ranks = (int)bench_int("--ranks", optarg, 1, MGPU_SHM_MAX_RANKS); break;
-		case O_ITERS: o->iters = (int)bench_int("--iters", optarg, 1, 1000); break;
-		case O_TIMEOUT: o->timeout_s = (int)bench_int("--timeout", optarg, 1, 86400); break;
+		case O_RANKS: o->ranks = (int)opt_int("--ranks", optarg, 1, MGPU_SHM_MAX_RANKS); break;
+		case O_ITERS: o->iters = (int)opt_int("--iters", optarg, 1, 1000); break;
+		case O_TIMEOUT: o->timeout_s = (int)opt_int("--timeout", optarg, 1, 86400); break;
 		case O_SIZES:
 			if (mgpu_bench_sizes("--sizes", optarg, (size_t)1 << 34, o->sizes, MAX_SIZES,
 					     &o->nsizes) < 0)

@@ -46,8 +46,8 @@ void common_close(struct common *co);
 int common_progress(const struct common *co);
 /* The directory of this executable, for finding mgpu-train beside it. */
 void self_dir(char *buf, size_t cap);
-/* Strict parsers that exit 2 naming the option. */
-long long bench_int(const char *opt, const char *arg, long long lo, long long hi);
+/* A comma list of ints in [min_v, max_v] (exits 2 naming the option; the
+ * single values use common.h's opt_int). */
 int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v);
 
 int bench_train(int argc, char **argv);

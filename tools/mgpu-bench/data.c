@@ -90,9 +90,9 @@ static void parse(struct dopts *o, int argc, char **argv)
 			o->nprefetch = bench_list("--prefetch", optarg, o->prefetch, 64, 0,
 						MGPU_LOADER_MAX_THREADS);
 			break;
-		case O_BATCH: o->batch = (int)bench_int("--batch-size", optarg, 1, 1 << 20); break;
-		case O_REPEAT: o->repeat = (int)bench_int("--repeat", optarg, 1, MAX_REPEAT); break;
-		case O_SEED: o->seed = bench_int("--seed", optarg, 0, INT64_MAX); break;
+		case O_BATCH: o->batch = (int)opt_int("--batch-size", optarg, 1, 1 << 20); break;
+		case O_REPEAT: o->repeat = (int)opt_int("--repeat", optarg, 1, MAX_REPEAT); break;
+		case O_SEED: o->seed = opt_int("--seed", optarg, 0, INT64_MAX); break;
 		case O_BUDGET:
 			if (mgpu_cli_size("--cache-budget", optarg, 1ull << 40, &o->budget) < 0)
 				usage_error("%s", mgpu_errmsg());

@@ -101,15 +101,6 @@ void self_dir(char *buf, size_t cap)
 		*slash = '\0';
 }
 
-long long bench_int(const char *opt, const char *arg, long long lo, long long hi)
-{
-	long long v;
-
-	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
 int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v)
 {
 	int n, i;

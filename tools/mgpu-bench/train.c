@@ -112,9 +112,9 @@ static void apply(struct topts *o, int c, const char *arg)
 	case O_DEVICES: o->ngpu = bench_list("--devices", arg, o->gpu, 64, 1, 64); break;
 	case O_MODES: o->nmodes = word_list("--modes", arg, mode_words, o->modes, 2); break;
 	case O_SYNCS: o->nsyncs = word_list("--sync-backends", arg, sync_words, o->syncs, 3); break;
-	case O_REPEAT: o->repeat = (int)bench_int("--repeat", arg, 1, MAX_REPEAT); break;
-	case O_WARMUP: o->warmup = (int)bench_int("--warmup-steps", arg, 0, 1000000); break;
-	case O_TIMEOUT: o->timeout_s = (int)bench_int("--timeout", arg, 1, 86400); break;
+	case O_REPEAT: o->repeat = (int)opt_int("--repeat", arg, 1, MAX_REPEAT); break;
+	case O_WARMUP: o->warmup = (int)opt_int("--warmup-steps", arg, 0, 1000000); break;
+	case O_TIMEOUT: o->timeout_s = (int)opt_int("--timeout", arg, 1, 86400); break;
 	case O_PLOT: o->plot = arg; break;
 	case O_SAVE: o->save = arg; break;
 	case O_COMPARE: o->compare = arg; break;
