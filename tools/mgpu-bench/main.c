@@ -13,7 +13,7 @@
 #include "../common.h"  /* die, usage_error, print_version */
 #include "bench.h"      /* struct common */
 #include "bench/tab.h"  /* MGPU_FMT_* */
-#include "core/cli.h"   /* mgpu_cli_int, mgpu_cli_int_list */
+#include "core/cli.h"   /* mgpu_cli_choice, mgpu_cli_int_list */
 #include "core/err.h"   /* mgpu_errmsg */
 
 const char *const mgpu_tool_name = "mgpu-bench";
