@@ -399,7 +399,8 @@ int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu
 	types[0] = MGPU_TAB_NUM;
 	types[1] = MGPU_TAB_STR;
 	for (d = 0; d < maxdev; d++) {
-		snprintf(names[d], sizeof names[d], "dev %d (MiB)", d);
+		if (snprintf(names[d], sizeof names[d], "dev %d (MiB)", d) >= (int)sizeof names[d])
+			return mgpu_err(MGPU_EINVAL, "memory table: device %d", d);
 		cols[d + 2] = names[d];
 		types[d + 2] = MGPU_TAB_NUM;
 	}
