@@ -219,18 +219,23 @@ static int peer_gone(const struct mgpu_shm *s, int r)
 	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-/* Spin, then yield, then sleep: ranks may outnumber cores. */
+/* Spin for the first 50 us, then yield until 2 ms, then sleep in short
+ * naps: a peer on another core answers within microseconds, and ranks that
+ * outnumber the cores still get the CPU they wait for. */
+#define SPIN_MS 0.05
+#define YIELD_MS 2.0
+
 static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, const char *what)
 {
-	double t0 = 0, next_check = 0, t;
 	struct timespec nap = { 0, 20000 };
+	double t0 = now_ms(), t, next_check = t0 + 100;
 	long iter;
 	int r, a;
 
 	for (iter = 0;; iter++) {
 		if ((r = pending(s, arg)) < 0)
 			return 0;
-		if (iter < 200) {
+		if ((iter & 63) != 63) {
 			cpu_relax();
 			continue;
 		}
@@ -239,13 +244,7 @@ static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, con
 			return atomic_load_explicit(&s->ctl->abort_quiet, memory_order_acquire) ?
 				       mgpu_err(MGPU_ECLOSED, "rank %d: output closed", a - 1) :
 				       mgpu_err(MGPU_EPEER, "rank %d failed", a - 1);
-		if (iter < 2000) {
-			sched_yield();
-			continue;
-		}
 		t = now_ms();
-		if (t0 == 0)
-			t0 = next_check = t;
 		if (t >= next_check) {
 			if (peer_gone(s, r))
 				return mgpu_err(MGPU_EPEER, "rank %d died (%s)", r, what);
@@ -254,7 +253,10 @@ static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, con
 		if (t - t0 > s->timeout_ms)
 			return mgpu_err(MGPU_ETIMEOUT, "rank %d did not answer within %d s (%s)",
 					r, s->timeout_ms / 1000, what);
-		nanosleep(&nap, NULL);
+		if (t - t0 > YIELD_MS)
+			nanosleep(&nap, NULL);
+		else if (t - t0 > SPIN_MS)
+			sched_yield();
 	}
 }
 
