@@ -137,6 +137,9 @@ static void exec_rank(int r, int world, int port, const char *token, int lfd,
 	setenv("MASTER_ADDR", "127.0.0.1", 1);
 	set_env_int("MASTER_PORT", port);
 	setenv("MGPU_JOB_TOKEN", token, 1);
+	/* One BLAS thread per rank: without this OpenBLAS starts a pool of
+	 * idle threads in every rank, as many as the machine has cores. */
+	setenv("OPENBLAS_NUM_THREADS", "1", 0);
 	unsetenv("MGPU_RDZV_FD");
 	if (r == 0) {
 		int fd = dup(lfd); /* without FD_CLOEXEC, so it survives exec */
