@@ -6,8 +6,8 @@ B=${1:-build}
 echo "# framework overhead: full training step vs the same GEMMs alone (median of 300)"
 "$B/bench/overhead" mlp:784-512-256-10 128 cpu 300
 echo "# end-to-end: default model on Fashion-MNIST, 1 epoch, summary record"
-"$B/bin/mgpu-train" -q --epochs 1 --log-every 100000 | head -n 1 | cut -f 1,6,12,13
-"$B/bin/mgpu-train" -q --epochs 1 --log-every 100000 | grep '^summary' | cut -f 1,6,12,13
+"$B/bin/mgpu-train" -q --epochs 1 --log-every 100000 | awk -F '\t' 'NR == 1 || $1 == "summary"' |
+	cut -f 1,6,12,13
 echo "# shared-memory all-reduce between 2 ranks (nccl-tests definitions; busbw = algbw x 2(n-1)/n)"
 "$B/bin/mgpu-bench" allreduce --ranks 2 --sizes 4K:64M
 echo "# data parallelism: default MLP on Fashion-MNIST, batch 64 per rank; 1 and 2 CPU ranks, DDP and DP"
