@@ -49,6 +49,7 @@ LIB_CU := $(sort $(wildcard lib/*/*.cu))
 CPPFLAGS += -isystem $(CUDA_HOME)/include # CUDA runtime API from plain C (lib/gpu)
 NVCCFLAGS := -O2 -g -std=c++17 -Ilib -I$(B) -DMGPU_VERSION='"$(VERSION)"' \
 	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90 -fmad=false \
 	-Xcompiler -Wall,-Wextra,-Wshadow -Werror all-warnings -MMD -MP
 # cuBLAS is not linked: it is loaded on first use (lib/ops/cublas_dl.c), since
 # linking it costs every process ~215 MB of resident memory at start-up.

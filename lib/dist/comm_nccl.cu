@@ -13,6 +13,7 @@
 #include <nccl.h>   /* ncclAllReduce, ncclCommInitRankConfig */
 #include <stdlib.h> /* calloc, free */
 #include <string.h> /* memcpy */
+#include <sched.h>  /* sched_yield */
 #include <time.h>   /* clock_gettime */
 
 #include "core/err.h"        /* mgpu_err */
@@ -55,6 +56,7 @@ static int wait_ready(struct nccl_state *s, const char *what)
 			return mgpu_err(MGPU_ETIMEOUT, "nccl: %s did not finish within %d s",
 					what, s->timeout_ms / 1000);
 		}
+		sched_yield();
 	}
 }
 
@@ -71,6 +73,7 @@ static int wait_stream(struct nccl_state *s, const char *what)
 			return 0;
 		if (q != cudaErrorNotReady)
 			CU(q);
+		(void)cudaGetLastError(); /* NotReady is no error: keep it from later checks */
 		NCCL(s->comm, ncclCommGetAsyncError(s->comm, &st));
 		if (st != ncclSuccess && st != ncclInProgress)
 			return mgpu_err(MGPU_EDEVICE, "nccl: %s failed: %s (%s)", what,
@@ -82,6 +85,7 @@ static int wait_stream(struct nccl_state *s, const char *what)
 					"(a peer rank stopped answering)", what,
 					s->timeout_ms / 1000);
 		}
+		sched_yield();
 	}
 }
 
@@ -124,6 +128,7 @@ extern "C" int mgpu_nccl_open(void **st, struct mgpu_dev *dev, int rank, int wor
 	s->timeout_ms = timeout_ms;
 	rc = open_state(s, dev, rank, world, id);
 	if (rc < 0) {
+		mgpu_nccl_abort(s); /* a failed communicator is aborted, never finalised */
 		mgpu_nccl_close(s);
 		return rc;
 	}
@@ -169,9 +174,12 @@ extern "C" int mgpu_nccl_allreduce_f64(void *st, struct mgpu_dev *dev, double *v
 	NCCL(s->comm, ncclAllReduce(s->scratch, s->scratch, (size_t)n, ncclDouble, ncclSum,
 				    s->comm, s->stream));
 	MGPU_TRY(wait_ready(s, "all-reduce launch"));
+	/* A copy to pageable memory may block until the all-reduce is done:
+	 * wait for it first, where the timeout and peer failures are watched. */
+	MGPU_TRY(wait_stream(s, "all-reduce"));
 	CU(cudaMemcpyAsync(v, s->scratch, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost,
 			   s->stream));
-	return wait_stream(s, "all-reduce");
+	return wait_stream(s, "all-reduce copy");
 }
 
 extern "C" void mgpu_nccl_abort(void *st)

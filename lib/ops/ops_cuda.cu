@@ -160,8 +160,8 @@ static int cuda_alloc(struct mgpu_dev *dev, void **p, size_t nbytes)
 
 static void cuda_release(struct mgpu_dev *dev, void *p)
 {
-	if (use(dev) == 0)
-		(void)cudaFree(p);
+	if (use(dev) == 0 && cudaFree(p) != cudaSuccess)
+		(void)cudaGetLastError(); /* release cannot fail; keep it from later checks */
 }
 
 /* Pageable sources are staged before cudaMemcpyAsync returns: src_host may
