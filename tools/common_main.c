@@ -132,6 +132,7 @@ int main(int argc, char **argv)
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART; /* a signal only raises the flag; I/O goes on */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);

@@ -300,6 +300,7 @@ int mgpu_launch_run(int world, char *const argv[], volatile sig_atomic_t *stop,
 {
 	static struct kids k;
 	char token[MGPU_TOKEN_LEN + 1];
+	pid_t self = getpid();
 	int port = 0, lfd, r;
 
 	memset(res, 0, sizeof *res);
@@ -314,7 +315,7 @@ int mgpu_launch_run(int world, char *const argv[], volatile sig_atomic_t *stop,
 	for (r = 0; r < world; r++) {
 		k.pid[r] = fork();
 		if (k.pid[r] == 0)
-			exec_rank(r, world, port, token, lfd, getppid(), argv);
+			exec_rank(r, world, port, token, lfd, self, argv);
 		if (k.pid[r] < 0) {
 			mgpu_err_errno(MGPU_EIO, "launch: cannot fork rank %d", r);
 			k.world = r;

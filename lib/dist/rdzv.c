@@ -170,7 +170,7 @@ int mgpu_rdzv_serve(int listen_fd, int world, const char *token,
 	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
 	char joined[4096] = { 0 }, host0[64];
 	double deadline = now_ms() + timeout_ms;
-	int n = 1, c, left;
+	int n = 1, c, left, k;
 
 	if (world > (int)sizeof joined)
 		return mgpu_err(MGPU_EINVAL, "rendezvous: world size %d too large", world);
@@ -178,7 +178,10 @@ int mgpu_rdzv_serve(int listen_fd, int world, const char *token,
 	info->single_node = 1;
 	while (n < world) {
 		left = (int)(deadline - now_ms());
-		if (left <= 0 || poll(&pfd, 1, left) <= 0)
+		k = left > 0 ? poll(&pfd, 1, left) : 0;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
 			return mgpu_err(MGPU_ETIMEOUT, "rendezvous: %d of %d ranks joined within "
 					"%d s", n, world, timeout_ms / 1000);
 		c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);

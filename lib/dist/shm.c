@@ -110,11 +110,15 @@ int mgpu_shm_create(struct mgpu_shm *s, const char *name, int world, size_t npar
 	fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
 	if (fd < 0)
 		return mgpu_err_errno(MGPU_EIO, "shared memory '%s': cannot create", name);
-	if (ftruncate(fd, (off_t)s->nbytes) != 0) {
+	/* tmpfs accepts any ftruncate and raises SIGBUS on the first page past
+	 * its limit: reserve the pages now, so a small /dev/shm is an error. */
+	if (ftruncate(fd, (off_t)s->nbytes) != 0 ||
+	    (errno = posix_fallocate(fd, 0, (off_t)s->nbytes)) != 0) {
+		mgpu_err_errno(MGPU_EIO, "shared memory '%s': cannot reserve %zu bytes (is "
+			       "/dev/shm large enough?)", name, s->nbytes);
 		close(fd);
 		shm_unlink(name);
-		return mgpu_err_errno(MGPU_EIO, "shared memory '%s': cannot size to %zu bytes "
-				      "(is /dev/shm large enough?)", name, s->nbytes);
+		return MGPU_EIO;
 	}
 	s->base = mmap(NULL, s->nbytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);

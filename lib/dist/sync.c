@@ -37,6 +37,12 @@ static int open_root(struct mgpu_sync *s, const struct mgpu_rank_env *env, size_
 	if (rc == 0)
 		rc = mgpu_rdzv_serve(fd, s->world, env->token, info, timeout_ms);
 	close(fd);
+	if (rc == 0 && s->kind == MGPU_SYNC_CPU && !info->single_node) {
+		/* the ranks on this host attached already: stop them now */
+		mgpu_shm_abort(&s->shm, 0);
+		rc = mgpu_err(MGPU_EUNSUP, "sync backend cpu needs every rank on one node "
+			      "(some ranks run on another host): use --sync-backend nccl");
+	}
 	return rc;
 }
 
@@ -61,6 +67,7 @@ int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kin
 	int rc;
 
 	memset(s, 0, sizeof *s);
+	memset(&info, 0, sizeof info);
 	s->mode = MGPU_MODE_DDP;
 	s->rank = env->rank;
 	s->world = env->world;

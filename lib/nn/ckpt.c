@@ -141,8 +141,10 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Keep the newest `keep` step-* directories (names sort by step). */
-static void prune(const char *save_dir, int keep)
+/* Keep the newest `keep` step-* directories (names sort by step), and
+ * always `current`, the one latest names (a resumed run may write a step
+ * older than ones already there). */
+static void prune(const char *save_dir, int keep, const char *current)
 {
 	char *names[4096], p[MGPU_CKPT_PATH];
 	struct dirent *de;
@@ -157,7 +159,7 @@ static void prune(const char *save_dir, int keep)
 	closedir(d);
 	qsort(names, (size_t)n, sizeof names[0], cmp_str);
 	for (i = 0; i < n; i++) {
-		if (i < n - keep) {
+		if (i < n - keep && strcmp(names[i], current) != 0) {
 			if (mgpu_path_join(p, sizeof p, save_dir, names[i]) == 0)
 				remove_ckpt_dir(p);
 		}
@@ -201,9 +203,10 @@ int mgpu_ckpt_save(const char *save_dir, int keep, const struct mgpu_ckpt_state 
 				      save_dir);
 	rc = write_all(tmp, st, m, o, argv, argc);
 	if (rc == 0) {
-		MGPU_TRY(mgpu_fsync_dir(tmp));
-		remove_ckpt_dir(dst);
-		if (rename(tmp, dst) != 0)
+		rc = mgpu_fsync_dir(tmp);
+		if (rc == 0)
+			remove_ckpt_dir(dst);
+		if (rc == 0 && rename(tmp, dst) != 0)
 			rc = mgpu_err_errno(MGPU_EIO, "'%s': cannot rename checkpoint", dst);
 	}
 	if (rc < 0) {
@@ -213,7 +216,8 @@ int mgpu_ckpt_save(const char *save_dir, int keep, const struct mgpu_ckpt_state 
 	MGPU_TRY(mgpu_path_join(latest, sizeof latest, save_dir, "latest"));
 	snprintf(name + strlen(name), sizeof name - strlen(name), "\n");
 	MGPU_TRY(mgpu_write_file_atomic(latest, name, strlen(name)));
-	prune(save_dir, keep);
+	name[strcspn(name, "\n")] = '\0';
+	prune(save_dir, keep, name);
 	snprintf(out_dir, out_len, "%s", dst);
 	return 0;
 }

@@ -151,6 +151,9 @@ static int micro_step(struct train_rank *r, int a, double lr, double *loss, doub
 	int rc;
 
 	rc = mgpu_loader_next(&r->loader, &xb, &yb, &got, &wait_ms);
+	if (rc == 1)
+		rc = mgpu_err(MGPU_EINVAL, "the epoch's rows ran out at step %lld",
+			      (long long)r->step);
 	if (rc == 0 && got != B)
 		rc = mgpu_err(MGPU_EINVAL, "the loader gave %d rows, want %d", got, B);
 	*data_s += wait_ms * 1e-3;
@@ -278,10 +281,24 @@ static int epoch_end(struct train_rank *r, double lr)
 	MGPU_TRY(flush_window(r, lr));
 	r->epoch++;
 	r->pos = 0;
-	MGPU_TRY(eval_record(r));
-	if (r->cfg->save_dir[0] && r->cfg->save_every == 0)
-		MGPU_TRY(save(r));
-	return 0;
+	return eval_record(r);
+}
+
+/* A checkpoint of the current step, unless it exists already. */
+static int save_once(struct train_rank *r, int64_t *saved_step)
+{
+	if (!r->cfg->save_dir[0] || *saved_step == r->step)
+		return 0;
+	*saved_step = r->step;
+	return save(r);
+}
+
+/* Checkpoints at each epoch's end (--save-every 0) or every N steps. */
+static int save_due(const struct train_rank *r, int epoch_ended)
+{
+	const struct mgpu_train_cfg *c = r->cfg;
+
+	return c->save_every > 0 ? r->step % c->save_every == 0 : epoch_ended;
 }
 
 static int start_record(struct train_rank *r)
@@ -296,9 +313,9 @@ static int start_record(struct train_rank *r)
 int mgpu_train_rank_loop(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
-	int64_t start = r->step;
+	int64_t start = r->step, saved_step = r->step;
 	double lr = 0;
-	int stop = 0;
+	int stop = 0, ended;
 
 	MGPU_TRY(start_record(r));
 	r->t0 = now_s();
@@ -313,22 +330,34 @@ int mgpu_train_rank_loop(struct train_rank *r)
 			r->h->on_progress(r->h->ctx, r->step, r->total_steps);
 		if (r->win_steps >= c->log_every)
 			MGPU_TRY(flush_window(r, lr));
-		if (r->pos == r->steps_per_epoch)
+		ended = r->pos == r->steps_per_epoch;
+		if (ended)
 			MGPU_TRY(epoch_end(r, lr));
-		else if (c->save_dir[0] && c->save_every > 0 && r->step % c->save_every == 0)
-			MGPU_TRY(save(r));
+		if (save_due(r, ended))
+			MGPU_TRY(save_once(r, &saved_step));
 		if (stop) {
 			MGPU_TRY(flush_window(r, lr));
-			if (c->save_dir[0] && r->pos != 0)
-				MGPU_TRY(save(r));
+			MGPU_TRY(save_once(r, &saved_step));
 			return mgpu_err(MGPU_EINTR, "interrupted at step %lld",
 					(long long)r->step);
 		}
 	}
 	MGPU_TRY(flush_window(r, lr));
-	if (c->save_dir[0] && r->pos != 0)
-		MGPU_TRY(save(r));
+	MGPU_TRY(save_once(r, &saved_step));
 	return summary(r, r->step - start);
+}
+
+/* Tell the other ranks this one failed, so none waits out the timeout. */
+static void abort_peers(struct train_rank *r, int rc)
+{
+	struct mgpu_shm view;
+
+	if (r->sync_open) {
+		mgpu_sync_abort(&r->sync, rc);
+	} else if (r->dp_shm) {
+		mgpu_shm_view(&view, r->dp_shm, r->rank);
+		mgpu_shm_abort(&view, rc == MGPU_ECLOSED);
+	}
 }
 
 static int run_one(struct train_rank *r)
@@ -337,8 +366,8 @@ static int run_one(struct train_rank *r)
 
 	if (rc == 0)
 		rc = mgpu_train_rank_loop(r);
-	if (rc < 0 && rc != MGPU_EINTR && r->sync_open)
-		mgpu_sync_abort(&r->sync, rc);
+	if (rc < 0 && rc != MGPU_EINTR)
+		abort_peers(r, rc);
 	mgpu_train_rank_free(r);
 	return rc;
 }
@@ -360,34 +389,55 @@ static void *dp_main(void *arg)
 	return NULL;
 }
 
+/* A failure of its own beats one that only followed another thread's. */
+static int secondary(int rc)
+{
+	return rc == MGPU_EPEER || rc == MGPU_ETIMEOUT || rc == MGPU_ECLOSED;
+}
+
+static int first_failure(const struct dp_thread *t, int n)
+{
+	int i, first = -1;
+
+	for (i = 0; i < n; i++)
+		if (t[i].r.rc < 0 && (first < 0 || (secondary(t[first].r.rc) &&
+						    !secondary(t[i].r.rc))))
+			first = i;
+	return first;
+}
+
 static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h,
 		  struct train_data *d)
 {
-	struct mgpu_shm seg;
+	struct mgpu_shm seg, view;
 	struct dp_thread *t = calloc((size_t)cfg->world, sizeof *t);
-	int i, started = 0, rc = 0, first = -1;
+	int i, started = 0, rc, first;
 
 	if (!t)
 		return mgpu_err(MGPU_ENOMEM, "out of memory for %d threads", cfg->world);
+	memset(&seg, 0, sizeof seg);
 	rc = mgpu_shm_create_private(&seg, cfg->world, mgpu_model_count(&cfg->spec), 0,
 				     cfg->timeout_ms);
-	for (i = 0; rc == 0 && i < cfg->world; i++, started++) {
+	for (i = 0; rc == 0 && i < cfg->world; i++) {
 		t[i].r = (struct train_rank){ .cfg = cfg, .h = h, .d = d, .rank = i,
 					      .world = cfg->world, .local_rank = i,
 					      .dp_shm = &seg };
-		if (pthread_create(&t[i].tid, NULL, dp_main, &t[i]) != 0)
+		if (pthread_create(&t[i].tid, NULL, dp_main, &t[i]) != 0) {
 			rc = mgpu_err(MGPU_EIO, "cannot start the thread of device %d", i);
+			mgpu_shm_view(&view, &seg, i); /* the started ones stop now */
+			mgpu_shm_abort(&view, 0);
+			break;
+		}
+		started++;
 	}
-	for (i = 0; i < started; i++) {
+	for (i = 0; i < started; i++)
 		pthread_join(t[i].tid, NULL);
-		if (t[i].r.rc < 0 && (first < 0 || (t[first].r.rc == MGPU_EPEER &&
-						    t[i].r.rc != MGPU_EPEER)))
-			first = i;
-	}
+	first = first_failure(t, started);
 	if (first >= 0 && rc == 0)
-		rc = mgpu_err(t[first].r.rc, "%s%s", t[first].r.rc == MGPU_EINTR ? "" : "device ",
-			      t[first].r.rc == MGPU_EINTR ? t[first].msg : t[first].msg);
-	if (started)
+		rc = t[first].r.rc == MGPU_EINTR || t[first].r.rc == MGPU_ECLOSED ?
+			     mgpu_err(t[first].r.rc, "%s", t[first].msg) :
+			     mgpu_err(t[first].r.rc, "device %d: %s", first, t[first].msg);
+	if (seg.base)
 		mgpu_shm_close(&seg);
 	free(t);
 	return rc;

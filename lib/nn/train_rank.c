@@ -27,7 +27,10 @@ static int open_device(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
 	const struct mgpu_ops *ops = mgpu_ops_find(c->backend);
-	int want = c->ndevices ? c->devices[r->local_rank % c->ndevices] : 0;
+	/* Without a list, local rank k of a GPU job takes GPU k (torchrun does
+	 * not set CUDA_VISIBLE_DEVICES per rank); CPU ranks share device 0. */
+	int want = c->ndevices ? c->devices[r->local_rank % c->ndevices] :
+				 ops && !ops->host_memory ? r->local_rank : 0;
 	char why[256] = "";
 	int n = 0;
 
@@ -139,6 +142,11 @@ static int resume(struct train_rank *r)
 	/* The sample order does not depend on the world size: any number of
 	 * ranks with the checkpoint's global batch continues the same run. */
 	r->pos = st.epoch_pos;
+	if (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->scale ||
+	    st.norm_shift != r->d->shift)
+		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint was made on other data (its "
+				"epoch has more steps, or other feature statistics) than '%s'",
+				dir, c->data);
 	if (mgpu_sync_loads_state(&r->sync))
 		MGPU_TRY(mgpu_ckpt_load_tensors(dir, &r->model, &r->opt));
 	r->step = st.step;

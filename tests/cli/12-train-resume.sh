@@ -51,4 +51,16 @@ PY
 expect 2 "--lr 0.01 differs from the checkpoint's 0.0030000000000000001" \
 	run --save-dir part --resume part/step-00000056 --lr 0.01
 ls part | grep -q '^\.' && fail "temporary files left in the save dir: $(ls -a part)"
+# --save-every counts steps across epoch ends, and the last step is saved.
+run --save-dir every --save-every 28 --keep 0 --max-steps 100 >/dev/null
+[ "$(ls every | grep step- | tr '\n' ' ')" = "step-00000028 step-00000056 step-00000084 step-00000100 " ] ||
+	fail "--save-every 28: $(ls every)"
+# Pruning keeps what latest names, even when older than what is there.
+run --save-dir every --keep 1 --max-steps 10 >/dev/null
+[ "$(cat every/latest)" = step-00000010 ] && [ -d every/step-00000010 ] ||
+	fail "prune removed the latest checkpoint: $(ls every)"
+# A checkpoint resumed on other data is refused, not trusted.
+mkidx small 500 50 8 4
+expect 1 "the checkpoint was made on other data" "$BIN/mgpu-train" --data small \
+	--resume full/step-00000056 --save-dir other -q
 exit 0

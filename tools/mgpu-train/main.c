@@ -675,9 +675,11 @@ static void resolve_world(struct opts *o)
 		usage_error("%s", mgpu_errmsg());
 	c->world = asked;
 	if (c->env.launcher != MGPU_LAUNCH_NONE) {
-		if ((o->cpu_ranks || c->ndevices > 1) && asked != c->env.world)
-			usage_error("%d devices asked for, but %s started %d ranks", asked,
-				    mgpu_launcher_name(c->env.launcher), c->env.world);
+		/* the devices listed are this node's; other nodes have their own */
+		if ((o->cpu_ranks || c->ndevices > 1) && asked != c->env.local_world)
+			usage_error("%d devices asked for, but %s started %d ranks on this node",
+				    asked, mgpu_launcher_name(c->env.launcher),
+				    c->env.local_world);
 		if (c->mode == MGPU_MODE_DP)
 			usage_error("--mode dp runs in one process; start it without %s",
 				    mgpu_launcher_name(c->env.launcher));
