@@ -37,6 +37,7 @@
 struct cuda_impl {
 	cudaStream_t stream;
 	cublasHandle_t blas;
+	const struct mgpu_cublas *cb; /* cuBLAS entry points (cublas_dl.h) */
 };
 
 
@@ -89,12 +90,12 @@ static int cuda_device_count(int *n, char *why, size_t whylen)
 	return 0;
 }
 
-/* cuBLAS, loaded by the first device opened (see cublas_dl.h). */
-static const struct mgpu_cublas *cb;
-
 static int cuda_open(struct mgpu_dev *dev, struct cuda_impl *im)
 {
+	const struct mgpu_cublas *cb;
+
 	MGPU_TRY(mgpu_cublas_load(&cb));
+	im->cb = cb;
 	CU(cudaSetDevice(dev->index));
 	CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
 	CUBLAS(cb->create(&im->blas));
@@ -113,7 +114,7 @@ static void cuda_fini(struct mgpu_dev *dev)
 	/* fini cannot fail: errors are ignored, as close() ignores them */
 	(void)cudaSetDevice(dev->index);
 	if (im->blas)
-		(void)cb->destroy(im->blas);
+		(void)im->cb->destroy(im->blas);
 	if (im->stream)
 		(void)cudaStreamDestroy(im->stream);
 	(void)cudaGetLastError();
@@ -213,6 +214,7 @@ static int cuda_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans 
 		      int ldb, float beta, float *C, int ldc)
 {
 	struct cuda_impl *im = impl_of(dev);
+	const struct mgpu_cublas *cb = im->cb;
 
 	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
 	if (m == 0 || n == 0)
@@ -236,6 +238,8 @@ static int cuda_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans 
 /* Host pointer mode: cuBLAS returns after the result is in *out_host. */
 static int cuda_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_host)
 {
+	const struct mgpu_cublas *cb = impl_of(dev)->cb;
+
 	*out_host = 0.0f;
 	if (n == 0)
 		return 0;
@@ -246,6 +250,8 @@ static int cuda_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_
 
 static int cuda_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
 {
+	const struct mgpu_cublas *cb = impl_of(dev)->cb;
+
 	if (n == 0)
 		return 0;
 	MGPU_TRY(use(dev));
