@@ -34,6 +34,11 @@ typedef struct nvml_device_st *nvml_dev;
 struct nvml_memory {
 	unsigned long long total, free, used;
 };
+/* nvmlMemory_v2_t: what nvidia-smi reports since R510 (reserved apart). */
+struct nvml_memory_v2 {
+	unsigned int version; /* sizeof | 2 << 24, as NVML_STRUCT_VERSION */
+	unsigned long long total, reserved, free, used;
+};
 struct nvml_util {
 	unsigned int gpu, memory;
 };
@@ -50,6 +55,7 @@ static struct {
 	nvml_ret (*get_index)(nvml_dev, unsigned int *);
 	nvml_ret (*display_active)(nvml_dev, int *);
 	nvml_ret (*memory)(nvml_dev, struct nvml_memory *);
+	nvml_ret (*memory_v2)(nvml_dev, struct nvml_memory_v2 *);
 	nvml_ret (*util)(nvml_dev, struct nvml_util *);
 	nvml_ret (*procs)(nvml_dev, unsigned int *, void *);
 	nvml_ret (*nvlink_state)(nvml_dev, unsigned int, int *);
@@ -87,6 +93,7 @@ static int load(void)
 	sym(&nv.get_index, "nvmlDeviceGetIndex");
 	sym(&nv.display_active, "nvmlDeviceGetDisplayActive");
 	sym(&nv.memory, "nvmlDeviceGetMemoryInfo");
+	sym(&nv.memory_v2, "nvmlDeviceGetMemoryInfo_v2");
 	sym(&nv.util, "nvmlDeviceGetUtilizationRates");
 	sym(&nv.procs, "nvmlDeviceGetComputeRunningProcesses_v3");
 	if (!nv.procs)
@@ -138,6 +145,23 @@ static int count_links(nvml_dev d)
 	return n;
 }
 
+/* Total, used, free as nvidia-smi shows them: v2 when the driver has it
+ * (v1 counts driver-reserved memory as used). */
+static int memory_of(nvml_dev d, struct nvml_memory *m)
+{
+	struct nvml_memory_v2 m2;
+
+	memset(&m2, 0, sizeof m2);
+	m2.version = (unsigned int)sizeof m2 | 2u << 24;
+	if (nv.memory_v2 && nv.memory_v2(d, &m2) == NVML_SUCCESS) {
+		m->total = m2.total;
+		m->used = m2.used;
+		m->free = m2.free;
+		return NVML_SUCCESS;
+	}
+	return nv.memory ? nv.memory(d, m) : -1;
+}
+
 static void fill_one(nvml_dev d, struct mgpu_gpu *g)
 {
 	struct nvml_memory m;
@@ -150,7 +174,7 @@ static void fill_one(nvml_dev d, struct mgpu_gpu *g)
 		g->smi_index = (int)idx;
 	if (nv.display_active && nv.display_active(d, &on) == NVML_SUCCESS)
 		g->display_active = on != 0;
-	if (nv.memory && nv.memory(d, &m) == NVML_SUCCESS && m.total > 0) {
+	if (memory_of(d, &m) == NVML_SUCCESS && m.total > 0) {
 		/* nvidia-smi's figures, so thresholds agree with --from output */
 		g->mem_total_bytes = (int64_t)m.total;
 		g->mem_used_bytes = (int64_t)m.used;
