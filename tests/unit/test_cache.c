@@ -9,7 +9,7 @@
 #include <dirent.h>   /* opendir */
 #include <math.h>     /* fabs */
 #include <stdio.h>    /* FILE, fopen */
-#include <stdlib.h>   /* mkdtemp, system */
+#include <stdlib.h>   /* malloc, free */
 #include <string.h>   /* memcmp */
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* fork, truncate */
@@ -19,18 +19,8 @@
 #include "data/cache.h" /* mgpu_cache_* */
 #include "data/xxh64.h" /* mgpu_xxh64 */
 #include "../t.h"       /* T_RUN, T_CHECK, T_OK, T_FAILS */
+#include "../tmpdir.h" /* tmpdir, tpath, t_tmpdir_make */
 
-static char tmpdir[256];
-
-static const char *tpath(const char *name)
-{
-	static char bufs[8][512];
-	static int next;
-	char *b = bufs[next++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return b;
-}
 
 /* n rows of d features: u8, or f32 with an offset per feature. */
 static void make_set(struct mgpu_samples *s, int dtype, size_t n, uint32_t d, unsigned seed)
@@ -338,10 +328,7 @@ static void test_budget_threads(void)
 
 int main(void)
 {
-	char cmd[300];
-
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mgpu-test-cache-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (t_tmpdir_make("cache") < 0)
 		return 1;
 	T_RUN(test_xxh64);
 	T_RUN(test_roundtrips);
@@ -349,8 +336,6 @@ int main(void)
 	T_RUN(test_corruption);
 	T_RUN(test_ensure);
 	T_RUN(test_budget_threads);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("could not remove %s\n", tmpdir);
+	t_tmpdir_remove();
 	return T_DONE();
 }

@@ -10,7 +10,7 @@
 #include <archive_entry.h> /* archive_entry_* */
 #include <stdint.h>        /* uint8_t */
 #include <stdio.h>         /* FILE, snprintf */
-#include <stdlib.h>        /* mkdtemp, free */
+#include <stdlib.h>        /* free */
 #include <string.h>        /* memcpy, memcmp */
 #include <sys/stat.h>      /* mkdir */
 #include <unistd.h>        /* truncate */
@@ -20,21 +20,10 @@
 #include "data/decomp.h"   /* mgpu_read_maybe_compressed */
 #include "data/idx.h"      /* mgpu_idx_* */
 #include "../t.h"          /* T_RUN, T_CHECK, T_OK, T_FAILS */
+#include "../tmpdir.h" /* tmpdir, tpath, t_tmpdir_make */
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"
 
-static char tmpdir[256];
-
-/* tmpdir/name in a rotating static buffer (so a few can be live at once). */
-static const char *tpath(const char *name)
-{
-	static char bufs[8][512];
-	static int next;
-	char *b = bufs[next++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return b;
-}
 
 static void put_file(const char *path, const void *data, size_t len)
 {
@@ -478,11 +467,8 @@ static void test_fashion_mnist(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mgpu-test-idx-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (t_tmpdir_make("idx") < 0)
 		return 1;
-	}
 	T_RUN(test_decomp_raw);
 	T_RUN(test_decomp_empty);
 	T_RUN(test_decomp_filters);
@@ -496,11 +482,6 @@ int main(void)
 	T_RUN(test_dataset_errors);
 	T_RUN(test_dataset_dir);
 	T_RUN(test_fashion_mnist);
-	if (!t_failed_total) {
-		char cmd[300];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("note: could not remove %s\n", tmpdir);
-	}
+	t_tmpdir_remove();
 	return T_DONE();
 }

@@ -7,7 +7,6 @@
  * the normalisation from a cache header equals the one computed from rows.
  */
 #include <stdio.h>  /* snprintf, FILE */
-#include <stdlib.h> /* mkdtemp, system */
 #include <string.h> /* memcmp */
 
 #include "core/err.h"    /* mgpu_errmsg, MGPU_E* */
@@ -16,22 +15,12 @@
 #include "data/shard.h"  /* mgpu_shard_write */
 #include "data/source.h" /* mgpu_source_* */
 #include "../t.h"        /* T_RUN, T_CHECK, T_OK, T_FAILS */
+#include "../tmpdir.h" /* tmpdir, tpath, t_tmpdir_make */
 
 #define N 300
 #define D 20
 
-static char tmpdir[256];
 static struct mgpu_samples set;
-
-static const char *tpath(const char *name)
-{
-	static char bufs[8][512];
-	static int next;
-	char *b = bufs[next++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return b;
-}
 
 static void make(void)
 {
@@ -220,10 +209,7 @@ static void test_idx_dir(void)
 
 int main(void)
 {
-	char cmd[300];
-
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mgpu-test-loader-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (t_tmpdir_make("loader") < 0)
 		return 1;
 	make();
 	T_RUN(test_sources_and_prefetch);
@@ -232,8 +218,6 @@ int main(void)
 	T_RUN(test_corrupt_chunk);
 	T_RUN(test_idx_dir);
 	mgpu_samples_free(&set);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("could not remove %s\n", tmpdir);
+	t_tmpdir_remove();
 	return T_DONE();
 }

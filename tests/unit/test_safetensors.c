@@ -7,7 +7,7 @@
 #include <dirent.h>   /* opendir, readdir */
 #include <stdint.h>   /* uint16_t, uint64_t */
 #include <stdio.h>    /* snprintf */
-#include <stdlib.h>   /* mkdtemp, malloc, free */
+#include <stdlib.h>   /* malloc, free */
 #include <string.h>   /* memcpy, strlen, strstr */
 #include <sys/stat.h> /* stat */
 
@@ -15,19 +15,9 @@
 #include "core/io.h"         /* mgpu_read_file */
 #include "nn/safetensors.h"  /* mgpu_st_* */
 #include "../t.h"            /* T_RUN, T_CHECK, T_OK, T_FAILS */
+#include "../tmpdir.h" /* tmpdir, tpath, t_tmpdir_make */
 
-static char tmpdir[256];
 static unsigned char fbuf[1 << 16];
-
-static const char *tpath(const char *name)
-{
-	static char bufs[4][512];
-	static int next;
-	char *b = bufs[next++ % 4];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return b;
-}
 
 /* A file image: length prefix, json, then data_nbytes of pattern bytes. */
 static size_t mk(const char *json, size_t data_nbytes)
@@ -307,21 +297,13 @@ static void test_write_errors(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mgpu-test-st-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	if (t_tmpdir_make("st") < 0)
 		return 1;
-	}
 	T_RUN(test_round_trip);
 	T_RUN(test_foreign_dtypes);
 	T_RUN(test_truncated);
 	T_RUN(test_corrupt_header);
 	T_RUN(test_write_errors);
-	if (!t_failed_total) {
-		char cmd[300];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("note: could not remove %s\n", tmpdir);
-	}
+	t_tmpdir_remove();
 	return T_DONE();
 }

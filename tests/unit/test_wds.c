@@ -8,7 +8,7 @@
 #include <archive.h>       /* archive_write_* */
 #include <archive_entry.h> /* archive_entry_* */
 #include <stdio.h>         /* snprintf */
-#include <stdlib.h>        /* mkdtemp */
+#include <stdlib.h>        /* free */
 #include <string.h>        /* memcmp, strlen */
 #include <unistd.h>        /* truncate */
 
@@ -19,18 +19,8 @@
 #include "data/shard.h"    /* mgpu_shard_write */
 #include "data/wds.h"      /* mgpu_wds_read */
 #include "../t.h"          /* T_RUN, T_CHECK, T_OK, T_FAILS */
+#include "../tmpdir.h" /* tmpdir, tpath, t_tmpdir_make */
 
-static char tmpdir[256];
-
-static const char *tpath(const char *name)
-{
-	static char bufs[8][512];
-	static int next;
-	char *b = bufs[next++ % 8];
-
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return b;
-}
 
 struct mem {
 	const char *name;
@@ -213,18 +203,12 @@ static void test_manifest(void)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mgpu-test-wds-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (t_tmpdir_make("wds") < 0)
 		return 1;
 	T_RUN(test_shard_roundtrip);
 	T_RUN(test_libarchive_made);
 	T_RUN(test_errors);
 	T_RUN(test_manifest);
-	{
-		char cmd[300];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("could not remove %s\n", tmpdir);
-	}
+	t_tmpdir_remove();
 	return T_DONE();
 }
