@@ -185,7 +185,7 @@ static int hex4(struct parser *p, unsigned *u)
 	return 0;
 }
 
-/* A \uXXXX escape (p->pos after the 'u'), surrogate pairs joined. */
+/* A \u escape of four hex digits (p->pos after the 'u'), surrogate pairs joined. */
 static int unicode_escape(struct parser *p, unsigned *cp)
 {
 	size_t at = p->pos - 2;

@@ -4,7 +4,7 @@
  *
  * Strict: one value with optional whitespace around it; UTF-8 text only
  * (no BOM, no overlong or surrogate encodings); no control characters in
- * strings; \uXXXX escapes must pair surrogates; numbers follow the RFC
+ * strings; \u escapes (four hex digits) must pair surrogates; numbers follow the RFC
  * grammar and must be finite as doubles; duplicate keys in one object are
  * errors; nesting deeper than MGPU_JSON_MAX_DEPTH is an error. Errors give
  * the byte offset: "'NAME': bad JSON at byte 17: expected ':'".
