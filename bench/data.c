@@ -12,24 +12,17 @@
  */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* atoi, malloc */
-#include <time.h>   /* clock_gettime */
 #include <zstd.h>   /* ZSTD_decompressDCtx */
 
+#include "core/clock.h" /* mgpu_now_s */
 #include "core/err.h"   /* mgpu_errmsg */
 #include "data/cache.h" /* mgpu_cache_* */
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* One pass of bare zstd over every chunk; -1 on a decode error. */
 static double zstd_pass(const struct mgpu_cache *c, unsigned char *buf, size_t cap)
 {
 	ZSTD_DCtx *d = ZSTD_createDCtx();
-	double t0 = now_s();
+	double t0 = mgpu_now_s();
 	uint64_t k;
 	size_t r;
 
@@ -38,7 +31,7 @@ static double zstd_pass(const struct mgpu_cache *c, unsigned char *buf, size_t c
 		if (ZSTD_isError(r))
 			return -1;
 	}
-	t0 = now_s() - t0;
+	t0 = mgpu_now_s() - t0;
 	ZSTD_freeDCtx(d);
 	return t0;
 }
@@ -62,12 +55,12 @@ int main(int argc, char **argv)
 	cap = (size_t)c.h.chunk_rows * (c.row_nbytes + 1);
 	buf = malloc(cap);
 	for (i = 0; i < reps; i++) {
-		t = now_s();
+		t = mgpu_now_s();
 		if (mgpu_cache_verify(&c, &n) < 0) {
 			fprintf(stderr, "data: %s\n", mgpu_errmsg());
 			return 1;
 		}
-		t = now_s() - t;
+		t = mgpu_now_s() - t;
 		best_m = t < best_m ? t : best_m;
 		if (!(c.h.flags & MGPU_CACHE_RAW)) {
 			t = zstd_pass(&c, buf, cap);

@@ -10,19 +10,12 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* atoi, qsort */
 #include <string.h> /* memset */
-#include <time.h>   /* clock_gettime */
 
+#include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h"  /* mgpu_errmsg */
 #include "nn/model.h"  /* struct mgpu_model */
 #include "nn/optim.h"  /* struct mgpu_optim */
 #include "ops/elem.h"  /* mgpu_hash64 */
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -92,7 +85,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < B; i++)
 		y[i] = (int32_t)(mgpu_hash64(4, (uint64_t)i) % (uint64_t)spec.dims[spec.nlayers]);
 	for (i = -20; i < steps; i++) {
-		t = now_ms();
+		t = mgpu_now_ms();
 		TRY(mgpu_model_load_batch(&m, x, y, B, 1.0f / 255, 0.0f));
 		TRY(mgpu_model_forward(&m, B, 1));
 		TRY(mgpu_model_loss(&m, B, 1, 1.0f / (float)B, &l, &c));
@@ -100,11 +93,11 @@ int main(int argc, char **argv)
 		TRY(mgpu_optim_step(&opt, 0.01f, 1.0f));
 		TRY(dev.ops->sync(&dev));
 		if (i >= 0)
-			ts[i] = now_ms() - t;
-		t = now_ms();
+			ts[i] = mgpu_now_ms() - t;
+		t = mgpu_now_ms();
 		TRY(gemms(&m, B));
 		if (i >= 0)
-			tg[i] = now_ms() - t;
+			tg[i] = mgpu_now_ms() - t;
 	}
 	t = median(ts, steps);
 	l = median(tg, steps);

@@ -6,9 +6,9 @@
 
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* memcpy, memset */
-#include <time.h>   /* clock_gettime */
 
 #include "bench/stats.h" /* mgpu_bench_median, mgpu_bench_busbw_factor */
+#include "core/clock.h" /* mgpu_now_us */
 #include "core/err.h"    /* mgpu_err */
 #include "dist/nccl.h"   /* mgpu_nccl_* */
 #include "ops/ops.h"     /* mgpu_ops_find, struct mgpu_dev */
@@ -26,13 +26,6 @@ struct ar_ctx {
 	size_t dbytes;
 	void *nccl;
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 /* Rank r's element i: small integers, so every sum is exact in float. */
 static float value(int r, size_t i)
@@ -101,16 +94,16 @@ static int op(struct ar_ctx *x, size_t n, double *us)
 	double t0;
 
 	if (x->backend == MGPU_AR_CPU) {
-		t0 = now_us();
+		t0 = mgpu_now_us();
 		MGPU_TRY(mgpu_shm_allreduce_slots(x->s, n));
-		*us = now_us() - t0;
+		*us = mgpu_now_us() - t0;
 		return 0;
 	}
-	t0 = now_us();
+	t0 = mgpu_now_us();
 	MGPU_TRY(mgpu_nccl_bucket(x->nccl, &x->dev, x->dbuf, n));
 	MGPU_TRY(mgpu_nccl_wait(x->nccl, &x->dev));
 	MGPU_TRY(x->dev.ops->sync(&x->dev));
-	*us = now_us() - t0;
+	*us = mgpu_now_us() - t0;
 	return 0;
 }
 
@@ -215,9 +208,9 @@ int mgpu_bench_memcpy_gbps(size_t nbytes, double *gbps)
 	memset(a, 1, nbytes);
 	memset(b, 2, nbytes);
 	for (k = 0; k < 5; k++) {
-		t0 = now_us();
+		t0 = mgpu_now_us();
 		memcpy(b, a, nbytes);
-		dt = now_us() - t0;
+		dt = mgpu_now_us() - t0;
 		sink = sink + b[(size_t)k % nbytes]; /* the copy is used: not elided */
 		if (dt > 0 && (double)nbytes / dt * 1e-3 > best)
 			best = (double)nbytes / dt * 1e-3;

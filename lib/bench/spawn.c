@@ -11,17 +11,10 @@
 #include <stdlib.h>   /* realloc, free */
 #include <string.h>   /* memmove, strstr */
 #include <sys/wait.h> /* waitpid */
-#include <time.h>     /* clock_gettime */
 #include <unistd.h>   /* fork, execv, pipe */
 
+#include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err_errno */
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static _Noreturn void child(char *const *argv, int out_fd, int err_fd)
 {
@@ -99,12 +92,12 @@ static int pump(pid_t pid, int ofd, int efd, int timeout_ms, volatile sig_atomic
 		struct mgpu_spawn_result *res)
 {
 	struct pollfd p[2] = { { ofd, POLLIN, 0 }, { efd, POLLIN, 0 } };
-	double t0 = now_ms();
+	double t0 = mgpu_now_ms();
 	size_t cap = 0;
 	int open_n = 2, k;
 
 	while (open_n > 0) {
-		if ((stop && *stop) || (timeout_ms > 0 && now_ms() - t0 > timeout_ms)) {
+		if ((stop && *stop) || (timeout_ms > 0 && mgpu_now_ms() - t0 > timeout_ms)) {
 			res->timed_out = !(stop && *stop);
 			kill_child(pid);
 			return 0;

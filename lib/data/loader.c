@@ -13,8 +13,8 @@
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, malloc, free */
 #include <string.h> /* memset */
-#include <time.h>   /* clock_gettime */
 
+#include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err */
 
 enum { FREE, FILLING, READY };
@@ -26,13 +26,6 @@ struct mgpu_loader_slot {
 	int n, state, rc;
 	char err[512];
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* Fetch batch b into slot s (no lock held). */
 static void fill(struct mgpu_loader *l, struct mgpu_loader_slot *s, int64_t b)
@@ -164,10 +157,10 @@ int mgpu_loader_begin(struct mgpu_loader *l, int split, const uint32_t *order, s
 static int next_sync(struct mgpu_loader *l, struct mgpu_loader_slot **out, double *wait_ms)
 {
 	struct mgpu_loader_slot *s = &l->slot[0];
-	double t0 = now_ms();
+	double t0 = mgpu_now_ms();
 
 	fill(l, s, l->next_out);
-	*wait_ms = now_ms() - t0;
+	*wait_ms = mgpu_now_ms() - t0;
 	s->batch = l->next_out++;
 	*out = s;
 	return s->rc < 0 ? mgpu_err(s->rc, "%s", s->err) : 0;
@@ -176,7 +169,7 @@ static int next_sync(struct mgpu_loader *l, struct mgpu_loader_slot **out, doubl
 static int next_async(struct mgpu_loader *l, struct mgpu_loader_slot **out, double *wait_ms)
 {
 	struct mgpu_loader_slot *s;
-	double t0 = now_ms();
+	double t0 = mgpu_now_ms();
 	int64_t b;
 
 	pthread_mutex_lock(&l->mu);
@@ -202,7 +195,7 @@ static int next_async(struct mgpu_loader *l, struct mgpu_loader_slot **out, doub
 	l->next_out++;
 	l->held = 1;
 	pthread_mutex_unlock(&l->mu);
-	*wait_ms = now_ms() - t0;
+	*wait_ms = mgpu_now_ms() - t0;
 	*out = s;
 	return s->rc < 0 ? mgpu_err(s->rc, "%s", s->err) : 0;
 }

@@ -19,6 +19,7 @@
 #include <time.h>        /* clock_gettime, nanosleep */
 #include <unistd.h>      /* close, gethostname */
 
+#include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err */
 
 #define MAGIC "MGPURDV1"
@@ -40,13 +41,6 @@ struct reply {
 	uint8_t nccl_id[128];
 };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Read or write exactly n bytes before deadline (ms on the monotonic clock). */
 static int xfer(int fd, void *buf, size_t n, int writing, double deadline)
 {
@@ -56,7 +50,7 @@ static int xfer(int fd, void *buf, size_t n, int writing, double deadline)
 	int left;
 
 	while (n > 0) {
-		left = (int)(deadline - now_ms());
+		left = (int)(deadline - mgpu_now_ms());
 		if (left <= 0 || poll(&pfd, 1, left) <= 0)
 			return -1;
 		k = writing ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
@@ -144,7 +138,7 @@ static int serve_one(int c, int world, const char *token, struct mgpu_rdzv_info 
 {
 	struct hello h;
 	struct reply rep;
-	double deadline = now_ms() + 5000;
+	double deadline = mgpu_now_ms() + 5000;
 	int st;
 
 	if (xfer(c, &h, sizeof h, 0, deadline) != 0)
@@ -169,7 +163,7 @@ int mgpu_rdzv_serve(int listen_fd, int world, const char *token,
 {
 	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
 	char joined[4096] = { 0 }, host0[64];
-	double deadline = now_ms() + timeout_ms;
+	double deadline = mgpu_now_ms() + timeout_ms;
 	int n = 1, c, left, k;
 
 	if (world > (int)sizeof joined)
@@ -177,7 +171,7 @@ int mgpu_rdzv_serve(int listen_fd, int world, const char *token,
 	my_host(host0);
 	info->single_node = 1;
 	while (n < world) {
-		left = (int)(deadline - now_ms());
+		left = (int)(deadline - mgpu_now_ms());
 		k = left > 0 ? poll(&pfd, 1, left) : 0;
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -208,7 +202,7 @@ static int connect_retry(const struct sockaddr_in *sa, const char *addr, int por
 			return s;
 		}
 		close(s);
-		if (now_ms() > deadline)
+		if (mgpu_now_ms() > deadline)
 			return mgpu_err_errno(MGPU_ETIMEOUT, "rendezvous: cannot reach rank 0 "
 					      "at %s:%d", addr, port);
 		nanosleep(&nap, NULL);
@@ -232,7 +226,7 @@ int mgpu_rdzv_join(const char *addr, int port, int rank, int world, const char *
 	struct sockaddr_in sa;
 	struct hello h;
 	struct reply rep;
-	double deadline = now_ms() + timeout_ms;
+	double deadline = mgpu_now_ms() + timeout_ms;
 	int s, rc;
 
 	MGPU_TRY(resolve(addr, port, &sa));

@@ -13,6 +13,7 @@
 #include <time.h>      /* clock_gettime, nanosleep */
 #include <unistd.h>    /* ftruncate, getpid, close */
 
+#include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err */
 
 #define MAGIC 0x6d67707573686d31ull /* "mgpushm1" */
@@ -200,13 +201,6 @@ int mgpu_shm_unlink(const char *name)
 	return 0;
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -232,7 +226,7 @@ static int peer_gone(const struct mgpu_shm *s, int r)
 static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, const char *what)
 {
 	struct timespec nap = { 0, 20000 };
-	double t0 = now_ms(), t, next_check = t0 + 100;
+	double t0 = mgpu_now_ms(), t, next_check = t0 + 100;
 	long iter;
 	int r, a;
 
@@ -248,7 +242,7 @@ static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, con
 			return atomic_load_explicit(&s->ctl->abort_quiet, memory_order_acquire) ?
 				       mgpu_err(MGPU_ECLOSED, "rank %d: output closed", a - 1) :
 				       mgpu_err(MGPU_EPEER, "rank %d failed", a - 1);
-		t = now_ms();
+		t = mgpu_now_ms();
 		if (t >= next_check) {
 			if (peer_gone(s, r))
 				return mgpu_err(MGPU_EPEER, "rank %d died (%s)", r, what);

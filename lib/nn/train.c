@@ -15,8 +15,8 @@
 #include <stdlib.h>       /* calloc, free */
 #include <string.h>       /* memset */
 #include <sys/resource.h> /* getrusage */
-#include <time.h>         /* clock_gettime */
 
+#include "core/clock.h" /* mgpu_now_s */
 #include "core/err.h"      /* mgpu_err, MGPU_CHECK */
 #include "nn/ckpt.h"       /* mgpu_ckpt_save */
 #include "nn/train_int.h"  /* struct train_rank */
@@ -46,13 +46,6 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 	c->log_every = 50;
 	c->env.world = c->env.local_world = 1;
 	c->env.listen_fd = -1;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int mgpu_train_emit(struct train_rank *r, struct mgpu_record *rec)
@@ -170,7 +163,7 @@ static int micro_step(struct train_rank *r, int a, double lr, double *loss, doub
 /* One optimizer step; *stop: any rank was asked to stop. */
 static int train_step(struct train_rank *r, double lr, int *stop)
 {
-	double t0 = now_s(), data_s = 0, vals[2] = { 0, 0 };
+	double t0 = mgpu_now_s(), data_s = 0, vals[2] = { 0, 0 };
 	int a;
 
 	for (a = 0; a < r->cfg->accum; a++)
@@ -182,7 +175,7 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 	r->win_samples += r->gba;
 	r->win_steps++;
 	r->win_data_s += data_s;
-	r->win_step_s += now_s() - t0;
+	r->win_step_s += mgpu_now_s() - t0;
 	r->step++;
 	r->pos++;
 	return 0;
@@ -221,7 +214,7 @@ static int eval_record(struct train_rank *r)
 	rec.test_loss = rec.test_acc = NAN;
 	MGPU_TRY(evaluate(r, r->d->val_split, r->d->val_idx, r->d->nval, &rec.val_loss,
 			  &rec.val_acc));
-	rec.wall_s = now_s() - r->t0;
+	rec.wall_s = mgpu_now_s() - r->t0;
 	return mgpu_train_emit(r, &rec);
 }
 
@@ -257,7 +250,7 @@ static int summary(struct train_rank *r, int64_t steps_run)
 
 	rec.step = r->step;
 	rec.epoch = r->epoch;
-	rec.wall_s = now_s() - r->t0;
+	rec.wall_s = mgpu_now_s() - r->t0;
 	rec.samples_per_s = (double)steps_run * (double)r->gba / rec.wall_s;
 	ntest = r->d->src.n[MGPU_SPLIT_TEST];
 	all = malloc((ntest + 1) * sizeof *all);
@@ -318,7 +311,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 	int stop = 0, ended;
 
 	MGPU_TRY(start_record(r));
-	r->t0 = now_s();
+	r->t0 = mgpu_now_s();
 	while (r->step < r->total_steps) {
 		if (r->pos == 0 || r->step == start) {
 			mgpu_train_order(r->d, c->seed, r->epoch, r->order);

@@ -11,13 +11,13 @@
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp */
-#include <time.h>   /* clock_gettime */
 
 #include "../common.h"    /* die, usage_error */
 #include "bench.h"        /* struct common */
 #include "bench/stats.h"  /* mgpu_bench_median */
 #include "bench/tab.h"    /* struct mgpu_tab */
 #include "core/cli.h"     /* mgpu_cli_size */
+#include "core/clock.h" /* mgpu_now_s */
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/rng.h"     /* mgpu_rng_perm */
 #include "data/loader.h"  /* mgpu_loader_* */
@@ -63,13 +63,6 @@ struct dopts {
 	long long seed;
 	const char *path;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void parse(struct dopts *o, int argc, char **argv)
 {
@@ -140,10 +133,10 @@ static void decode(const struct dopts *o, struct mgpu_source *s, struct mgpu_tab
 	int k, sp;
 
 	for (k = 0; k < o->repeat; k++) {
-		t0 = now_s();
+		t0 = mgpu_now_s();
 		if (mgpu_cache_verify(&s->cache, &nchunks) < 0)
 			die_lib();
-		times[k] = now_s() - t0;
+		times[k] = mgpu_now_s() - t0;
 	}
 	for (sp = 0; sp < MGPU_NSPLITS; sp++)
 		rows += s->cache.h.n[sp];
@@ -156,7 +149,7 @@ static double loader_pass(struct mgpu_loader *l, const uint32_t *order, size_t n
 {
 	const void *x;
 	const int32_t *y;
-	double t0 = now_s(), wait;
+	double t0 = mgpu_now_s(), wait;
 	int B, rc;
 
 	if (mgpu_loader_begin(l, MGPU_SPLIT_TRAIN, order, n) < 0)
@@ -165,7 +158,7 @@ static double loader_pass(struct mgpu_loader *l, const uint32_t *order, size_t n
 		;
 	if (rc < 0)
 		die_lib();
-	return now_s() - t0;
+	return mgpu_now_s() - t0;
 }
 
 static void loader(const struct dopts *o, struct mgpu_source *s, struct mgpu_tab *t, int p,

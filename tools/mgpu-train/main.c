@@ -12,16 +12,16 @@
 #include <stdio.h>   /* printf */
 #include <stdlib.h>  /* free */
 #include <string.h>  /* strcmp */
-#include <time.h>    /* clock_gettime */
 #include <unistd.h>  /* isatty */
 
 #include "../common.h"     /* die, usage_error */
-#include "core/cli.h"      /* mgpu_cli_int */
+#include "core/cli.h"      /* mgpu_cli_int_list */
+#include "core/clock.h"    /* mgpu_now_s */
 #include "core/table.h"    /* struct mgpu_table */
+#include "dist/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
+#include "dist/sync.h"     /* mgpu_sync_name */
+#include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/ckpt.h"       /* mgpu_ckpt_load_state */
-#include "dist/launch.h"    /* mgpu_launch_env, mgpu_launch_run */
-#include "dist/sync.h"      /* mgpu_sync_name */
-#include "gpu/gpu.h"        /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/train.h"      /* mgpu_train_run */
 #include "ops/check.h"     /* mgpu_ops_compare */
 #include "ops/elem.h"      /* mgpu_hash64 */
@@ -505,17 +505,10 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 	return 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void on_progress(void *ctx, int64_t step, int64_t total)
 {
 	struct out *out = ctx;
-	double t = mono_s();
+	double t = mgpu_now_s();
 	int w = 30, k;
 
 	if (!out->bar || (t - out->last_bar < 0.1 && step < total))
