@@ -48,34 +48,39 @@ static void remove_ckpt_dir(const char *dir)
 	rmdir(dir);
 }
 
-static int write_tensors(const char *path, struct mgpu_model *m, const float *host,
-			 const char *suffix, const char *const *meta, int nmeta)
+/* The tensor name of parameter p, with ".suffix" for optimizer state. */
+static void param_name(char *buf, size_t len, const struct mgpu_param *p, const char *suffix)
 {
-	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
-	char names[MGPU_MAX_PARAMS][80];
+	snprintf(buf, len, "%s%s%s", p->name, suffix ? "." : "", suffix ? suffix : "");
+}
+
+/* One entry per parameter of m over the host vector h; returns the count. */
+static int add_entries(struct mgpu_st_entry *e, char (*names)[80], const struct mgpu_model *m,
+		       const float *h, const char *suffix)
+{
 	int i;
 
 	for (i = 0; i < m->nparam; i++) {
 		const struct mgpu_param *p = &m->params[i];
-		snprintf(names[i], sizeof names[i], "%s%s%s", p->name, suffix ? "." : "",
-			 suffix ? suffix : "");
-		e[i].name = names[i];
-		e[i].data = host + p->off;
-		e[i].ndim = p->ndim;
-		e[i].shape[0] = p->shape[0];
-		e[i].shape[1] = p->shape[1];
+		param_name(names[i], sizeof names[i], p, suffix);
+		e[i] = (struct mgpu_st_entry){ .name = names[i], .data = h + p->off,
+					       .ndim = p->ndim,
+					       .shape = { p->shape[0], p->shape[1] } };
 	}
-	return mgpu_st_write(path, e, m->nparam, meta, nmeta);
+	return m->nparam;
 }
 
 static int write_model(const char *dir, struct mgpu_model *m, const char *spec, float *host)
 {
 	const char *meta[] = { "format", "pt", "mgpu_spec", spec };
-	char path[MGPU_CKPT_PATH];
+	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
+	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
+	int n;
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
 	MGPU_TRY(mgpu_model_get(m, host));
-	return write_tensors(path, m, host, NULL, meta, 2);
+	n = add_entries(e, names, m, host, NULL);
+	return mgpu_st_write(path, e, n, meta, 2);
 }
 
 static int write_optim(const char *dir, struct mgpu_model *m, struct mgpu_optim *o,
@@ -84,20 +89,13 @@ static int write_optim(const char *dir, struct mgpu_model *m, struct mgpu_optim 
 	struct mgpu_st_entry e[2 * MGPU_MAX_PARAMS];
 	char names[2 * MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
 	size_t nb = m->nparams * sizeof(float);
-	int s, i, n = 0;
+	int s, n = 0;
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "optim.safetensors"));
 	for (s = 0; s < mgpu_optim_nstate(o); s++) {
 		float *h = host + (size_t)s * m->nparams;
 		MGPU_TRY(mgpu_dev_to_host(m->dev, h, mgpu_optim_state(o, s), nb));
-		for (i = 0; i < m->nparam; i++, n++) {
-			const struct mgpu_param *p = &m->params[i];
-			snprintf(names[n], sizeof names[n], "%s.%s", p->name,
-				 state_names[o->cfg.kind][s]);
-			e[n] = (struct mgpu_st_entry){ .name = names[n], .data = h + p->off,
-						       .ndim = p->ndim,
-						       .shape = { p->shape[0], p->shape[1] } };
-		}
+		n += add_entries(e + n, names + n, m, h, state_names[o->cfg.kind][s]);
 	}
 	return mgpu_st_write(path, e, n, NULL, 0);
 }
@@ -373,8 +371,7 @@ static int load_into(const struct mgpu_st *st, const char *path, struct mgpu_mod
 	for (i = 0; i < m->nparam; i++) {
 		const struct mgpu_param *p = &m->params[i];
 		const struct mgpu_st_tensor *t;
-		snprintf(name, sizeof name, "%s%s%s", p->name, suffix ? "." : "",
-			 suffix ? suffix : "");
+		param_name(name, sizeof name, p, suffix);
 		t = mgpu_st_find(st, name);
 		if (!t)
 			return mgpu_err(MGPU_EFORMAT, "'%s': no tensor '%s'", path, name);
