@@ -2,6 +2,13 @@
 # balanced shards that GNU tar, bsdtar and Python's tarfile read, byte-identical
 # reruns, and every bad input: one line naming the file, exit 1, nothing left.
 . tests/cli/lib.sh
+# A python3 first on PATH that lacks numpy (as pyenv's may) must not matter.
+mkdir -p nonumpy
+printf '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' >nonumpy/python3
+chmod +x nonumpy/python3
+PATH=$PWD/nonumpy:$PATH need_numpy
+PATH=$PWD/nonumpy:$PATH "$PY" -c 'import numpy' || fail "need_numpy chose '$PY', which lacks numpy"
+need_numpy
 S=$BIN/mgpu-shard
 "$S" --help | grep -q "^usage: mgpu-shard" || fail "--help"
 "$S" --version | grep -q "^mgpu-shard [0-9]" || fail "--version"
@@ -33,7 +40,7 @@ for f in a/*.tar; do cmp "$f" "b/$(basename "$f")" || fail "$f differs between r
 cmp -s a/val-000000.tar c/val-000000.tar && fail "another seed gave the same val shard"
 head -n 1 a/manifest.tsv | grep -qx "$(printf 'split\tpath\tsamples\tbytes\tsha256')" ||
 	fail "manifest header"
-python3 - a <<'PY' || fail "shard check (see above)"
+"$PY" - a <<'PY' || fail "shard check (see above)"
 import hashlib, io, os, sys, tarfile, numpy as np
 d = sys.argv[1]
 rows = [l.rstrip("\n").split("\t") for l in open(f"{d}/manifest.tsv")][1:]
@@ -81,7 +88,7 @@ with tarfile.open("py.tar", "w") as t:
             m = tarfile.TarInfo(name); m.size = len(data); t.addfile(m, io.BytesIO(data))
 PY
 "$S" -q --shard-size 100 -o p/manifest.tsv py.tar
-python3 - <<'PY' || fail "python-made tar read wrongly"
+"$PY" - <<'PY' || fail "python-made tar read wrongly"
 import io, tarfile, numpy as np
 t = tarfile.open("p/train-000000.tar")
 ms = t.getmembers()

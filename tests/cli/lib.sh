@@ -11,6 +11,24 @@ cd "$T"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# need_numpy: set PY to a Python interpreter that imports numpy, or skip the
+# test (exit 77) with the reason. python3 on PATH may be another interpreter
+# (pyenv) than Debian's, which `make deps` gives python3-numpy; as a last
+# resort numpy is installed with pip for the python3 on PATH.
+find_numpy_python() {
+	for p in ${MGPU_PYTHON:-} python3 /usr/bin/python3 /usr/local/bin/python3; do
+		command -v "$p" >/dev/null 2>&1 || continue
+		"$p" -c 'import numpy' >/dev/null 2>&1 && { echo "$p"; return 0; }
+	done
+	command -v python3 >/dev/null 2>&1 || return 1
+	python3 -m pip install -q numpy >/dev/null 2>&1 || return 1
+	python3 -c 'import numpy' >/dev/null 2>&1 && echo python3
+}
+need_numpy() {
+	PY=$(find_numpy_python) ||
+		{ echo "no Python interpreter with numpy (tried python3, /usr/bin/python3, pip)"; exit 77; }
+}
+
 # expect STATUS SUBSTRING CMD...: CMD exits STATUS, prints nothing on stdout,
 # exactly one line on stderr containing SUBSTRING (usage errors: two, the
 # second "Try ...").
