@@ -63,7 +63,8 @@ TOOLS := $(notdir $(wildcard tools/mgpu-*))
 TOOL_BINS := $(TOOLS:%=$(B)/bin/%)
 MAIN_OBJ := $(B)/obj/tools/common_main.o
 
-TEST_SRC := $(sort $(wildcard tests/unit/*.c tests/ops/*.c))
+# tests/drv/: helper programs that CLI tests drive (not run as tests themselves)
+TEST_SRC := $(sort $(wildcard tests/unit/*.c tests/ops/*.c tests/drv/*.c))
 TEST_BINS := $(TEST_SRC:%.c=$(B)/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BINS := $(BENCH_SRC:%.c=$(B)/%)
