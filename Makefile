@@ -125,6 +125,12 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(B)
 
+# The check to run on a new GPU machine: selftest, conformance (cuda rows),
+# memcheck when compute-sanitizer exists, a 10-epoch training.
+gpu-check: deps
+	@$(MAKE) --no-print-directory all
+	@sh mk/gpu-check.sh $(B)
+
 lint-man:
 	mandoc -T lint -W warning man/*.[157]
 
@@ -140,11 +146,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, bench, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, bench, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo bench lint-man install clean help
+.PHONY: all deps test test-bins demo bench gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

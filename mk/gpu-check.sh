@@ -1,0 +1,71 @@
+#!/bin/sh
+# gpu-check.sh BUILD - the check a user runs on a new GPU machine (make
+# gpu-check): the selftest (every GPU op and 5 training steps against the CPU
+# backend), the backend conformance suite with its cuda rows, a 30-step
+# compute-sanitizer memcheck when compute-sanitizer is installed, and a
+# 10-epoch training on Fashion-MNIST that must reach a test accuracy of 0.85.
+# It uses the first GPU that mgpu-probe finds eligible. Prints one
+# PASS/FAIL/SKIP line per check and "N passed, N failed, N skipped"; exits 1
+# when a check failed or no GPU is eligible.
+set -u
+B=${1:-build}
+log=$(mktemp -d) || exit 1
+trap 'rm -rf "$log"' EXIT
+pass=0 fail=0 skip=0
+
+ok() { echo "PASS $1: $2"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+
+gpu=$("$B/bin/mgpu-probe" --ids 2>"$log/probe") && gpu=${gpu%%,*}
+if [ -z "$gpu" ]; then
+	echo "gpu-check: error: no eligible GPU: $(cat "$log/probe")" >&2
+	exit 1
+fi
+echo "gpu-check: GPU $gpu: $("$B/bin/mgpu-probe" --json 2>/dev/null | grep -o '"name":"[^"]*"' | head -n 1)"
+
+# selftest: must pass and must have compared the cuda backend
+if "$B/bin/mgpu-train" --selftest --gpus "$gpu" >"$log/st" 2>"$log/st.err" &&
+	grep -q "	cuda	" "$log/st"; then
+	ok selftest "$(grep -c "	cuda	" "$log/st") cuda comparisons within tolerance"
+else
+	bad selftest "$(tail -n 2 "$log/st.err" | tr '\n' ' ')"
+fi
+
+# conformance: every op of every backend, and the cuda rows must have run
+"$B/tests/ops/conformance" >"$log/conf" 2>&1
+rc=$?
+if [ "$rc" = 0 ] && ! grep -q "^SKIP cuda" "$log/conf"; then
+	ok conformance "$(grep -c "^PASS cuda" "$log/conf") cuda cases"
+else
+	bad conformance "exit $rc: $(grep -E "^(FAIL|SKIP)" "$log/conf" | head -n 3 | tr '\n' ' ')"
+fi
+
+san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$san" ]; then
+	"$san" --tool memcheck --leak-check full --error-exitcode 3 \
+		"$B/bin/mgpu-train" --gpus "$gpu" --epochs 1 --max-steps 30 -q >/dev/null 2>"$log/mc"
+	rc=$?
+	if [ "$rc" = 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$log/mc"; then
+		ok memcheck "30 steps: $(grep -o 'LEAK SUMMARY: .*' "$log/mc" | head -n 1), 0 errors"
+	else
+		bad memcheck "exit $rc: $(grep -E "SUMMARY|error" "$log/mc" | head -n 3 | tr '\n' ' ')"
+	fi
+else
+	echo "SKIP memcheck: compute-sanitizer not found"
+	skip=$((skip + 1))
+fi
+
+# training: the default MLP on Fashion-MNIST, 10 epochs
+"$B/bin/mgpu-train" --gpus "$gpu" --epochs 10 -q >"$log/tr" 2>"$log/tr.err"
+rc=$?
+acc=$(awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	$1 == "summary" { print $c["test_acc"] " " $c["samples_per_s"] " " $c["wall_s"] }' "$log/tr")
+set -- $acc
+if [ "$rc" = 0 ] && [ -n "${1:-}" ] && awk "BEGIN { exit !($1 >= 0.85) }"; then
+	ok train "test_acc $1, $2 samples/s, ${3}s of training"
+else
+	bad train "exit $rc, test_acc ${1:-NA}: $(tail -n 1 "$log/tr.err")"
+fi
+
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]
