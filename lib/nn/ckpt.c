@@ -122,8 +122,10 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 	fprintf(af.fp, ",\n  \"seed\": \"%llu\",\n  \"world_size\": %d",
 		(unsigned long long)st->seed, st->world_size);
 	fprintf(af.fp, ",\n  \"global_batch\": %" PRId64, st->global_batch);
-	fprintf(af.fp, ",\n  \"norm_scale\": %.17g,\n  \"norm_shift\": %.17g",
-		st->norm_scale, st->norm_shift);
+	fprintf(af.fp, ",\n  \"norm_scale\": ");
+	mgpu_json_num(af.fp, st->norm_scale, 17);
+	fprintf(af.fp, ",\n  \"norm_shift\": ");
+	mgpu_json_num(af.fp, st->norm_shift, 17);
 	put_json_str(af.fp, "spec", st->spec);
 	fprintf(af.fp, ",\n  \"argv\": [");
 	for (i = 0; i < argc; i++) {
