@@ -5,6 +5,7 @@
 
 #include <dirent.h>   /* opendir, readdir */
 #include <inttypes.h> /* PRId64 */
+#include <math.h>     /* isfinite */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free, qsort */
 #include <string.h>   /* strcmp, strncmp */
@@ -70,15 +71,36 @@ static int add_entries(struct mgpu_st_entry *e, char (*names)[80], const struct 
 	return m->nparam;
 }
 
-static int write_model(const char *dir, struct mgpu_model *m, const char *spec, float *host)
+/* A diverged model is no checkpoint: it would replace the last good one
+ * as latest. The training loop stops on a non-finite loss or gradient;
+ * this catches an update that overflowed the weights in between. */
+static int check_finite(const struct mgpu_model *m, const float *host, int64_t step)
 {
-	const char *meta[] = { "format", "pt", "mgpu_spec", spec };
+	size_t i;
+	int k;
+
+	for (k = 0; k < m->nparam; k++) {
+		const struct mgpu_param *p = &m->params[k];
+		for (i = 0; i < p->count; i++)
+			if (!isfinite(host[p->off + i]))
+				return mgpu_err(MGPU_ERANGE, "step %" PRId64 ": weight '%s' is not "
+						"finite: training diverged; no checkpoint written "
+						"for this step", step, p->name);
+	}
+	return 0;
+}
+
+static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_ckpt_state *st,
+		       float *host)
+{
+	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec };
 	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
 	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
 	int n;
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
 	MGPU_TRY(mgpu_model_get(m, host));
+	MGPU_TRY(check_finite(m, host, st->step));
 	n = add_entries(e, names, m, host, NULL);
 	return mgpu_st_write(path, e, n, meta, 2);
 }
@@ -176,7 +198,7 @@ static int write_all(const char *tmp, const struct mgpu_ckpt_state *st,
 
 	if (!host)
 		return mgpu_err(MGPU_ENOMEM, "checkpoint: out of host memory");
-	rc = write_model(tmp, m, st->spec, host);
+	rc = write_model(tmp, m, st, host);
 	if (rc == 0)
 		rc = write_optim(tmp, m, o, host);
 	if (rc == 0)

@@ -9,7 +9,7 @@
  */
 #include "nn/train.h"
 
-#include <math.h>         /* NAN */
+#include <math.h>         /* NAN, isfinite */
 #include <pthread.h>      /* pthread_create */
 #include <stdio.h>        /* snprintf */
 #include <stdlib.h>       /* calloc, free */
@@ -160,6 +160,21 @@ static int micro_step(struct train_rank *r, int a, double lr, double *loss, doub
 	return mgpu_model_backward(m, B, a > 0);
 }
 
+/* A NaN or infinite loss or gradient ruins the weights for good: stop
+ * before they reach a checkpoint. Every rank sees the same reduced values,
+ * so all stop at the same step. */
+static int check_finite(const struct train_rank *r, double loss, double grad_norm)
+{
+	double bad = isfinite(loss) ? grad_norm : loss;
+
+	if (isfinite(loss) && isfinite(grad_norm))
+		return 0;
+	return mgpu_err(MGPU_ERANGE, "step %lld: the %s is %s: training diverged (a lower --lr "
+			"or --clip-grad-norm may help); nothing of this step was saved",
+			(long long)r->step + 1, isfinite(loss) ? "gradient norm" : "loss",
+			isnan(bad) ? "NaN" : "infinite");
+}
+
 /* One optimizer step; *stop: any rank was asked to stop. */
 static int train_step(struct train_rank *r, double lr, int *stop)
 {
@@ -170,6 +185,7 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 		MGPU_TRY(micro_step(r, a, lr, &vals[1], &data_s));
 	vals[0] = r->cfg->stop && *r->cfg->stop ? 1.0 : 0.0;
 	MGPU_TRY(mgpu_sync_step(&r->sync, vals, 2));
+	MGPU_TRY(check_finite(r, vals[1], r->sync.grad_norm));
 	*stop = vals[0] > 0.5;
 	r->win_loss += vals[1];
 	r->win_samples += r->gba;
