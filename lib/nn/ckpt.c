@@ -4,13 +4,16 @@
 #include "nn/ckpt.h"
 
 #include <dirent.h>   /* opendir, readdir */
+#include <errno.h>    /* errno, EWOULDBLOCK */
+#include <fcntl.h>    /* open, O_CLOEXEC */
 #include <inttypes.h> /* PRId64 */
 #include <math.h>     /* isfinite */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free, qsort */
 #include <string.h>   /* strcmp, strncmp */
+#include <sys/file.h> /* flock */
 #include <sys/stat.h> /* stat */
-#include <unistd.h>   /* getpid, rmdir, unlink */
+#include <unistd.h>   /* getpid, rmdir, unlink, pread, pwrite, ftruncate */
 
 #include "core/err.h"        /* mgpu_err */
 #include "core/io.h"         /* mgpu_afile, mgpu_read_file */
@@ -242,6 +245,112 @@ int mgpu_ckpt_save(const char *save_dir, int keep, const struct mgpu_ckpt_state 
 	prune(save_dir, keep, name);
 	snprintf(out_dir, out_len, "%s", dst);
 	return 0;
+}
+
+/* Remove path and its parents down to the made prefix, deepest first;
+ * stop at the first that is not empty. */
+static void remove_made(const char *path, size_t made)
+{
+	char buf[MGPU_CKPT_PATH];
+	size_t n = strlen(path);
+
+	if (made == 0 || n >= sizeof buf)
+		return;
+	memcpy(buf, path, n + 1);
+	while (n >= made && rmdir(buf) == 0) {
+		while (n > 0 && buf[n - 1] == '/')
+			n--;
+		while (n > 0 && buf[n - 1] != '/')
+			n--;
+		while (n > 0 && buf[n - 1] == '/')
+			n--;
+		buf[n] = '\0';
+	}
+}
+
+/* Why the lock is taken: "pid N", or less when the file does not say. */
+static int busy(const char *save_dir, int fd)
+{
+	char buf[32] = "";
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+
+	if (pid > 0)
+		return mgpu_err(MGPU_EIO, "'%s' is in use by another run (pid %ld)", save_dir,
+				pid);
+	return mgpu_err(MGPU_EIO, "'%s' is in use by another run", save_dir);
+}
+
+/* Lock the lock file at path and write our pid in it; *fd stays -1 when
+ * the file was replaced meanwhile (its holder removed it on the way out),
+ * so the caller tries again. */
+static int lock_file(const char *save_dir, const char *path, int *fd)
+{
+	struct stat a, b;
+	char pid[32];
+	int rc = 0, n;
+
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (*fd < 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot create", path);
+	if (flock(*fd, LOCK_EX | LOCK_NB) != 0)
+		rc = errno == EWOULDBLOCK ? busy(save_dir, *fd) :
+					    mgpu_err_errno(MGPU_EIO, "'%s': cannot lock", path);
+	if (rc < 0 || fstat(*fd, &a) != 0 || stat(path, &b) != 0 || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev) {
+		close(*fd);
+		*fd = -1;
+		return rc;
+	}
+	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot write", path);
+	return 0;
+}
+
+int mgpu_ckpt_dir_open(struct mgpu_ckpt_dir *d, const char *save_dir)
+{
+	char lock[MGPU_CKPT_PATH];
+	int rc, tries;
+
+	memset(d, 0, sizeof *d);
+	d->fd = -1;
+	if (strlen(save_dir) >= sizeof d->path)
+		return mgpu_err(MGPU_EINVAL, "'%s': path too long", save_dir);
+	rc = mgpu_mkdirs_made(save_dir, &d->made);
+	if (rc == 0 && access(save_dir, W_OK) != 0)
+		rc = mgpu_err_errno(MGPU_EIO, "'%s' is not writable", save_dir);
+	if (rc == 0)
+		rc = mgpu_path_join(lock, sizeof lock, save_dir, "lock");
+	for (tries = 0; rc == 0 && d->fd < 0 && tries < 10; tries++)
+		rc = lock_file(save_dir, lock, &d->fd);
+	if (rc == 0 && d->fd < 0)
+		rc = mgpu_err(MGPU_EIO, "'%s': the lock file keeps being replaced", lock);
+	if (rc < 0) {
+		if (d->fd >= 0)
+			close(d->fd);
+		remove_made(save_dir, d->made);
+		d->fd = -1;
+		return rc;
+	}
+	snprintf(d->path, sizeof d->path, "%s", save_dir);
+	return 0;
+}
+
+void mgpu_ckpt_dir_close(struct mgpu_ckpt_dir *d)
+{
+	char lock[MGPU_CKPT_PATH];
+
+	if (!d->path[0])
+		return;
+	/* Unlinked while still locked: a run that opened it meanwhile sees
+	 * the file replaced and tries again (lock_file). */
+	if (mgpu_path_join(lock, sizeof lock, d->path, "lock") == 0)
+		unlink(lock);
+	close(d->fd);
+	remove_made(d->path, d->made);
+	d->path[0] = '\0';
+	d->fd = -1;
 }
 
 int mgpu_ckpt_resolve(const char *path, char *dir, size_t len)

@@ -454,13 +454,15 @@ static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hook
 
 int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h)
 {
+	struct mgpu_ckpt_dir sd = { .fd = -1 };
 	struct train_data d;
 	struct train_rank r;
 	int rc;
 
 	memset(&d, 0, sizeof d);
+	/* Rank 0 writes the checkpoints: it holds the save dir for the run. */
 	if (cfg->save_dir[0] && cfg->env.rank == 0)
-		MGPU_TRY(mgpu_train_check_save_dir(cfg->save_dir));
+		MGPU_TRY(mgpu_train_open_save_dir(&sd, cfg->save_dir));
 	rc = mgpu_train_data_load(&d, cfg);
 	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
 		rc = run_dp(cfg, h, &d);
@@ -471,5 +473,6 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 		rc = run_one(&r);
 	}
 	mgpu_train_data_free(&d);
+	mgpu_ckpt_dir_close(&sd);
 	return rc;
 }
