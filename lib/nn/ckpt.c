@@ -20,6 +20,10 @@
 #include "core/json.h"       /* mgpu_json_parse */
 #include "nn/safetensors.h"  /* mgpu_st_write, mgpu_st_load */
 
+/* The state.json layout written here; a reader refuses any other, since
+ * it cannot know what a newer one means. */
+#define STATE_VERSION 1
+
 static const char *const state_names[2][2] = {
 	{ "momentum", NULL },          /* SGD */
 	{ "exp_avg", "exp_avg_sq" },   /* AdamW */
@@ -140,7 +144,8 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "state.json"));
 	MGPU_TRY(mgpu_afile_open(&af, path));
-	fprintf(af.fp, "{\n  \"format\": \"mgpu-checkpoint\",\n  \"version\": 1");
+	fprintf(af.fp, "{\n  \"format\": \"mgpu-checkpoint\",\n  \"version\": %d",
+		STATE_VERSION);
 	fprintf(af.fp, ",\n  \"step\": %" PRId64 ",\n  \"epoch\": %d", st->step, st->epoch);
 	fprintf(af.fp, ",\n  \"epoch_pos\": %" PRId64 ",\n  \"optim_t\": %" PRId64,
 		st->epoch_pos, st->optim_t);
@@ -446,6 +451,11 @@ static int parse_state(const struct mgpu_json *r, struct mgpu_ckpt_state *st,
 	v = mgpu_json_get(r, "format");
 	if (!v || !mgpu_json_str(v) || strcmp(mgpu_json_str(v), "mgpu-checkpoint") != 0)
 		return mgpu_err(MGPU_EFORMAT, "'%s': not an mgpu checkpoint state", path);
+	MGPU_TRY(get_i64(r, "version", 0, INT64_MAX, &x, path));
+	if (x != STATE_VERSION)
+		return mgpu_err(MGPU_EFORMAT, "'%s': checkpoint format version %lld is not "
+				"supported (this build reads version %d)", path, (long long)x,
+				STATE_VERSION);
 	MGPU_TRY(get_i64(r, "step", 0, INT64_MAX, &st->step, path));
 	MGPU_TRY(get_i64(r, "epoch", 0, 1 << 30, &x, path));
 	st->epoch = (int)x;

@@ -59,6 +59,11 @@ run --save-dir every --save-every 28 --keep 0 --max-steps 100 >/dev/null
 run --save-dir every --keep 1 --max-steps 10 >/dev/null
 [ "$(cat every/latest)" = step-00000010 ] && [ -d every/step-00000010 ] ||
 	fail "prune removed the latest checkpoint: $(ls every)"
+# A checkpoint of another format version is refused, naming the file.
+cp -r full/step-00000056 v2
+sed -i 's/"version": 1/"version": 2/' v2/state.json
+expect 1 "'v2/state.json': checkpoint format version 2 is not supported (this build reads version 1)" \
+	run --resume v2
 # A checkpoint resumed on other data is refused, not trusted.
 mkidx small 500 50 8 4
 expect 1 "the checkpoint was made on other data" "$BIN/mgpu-train" --data small \
