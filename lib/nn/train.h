@@ -102,9 +102,13 @@ struct mgpu_train_hooks {
 
 /* Defaults for every field (the documented ones of mgpu-train). */
 void mgpu_train_defaults(struct mgpu_train_cfg *cfg);
-/* The checks that need no data or device, done once by a launcher before
- * it starts ranks: save dir writable, checkpoint compatible with cfg. */
+/* What rank 0 checks first, done once by a launcher before it starts
+ * ranks: the save dir can be made, written and locked. */
 int mgpu_train_precheck(const struct mgpu_train_cfg *cfg);
+/* That cfg can continue the checkpoint of cfg->resume (model, seed,
+ * global batch): MGPU_EINVAL when an option contradicts it, others when
+ * it cannot be read. */
+int mgpu_train_check_resume(const struct mgpu_train_cfg *cfg);
 /* Run to completion; MGPU_EINTR when cfg->stop was raised on any rank
  * (after the checkpoint, when save_dir is set). In mode dp this runs one
  * thread per device; in mode ddp this process is rank cfg->env.rank. */

@@ -117,9 +117,7 @@ static int resume_state(const struct mgpu_train_cfg *c, int64_t gba, char *dir, 
 
 int mgpu_train_precheck(const struct mgpu_train_cfg *c)
 {
-	struct mgpu_ckpt_state st;
 	struct mgpu_ckpt_dir sd;
-	char dir[MGPU_CKPT_PATH];
 
 	/* Rank 0 opens it for the run; open and close it here only to fail
 	 * before any rank starts. */
@@ -127,10 +125,15 @@ int mgpu_train_precheck(const struct mgpu_train_cfg *c)
 		MGPU_TRY(mgpu_train_open_save_dir(&sd, c->save_dir));
 		mgpu_ckpt_dir_close(&sd);
 	}
-	if (c->resume[0])
-		MGPU_TRY(resume_state(c, (int64_t)c->batch * c->accum * c->world, dir, sizeof dir,
-				      &st));
 	return 0;
+}
+
+int mgpu_train_check_resume(const struct mgpu_train_cfg *c)
+{
+	struct mgpu_ckpt_state st;
+	char dir[MGPU_CKPT_PATH];
+
+	return resume_state(c, (int64_t)c->batch * c->accum * c->world, dir, sizeof dir, &st);
 }
 
 static int resume(struct train_rank *r)

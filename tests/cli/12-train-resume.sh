@@ -50,6 +50,10 @@ PY
 # Changing a setting that shapes the run is refused; others are fine.
 expect 2 "--lr 0.01 differs from the checkpoint's 0.0030000000000000001" \
 	run --save-dir part --resume part/step-00000056 --lr 0.01
+expect 2 "the checkpoint ran with a global batch of 16 samples on 1 rank; this run's is 32" \
+	run --resume part/step-00000056 --batch-size 32
+expect 2 "the checkpoint ran with a global batch of 16 samples on 1 rank; this run's is 32" \
+	run --resume part/step-00000056 --cpu-ranks 2
 ls part | grep -q '^\.' && fail "temporary files left in the save dir: $(ls -a part)"
 # --save-every counts steps across epoch ends, and the last step is saved.
 run --save-dir every --save-every 28 --keep 0 --max-steps 100 >/dev/null

@@ -701,6 +701,22 @@ static void resolve_batch(struct opts *o)
 	c->batch = (int)(o->global_batch / per);
 }
 
+/* An option contradicting the checkpoint is a usage error, whether it is
+ * one the checkpoint records (--lr) or one that changes what it does not
+ * (--cpu-ranks changes the global batch). */
+static void check_resume(const struct opts *o)
+{
+	int rc;
+
+	if (!o->cfg.resume[0])
+		return;
+	rc = mgpu_train_check_resume(&o->cfg);
+	if (rc == MGPU_EINVAL)
+		usage_error("%s", mgpu_errmsg());
+	if (rc < 0)
+		die_lib();
+}
+
 /* mgpu-train starts the ranks of a ddp job itself and supervises them. */
 static int launch(struct opts *o, char **argv)
 {
@@ -759,6 +775,7 @@ int cmd_main(int argc, char **argv)
 	resolve_gpus(&o);
 	resolve_world(&o);
 	resolve_batch(&o);
+	check_resume(&o);
 	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
 	    o.cfg.mode == MGPU_MODE_DDP)
 		return launch(&o, argv);
