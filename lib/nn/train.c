@@ -267,7 +267,7 @@ static int summary(struct train_rank *r, int64_t steps_run)
 	rec.step = r->step;
 	rec.epoch = r->epoch;
 	rec.wall_s = mgpu_now_s() - r->t0;
-	rec.samples_per_s = (double)steps_run * (double)r->gba / rec.wall_s;
+	rec.samples_per_s = steps_run > 0 ? (double)steps_run * (double)r->gba / rec.wall_s : NAN;
 	ntest = r->d->src.n[MGPU_SPLIT_TEST];
 	all = malloc((ntest + 1) * sizeof *all);
 	if (!all)
@@ -316,6 +316,7 @@ static int start_record(struct train_rank *r)
 
 	rec.step = r->total_steps;
 	rec.epoch = (int)r->steps_per_epoch;
+	rec.first_step = r->step;
 	return mgpu_train_emit(r, &rec);
 }
 

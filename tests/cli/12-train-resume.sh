@@ -1,6 +1,7 @@
 # mgpu-train: a run resumed after one epoch ends bit-identical to an
-# uninterrupted one; checkpoints are valid safetensors; settings that shape
-# the run cannot change on resume.
+# uninterrupted one; a finished run resumes to nothing, or extends with more
+# epochs; checkpoints are valid safetensors; settings that shape the run
+# cannot change on resume.
 . tests/cli/lib.sh
 mkidx d 1000 200 8 4
 run() { "$BIN/mgpu-train" --data d --model mlp:64-32-16-4,act=gelu,layernorm,dropout=0.1 \
@@ -19,6 +20,31 @@ a=$(grep '^summary' full.tsv | cut -f 11,12) b=$(grep '^summary' part2.tsv | cut
 # Step records of epoch 2 match too.
 diff <(grep '^step' full.tsv | awk '$2 > 56' | cut -f 1-5) \
 	<(grep '^step' part2.tsv | cut -f 1-5) || fail "epoch-2 losses differ"
+# Resuming the finished run: nothing to train, said on stderr, exit 0, and
+# the summary's throughput is NA, not 0.
+"$BIN/mgpu-train" --resume full >fin.tsv 2>fin.err || fail "resuming a finished run: $(cat fin.err)"
+grep -q "the checkpoint is already at the last step (112): nothing to train" fin.err ||
+	fail "finished run: $(cat fin.err)"
+[ "$(grep -v '^kind' fin.tsv | cut -f 1,2,6)" = "$(printf 'summary\t112\tNA')" ] ||
+	fail "finished run printed: $(cat fin.tsv)"
+# Extending it with --epochs 3 trains a third epoch, on a schedule for 3
+# epochs (said on stderr), and the new checkpoints remember 3.
+cp -r full ext
+"$BIN/mgpu-train" --resume ext --save-dir ext --epochs 3 >ext.tsv 2>ext.err ||
+	fail "extending the run: $(cat ext.err)"
+grep -q "the learning-rate schedule now spans 3 epochs from step 112 on" ext.err ||
+	fail "extension not announced: $(cat ext.err)"
+grep -q '^eval	168	3	' ext.tsv && grep -q '^summary	168	3	' ext.tsv ||
+	fail "no third epoch: $(cat ext.tsv)"
+! cmp -s ext/step-00000112/model.safetensors ext/step-00000168/model.safetensors ||
+	fail "the third epoch did not change the weights"
+"$BIN/mgpu-train" --resume ext >/dev/null 2>fin.err && grep -q "already at the last step (168)" fin.err ||
+	fail "the extended checkpoint does not remember --epochs 3: $(cat fin.err)"
+# Not below where the checkpoint is, though.
+expect 2 "--epochs 1 ends before the checkpoint's step 112: give at least --epochs 2" \
+	run --resume full --epochs 1
+expect 2 "--max-steps 50 ends before the checkpoint's step 56" \
+	run --resume full/step-00000056 --max-steps 50
 # The checkpoint layout: model and optimizer safetensors, JSON state.
 python3 - full/step-00000112 <<'PY'
 import json, struct, sys

@@ -4,7 +4,8 @@
  * Options resolve into a struct mgpu_train_cfg; the same option table also
  * renders the resolved settings back to an argv, saved in checkpoints so
  * --resume restores them (settings that shape the run may not be changed on
- * resume, since the continuation must be bit-identical).
+ * resume, since the continuation must be bit-identical; --epochs may, to
+ * extend a run, which then says that it is not).
  */
 #include <errno.h>   /* errno, EPIPE */
 #include <getopt.h>  /* getopt_long */
@@ -87,9 +88,10 @@ static const struct option longopts[] = {
 
 /* Options that shape the arithmetic: a resumed run must keep them. The
  * batch split (per-device batch, accumulation) may change with the world
- * size as long as the global batch stays; the trainer checks that. */
+ * size as long as the global batch stays; the trainer checks that. Epochs
+ * may change too, to extend a run (see resume_epochs). */
 static const int identity_opts[] = {
-	O_MODEL, O_EPOCHS, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
+	O_MODEL, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
 	O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED, O_WARMUP_STEPS, O_WARMUP_EPOCHS,
 	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, O_LR_SCALE, O_UNEVEN, 0,
 };
@@ -116,6 +118,7 @@ struct opts {
 	int sync_auto;
 	long long global_batch;         /* 0: not given */
 	char set[O_SELFTEST + 1];       /* options given on the command line */
+	char resume_note[256];          /* said when training starts, or "" */
 };
 
 static void usage(void)
@@ -382,6 +385,29 @@ static void canonical(const struct mgpu_train_cfg *g, struct canon *cn)
 	}
 }
 
+/* A run resumed with other --epochs (or --max-steps) is the checkpoint's
+ * run made longer or shorter, not past where it is. Its learning-rate
+ * schedule spans the new epochs, so it is no longer bit-identical to an
+ * uninterrupted run of either length: say so. */
+static void resume_span(const struct opts *o, struct opts *ck,
+			const struct mgpu_ckpt_state *st)
+{
+	int least = st->epoch + (st->epoch_pos > 0);
+
+	if (o->set[O_EPOCHS] && o->cfg.epochs < least)
+		usage_error("--epochs %d ends before the checkpoint's step %lld: give at least "
+			    "--epochs %d", o->cfg.epochs, (long long)st->step, least);
+	if (o->set[O_MAX_STEPS] && o->cfg.max_steps > 0 && o->cfg.max_steps < st->step)
+		usage_error("--max-steps %lld ends before the checkpoint's step %lld",
+			    (long long)o->cfg.max_steps, (long long)st->step);
+	if (o->set[O_EPOCHS] && o->cfg.epochs != ck->cfg.epochs)
+		snprintf(ck->resume_note, sizeof ck->resume_note, "--epochs %d, not the "
+			 "checkpoint's %d: the learning-rate schedule now spans %d epoch%s from "
+			 "step %lld on, so this run is no longer bit-identical to an "
+			 "uninterrupted one", o->cfg.epochs, ck->cfg.epochs, o->cfg.epochs,
+			 o->cfg.epochs > 1 ? "s" : "", (long long)st->step);
+}
+
 /* Defaults, then the checkpoint's settings, then the command line; a
  * setting given on the command line must agree with the checkpoint's. */
 static void merge_resume(struct opts *o, int argc, char **argv)
@@ -409,7 +435,7 @@ static void merge_resume(struct opts *o, int argc, char **argv)
 			usage_error("--%s %s differs from the checkpoint's %s: a resumed run "
 				    "keeps the settings it started with", opt_name(c), b, a);
 	}
-	ck.set[0] = 0;
+	resume_span(o, &ck, &st);
 	memcpy(ck.set, o->set, sizeof ck.set);
 	parse(&ck, argc, argv, 1);
 	mgpu_ckpt_free_argv(cargv, cargc);
@@ -424,6 +450,7 @@ static const char *const cols[] = {
 
 struct out {
 	const struct mgpu_train_cfg *cfg;
+	const char *resume_note;
 	int quiet;
 	struct mgpu_table t;
 	int bar;          /* draw a progress bar on stderr */
@@ -483,7 +510,14 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 		c->world > 1 ? "devices" : "device", mgpu_mode_name(c->mode),
 		mgpu_sync_name(r->sync), (long long)r->effective_batch, c->batch, c->accum,
 		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
-		(long long)r->step, c->resume[0] ? "; resuming from " : "", c->resume);
+		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
+		c->resume);
+	if (out->resume_note[0])
+		fprintf(stderr, "mgpu-train: %s\n", out->resume_note);
+	if (r->first_step >= r->step)
+		fprintf(stderr, "mgpu-train: the checkpoint is already at the last step (%lld): "
+			"nothing to train (a larger --epochs extends the run)\n",
+			(long long)r->first_step);
 }
 
 static int on_record(void *ctx, const struct mgpu_record *r)
@@ -789,6 +823,7 @@ int cmd_main(int argc, char **argv)
 	out.bar = !o.quiet && isatty(2) && o.cfg.env.rank == 0;
 	out.quiet = o.quiet;
 	out.cfg = &o.cfg;
+	out.resume_note = o.resume_note;
 	mgpu_table_init(&out.t, stdout, o.json, cols, (int)(sizeof cols / sizeof cols[0]));
 	return finish(&o, mgpu_train_run(&o.cfg, &h));
 }
