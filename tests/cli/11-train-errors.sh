@@ -19,7 +19,6 @@ expect 1 "--save-dir: 'afile/ck': cannot create directory" "$BIN/mgpu-train" --d
 [ ! -e afile/ck ] || fail "left a save dir behind"
 expect 1 "'nock': no such checkpoint directory" "$BIN/mgpu-train" --data good --model mlp:64-4 --resume nock
 expect 1 "the global batch of 1000 samples (1000 per device x 1 accumulation steps x 1 ranks) is larger than the 270 training samples" "$BIN/mgpu-train" --data good --model mlp:64-4 --batch-size 1000
-expect 1 "cuda" "$BIN/mgpu-train" --data good --model mlp:64-4 --gpus 0
 # A diverging run (the loss overflows to NaN after a few steps) stops at
 # the step that went non-finite, exit 1, before saving it: latest stays the
 # last good checkpoint, with valid JSON. Two ranks stop together.
