@@ -308,9 +308,13 @@ static int lock_file(const char *save_dir, const char *path, int *fd)
 		return rc;
 	}
 	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n)
-		return mgpu_err_errno(MGPU_EIO, "'%s': cannot write", path);
-	return 0;
+	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n) {
+		rc = mgpu_err_errno(MGPU_EIO, "'%s': cannot write", path);
+		unlink(path); /* ours: locked */
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
 }
 
 int mgpu_ckpt_dir_open(struct mgpu_ckpt_dir *d, const char *save_dir)
@@ -332,10 +336,7 @@ int mgpu_ckpt_dir_open(struct mgpu_ckpt_dir *d, const char *save_dir)
 	if (rc == 0 && d->fd < 0)
 		rc = mgpu_err(MGPU_EIO, "'%s': the lock file keeps being replaced", lock);
 	if (rc < 0) {
-		if (d->fd >= 0)
-			close(d->fd);
 		remove_made(save_dir, d->made);
-		d->fd = -1;
 		return rc;
 	}
 	snprintf(d->path, sizeof d->path, "%s", save_dir);

@@ -91,7 +91,7 @@ static const struct option longopts[] = {
 /* Options that shape the arithmetic: a resumed run must keep them. The
  * batch split (per-device batch, accumulation) may change with the world
  * size as long as the global batch stays; the trainer checks that. Epochs
- * may change too, to extend a run (see resume_epochs). */
+ * may change too, to extend a run (see resume_span). */
 static const int identity_opts[] = {
 	O_MODEL, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
 	O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED, O_WARMUP_STEPS, O_WARMUP_EPOCHS,
