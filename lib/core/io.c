@@ -128,11 +128,12 @@ int mgpu_read_file(const char *path, unsigned char **data, size_t *len)
 	return 0;
 }
 
-int mgpu_mkdirs(const char *path)
+int mgpu_mkdirs_made(const char *path, size_t *made)
 {
 	char buf[4096];
 	size_t i, len = strlen(path);
 
+	*made = 0;
 	if (len == 0 || len >= sizeof buf)
 		return mgpu_err(MGPU_EINVAL, "'%s': bad directory name", path);
 	memcpy(buf, path, len + 1);
@@ -140,11 +141,22 @@ int mgpu_mkdirs(const char *path)
 		if (buf[i] != '/' && buf[i] != '\0')
 			continue;
 		buf[i] = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		if (mkdir(buf, 0777) == 0) {
+			if (*made == 0)
+				*made = i;
+		} else if (errno != EEXIST) {
 			return mgpu_err_errno(MGPU_EIO, "'%s': cannot create directory", buf);
+		}
 		buf[i] = path[i];
 	}
 	return 0;
+}
+
+int mgpu_mkdirs(const char *path)
+{
+	size_t made;
+
+	return mgpu_mkdirs_made(path, &made);
 }
 
 int mgpu_path_join(char *buf, size_t len, const char *dir, const char *name)

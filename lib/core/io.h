@@ -34,5 +34,9 @@ int mgpu_fsync_dir(const char *dir);
 int mgpu_path_join(char *buf, size_t len, const char *dir, const char *name);
 /* mkdir -p. */
 int mgpu_mkdirs(const char *path);
+/* The same; *made receives the length of the prefix of path that is the
+ * shallowest directory this call created (0: none), also when it fails,
+ * so that a caller can remove what it made and no more. */
+int mgpu_mkdirs_made(const char *path, size_t *made);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * json.c - strict RFC 8259 parsing into an arena tree, and string escaping
- * (see json.h).
+ * json.c - strict RFC 8259 parsing into an arena tree, and the string and
+ * number writers (see json.h).
  *
  * The parser is recursive descent with an explicit depth limit, so stack use
  * is bounded by MGPU_JSON_MAX_DEPTH frames. Items of an array or object are
@@ -675,5 +675,14 @@ int mgpu_json_escape(FILE *fp, const char *s)
 		fwrite(e, 1, k, fp);
 	}
 	putc('"', fp);
+	return ferror(fp) ? mgpu_err(MGPU_EIO, "write failed") : 0;
+}
+
+int mgpu_json_num(FILE *fp, double v, int digits)
+{
+	if (isfinite(v))
+		fprintf(fp, "%.*g", digits, v);
+	else
+		fputs("null", fp);
 	return ferror(fp) ? mgpu_err(MGPU_EIO, "write failed") : 0;
 }

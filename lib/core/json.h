@@ -1,6 +1,6 @@
 /*
  * json.h - a small strict JSON (RFC 8259) parser into a queryable tree, and
- * string escaping for writing JSON.
+ * string and number writers for JSON output.
  *
  * Strict: one value with optional whitespace around it; UTF-8 text only
  * (no BOM, no overlong or surrogate encodings); no control characters in
@@ -84,5 +84,12 @@ int mgpu_json_escape(FILE *fp, const char *s);
 /* Same into buf (always NUL-terminated when cap > 0); returns the length
  * the full result needs, excluding the NUL, like snprintf. */
 size_t mgpu_json_escape_buf(char *buf, size_t cap, const char *s);
+/*
+ * Write v as a JSON number of `digits` significant digits (%.*g), or null
+ * when v is NaN or infinite, which JSON cannot represent (printf would
+ * write "nan" or "-inf", and no reader takes the file). Returns 0 or
+ * MGPU_EIO when the stream reports an error.
+ */
+int mgpu_json_num(FILE *fp, double v, int digits);
 
 #endif

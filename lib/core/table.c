@@ -50,9 +50,10 @@ int mgpu_table_str(struct mgpu_table *t, const char *col, const char *v)
 	char buf[MGPU_TABLE_CELL];
 	size_t o = 0;
 
-	/* Tabs and newlines would break TSV rows; quotes would break JSON. */
+	/* Tabs and line ends would break TSV rows; quotes and other control
+	 * characters would make the JSON line invalid. */
 	for (; *v && o + 2 < sizeof buf; v++) {
-		if (*v == '\t' || *v == '\n')
+		if ((unsigned char)*v < 0x20)
 			buf[o++] = ' ';
 		else if (*v == '"' || *v == '\\')
 			buf[o++] = '\'';

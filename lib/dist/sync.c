@@ -182,6 +182,24 @@ static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
 	return sq;
 }
 
+/* The sum of squares of the slots' sum over [a, e), summed in the order
+ * sum_slots uses, without storing it: the fused update does not either. */
+static double sumsq_slots(const struct mgpu_sync *s, size_t a, size_t e)
+{
+	float *const *g = s->shm.g;
+	double sq = 0;
+	size_t i;
+	float x;
+	int r;
+
+	for (i = a; i < e; i++) {
+		for (x = g[0][i], r = 1; r < s->world; r++)
+			x += g[r][i];
+		sq += (double)x * x;
+	}
+	return sq;
+}
+
 /* The update uses the optimizer on the rank's own view of the buffers. */
 static int update(struct mgpu_sync *s, size_t a, size_t e, float scale)
 {
@@ -195,9 +213,11 @@ static int ddp_process(struct mgpu_sync *s, int b)
 	size_t a, e;
 
 	shard(s, b, &a, &e);
-	if (!s->clip)
+	if (!s->clip) {
+		s->sumsq += sumsq_slots(s, a, e);
 		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f / (float)s->world, a, e,
 						 (const float *const *)s->shm.g, s->world);
+	}
 	s->sumsq += sum_slots(s, s->shm.g[s->rank], a, e);
 	return 0;
 }
@@ -321,25 +341,52 @@ static int dp_step_master(struct mgpu_sync *s)
 	return mgpu_dev_to_host(m->dev, s->shm.w, m->w, m->nparams * sizeof(float));
 }
 
+/* The closing barrier: vals, and the squared gradient norm summed from
+ * each rank's share of it. Unclipped ddp ranks each know their shards'
+ * part; otherwise rank 0 knows the whole (the others know it too, or in
+ * mode dp do not). */
+static int close_step(struct mgpu_sync *s, double *vals, int n)
+{
+	double v[MGPU_SHM_MAX_VALS], w = (double)s->world;
+	int i;
+
+	if (n < 0 || n + 1 > MGPU_SHM_MAX_VALS)
+		return mgpu_err(MGPU_EINVAL, "sync: %d values per step, max %d", n,
+				MGPU_SHM_MAX_VALS - 1);
+	for (i = 0; i < n; i++)
+		v[i] = vals[i];
+	if (s->kind == MGPU_SYNC_CPU && s->mode == MGPU_MODE_DDP && !s->clip)
+		v[n] = s->sumsq / (w * w);
+	else
+		v[n] = s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0;
+	MGPU_TRY(mgpu_sync_allreduce_f64(s, v, n + 1));
+	for (i = 0; i < n; i++)
+		vals[i] = v[i];
+	s->grad_norm = sqrt(v[n]);
+	return 0;
+}
+
 int mgpu_sync_step(struct mgpu_sync *s, double *vals, int n)
 {
 	struct mgpu_model *m = s->model;
 
 	switch (s->kind) {
 	case MGPU_SYNC_NONE:
-		return mgpu_optim_step(s->opt, s->lr, 1.0f);
+		MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
+		s->grad_norm = s->opt->last_norm;
+		return 0;
 	case MGPU_SYNC_NCCL:
 		MGPU_TRY(mgpu_nccl_wait(s->nccl, m->dev));
 		MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f / (float)s->world));
-		return mgpu_sync_allreduce_f64(s, vals, n);
+		return close_step(s, vals, n);
 	}
 	if (s->mode == MGPU_MODE_DDP) {
 		MGPU_TRY(ddp_step(s));
-		return mgpu_sync_allreduce_f64(s, vals, n);
+		return close_step(s, vals, n);
 	}
 	if (s->rank == 0)
 		MGPU_TRY(dp_step_master(s));
-	MGPU_TRY(mgpu_sync_allreduce_f64(s, vals, n));
+	MGPU_TRY(close_step(s, vals, n));
 	if (s->rank != 0)
 		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, s->shm.w, m->nparams * sizeof(float)));
 	return 0;

@@ -4,17 +4,25 @@
 #include "nn/ckpt.h"
 
 #include <dirent.h>   /* opendir, readdir */
+#include <errno.h>    /* errno, EWOULDBLOCK */
+#include <fcntl.h>    /* open, O_CLOEXEC */
 #include <inttypes.h> /* PRId64 */
+#include <math.h>     /* isfinite */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free, qsort */
 #include <string.h>   /* strcmp, strncmp */
+#include <sys/file.h> /* flock */
 #include <sys/stat.h> /* stat */
-#include <unistd.h>   /* getpid, rmdir, unlink */
+#include <unistd.h>   /* getpid, rmdir, unlink, pread, pwrite, ftruncate */
 
 #include "core/err.h"        /* mgpu_err */
 #include "core/io.h"         /* mgpu_afile, mgpu_read_file */
 #include "core/json.h"       /* mgpu_json_parse */
 #include "nn/safetensors.h"  /* mgpu_st_write, mgpu_st_load */
+
+/* The state.json layout written here; a reader refuses any other, since
+ * it cannot know what a newer one means. */
+#define STATE_VERSION 1
 
 static const char *const state_names[2][2] = {
 	{ "momentum", NULL },          /* SGD */
@@ -70,15 +78,36 @@ static int add_entries(struct mgpu_st_entry *e, char (*names)[80], const struct 
 	return m->nparam;
 }
 
-static int write_model(const char *dir, struct mgpu_model *m, const char *spec, float *host)
+/* A diverged model is no checkpoint: it would replace the last good one
+ * as latest. The training loop stops on a non-finite loss or gradient;
+ * this catches an update that overflowed the weights in between. */
+static int check_finite(const struct mgpu_model *m, const float *host, int64_t step)
 {
-	const char *meta[] = { "format", "pt", "mgpu_spec", spec };
+	size_t i;
+	int k;
+
+	for (k = 0; k < m->nparam; k++) {
+		const struct mgpu_param *p = &m->params[k];
+		for (i = 0; i < p->count; i++)
+			if (!isfinite(host[p->off + i]))
+				return mgpu_err(MGPU_ERANGE, "step %" PRId64 ": weight '%s' is not "
+						"finite: training diverged; no checkpoint written "
+						"for this step", step, p->name);
+	}
+	return 0;
+}
+
+static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_ckpt_state *st,
+		       float *host)
+{
+	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec };
 	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
 	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
 	int n;
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
 	MGPU_TRY(mgpu_model_get(m, host));
+	MGPU_TRY(check_finite(m, host, st->step));
 	n = add_entries(e, names, m, host, NULL);
 	return mgpu_st_write(path, e, n, meta, 2);
 }
@@ -115,15 +144,18 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "state.json"));
 	MGPU_TRY(mgpu_afile_open(&af, path));
-	fprintf(af.fp, "{\n  \"format\": \"mgpu-checkpoint\",\n  \"version\": 1");
+	fprintf(af.fp, "{\n  \"format\": \"mgpu-checkpoint\",\n  \"version\": %d",
+		STATE_VERSION);
 	fprintf(af.fp, ",\n  \"step\": %" PRId64 ",\n  \"epoch\": %d", st->step, st->epoch);
 	fprintf(af.fp, ",\n  \"epoch_pos\": %" PRId64 ",\n  \"optim_t\": %" PRId64,
 		st->epoch_pos, st->optim_t);
 	fprintf(af.fp, ",\n  \"seed\": \"%llu\",\n  \"world_size\": %d",
 		(unsigned long long)st->seed, st->world_size);
 	fprintf(af.fp, ",\n  \"global_batch\": %" PRId64, st->global_batch);
-	fprintf(af.fp, ",\n  \"norm_scale\": %.17g,\n  \"norm_shift\": %.17g",
-		st->norm_scale, st->norm_shift);
+	fprintf(af.fp, ",\n  \"norm_scale\": ");
+	mgpu_json_num(af.fp, st->norm_scale, 17);
+	fprintf(af.fp, ",\n  \"norm_shift\": ");
+	mgpu_json_num(af.fp, st->norm_shift, 17);
 	put_json_str(af.fp, "spec", st->spec);
 	fprintf(af.fp, ",\n  \"argv\": [");
 	for (i = 0; i < argc; i++) {
@@ -174,7 +206,7 @@ static int write_all(const char *tmp, const struct mgpu_ckpt_state *st,
 
 	if (!host)
 		return mgpu_err(MGPU_ENOMEM, "checkpoint: out of host memory");
-	rc = write_model(tmp, m, st->spec, host);
+	rc = write_model(tmp, m, st, host);
 	if (rc == 0)
 		rc = write_optim(tmp, m, o, host);
 	if (rc == 0)
@@ -218,6 +250,113 @@ int mgpu_ckpt_save(const char *save_dir, int keep, const struct mgpu_ckpt_state 
 	prune(save_dir, keep, name);
 	snprintf(out_dir, out_len, "%s", dst);
 	return 0;
+}
+
+/* Remove path and its parents down to the made prefix, deepest first;
+ * stop at the first that is not empty. */
+static void remove_made(const char *path, size_t made)
+{
+	char buf[MGPU_CKPT_PATH];
+	size_t n = strlen(path);
+
+	if (made == 0 || n >= sizeof buf)
+		return;
+	memcpy(buf, path, n + 1);
+	while (n >= made && rmdir(buf) == 0) {
+		while (n > 0 && buf[n - 1] == '/')
+			n--;
+		while (n > 0 && buf[n - 1] != '/')
+			n--;
+		while (n > 0 && buf[n - 1] == '/')
+			n--;
+		buf[n] = '\0';
+	}
+}
+
+/* Why the lock is taken: "pid N", or less when the file does not say. */
+static int busy(const char *save_dir, int fd)
+{
+	char buf[32] = "";
+	ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+	long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+
+	if (pid > 0)
+		return mgpu_err(MGPU_EIO, "'%s' is in use by another run (pid %ld)", save_dir,
+				pid);
+	return mgpu_err(MGPU_EIO, "'%s' is in use by another run", save_dir);
+}
+
+/* Lock the lock file at path and write our pid in it; *fd stays -1 when
+ * the file was replaced meanwhile (its holder removed it on the way out),
+ * so the caller tries again. */
+static int lock_file(const char *save_dir, const char *path, int *fd)
+{
+	struct stat a, b;
+	char pid[32];
+	int rc = 0, n;
+
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (*fd < 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot create", path);
+	if (flock(*fd, LOCK_EX | LOCK_NB) != 0)
+		rc = errno == EWOULDBLOCK ? busy(save_dir, *fd) :
+					    mgpu_err_errno(MGPU_EIO, "'%s': cannot lock", path);
+	if (rc < 0 || fstat(*fd, &a) != 0 || stat(path, &b) != 0 || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev) {
+		close(*fd);
+		*fd = -1;
+		return rc;
+	}
+	n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(*fd, 0) != 0 || pwrite(*fd, pid, (size_t)n, 0) != n) {
+		rc = mgpu_err_errno(MGPU_EIO, "'%s': cannot write", path);
+		unlink(path); /* ours: locked */
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
+int mgpu_ckpt_dir_open(struct mgpu_ckpt_dir *d, const char *save_dir)
+{
+	char lock[MGPU_CKPT_PATH];
+	int rc, tries;
+
+	memset(d, 0, sizeof *d);
+	d->fd = -1;
+	if (strlen(save_dir) >= sizeof d->path)
+		return mgpu_err(MGPU_EINVAL, "'%s': path too long", save_dir);
+	rc = mgpu_mkdirs_made(save_dir, &d->made);
+	if (rc == 0 && access(save_dir, W_OK) != 0)
+		rc = mgpu_err_errno(MGPU_EIO, "'%s' is not writable", save_dir);
+	if (rc == 0)
+		rc = mgpu_path_join(lock, sizeof lock, save_dir, "lock");
+	for (tries = 0; rc == 0 && d->fd < 0 && tries < 10; tries++)
+		rc = lock_file(save_dir, lock, &d->fd);
+	if (rc == 0 && d->fd < 0)
+		rc = mgpu_err(MGPU_EIO, "'%s': the lock file keeps being replaced", lock);
+	if (rc < 0) {
+		remove_made(save_dir, d->made);
+		return rc;
+	}
+	snprintf(d->path, sizeof d->path, "%s", save_dir);
+	return 0;
+}
+
+void mgpu_ckpt_dir_close(struct mgpu_ckpt_dir *d)
+{
+	char lock[MGPU_CKPT_PATH];
+
+	if (!d->path[0])
+		return;
+	/* Unlinked while still locked: a run that opened it meanwhile sees
+	 * the file replaced and tries again (lock_file). */
+	if (mgpu_path_join(lock, sizeof lock, d->path, "lock") == 0)
+		unlink(lock);
+	close(d->fd);
+	remove_made(d->path, d->made);
+	d->path[0] = '\0';
+	d->fd = -1;
 }
 
 int mgpu_ckpt_resolve(const char *path, char *dir, size_t len)
@@ -313,6 +452,11 @@ static int parse_state(const struct mgpu_json *r, struct mgpu_ckpt_state *st,
 	v = mgpu_json_get(r, "format");
 	if (!v || !mgpu_json_str(v) || strcmp(mgpu_json_str(v), "mgpu-checkpoint") != 0)
 		return mgpu_err(MGPU_EFORMAT, "'%s': not an mgpu checkpoint state", path);
+	MGPU_TRY(get_i64(r, "version", 0, INT64_MAX, &x, path));
+	if (x != STATE_VERSION)
+		return mgpu_err(MGPU_EFORMAT, "'%s': checkpoint format version %lld is not "
+				"supported (this build reads version %d)", path, (long long)x,
+				STATE_VERSION);
 	MGPU_TRY(get_i64(r, "step", 0, INT64_MAX, &st->step, path));
 	MGPU_TRY(get_i64(r, "epoch", 0, 1 << 30, &x, path));
 	st->epoch = (int)x;

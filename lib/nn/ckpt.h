@@ -33,6 +33,26 @@ struct mgpu_ckpt_state {
 	char spec[512];
 };
 
+/*
+ * The save directory of a run, held from before training to its end:
+ * created when missing, and locked so that a second run cannot interleave
+ * its checkpoints (flock on SAVE_DIR/lock, which holds the holder's pid;
+ * the lock dies with the process, so a killed run leaves none behind).
+ * Closing unlocks, removes the lock file, and removes the directories the
+ * open created when nothing was saved in them.
+ */
+struct mgpu_ckpt_dir {
+	char path[MGPU_CKPT_PATH];  /* "" : not open */
+	size_t made;                /* see mgpu_mkdirs_made */
+	int fd;                     /* of the lock file */
+};
+
+/* Open save_dir for this run: MGPU_EIO when it cannot be created or
+ * written, or another process holds it (the message names its pid). */
+int mgpu_ckpt_dir_open(struct mgpu_ckpt_dir *d, const char *save_dir);
+/* Safe on a zeroed or failed one. */
+void mgpu_ckpt_dir_close(struct mgpu_ckpt_dir *d);
+
 /* Write a checkpoint and point latest at it; keep the newest `keep` ones
  * (0 keeps all). out_dir receives the checkpoint's directory. */
 int mgpu_ckpt_save(const char *save_dir, int keep, const struct mgpu_ckpt_state *st,

@@ -88,16 +88,14 @@ float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm)
 	return (float)(o->cfg.clip_norm / (norm + 1e-6));
 }
 
-/* Global-norm clipping folds into grad_scale: no extra pass over g. */
+/* Global-norm clipping folds into grad_scale: the norm's is the only extra
+ * pass over g. It is taken without clipping too, so that training can stop
+ * on a non-finite gradient before anything is saved. */
 static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 {
 	struct mgpu_model *m = o->model;
 	float norm;
 
-	*out = grad_scale;
-	o->last_norm = NAN;
-	if (o->cfg.clip_norm <= 0.0f)
-		return 0;
 	MGPU_TRY(m->dev->ops->nrm2(m->dev, m->nparams, m->g, &norm));
 	o->last_norm = (double)norm * grad_scale;
 	*out = grad_scale * mgpu_optim_clip_factor(o, o->last_norm);

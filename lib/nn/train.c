@@ -9,7 +9,7 @@
  */
 #include "nn/train.h"
 
-#include <math.h>         /* NAN */
+#include <math.h>         /* NAN, isfinite */
 #include <pthread.h>      /* pthread_create */
 #include <stdio.h>        /* snprintf */
 #include <stdlib.h>       /* calloc, free */
@@ -160,6 +160,21 @@ static int micro_step(struct train_rank *r, int a, double lr, double *loss, doub
 	return mgpu_model_backward(m, B, a > 0);
 }
 
+/* A NaN or infinite loss or gradient ruins the weights for good: stop
+ * before they reach a checkpoint. Every rank sees the same reduced values,
+ * so all stop at the same step. */
+static int check_finite(const struct train_rank *r, double loss, double grad_norm)
+{
+	double bad = isfinite(loss) ? grad_norm : loss;
+
+	if (isfinite(loss) && isfinite(grad_norm))
+		return 0;
+	return mgpu_err(MGPU_ERANGE, "step %lld: the %s is %s: training diverged (a lower --lr "
+			"or --clip-grad-norm may help); nothing of this step was saved",
+			(long long)r->step + 1, isfinite(loss) ? "gradient norm" : "loss",
+			isnan(bad) ? "NaN" : "infinite");
+}
+
 /* One optimizer step; *stop: any rank was asked to stop. */
 static int train_step(struct train_rank *r, double lr, int *stop)
 {
@@ -170,6 +185,7 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 		MGPU_TRY(micro_step(r, a, lr, &vals[1], &data_s));
 	vals[0] = r->cfg->stop && *r->cfg->stop ? 1.0 : 0.0;
 	MGPU_TRY(mgpu_sync_step(&r->sync, vals, 2));
+	MGPU_TRY(check_finite(r, vals[1], r->sync.grad_norm));
 	*stop = vals[0] > 0.5;
 	r->win_loss += vals[1];
 	r->win_samples += r->gba;
@@ -251,7 +267,7 @@ static int summary(struct train_rank *r, int64_t steps_run)
 	rec.step = r->step;
 	rec.epoch = r->epoch;
 	rec.wall_s = mgpu_now_s() - r->t0;
-	rec.samples_per_s = (double)steps_run * (double)r->gba / rec.wall_s;
+	rec.samples_per_s = steps_run > 0 ? (double)steps_run * (double)r->gba / rec.wall_s : NAN;
 	ntest = r->d->src.n[MGPU_SPLIT_TEST];
 	all = malloc((ntest + 1) * sizeof *all);
 	if (!all)
@@ -300,6 +316,7 @@ static int start_record(struct train_rank *r)
 
 	rec.step = r->total_steps;
 	rec.epoch = (int)r->steps_per_epoch;
+	rec.first_step = r->step;
 	return mgpu_train_emit(r, &rec);
 }
 
@@ -438,13 +455,15 @@ static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hook
 
 int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h)
 {
+	struct mgpu_ckpt_dir sd = { .fd = -1 };
 	struct train_data d;
 	struct train_rank r;
 	int rc;
 
 	memset(&d, 0, sizeof d);
+	/* Rank 0 writes the checkpoints: it holds the save dir for the run. */
 	if (cfg->save_dir[0] && cfg->env.rank == 0)
-		MGPU_TRY(mgpu_train_check_save_dir(cfg->save_dir));
+		MGPU_TRY(mgpu_train_open_save_dir(&sd, cfg->save_dir));
 	rc = mgpu_train_data_load(&d, cfg);
 	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
 		rc = run_dp(cfg, h, &d);
@@ -455,5 +474,6 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 		rc = run_one(&r);
 	}
 	mgpu_train_data_free(&d);
+	mgpu_ckpt_dir_close(&sd);
 	return rc;
 }

@@ -67,7 +67,8 @@ struct mgpu_train_cfg {
 enum mgpu_lr_scale { MGPU_LR_SCALE_NONE = 0, MGPU_LR_SCALE_LINEAR, MGPU_LR_SCALE_SQRT };
 
 /* START comes once, after data, device and checkpoint loaded: total steps
- * in .step, steps per epoch in .epoch. */
+ * in .step, steps per epoch in .epoch, the step training starts from in
+ * .first_step (a resumed run's position; == .step: nothing to train). */
 enum mgpu_record_kind {
 	MGPU_REC_STEP, MGPU_REC_EVAL, MGPU_REC_SUMMARY, MGPU_REC_CKPT, MGPU_REC_START
 };
@@ -75,10 +76,11 @@ enum mgpu_record_kind {
 struct mgpu_record {
 	int kind;
 	int64_t step;          /* optimizer steps done */
+	int64_t first_step;    /* START: see above */
 	int epoch;             /* 1-based epoch the step belongs to */
 	double loss;           /* mean training loss over the logged window */
 	double lr;
-	double samples_per_s;
+	double samples_per_s;  /* NaN in a summary when no step ran */
 	double step_ms;        /* mean wall time of one step in the window */
 	double data_ms;        /* mean time of that spent waiting for data */
 	double val_loss, val_acc;
@@ -102,9 +104,13 @@ struct mgpu_train_hooks {
 
 /* Defaults for every field (the documented ones of mgpu-train). */
 void mgpu_train_defaults(struct mgpu_train_cfg *cfg);
-/* The checks that need no data or device, done once by a launcher before
- * it starts ranks: save dir writable, checkpoint compatible with cfg. */
+/* What rank 0 checks first, done once by a launcher before it starts
+ * ranks: the save dir can be made, written and locked. */
 int mgpu_train_precheck(const struct mgpu_train_cfg *cfg);
+/* That cfg can continue the checkpoint of cfg->resume (model, seed,
+ * global batch): MGPU_EINVAL when an option contradicts it, others when
+ * it cannot be read. */
+int mgpu_train_check_resume(const struct mgpu_train_cfg *cfg);
 /* Run to completion; MGPU_EINTR when cfg->stop was raised on any rank
  * (after the checkpoint, when save_dir is set). In mode dp this runs one
  * thread per device; in mode ddp this process is rank cfg->env.rank. */

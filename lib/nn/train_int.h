@@ -11,6 +11,7 @@
 #include "data/loader.h"  /* struct mgpu_loader */
 #include "data/source.h"  /* struct mgpu_source */
 #include "dist/sync.h"    /* struct mgpu_sync */
+#include "nn/ckpt.h"      /* struct mgpu_ckpt_dir */
 #include "nn/model.h"     /* struct mgpu_model */
 #include "nn/optim.h"     /* struct mgpu_optim, struct mgpu_sched */
 #include "nn/train.h"     /* struct mgpu_train_cfg */
@@ -60,7 +61,7 @@ int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int s
 int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B);
 
 /* train_rank.c */
-int mgpu_train_check_save_dir(const char *dir);
+int mgpu_train_open_save_dir(struct mgpu_ckpt_dir *d, const char *dir);
 int mgpu_train_rank_setup(struct train_rank *r);
 void mgpu_train_rank_free(struct train_rank *r);
 

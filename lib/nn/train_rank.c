@@ -7,20 +7,16 @@
 #include <math.h>   /* sqrt */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp */
-#include <unistd.h> /* access */
 
 #include "core/err.h" /* mgpu_err */
-#include "core/io.h"  /* mgpu_mkdirs */
 #include "nn/ckpt.h"  /* mgpu_ckpt_* */
 
 /* Fail before training, not at the first checkpoint an epoch later. */
-int mgpu_train_check_save_dir(const char *dir)
+int mgpu_train_open_save_dir(struct mgpu_ckpt_dir *d, const char *dir)
 {
-	if (mgpu_mkdirs(dir) < 0)
-		return mgpu_err_prefix(MGPU_EIO, "--save-dir: ");
-	if (access(dir, W_OK) != 0)
-		return mgpu_err_errno(MGPU_EIO, "--save-dir: '%s' is not writable", dir);
-	return 0;
+	int rc = mgpu_ckpt_dir_open(d, dir);
+
+	return rc < 0 ? mgpu_err_prefix(rc, "--save-dir: ") : 0;
 }
 
 static int open_device(struct train_rank *r)
@@ -121,15 +117,23 @@ static int resume_state(const struct mgpu_train_cfg *c, int64_t gba, char *dir, 
 
 int mgpu_train_precheck(const struct mgpu_train_cfg *c)
 {
+	struct mgpu_ckpt_dir sd;
+
+	/* Rank 0 opens it for the run; open and close it here only to fail
+	 * before any rank starts. */
+	if (c->save_dir[0]) {
+		MGPU_TRY(mgpu_train_open_save_dir(&sd, c->save_dir));
+		mgpu_ckpt_dir_close(&sd);
+	}
+	return 0;
+}
+
+int mgpu_train_check_resume(const struct mgpu_train_cfg *c)
+{
 	struct mgpu_ckpt_state st;
 	char dir[MGPU_CKPT_PATH];
 
-	if (c->save_dir[0])
-		MGPU_TRY(mgpu_train_check_save_dir(c->save_dir));
-	if (c->resume[0])
-		MGPU_TRY(resume_state(c, (int64_t)c->batch * c->accum * c->world, dir, sizeof dir,
-				      &st));
-	return 0;
+	return resume_state(c, (int64_t)c->batch * c->accum * c->world, dir, sizeof dir, &st);
 }
 
 static int resume(struct train_rank *r)

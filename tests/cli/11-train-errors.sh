@@ -19,5 +19,22 @@ expect 1 "--save-dir: 'afile/ck': cannot create directory" "$BIN/mgpu-train" --d
 [ ! -e afile/ck ] || fail "left a save dir behind"
 expect 1 "'nock': no such checkpoint directory" "$BIN/mgpu-train" --data good --model mlp:64-4 --resume nock
 expect 1 "the global batch of 1000 samples (1000 per device x 1 accumulation steps x 1 ranks) is larger than the 270 training samples" "$BIN/mgpu-train" --data good --model mlp:64-4 --batch-size 1000
-expect 1 "cuda" "$BIN/mgpu-train" --data good --model mlp:64-4 --gpus 0
+# A diverging run (the loss overflows to NaN after a few steps) stops at
+# the step that went non-finite, exit 1, before saving it: latest stays the
+# last good checkpoint, with valid JSON. Two ranks stop together.
+diverge() { "$BIN/mgpu-train" --data good --model mlp:64-16-4 --batch-size 16 --lr 1e6 \
+	--save-every 1 --keep 0 -q "$@"; }
+for ranks in 1 2; do
+	set +e
+	diverge --cpu-ranks $ranks --save-dir div$ranks >div.tsv 2>div.err
+	rc=$?
+	set -e
+	[ $rc = 1 ] || fail "diverging run ($ranks ranks) exited $rc: $(cat div.err)"
+	n=$(sed -n 's/.*error: step \([0-9]*\): the loss is NaN: training diverged.*/\1/p' div.err | head -n 1)
+	[ -n "$n" ] || fail "diverging run ($ranks ranks): $(cat div.err)"
+	[ "$(cat div$ranks/latest)" = "$(printf 'step-%08d' $((n - 1)))" ] ||
+		fail "latest is $(cat div$ranks/latest) after step $n diverged"
+	python3 -c 'import json, sys; json.load(open(sys.argv[1]), parse_constant=lambda c: sys.exit(c))' \
+		"div$ranks/$(cat div$ranks/latest)/state.json" || fail "latest state.json is not JSON"
+done
 exit 0

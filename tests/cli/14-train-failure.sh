@@ -61,7 +61,7 @@ cmp full/step-00001680/optim.safetensors part/step-00001680/optim.safetensors ||
 "$BIN/mgpu-train" --data d --model mlp:64-256-256-4 --epochs 20 --global-batch-size 32 \
 	--optimizer adamw --lr 0.003 -q --resume full/step-00000168 --max-steps 200 >one.tsv ||
 	fail "resume of a 2-rank checkpoint on 1 rank at the same global batch"
-expect 1 "ran with a global batch of 32 samples on 2 ranks; this run's is 48" \
+expect 2 "ran with a global batch of 32 samples on 2 ranks; this run's is 48" \
 	"$BIN/mgpu-train" --data d --model mlp:64-256-256-4 --epochs 20 --cpu-ranks 3 \
 	--optimizer adamw --lr 0.003 -q --resume full/step-00000084
 

@@ -1,8 +1,9 @@
 /*
  * test_json.c - unit tests of lib/core/json: the strict parser (values,
  * escapes, numbers, every error with its byte offset, depth limit,
- * duplicates), the query helpers and the string escaping writers.
+ * duplicates), the query helpers and the string and number writers.
  */
+#include <math.h>   /* NAN, INFINITY */
 #include <stdint.h> /* INT64_MAX */
 #include <stdio.h>  /* open_memstream */
 #include <stdlib.h> /* free */
@@ -249,6 +250,40 @@ static void test_escape(void)
 	}
 }
 
+/* NaN and infinities have no JSON form: they are written as null, and
+ * what is written parses. */
+static void test_num(void)
+{
+	static const double in[] = { 1.5, -0.0, 0x1p1000, NAN, INFINITY, -INFINITY };
+	const char *want = "[1.5,-0,1.0715086071862673e+301,null,null,null]";
+	struct mgpu_json_doc doc;
+	char *mem = NULL;
+	size_t mlen = 0, i;
+	FILE *fp;
+
+	fp = open_memstream(&mem, &mlen);
+	if (!fp)
+		T_SKIP("open_memstream failed");
+	fputc('[', fp);
+	for (i = 0; i < sizeof in / sizeof in[0]; i++) {
+		fputs(i ? "," : "", fp);
+		T_OK(mgpu_json_num(fp, in[i], 17));
+	}
+	fputc(']', fp);
+	fclose(fp);
+	T_CHECK(mem && strcmp(mem, want) == 0, "got '%s'", mem);
+	T_OK(parse(mem, &doc));
+	T_CHECK(doc.root && doc.root->count == 6 && doc.root->items[3].type == MGPU_JSON_NULL,
+		"parsed back");
+	mgpu_json_free(&doc);
+	free(mem);
+	fp = fopen("/dev/null", "r");
+	if (fp) {
+		T_FAILS(mgpu_json_num(fp, NAN, 6), MGPU_EIO, "write failed");
+		fclose(fp);
+	}
+}
+
 int main(void)
 {
 	T_RUN(test_values);
@@ -257,5 +292,6 @@ int main(void)
 	T_RUN(test_errors);
 	T_RUN(test_big);
 	T_RUN(test_escape);
+	T_RUN(test_num);
 	return T_DONE();
 }

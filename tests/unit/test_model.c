@@ -1,16 +1,23 @@
 /*
  * test_model.c - the MLP's gradients against finite differences, for every
  * layer kind (linear, each activation, layernorm, dropout), plus optimizer
- * and schedule arithmetic and the model spec grammar.
+ * and schedule arithmetic, the model spec grammar, and checkpoints of a
+ * diverged model.
  */
 #include <stdlib.h> /* malloc */
+#include <string.h> /* strcmp, strstr */
+#include <unistd.h> /* access */
 
 #include "core/err.h"  /* mgpu_errmsg */
+#include "core/io.h"   /* mgpu_read_file */
+#include "core/json.h" /* mgpu_json_parse */
+#include "nn/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
 #include "nn/model.h"  /* struct mgpu_model */
 #include "nn/optim.h"  /* mgpu_sched_lr */
 #include "ops/elem.h"  /* mgpu_hash64 */
 #include "nn/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
+#include "tmpdir.h"    /* t_tmpdir_make, tpath */
 
 #define B 4
 
@@ -144,6 +151,85 @@ static void test_sgd_steps(void)
 	T_NEAR(w, ww, 1e-6);
 }
 
+/* The optimizer takes the gradient norm without clipping too (the training
+ * loop stops on a non-finite one), scaled as the gradient is. */
+static void test_grad_norm(void)
+{
+	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_SGD };
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	struct mgpu_optim o;
+	float g[64];
+	size_t i;
+
+	T_OK(mgpu_spec_parse(&spec, "mlp:6-4-3", "test"));
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
+	T_OK(mgpu_model_create(&m, &spec, &dev, B));
+	T_OK(mgpu_optim_create(&o, &m, &oc));
+	T_CHECK(m.nparams <= 64, "%zu params", m.nparams);
+	for (i = 0; i < m.nparams; i++)
+		g[i] = i == 0 ? 6.0f : i == 1 ? 8.0f : 0.0f;
+	T_OK(mgpu_dev_to_dev(&dev, m.g, g, m.nparams * sizeof(float)));
+	T_OK(mgpu_optim_step(&o, 0.1f, 0.5f));
+	T_NEAR(o.last_norm, 5.0, 1e-6);
+	g[2] = INFINITY;
+	T_OK(mgpu_dev_to_dev(&dev, m.g, g, m.nparams * sizeof(float)));
+	T_OK(mgpu_optim_step(&o, 0.1f, 0.5f));
+	T_CHECK(!isfinite(o.last_norm), "norm %g", o.last_norm);
+	mgpu_optim_free(&o);
+	mgpu_model_free(&m);
+	mgpu_dev_close(&dev);
+}
+
+/* A model with a non-finite weight is not saved: latest keeps naming the
+ * last good checkpoint. Non-finite state values are written as JSON null. */
+static void test_ckpt_nonfinite(void)
+{
+	struct mgpu_ckpt_state st = { .step = 7, .world_size = 1, .global_batch = 4,
+				      .norm_scale = 0.5, .norm_shift = NAN };
+	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_SGD, .momentum = 0.9f };
+	const char *argv[] = { "--lr", "0.1" };
+	char dir[MGPU_CKPT_PATH], *text;
+	struct mgpu_json_doc doc = { 0 };
+	unsigned char *data = NULL;
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	struct mgpu_optim o;
+	float w[64];
+	size_t len = 0;
+
+	if (t_tmpdir_make("model") < 0)
+		T_SKIP("no temporary directory");
+	T_OK(mgpu_spec_parse(&spec, "mlp:6-4-3", "test"));
+	T_OK(mgpu_spec_format(&spec, st.spec, sizeof st.spec));
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
+	T_OK(mgpu_model_create(&m, &spec, &dev, B));
+	T_OK(mgpu_model_init(&m, 1));
+	T_OK(mgpu_optim_create(&o, &m, &oc));
+	T_OK(mgpu_ckpt_save(tpath("ck"), 0, &st, &m, &o, argv, 2, dir, sizeof dir));
+	T_OK(mgpu_read_file(tpath("ck/step-00000007/state.json"), &data, &len));
+	text = (char *)data;
+	T_CHECK(text && strstr(text, "\"norm_shift\": null"), "state.json: %s", text);
+	T_OK(mgpu_json_parse(text, len, "state.json", &doc));
+	mgpu_json_free(&doc);
+	free(data);
+	T_OK(mgpu_model_get(&m, w));
+	w[m.nparams - 1] = NAN;
+	T_OK(mgpu_model_set(&m, w));
+	st.step = 8;
+	T_FAILS(mgpu_ckpt_save(tpath("ck"), 0, &st, &m, &o, argv, 2, dir, sizeof dir),
+		MGPU_ERANGE, "step 8: weight 'layers.1.bias' is not finite");
+	T_CHECK(access(tpath("ck/step-00000008"), F_OK) != 0, "the diverged checkpoint exists");
+	T_OK(mgpu_ckpt_resolve(tpath("ck"), dir, sizeof dir));
+	T_CHECK(strcmp(dir, tpath("ck/step-00000007")) == 0, "latest is %s", dir);
+	mgpu_optim_free(&o);
+	mgpu_model_free(&m);
+	mgpu_dev_close(&dev);
+	t_tmpdir_remove();
+}
+
 static void test_schedules(void)
 {
 	struct mgpu_sched s = { .kind = MGPU_SCHED_COSINE, .lr = 1.0, .min_lr = 0.1,
@@ -194,6 +280,8 @@ int main(void)
 	T_RUN(test_grad_all_ref);
 	T_RUN(test_accumulate);
 	T_RUN(test_sgd_steps);
+	T_RUN(test_grad_norm);
+	T_RUN(test_ckpt_nonfinite);
 	T_RUN(test_schedules);
 	T_RUN(test_spec);
 	return T_DONE();

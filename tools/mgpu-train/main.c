@@ -4,14 +4,16 @@
  * Options resolve into a struct mgpu_train_cfg; the same option table also
  * renders the resolved settings back to an argv, saved in checkpoints so
  * --resume restores them (settings that shape the run may not be changed on
- * resume, since the continuation must be bit-identical).
+ * resume, since the continuation must be bit-identical; --epochs may, to
+ * extend a run, which then says that it is not).
  */
+#include <ctype.h>   /* isspace */
 #include <errno.h>   /* errno, EPIPE */
 #include <getopt.h>  /* getopt_long */
 #include <math.h>    /* fabs, fmax */
 #include <stdio.h>   /* printf */
 #include <stdlib.h>  /* free */
-#include <string.h>  /* strcmp */
+#include <string.h>  /* strcmp, strerror */
 #include <unistd.h>  /* isatty */
 
 #include "../common.h"     /* die, usage_error */
@@ -34,7 +36,7 @@ enum {
 	O_WARMUP_STEPS, O_WARMUP_EPOCHS, O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL,
 	O_CPU_RANKS, O_GPUS, O_BACKEND, O_SAVE_DIR, O_SAVE_EVERY, O_KEEP, O_RESUME,
 	O_JSON, O_LOG_EVERY, O_MODE, O_SYNC, O_ACCUM, O_GLOBAL_BATCH, O_LR_SCALE, O_UNEVEN,
-	O_TIMEOUT, O_PREFETCH, O_SELFTEST,
+	O_TIMEOUT, O_PREFETCH, O_CPU_FALLBACK, O_SELFTEST,
 };
 
 static const struct option longopts[] = {
@@ -62,6 +64,7 @@ static const struct option longopts[] = {
 	{ "val-fraction", required_argument, NULL, O_VAL },
 	{ "cpu-ranks", required_argument, NULL, O_CPU_RANKS },
 	{ "gpus", required_argument, NULL, O_GPUS },
+	{ "cpu-fallback", required_argument, NULL, O_CPU_FALLBACK },
 	{ "backend", required_argument, NULL, O_BACKEND },
 	{ "save-dir", required_argument, NULL, O_SAVE_DIR },
 	{ "save-every", required_argument, NULL, O_SAVE_EVERY },
@@ -87,9 +90,10 @@ static const struct option longopts[] = {
 
 /* Options that shape the arithmetic: a resumed run must keep them. The
  * batch split (per-device batch, accumulation) may change with the world
- * size as long as the global batch stays; the trainer checks that. */
+ * size as long as the global batch stays; the trainer checks that. Epochs
+ * may change too, to extend a run (see resume_span). */
 static const int identity_opts[] = {
-	O_MODEL, O_EPOCHS, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
+	O_MODEL, O_LR, O_MIN_LR, O_OPT, O_MOMENTUM, O_NESTEROV, O_WD,
 	O_BETA1, O_BETA2, O_EPS, O_CLIP, O_SCHED, O_WARMUP_STEPS, O_WARMUP_EPOCHS,
 	O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL, O_LR_SCALE, O_UNEVEN, 0,
 };
@@ -113,9 +117,11 @@ struct opts {
 	int json, quiet, verbose, selftest, version;
 	int cpu_ranks;                  /* 0: not given */
 	const char *gpus;               /* --gpus as given */
+	int cpu_fallback;               /* CPU ranks when --gpus finds none; 0: fail */
 	int sync_auto;
 	long long global_batch;         /* 0: not given */
 	char set[O_SELFTEST + 1];       /* options given on the command line */
+	char resume_note[256];          /* said when training starts, or "" */
 };
 
 static void usage(void)
@@ -142,6 +148,7 @@ static void usage(void)
 	       "  --cpu-ranks N         CPU ranks [1]\n"
 	       "  --gpus LIST|all|auto|-  CUDA devices, one rank each (0,1; auto: as mgpu-probe\n"
 	       "                        selects; -: the list from standard input)\n"
+	       "  --cpu-fallback N      with --gpus - or auto: N CPU ranks when there is no GPU\n"
 	       "  --backend ref|cpu|cuda  backend of the devices [cpu, or cuda with --gpus]\n"
 	       "  --mode ddp|dp         process per device, or DataParallel threads [ddp]\n"
 	       "  --sync-backend auto|cpu|nccl  gradient all-reduce [auto]\n"
@@ -170,29 +177,86 @@ static void set_gpus(struct opts *o, const char *arg)
 	snprintf(o->cfg.backend, sizeof o->cfg.backend, "cuda");
 }
 
+/* No GPU to train on, and --cpu-fallback N: N CPU ranks instead (why:
+ * the message, NULL in the ranks, which learn it from an empty MGPU_GPUS). */
+static void fall_back(struct opts *o, const char *why)
+{
+	if (why && !o->quiet)
+		warn("%s: falling back to %d CPU rank%s (--cpu-fallback)", why, o->cpu_fallback,
+		     o->cpu_fallback > 1 ? "s" : "");
+	setenv("MGPU_GPUS", "", 1);
+	o->gpus = NULL;
+	o->cfg.ndevices = 0;
+	o->cpu_ranks = o->cpu_fallback;
+	snprintf(o->cfg.backend, sizeof o->cfg.backend, "cpu");
+}
+
+/* Standard input for --gpus - read whole here, so that an empty one (what
+ * `mgpu-probe --ids` prints when no GPU is eligible) can fall back: 1 when
+ * it holds nothing but white space, else 0 and *in reads it again. */
+static int stdin_blank(char *buf, size_t cap, FILE **in)
+{
+	size_t n = fread(buf, 1, cap, stdin), i;
+
+	if (ferror(stdin))
+		die("--gpus -: cannot read standard input: %s", strerror(errno));
+	for (i = 0; i < n && isspace((unsigned char)buf[i]); i++)
+		;
+	if (i == n)
+		return 1;
+	*in = fmemopen(buf, n, "r");
+	if (!*in)
+		die("--gpus -: cannot read standard input: %s", strerror(errno));
+	return 0;
+}
+
+static int gpus_is(const struct opts *o, const char *word)
+{
+	return o->gpus && strcmp(o->gpus, word) == 0;
+}
+
 /* --gpus LIST|all|auto|- through the selection rules mgpu-probe uses. The
  * ranks mgpu-train starts get the resolved list in MGPU_GPUS, so `-` reads
  * standard input once, in the launcher. */
 static void resolve_gpus(struct opts *o)
 {
 	const char *given = getenv("MGPU_LAUNCHED") ? getenv("MGPU_GPUS") : NULL;
+	static char input[8192];
 	struct mgpu_gpu_list list;
+	FILE *in = stdin;
 	int rc, i;
 	char buf[8 * MGPU_MAX_DEVICES] = "";
 	size_t len = 0;
 
+	if (o->gpus && o->cpu_ranks)
+		usage_error("--cpu-ranks and --gpus exclude each other");
+	if (o->cpu_fallback && !gpus_is(o, "-") && !gpus_is(o, "auto"))
+		usage_error("--cpu-fallback needs --gpus - or --gpus auto");
 	if (!o->gpus)
 		return;
 	if (given) {
-		if (mgpu_cli_int_list("MGPU_GPUS", given, o->cfg.devices, MGPU_MAX_DEVICES,
-				      &o->cfg.ndevices) < 0)
+		if (!given[0])
+			fall_back(o, NULL);
+		else if (mgpu_cli_int_list("MGPU_GPUS", given, o->cfg.devices, MGPU_MAX_DEVICES,
+					   &o->cfg.ndevices) < 0)
 			die_lib();
+		return;
+	}
+	if (o->cpu_fallback && gpus_is(o, "-") && stdin_blank(input, sizeof input, &in)) {
+		fall_back(o, "--gpus -: no GPU ids on standard input");
 		return;
 	}
 	rc = mgpu_gpu_enumerate(&list);
 	if (rc == 0)
-		rc = mgpu_gpu_resolve(o->gpus, stdin, &list, NULL, o->cfg.devices,
+		rc = mgpu_gpu_resolve(o->gpus, in, &list, NULL, o->cfg.devices,
 				      MGPU_MAX_DEVICES, &o->cfg.ndevices);
+	if (in != stdin)
+		fclose(in);
+	/* auto finding no eligible GPU (or none at all) */
+	if (rc == MGPU_ERANGE && o->cpu_fallback && gpus_is(o, "auto")) {
+		fall_back(o, mgpu_errmsg());
+		return;
+	}
 	if (rc == MGPU_EINVAL)
 		usage_error("%s", mgpu_errmsg());
 	if (rc < 0)
@@ -262,6 +326,9 @@ static void apply_rest(struct opts *o, int c, const char *arg)
 	case O_PREFETCH: g->prefetch = (int)opt_int("--prefetch", arg, 0, 64); break;
 	case O_TIMEOUT: g->timeout_ms = (int)(1000 * opt_int("--timeout", arg, 1, 86400)); break;
 	case O_GPUS: set_gpus(o, arg); break;
+	case O_CPU_FALLBACK:
+		o->cpu_fallback = (int)opt_int("--cpu-fallback", arg, 1, MGPU_MAX_DEVICES);
+		break;
 	case O_BACKEND: set_backend(o, arg); break;
 	case O_SAVE_DIR: set_path(g->save_dir, "--save-dir", arg); break;
 	case O_SAVE_EVERY: g->save_every = opt_int("--save-every", arg, 0, INT64_MAX); break;
@@ -382,6 +449,29 @@ static void canonical(const struct mgpu_train_cfg *g, struct canon *cn)
 	}
 }
 
+/* A run resumed with other --epochs (or --max-steps) is the checkpoint's
+ * run made longer or shorter, not past where it is. Its learning-rate
+ * schedule spans the new epochs, so it is no longer bit-identical to an
+ * uninterrupted run of either length: say so. */
+static void resume_span(const struct opts *o, struct opts *ck,
+			const struct mgpu_ckpt_state *st)
+{
+	int least = st->epoch + (st->epoch_pos > 0);
+
+	if (o->set[O_EPOCHS] && o->cfg.epochs < least)
+		usage_error("--epochs %d ends before the checkpoint's step %lld: give at least "
+			    "--epochs %d", o->cfg.epochs, (long long)st->step, least);
+	if (o->set[O_MAX_STEPS] && o->cfg.max_steps > 0 && o->cfg.max_steps < st->step)
+		usage_error("--max-steps %lld ends before the checkpoint's step %lld",
+			    (long long)o->cfg.max_steps, (long long)st->step);
+	if (o->set[O_EPOCHS] && o->cfg.epochs != ck->cfg.epochs)
+		snprintf(ck->resume_note, sizeof ck->resume_note, "--epochs %d, not the "
+			 "checkpoint's %d: the learning-rate schedule now spans %d epoch%s from "
+			 "step %lld on, so this run is no longer bit-identical to an "
+			 "uninterrupted one", o->cfg.epochs, ck->cfg.epochs, o->cfg.epochs,
+			 o->cfg.epochs > 1 ? "s" : "", (long long)st->step);
+}
+
 /* Defaults, then the checkpoint's settings, then the command line; a
  * setting given on the command line must agree with the checkpoint's. */
 static void merge_resume(struct opts *o, int argc, char **argv)
@@ -409,7 +499,7 @@ static void merge_resume(struct opts *o, int argc, char **argv)
 			usage_error("--%s %s differs from the checkpoint's %s: a resumed run "
 				    "keeps the settings it started with", opt_name(c), b, a);
 	}
-	ck.set[0] = 0;
+	resume_span(o, &ck, &st);
 	memcpy(ck.set, o->set, sizeof ck.set);
 	parse(&ck, argc, argv, 1);
 	mgpu_ckpt_free_argv(cargv, cargc);
@@ -424,6 +514,7 @@ static const char *const cols[] = {
 
 struct out {
 	const struct mgpu_train_cfg *cfg;
+	const char *resume_note;
 	int quiet;
 	struct mgpu_table t;
 	int bar;          /* draw a progress bar on stderr */
@@ -483,7 +574,14 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 		c->world > 1 ? "devices" : "device", mgpu_mode_name(c->mode),
 		mgpu_sync_name(r->sync), (long long)r->effective_batch, c->batch, c->accum,
 		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
-		(long long)r->step, c->resume[0] ? "; resuming from " : "", c->resume);
+		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
+		c->resume);
+	if (out->resume_note[0])
+		fprintf(stderr, "mgpu-train: %s\n", out->resume_note);
+	if (r->first_step >= r->step)
+		fprintf(stderr, "mgpu-train: the checkpoint is already at the last step (%lld): "
+			"nothing to train (a larger --epochs extends the run)\n",
+			(long long)r->first_step);
 }
 
 static int on_record(void *ctx, const struct mgpu_record *r)
@@ -662,8 +760,6 @@ static void resolve_world(struct opts *o)
 	struct mgpu_train_cfg *c = &o->cfg;
 	int asked = c->ndevices ? c->ndevices : (o->cpu_ranks ? o->cpu_ranks : 1);
 
-	if (c->ndevices && o->cpu_ranks)
-		usage_error("--cpu-ranks and --gpus exclude each other");
 	if (mgpu_launch_env(&c->env) < 0)
 		usage_error("%s", mgpu_errmsg());
 	c->world = asked;
@@ -699,6 +795,22 @@ static void resolve_batch(struct opts *o)
 			    "accumulation step%s", o->global_batch, c->world,
 			    c->world > 1 ? "s" : "", c->accum, c->accum > 1 ? "s" : "");
 	c->batch = (int)(o->global_batch / per);
+}
+
+/* An option contradicting the checkpoint is a usage error, whether it is
+ * one the checkpoint records (--lr) or one that changes what it does not
+ * (--cpu-ranks changes the global batch). */
+static void check_resume(const struct opts *o)
+{
+	int rc;
+
+	if (!o->cfg.resume[0])
+		return;
+	rc = mgpu_train_check_resume(&o->cfg);
+	if (rc == MGPU_EINVAL)
+		usage_error("%s", mgpu_errmsg());
+	if (rc < 0)
+		die_lib();
 }
 
 /* mgpu-train starts the ranks of a ddp job itself and supervises them. */
@@ -759,6 +871,7 @@ int cmd_main(int argc, char **argv)
 	resolve_gpus(&o);
 	resolve_world(&o);
 	resolve_batch(&o);
+	check_resume(&o);
 	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
 	    o.cfg.mode == MGPU_MODE_DDP)
 		return launch(&o, argv);
@@ -772,6 +885,7 @@ int cmd_main(int argc, char **argv)
 	out.bar = !o.quiet && isatty(2) && o.cfg.env.rank == 0;
 	out.quiet = o.quiet;
 	out.cfg = &o.cfg;
+	out.resume_note = o.resume_note;
 	mgpu_table_init(&out.t, stdout, o.json, cols, (int)(sizeof cols / sizeof cols[0]));
 	return finish(&o, mgpu_train_run(&o.cfg, &h));
 }
