@@ -18,6 +18,7 @@
 
 volatile sig_atomic_t mgpu_interrupted;
 char mgpu_diag_prefix[64];
+int mgpu_quiet;
 
 static void on_signal(int sig)
 {
@@ -43,6 +44,10 @@ void die(const char *fmt, ...)
 
 void die_lib(void)
 {
+	/* A write to a reader that went away: end quietly, as finish_stdout
+	 * does, not with "Broken pipe" on stderr. */
+	if (errno == EPIPE)
+		finish_stdout();
 	die("%s", mgpu_errmsg()[0] ? mgpu_errmsg() : "unknown failure");
 }
 
@@ -59,9 +64,31 @@ void usage_error(const char *fmt, ...)
 void warn(const char *fmt, ...)
 {
 	va_list ap;
+
+	if (mgpu_quiet)
+		return;
 	va_start(ap, fmt);
 	vreport("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+void error_msg(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", mgpu_tool_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
 }
 
 void print_version(int verbose)
