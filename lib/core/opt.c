@@ -59,6 +59,9 @@ static int set_number(const struct mgpu_opt *o, void *t, const char *flag, const
 		return 0;
 	case MGPU_OPT_SIZE:
 		MGPU_TRY(mgpu_cli_size(flag, arg, (unsigned long long)o->max, &u));
+		if (u < (unsigned long long)o->min)
+			return mgpu_err(MGPU_EINVAL, "%s: %llu is out of range [%llu, %llu]", flag, u,
+					(unsigned long long)o->min, (unsigned long long)o->max);
 		*FIELD(t, o, unsigned long long) = u;
 		return 0;
 	default:

@@ -31,7 +31,7 @@ enum mgpu_opt_type {
 	MGPU_OPT_U64,     /* uint64_t in [min, max] */
 	MGPU_OPT_DOUBLE,  /* double in [min, max] */
 	MGPU_OPT_FLOAT,   /* float in [min, max] */
-	MGPU_OPT_SIZE,    /* unsigned long long, K/M/G suffixes, at most max */
+	MGPU_OPT_SIZE,    /* unsigned long long, K/M/G suffixes, in [min, max] */
 	MGPU_OPT_CHOICE,  /* int: the index of the argument in words */
 	MGPU_OPT_STR,     /* const char *: the argument itself (argv outlives it) */
 	MGPU_OPT_PATH,    /* char[MGPU_OPT_PATH_MAX]: a copy, non-empty */
@@ -55,7 +55,7 @@ struct mgpu_opt {
 	const char *name;     /* long name without "--" (GROUP: the heading) */
 	int key;              /* short option letter, or 0 */
 	size_t off;           /* offsetof of the field in the target struct */
-	double min, max;      /* numbers: the accepted range (SIZE: max only) */
+	double min, max;      /* numbers: the accepted range */
 	const char *const *words; /* CHOICE: NULL-terminated */
 	/* FUNC: parse arg into target (MGPU_EINVAL + message on a bad value);
 	 * show: the value as a canonical argument, for help and checkpoints. */
@@ -93,22 +93,25 @@ struct mgpu_common_opts {
 };
 
 /* The shared rows, over the struct mgpu_common_opts member m of type ty. */
-#define MGPU_OPT_COMMON(ty, m)                                                        \
-	MGPU_OPT_HEAD("output"),                                                      \
-	MGPU_OPT_ROW(MGPU_OPT_STR, "output", 'o', ty, m.output, 0, 0, "FILE",         \
-		     "write the data to FILE (atomically) instead of standard output", \
-		     MGPU_OPT_NODEF | MGPU_OPT_META),                                 \
-	MGPU_OPT_WORDS("format", ty, m.format, mgpu_format_words, "tsv|json|markdown", \
-		       "the data's format", MGPU_OPT_META),                           \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "json", 0, ty, m.json, 0, 0, NULL,                \
-		     "the same as --format json (JSON Lines)", MGPU_OPT_META),        \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "quiet", 'q', ty, m.quiet, 0, 0, NULL,            \
-		     "no messages on standard error but errors", MGPU_OPT_META),      \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "verbose", 'v', ty, m.verbose, 0, 0, NULL,        \
+#define MGPU_OPT_COMMON(ty, m)                                                          \
+	MGPU_OPT_COMMON_OUT(ty, m, "FILE",                                              \
+			    "write the data to FILE (atomically) instead of standard output")
+/* The same where -o names another output (mgpu-cache: the cache directory). */
+#define MGPU_OPT_COMMON_OUT(ty, m, out_arg, out_help)                                   \
+	MGPU_OPT_HEAD("output"),                                                        \
+	MGPU_OPT_ROW(MGPU_OPT_STR, "output", 'o', ty, m.output, 0, 0, out_arg, out_help,  \
+		     MGPU_OPT_NODEF | MGPU_OPT_META),                                   \
+	MGPU_OPT_WORDS("format", ty, m.format, mgpu_format_words, "tsv|json|markdown",   \
+		       "the data's format", MGPU_OPT_META),                             \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "json", 0, ty, m.json, 0, 0, NULL,                  \
+		     "the same as --format json (JSON Lines)", MGPU_OPT_META),          \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "quiet", 'q', ty, m.quiet, 0, 0, NULL,              \
+		     "no messages on standard error but errors", MGPU_OPT_META),        \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "verbose", 'v', ty, m.verbose, 0, 0, NULL,          \
 		     "more messages (with -V: the compiled-in features)", MGPU_OPT_META), \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "version", 'V', ty, m.version, 0, 0, NULL,        \
-		     "print the version and exit", MGPU_OPT_META),                    \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "help", 'h', ty, m.help, 0, 0, NULL,              \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "version", 'V', ty, m.version, 0, 0, NULL,          \
+		     "print the version and exit", MGPU_OPT_META),                      \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "help", 'h', ty, m.help, 0, 0, NULL,                \
 		     "print this help and exit", MGPU_OPT_META)
 
 /* Which rows a parse set: given[i] for row i. */

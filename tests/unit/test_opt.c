@@ -47,7 +47,7 @@ static const struct mgpu_opt tab[] = {
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, struct o, seed, 0, 9.3e18, "N", "seed", MGPU_OPT_FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "lr", 0, struct o, lr, 0, 10, "X", "learning rate", MGPU_OPT_FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "momentum", 0, struct o, mom, 0, 1, "X", "momentum", 0),
-	MGPU_OPT_ROW(MGPU_OPT_SIZE, "size", 0, struct o, size, 0, 1ull << 40, "BYTES", "a size", 0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "size", 0, struct o, size, 1, 1ull << 40, "BYTES", "a size", 0),
 	MGPU_OPT_HEAD("other"),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "flag", 0, struct o, flag, 0, 0, NULL, "a flag", MGPU_OPT_FIXED),
 	MGPU_OPT_WORDS("optimizer", struct o, choice, words, "sgd|adamw", "optimizer", MGPU_OPT_FIXED),
@@ -123,6 +123,7 @@ static void test_errors(void)
 	const char *path[] = { "t", "--path", "", NULL };
 	const char *fn[] = { "t", "--name-len", "", NULL };
 	const char *dbl[] = { "t", "--lr", "nan", NULL };
+	const char *size0[] = { "t", "--size", "0", NULL };
 	int first;
 
 	T_FAILS(parse(&v, 3, bad_int, 1, &first, NULL), MGPU_EINVAL, "--count: '4x' is not an integer");
@@ -135,6 +136,8 @@ static void test_errors(void)
 	T_FAILS(parse(&v, 3, path, 1, &first, NULL), MGPU_EINVAL, "--path: bad path");
 	T_FAILS(parse(&v, 3, fn, 1, &first, NULL), MGPU_EINVAL, "--name-len: empty word");
 	T_FAILS(parse(&v, 3, dbl, 1, &first, NULL), MGPU_EINVAL, "--lr");
+	T_FAILS(parse(&v, 3, size0, 1, &first, NULL), MGPU_EINVAL,
+		"--size: 0 is out of range [1, 1099511627776]");
 }
 
 static void test_help(void)
