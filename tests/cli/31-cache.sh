@@ -42,6 +42,13 @@ ls -a c2 | grep -q tmp && fail "temporaries left: $(ls -a c2)"
 printf 'split\tsamples\tcompression\ntrain\t240\traw\nval\t60\traw\n' | cmp - b3.tsv || fail "shard files: $(cat b3.tsv)"
 cat sh/train-000000.tar | "$C" -q -o c4 - | cut -f 1,2 | grep -qx "$(printf 'train\t60')" ||
 	fail "tar stream"
+# A regular file on stdin is read once, from where the sniffing stopped
+# (a manifest longer than the sniffed head, and a tar file).
+[ "$(wc -c <m.tsv)" -gt 512 ] || fail "m.tsv too short to test stdin"
+"$C" -q -o c8 - <m.tsv | cut -f 1,2 >b8.tsv || fail "manifest file on stdin"
+cut -f 1,2 b1.tsv | cmp - b8.tsv || fail "manifest file on stdin: $(cat b8.tsv)"
+"$C" -q -o c9 - <sh/train-000000.tar | cut -f 1,2 | grep -qx "$(printf 'train\t60')" ||
+	fail "tar file on stdin"
 cat sh/train-000000.tar | zstd -q | "$C" -q -o c5 - | cut -f 1,2 |
 	grep -qx "$(printf 'train\t60')" || fail "tar.zst stream"
 "$C" --info --json c1 | grep -q '"split":"val","samples":60,"shape":"36","dtype":"u8"' ||

@@ -228,11 +228,13 @@ static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
 	}
 }
 
-/* stdin: sniff; a manifest is read whole, a tar stream is read here. */
+/* stdin: sniff; a manifest is read whole, a tar stream is read here. Both
+ * go on reading fd 0 where the sniffing stopped: reopening /dev/stdin would
+ * start a regular file over from its beginning. */
 static void read_stdin(struct inputs *in, int read_now)
 {
 	struct mgpu_manifest m;
-	unsigned char *rest;
+	unsigned char *all;
 	char sha[MGPU_SHA256_HEX];
 	ssize_t got;
 	size_t len;
@@ -251,19 +253,15 @@ static void read_stdin(struct inputs *in, int read_now)
 		return;
 	}
 	in->stdin_manifest = 1;
-	if (mgpu_read_file("/dev/stdin", &rest, &len) < 0)
+	all = malloc(in->nhead);
+	if (!all)
+		die("out of memory");
+	memcpy(all, in->head, in->nhead);
+	len = in->nhead;
+	if (mgpu_read_fd(0, "-", &all, &len) < 0 ||
+	    mgpu_manifest_parse((const char *)all, len, "-", "", &m) < 0)
 		die_lib();
-	{
-		unsigned char *all = malloc(in->nhead + len + 1);
-		if (!all)
-			die("out of memory");
-		memcpy(all, in->head, in->nhead);
-		memcpy(all + in->nhead, rest, len);
-		free(rest);
-		if (mgpu_manifest_parse((const char *)all, in->nhead + len, "-", "", &m) < 0)
-			die_lib();
-		free(all);
-	}
+	free(all);
 	manifest(in, &m, 0);
 	if (read_now)
 		manifest(in, &m, 1);
