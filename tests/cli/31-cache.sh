@@ -78,6 +78,19 @@ wait
 "$C" -q --verify c7 >/dev/null || fail "concurrent build left a bad cache"
 [ "$(ls -a c7 | wc -l)" = 4 ] || fail "c7 holds: $(ls -a c7)"
 
+# SIGINT and SIGTERM stop a long build (zstd level 19): exit 130 or 143, no
+# new cache directory left, and a cache being rebuilt keeps its old file.
+mkidx_big big 8000
+"$S" -q -o bigsh/m.tsv big
+interrupted INT 1 130 "$C" -q --level 19 -o cbig bigsh/m.tsv
+[ ! -e cbig ] || fail "SIGINT left cbig/: $(ls -a cbig)"
+"$C" -q --level 1 -o cbig bigsh/m.tsv >/dev/null
+cp cbig/mgpu.cache old.cache
+interrupted TERM 1 143 "$C" -q --level 19 --force -o cbig bigsh/m.tsv
+cmp -s old.cache cbig/mgpu.cache || fail "an interrupted rebuild changed the cache"
+[ "$(ls -A cbig | sort | tr '\n' ' ')" = ".lock mgpu.cache " ] || fail "cbig holds: $(ls -A cbig)"
+rm -rf big bigsh cbig old.cache
+
 # Bad inputs: exit 1, one line naming the file, no cache directory left.
 cp sh/train-000001.tar saved.tar
 printf 'x' | dd of=sh/train-000001.tar bs=1 seek=700 conv=notrunc 2>/dev/null
