@@ -63,6 +63,8 @@ static void usage(void)
 	       "  --single              keep the best one (--count 1)\n"
 	       "  --ids                 print only the ordinals, comma-separated (for --gpus)\n"
 	       "  --system              report versions, P2P, host and a checklist instead\n"
+	       "                        (with --from: of the GPUs in FILE, e.g. whether this\n"
+	       "                        binary has code for their compute capability)\n"
 	       "  --json                JSON Lines instead of TSV\n"
 	       "  -o, --output FILE     write to FILE (atomically) instead of standard output\n"
 	       "  -q, --quiet   -v, --verbose   -h, --help   -V, --version (-vV: features)\n"
@@ -105,9 +107,9 @@ static void check_combinations(struct opts *o)
 		o->pol.count = 1;
 	if (o->ids && o->json)
 		usage_error("--ids and --json: choose one output format");
-	if (o->system && (o->from || o->ids || o->single || o->count_set))
-		usage_error("--system reports on this machine; it takes no --from, --ids, "
-			    "--count or --single");
+	if (o->system && (o->ids || o->single || o->count_set))
+		usage_error("--system reports on this machine; it takes no --ids, --count or "
+			    "--single");
 }
 
 static void parse(struct opts *o, int argc, char **argv)

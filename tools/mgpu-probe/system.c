@@ -97,28 +97,53 @@ static void report_versions(struct report *r, const struct mgpu_gpu_system *s)
 	else
 		row(r, "versions", "nvidia_driver", NULL, "NA (%s)",
 		    s->nvml_why[0] ? s->nvml_why : "NVML gave no version");
+	if (mgpu_gpu_build_archs()[0])
+		row(r, "versions", "cuda_archs", NULL, "%s", mgpu_gpu_build_archs());
+	else
+		row(r, "versions", "cuda_archs", NULL, "NA (built without CUDA)");
+}
+
+/* "8.6", or "?" where the source did not say (a --from CSV). */
+static const char *known_cc(const struct mgpu_gpu *g, char *buf, size_t len)
+{
+	if (g->cc_major < 0)
+		return "?";
+	snprintf(buf, len, "%d.%d", g->cc_major, g->cc_minor);
+	return buf;
+}
+
+static const char *known_int(int v, char *buf, size_t len)
+{
+	if (v < 0)
+		return "?";
+	snprintf(buf, len, "%d", v);
+	return buf;
 }
 
 static void report_gpus(struct report *r, const struct mgpu_gpu_list *list,
-			const struct mgpu_gpu_system *s)
+			const struct mgpu_gpu_system *s, const char *from)
 {
 	const struct mgpu_gpu *g;
-	char item[32];
+	char item[32], cc[16], sms[16];
 	int i;
 
 	row(r, "gpus", "cuda_visible_devices", NULL, "%s",
 	    getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
-	row(r, "gpus", "cuda_gpus", NULL, "%d%s%s", list->nvisible, list->why[0] ? ": " : "",
-	    list->why);
+	if (from)
+		row(r, "gpus", "cuda_gpus", NULL, "%d (from '%s')%s%s", list->nvisible, from,
+		    list->why[0] ? ": " : "", list->why);
+	else
+		row(r, "gpus", "cuda_gpus", NULL, "%d%s%s", list->nvisible,
+		    list->why[0] ? ": " : "", list->why);
 	if (s->nvml_gpus >= 0)
 		row(r, "gpus", "nvml_gpus", NULL, "%d (all GPUs, before CUDA_VISIBLE_DEVICES)",
 		    s->nvml_gpus);
 	for (i = 0; i < list->nvisible; i++) {
 		g = &list->gpu[i];
 		snprintf(item, sizeof item, "gpu %d", i);
-		row(r, "gpus", item, NULL, "%s, %.1f GiB, cc %d.%d, %d SMs, PCI %s, %s", g->name,
-		    gib(g->mem_total_bytes), g->cc_major, g->cc_minor, g->sm_count,
-		    g->pci_bus_id, g->uuid);
+		row(r, "gpus", item, NULL, "%s, %.1f GiB, cc %s, %s SMs, PCI %s, %s", g->name,
+		    gib(g->mem_total_bytes), known_cc(g, cc, sizeof cc),
+		    known_int(g->sm_count, sms, sizeof sms), g->pci_bus_id, g->uuid);
 	}
 }
 
@@ -175,6 +200,38 @@ static void report_host(struct report *r, const struct mgpu_gpu_system *s)
 		row(r, "host", "dev_shm", NULL, "missing");
 }
 
+/* One check per visible GPU: does this binary carry code it runs? */
+static void code_check(struct report *r, int i, const struct mgpu_gpu *g)
+{
+	const char *archs = mgpu_gpu_build_archs();
+	struct mgpu_gpu_fit fit;
+	char item[32], cc[16];
+
+	snprintf(item, sizeof item, "gpu_%d_code", i);
+	snprintf(cc, sizeof cc, "cc %d.%d", g->cc_major, g->cc_minor);
+	if (!archs[0]) {
+		row(r, "checklist", item, "fail", "%s: this binary is built without CUDA "
+		    "(rebuild where nvcc is found)", g->cc_major >= 0 ? cc : "cc unknown");
+		return;
+	}
+	if (g->cc_major < 0 || mgpu_gpu_code_fit(g->cc_major, g->cc_minor, archs, &fit) < 0) {
+		row(r, "checklist", item, "fail", "compute capability unknown; this binary has "
+		    "%s", archs);
+		return;
+	}
+	if (fit.code == MGPU_GPU_CODE_SASS)
+		row(r, "checklist", item, "pass", "%s: SASS sm_%d%s", cc, fit.arch, fit.exact ? "" :
+		    " (binary-compatible within the major version)");
+	else if (fit.code == MGPU_GPU_CODE_PTX)
+		row(r, "checklist", item, "pass", "%s: PTX compute_%d, compiled by the driver at "
+		    "first use (slow start; rebuild with CUDA_ARCHS=%d%d for SASS)", cc, fit.arch,
+		    g->cc_major, g->cc_minor);
+	else
+		row(r, "checklist", item, "fail", "%s: no code for it in this binary (%s); rebuild "
+		    "with CUDA_ARCHS=%d%d if nvcc supports it", cc, archs, g->cc_major,
+		    g->cc_minor);
+}
+
 static void report_checks(struct report *r, const struct mgpu_gpu_list *list,
 			  const struct mgpu_gpu_system *s)
 {
@@ -182,8 +239,12 @@ static void report_checks(struct report *r, const struct mgpu_gpu_list *list,
 	int shm_ok = s->shm_free_bytes >= SHM_MIN_BYTES;
 	char d[40], t[40];
 
+	int i;
+
 	row(r, "checklist", "gpus_visible", list->nvisible ? "pass" : "fail", "%d GPU%s%s%s",
 	    list->nvisible, list->nvisible == 1 ? "" : "s", list->why[0] ? ": " : "", list->why);
+	for (i = 0; i < list->nvisible; i++)
+		code_check(r, i, &list->gpu[i]);
 	row(r, "checklist", "driver_supports_runtime", drv > 0 && drv >= rt ? "pass" : "fail",
 	    "driver supports CUDA %s, runtime is %s", cuda_version(drv, d, sizeof d),
 	    cuda_version(rt, t, sizeof t));
@@ -199,6 +260,24 @@ static void report_checks(struct report *r, const struct mgpu_gpu_list *list,
 	    s->shm_free_bytes >= 0 ? (double)s->shm_free_bytes / 1048576 : 0.0, SHM_MIN_BYTES >> 20);
 }
 
+/* The GPUs and the facts of this machine. With --from the GPUs are those
+ * of the CSV: nothing is asked of this machine's GPUs (its P2P matrix
+ * would describe other cards), so the P2P rows are unknown. */
+static void gather(const struct opts *o, struct mgpu_gpu_list *list, struct mgpu_gpu_system *s)
+{
+	static struct mgpu_gpu_list none;
+
+	if (!o->from) {
+		if (mgpu_gpu_enumerate(list) < 0 || mgpu_gpu_system(list, s) < 0)
+			die_lib();
+		return;
+	}
+	load_list(o, list);
+	if (mgpu_gpu_system(&none, s) < 0)
+		die_lib();
+	s->ngpus = list->nvisible;
+}
+
 int system_report(const struct opts *o)
 {
 	static struct mgpu_gpu_list list;
@@ -206,14 +285,13 @@ int system_report(const struct opts *o)
 	struct report r;
 	struct out out;
 
-	if (mgpu_gpu_enumerate(&list) < 0 || mgpu_gpu_system(&list, &s) < 0)
-		die_lib();
+	gather(o, &list, &s);
 	out_open(&out, o);
 	memset(&r, 0, sizeof r);
 	r.out = &out;
 	mgpu_table_init(&r.t, out.fp, o->json, sys_cols, 4);
 	report_versions(&r, &s);
-	report_gpus(&r, &list, &s);
+	report_gpus(&r, &list, &s, o->from);
 	report_p2p(&r, &s);
 	report_host(&r, &s);
 	report_checks(&r, &list, &s);
