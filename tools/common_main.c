@@ -87,6 +87,7 @@ void print_version(int verbose)
 		return;
 	printf("features: cuda=%d nccl=%d mpi=%d\n", MGPU_HAVE_CUDA, MGPU_HAVE_NCCL,
 	       MGPU_HAVE_MPI);
+	printf("gpu code: %s\n", MGPU_CUDA_ARCHS[0] ? MGPU_CUDA_ARCHS : "none (built without CUDA)");
 	printf("backends:");
 	for (o = mgpu_ops_all(); *o; o++)
 		printf(" %s", (*o)->name);
