@@ -6,7 +6,7 @@
  * slices. Buckets are processed last layer first, the order backward
  * produces them, the same order on every rank.
  */
-#include "dist/sync.h"
+#include "nn/sync.h"
 
 #include <math.h>   /* sqrt */
 #include <stdio.h>  /* snprintf */

@@ -22,8 +22,8 @@
  * Every strategy ends a step with a barrier that also agrees on whether to
  * stop (any rank interrupted), so all ranks stop after the same step.
  */
-#ifndef MGPU_DIST_SYNC_H
-#define MGPU_DIST_SYNC_H
+#ifndef MGPU_NN_SYNC_H
+#define MGPU_NN_SYNC_H
 
 #include "dist/launch.h" /* struct mgpu_rank_env */
 #include "dist/shm.h"   /* struct mgpu_shm */
