@@ -13,9 +13,9 @@
 #include <string.h> /* memcpy */
 #include <unistd.h> /* getpid, close */
 
+#include "comm/nccl.h"  /* mgpu_nccl_* */
+#include "comm/rdzv.h"  /* mgpu_rdzv_* */
 #include "core/err.h"   /* mgpu_err, MGPU_TRY */
-#include "dist/nccl.h"  /* mgpu_nccl_* */
-#include "dist/rdzv.h"  /* mgpu_rdzv_* */
 
 /* Rank 0: make what the backend needs, then admit the other ranks. */
 static int open_root(struct mgpu_sync *s, const struct mgpu_rank_env *env, size_t nparams,

@@ -25,8 +25,8 @@
 #ifndef MGPU_NN_SYNC_H
 #define MGPU_NN_SYNC_H
 
-#include "dist/launch.h" /* struct mgpu_rank_env */
-#include "dist/shm.h"   /* struct mgpu_shm */
+#include "comm/launch.h" /* struct mgpu_rank_env */
+#include "comm/shm.h"   /* struct mgpu_shm */
 #include "nn/model.h"   /* struct mgpu_model */
 #include "nn/optim.h"   /* struct mgpu_optim */
 
