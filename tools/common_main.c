@@ -12,9 +12,9 @@
 #include <archive.h> /* archive_version_string */
 
 #include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
+#include "comm/launch.h" /* MGPU_EXIT_PIPE */
 #include "core/cancel.h" /* mgpu_cancel_raise, mgpu_cancel_signal */
 #include "core/cli.h" /* mgpu_cli_int, mgpu_cli_double, mgpu_cli_size, mgpu_cli_choice */
-#include "dist/launch.h" /* MGPU_EXIT_PIPE */
 #include "ops/ops.h" /* mgpu_ops_all */
 
 volatile sig_atomic_t mgpu_interrupted;
