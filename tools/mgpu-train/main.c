@@ -17,8 +17,8 @@
 #include "core/cli.h"      /* mgpu_cli_int_list */
 #include "core/clock.h"    /* mgpu_now_s */
 #include "core/table.h"    /* struct mgpu_table */
-#include "dist/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
-#include "dist/sync.h"     /* mgpu_sync_name */
+#include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
+#include "nn/sync.h"       /* mgpu_sync_name */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/train.h"      /* mgpu_train_run */
 #include "opts.h"          /* struct train_opts, train_opts_parse */

@@ -17,7 +17,7 @@
 
 #include "../common.h"   /* parse_options, usage_error, note */
 #include "core/table.h"  /* MGPU_FMT_* */
-#include "dist/launch.h" /* mgpu_launch_env */
+#include "comm/launch.h" /* mgpu_launch_env */
 #include "nn/ckpt.h"     /* mgpu_ckpt_load_state */
 #include "ops/ops.h"     /* mgpu_ops_find */
 
