@@ -102,7 +102,7 @@ struct mgpu_common_opts {
 	MGPU_OPT_ROW(MGPU_OPT_STR, "output", 'o', ty, m.output, 0, 0, out_arg, out_help,  \
 		     MGPU_OPT_NODEF | MGPU_OPT_META),                                   \
 	MGPU_OPT_WORDS("format", ty, m.format, mgpu_format_words, "tsv|json|markdown",   \
-		       "the data's format", MGPU_OPT_META),                             \
+		       "the data's format", MGPU_OPT_NODEF | MGPU_OPT_META),            \
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "json", 0, ty, m.json, 0, 0, NULL,                  \
 		     "the same as --format json (JSON Lines)", MGPU_OPT_META),          \
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "quiet", 'q', ty, m.quiet, 0, 0, NULL,              \
