@@ -44,13 +44,6 @@ void error_msg(const char *fmt, ...) MGPU_PRINTF(1, 2);
 void note(const char *fmt, ...) MGPU_PRINTF(1, 2);
 /* Print the version (with verbose: features and library versions). */
 void print_version(int verbose);
-/* Option values, strictly parsed (core/cli.h); a bad one is a usage error
- * naming the option. */
-long long opt_int(const char *opt, const char *arg, long long lo, long long hi);
-double opt_double(const char *opt, const char *arg, double lo, double hi);
-unsigned long long opt_size(const char *opt, const char *arg, unsigned long long max);
-/* The index of arg in the NULL-terminated words. */
-int opt_choice(const char *opt, const char *arg, const char *const *words);
 /* Write stdout; exit quietly with 1 when the reader went away. */
 void finish_stdout(void);
 

@@ -14,7 +14,6 @@
 #include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
 #include "comm/launch.h" /* MGPU_EXIT_PIPE */
 #include "core/cancel.h" /* mgpu_cancel_raise, mgpu_cancel_signal */
-#include "core/cli.h" /* mgpu_cli_int, mgpu_cli_double, mgpu_cli_size, mgpu_cli_choice */
 #include "ops/ops.h" /* mgpu_ops_all */
 
 volatile sig_atomic_t mgpu_interrupted;
@@ -119,42 +118,6 @@ void print_version(int verbose)
 	for (o = mgpu_ops_all(); *o; o++)
 		printf(" %s", (*o)->name);
 	printf("\nzstd: %s\n%s\n", ZSTD_versionString(), archive_version_string());
-}
-
-long long opt_int(const char *opt, const char *arg, long long lo, long long hi)
-{
-	long long v;
-
-	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-double opt_double(const char *opt, const char *arg, double lo, double hi)
-{
-	double v;
-
-	if (mgpu_cli_double(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-unsigned long long opt_size(const char *opt, const char *arg, unsigned long long max)
-{
-	unsigned long long v;
-
-	if (mgpu_cli_size(opt, arg, max, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-int opt_choice(const char *opt, const char *arg, const char *const *words)
-{
-	int v;
-
-	if (mgpu_cli_choice(opt, arg, words, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
 }
 
 void finish_stdout(void)

@@ -13,8 +13,7 @@
 
 #include <stdio.h>  /* FILE */
 
-#include "../common.h" /* struct tool_cli */
-#include "core/io.h"   /* struct mgpu_afile */
+#include "../common.h" /* struct tool_cli, struct output */
 #include "core/opt.h"  /* struct mgpu_common_opts, MGPU_OPT_COMMON */
 
 struct common {
@@ -23,7 +22,7 @@ struct common {
 	int fmt;             /* MGPU_FMT_*, or -1: by the output */
 	int quiet, verbose;
 	const char *output;  /* NULL: stdout */
-	struct mgpu_afile af;
+	struct output out;   /* stdout or the -o file */
 	FILE *fp;
 };
 
@@ -41,8 +40,7 @@ void common_close(struct common *co);
 int common_progress(const struct common *co);
 /* The directory of this executable, for finding mgpu-train beside it. */
 void self_dir(char *buf, size_t cap);
-/* A comma list of ints in [min_v, max_v] (exits 2 naming the option; the
- * single values use common.h's opt_int). */
+/* A comma list of ints in [min_v, max_v] (exits 2 naming the option). */
 int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v);
 
 int bench_train(int argc, char **argv);

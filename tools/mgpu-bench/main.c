@@ -47,13 +47,7 @@ int common_parse(const struct tool_cli *cli, void *target, struct common *co, in
 
 FILE *common_open(struct common *co)
 {
-	if (co->output) {
-		if (mgpu_afile_open(&co->af, co->output) < 0)
-			die_lib();
-		co->fp = co->af.fp;
-	} else {
-		co->fp = stdout;
-	}
+	co->fp = output_open(&co->out, &co->opts);
 	if (co->fmt < 0)
 		co->fmt = !co->output && isatty(1) ? MGPU_FMT_MD : MGPU_FMT_TSV;
 	return co->fp;
@@ -61,14 +55,7 @@ FILE *common_open(struct common *co)
 
 void common_close(struct common *co)
 {
-	if (!co->output) {
-		finish_stdout();
-		return;
-	}
-	if (mgpu_afile_commit(&co->af) < 0) {
-		mgpu_afile_abort(&co->af);
-		die_lib();
-	}
+	output_commit(&co->out);
 }
 
 int common_progress(const struct common *co)
