@@ -1,7 +1,8 @@
 # mgpu-train with a gpt: model on byte samples of T+1 bytes (inputs 0..T-1,
 # next-byte targets 1..T): it learns, its checkpoint holds GPT-2-style
 # tensor names whose test loss an independent numpy forward reproduces,
-# 2 CPU ranks x 8 match 1 rank x 16, a resumed run is bit-identical, the
+# 2 CPU ranks x 8 (ddp or dp) and 2 accumulation steps x 8 match 1 rank x
+# 16, a resumed run is bit-identical, the
 # spec file under models/ loads, and samples of the wrong width are refused.
 . tests/cli/lib.sh
 # gpt_idx DIR N_TRAIN N_TEST WIDTH: windows of a periodic text (learnable
@@ -93,15 +94,20 @@ sys.exit(0 if abs(got - want) <= 1e-4 * max(1.0, abs(want)) else 1)
 PY
 	fail "numpy forward of the checkpoint disagrees with test_loss $test_loss"
 
-# World-size invariance: 2 ranks x 8 = 1 rank x 16, with dropout.
+# World-size invariance, with dropout: 2 ranks x 8 (ddp, and dp's threads)
+# and 2 accumulation steps x 8 match 1 rank x 16.
 model=$model,dropout=0.1
 run --max-steps 20 --batch-size 16 >one.tsv
-run --max-steps 20 --batch-size 8 --cpu-ranks 2 >two.tsv
+run --max-steps 20 --batch-size 8 --cpu-ranks 2 >ddp.tsv
+run --max-steps 20 --global-batch-size 16 --cpu-ranks 2 --mode dp >dp.tsv
+run --max-steps 20 --batch-size 8 --grad-accum-steps 2 >acc.tsv
 losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
-[ "$(losses two.tsv | wc -l)" = 20 ] || fail "2 ranks: $(losses two.tsv | wc -l) steps"
-paste -d ' ' <(losses one.tsv) <(losses two.tsv) | awk '
-	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
-	END { exit bad }' || fail "2 ranks x 8 differ from 1 rank x 16"
+for f in ddp dp acc; do
+	[ "$(losses $f.tsv | wc -l)" = 20 ] || fail "$f: $(losses $f.tsv | wc -l) steps"
+	paste -d ' ' <(losses one.tsv) <(losses $f.tsv) | awk '
+		{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
+		END { exit bad }' || fail "$f differs from 1 rank x 16"
+done
 
 # Resume: 10 + 10 steps end where 20 do, bit for bit.
 run --max-steps 20 --batch-size 16 --save-dir full >/dev/null
