@@ -35,8 +35,9 @@ static int open_root(struct mgpu_sync *s, const struct mgpu_rank_env *env, size_
 		rc = mgpu_nccl_unique_id(info->nccl_id);
 	}
 	if (rc == 0)
-		rc = mgpu_rdzv_serve(fd, s->world, env->token, info, timeout_ms);
+		rc = mgpu_rdzv_serve(fd, s->world, env->local_world, env->token, info, timeout_ms);
 	close(fd);
+	mgpu_rdzv_close_leaders(info);
 	if (rc == 0 && s->kind == MGPU_SYNC_CPU && !info->single_node) {
 		/* the ranks on this host attached already: stop them now */
 		mgpu_shm_abort(&s->shm, 0);
@@ -49,8 +50,9 @@ static int open_root(struct mgpu_sync *s, const struct mgpu_rank_env *env, size_
 static int open_peer(struct mgpu_sync *s, const struct mgpu_rank_env *env, size_t nparams,
 		     int nstate, int timeout_ms, struct mgpu_rdzv_info *info)
 {
-	MGPU_TRY(mgpu_rdzv_join(env->addr, env->port, s->rank, s->world, env->token, info,
-				timeout_ms));
+	MGPU_TRY(mgpu_rdzv_join(env->addr, env->port, s->rank, s->world, env->local_world,
+				env->token, info, timeout_ms));
+	mgpu_rdzv_close_leaders(info); /* for the node leaders' strategy only */
 	if (s->kind != MGPU_SYNC_CPU)
 		return 0;
 	if (!info->single_node)
