@@ -17,13 +17,13 @@
  * before the check, so the wrong-element count (and the caller's exit
  * status) can be shown to catch a broken backend.
  *
- * The mpi backend is MPI_Allreduce (dist/mpi.h) between processes that
+ * The mpi backend is MPI_Allreduce (comm/mpi.h) between processes that
  * mpirun started, each calling mgpu_bench_ar_rank_mpi() after
  * mgpu_mpi_open(); barriers and counts then go through MPI too.
  *
  * The cpu backend is mgpu_shm_allreduce_slots (the sync of mgpu-train's CPU
  * ranks) on each rank's gradient slot. The nccl backend runs
- * ncclAllReduce through dist/nccl.h on device `rank` of the cuda backend,
+ * ncclAllReduce through comm/nccl.h on device `rank` of the cuda backend,
  * the unique id passed through the segment; it needs a build with NCCL and
  * one GPU per rank. Nothing here prints or exits.
  */
@@ -33,8 +33,8 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* int64_t */
 
-#include "dist/mpi.h" /* struct mgpu_mpi */
-#include "dist/shm.h" /* struct mgpu_shm */
+#include "comm/mpi.h" /* struct mgpu_mpi */
+#include "comm/shm.h" /* struct mgpu_shm */
 
 enum mgpu_ar_backend { MGPU_AR_CPU = 0, MGPU_AR_NCCL = 1, MGPU_AR_MPI = 2 };
 

@@ -12,8 +12,8 @@
 #include <unistd.h>   /* fork, _exit */
 
 #include "core/err.h"     /* mgpu_errmsg */
-#include "dist/leaders.h" /* mgpu_leaders_* */
-#include "dist/rdzv.h"    /* mgpu_rdzv_* */
+#include "comm/leaders.h" /* mgpu_leaders_* */
+#include "comm/rdzv.h"    /* mgpu_rdzv_* */
 #include "../t.h"         /* T_RUN, T_CHECK, T_OK */
 
 #define WORLD 6

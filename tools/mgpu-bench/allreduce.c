@@ -27,10 +27,10 @@
 #include "bench/sweep.h"     /* mgpu_bench_split_command */
 #include "bench/stats.h"     /* mgpu_bench_sizes */
 #include "bench/tab.h"       /* struct mgpu_tab */
+#include "comm/mpi.h"        /* mgpu_mpi_open */
+#include "comm/shm.h"        /* mgpu_shm_create */
 #include "core/cli.h"        /* mgpu_cli_choice */
 #include "core/err.h"        /* mgpu_errmsg */
-#include "dist/mpi.h"        /* mgpu_mpi_open */
-#include "dist/shm.h"        /* mgpu_shm_create */
 #include "ops/ops.h"         /* mgpu_ops_find */
 
 #define MAX_SIZES 64

@@ -19,8 +19,8 @@
  * peer that dies makes mpirun end the job). Builds without MPI: every
  * function fails with MGPU_EUNSUP, and mgpu_mpi_in_build() says 0.
  */
-#ifndef MGPU_DIST_MPI_H
-#define MGPU_DIST_MPI_H
+#ifndef MGPU_COMM_MPI_H
+#define MGPU_COMM_MPI_H
 
 #include <stddef.h> /* size_t */
 

@@ -3,7 +3,7 @@
  * mpi.h). The one file that includes mpi.h; without MPI in the build every
  * entry point says so.
  */
-#include "dist/mpi.h"
+#include "comm/mpi.h"
 
 #include "config.h" /* MGPU_HAVE_MPI */
 

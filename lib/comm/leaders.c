@@ -1,7 +1,7 @@
 /*
  * leaders.c - sums between node leaders over TCP (see leaders.h).
  */
-#include "dist/leaders.h"
+#include "comm/leaders.h"
 
 #include <errno.h>      /* errno, EINTR */
 #include <poll.h>       /* poll */

@@ -15,11 +15,11 @@
  * In a job of several nodes (local_world < world) the connections of the
  * node leaders (local rank 0 of nodes 1..) stay open after the answer:
  * rank 0 keeps one per node in info->leader_fd[node], each leader its own
- * in info->leader_fd[0]; dist/leaders.h moves gradients over them. Nodes
+ * in info->leader_fd[0]; comm/leaders.h moves gradients over them. Nodes
  * hold ranks node * local_world .. + local_world - 1.
  */
-#ifndef MGPU_DIST_RDZV_H
-#define MGPU_DIST_RDZV_H
+#ifndef MGPU_COMM_RDZV_H
+#define MGPU_COMM_RDZV_H
 
 #include <stdint.h> /* uint8_t */
 

@@ -2,7 +2,7 @@
  * leaders.h - sums between the leaders of the nodes of a job over TCP: the
  * connections the rendezvous kept open (rdzv.h), for jobs that mgpu-train's
  * own launcher, torchrun or Slurm started on several nodes (under mpirun,
- * dist/mpi.h does this).
+ * comm/mpi.h does this).
  *
  * A star around node 0: every other leader sends its whole buffer, node 0
  * adds them to its own in node order, ((b0 + b1) + b2) + ..., and sends the
@@ -15,12 +15,12 @@
  * (the peer died) is MGPU_EPEER, silence for timeout_ms MGPU_ETIMEOUT.
  * Closing makes the peers fail at once instead of waiting out the timeout.
  */
-#ifndef MGPU_DIST_LEADERS_H
-#define MGPU_DIST_LEADERS_H
+#ifndef MGPU_COMM_LEADERS_H
+#define MGPU_COMM_LEADERS_H
 
 #include <stddef.h> /* size_t */
 
-#include "dist/rdzv.h" /* struct mgpu_rdzv_info, MGPU_MAX_NODES */
+#include "comm/rdzv.h" /* struct mgpu_rdzv_info, MGPU_MAX_NODES */
 
 struct mgpu_leaders {
 	int node, nnodes;

@@ -23,12 +23,12 @@
  * interface at MASTER_PORT, and the job token is MGPU_JOB_TOKEN or else
  * derived from the address, port and world size, the same on every node.
  */
-#ifndef MGPU_DIST_LAUNCH_H
-#define MGPU_DIST_LAUNCH_H
+#ifndef MGPU_COMM_LAUNCH_H
+#define MGPU_COMM_LAUNCH_H
 
 #include <signal.h> /* sig_atomic_t */
 
-#include "dist/rdzv.h" /* MGPU_TOKEN_LEN */
+#include "comm/rdzv.h" /* MGPU_TOKEN_LEN */
 
 enum mgpu_launcher {
 	MGPU_LAUNCH_NONE = 0,
