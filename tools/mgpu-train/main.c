@@ -21,6 +21,7 @@
 #include "core/clock.h"    /* mgpu_now_s */
 #include "core/table.h"    /* struct mgpu_table */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
+#include "comm/mpi.h"      /* mgpu_mpi_in_build */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/ckpt.h"       /* mgpu_ckpt_load_state */
 #include "nn/sync.h"       /* mgpu_sync_name */
@@ -36,7 +37,7 @@ enum {
 	O_WARMUP_STEPS, O_WARMUP_EPOCHS, O_STEP_EPOCHS, O_GAMMA, O_SEED, O_VAL,
 	O_CPU_RANKS, O_GPUS, O_BACKEND, O_SAVE_DIR, O_SAVE_EVERY, O_KEEP, O_RESUME,
 	O_JSON, O_LOG_EVERY, O_MODE, O_SYNC, O_ACCUM, O_GLOBAL_BATCH, O_LR_SCALE, O_UNEVEN,
-	O_TIMEOUT, O_PREFETCH, O_CPU_FALLBACK, O_SELFTEST,
+	O_TIMEOUT, O_PREFETCH, O_CPU_FALLBACK, O_NNODES, O_NODE_RANK, O_SELFTEST,
 };
 
 static const struct option longopts[] = {
@@ -79,6 +80,8 @@ static const struct option longopts[] = {
 	{ "lr-scale", required_argument, NULL, O_LR_SCALE },
 	{ "uneven", required_argument, NULL, O_UNEVEN },
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "nnodes", required_argument, NULL, O_NNODES },
+	{ "node-rank", required_argument, NULL, O_NODE_RANK },
 	{ "prefetch", required_argument, NULL, O_PREFETCH },
 	{ "selftest", no_argument, NULL, O_SELFTEST },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -108,7 +111,7 @@ static const int saved_opts[] = {
 static const char *const opt_words[] = { "sgd", "adamw", NULL };
 static const char *const sched_words[] = { "constant", "cosine", "step", NULL };
 static const char *const mode_words[] = { "ddp", "dp", NULL };
-static const char *const sync_words[] = { "auto", "cpu", "nccl", NULL };
+static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
 static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
 static const char *const uneven_words[] = { "drop", "pad", NULL };
 
@@ -119,6 +122,7 @@ struct opts {
 	const char *gpus;               /* --gpus as given */
 	int cpu_fallback;               /* CPU ranks when --gpus finds none; 0: fail */
 	int sync_auto;
+	int nnodes, node_rank;          /* this launcher's place: --nnodes, --node-rank */
 	long long global_batch;         /* 0: not given */
 	char set[O_SELFTEST + 1];       /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */
@@ -151,7 +155,9 @@ static void usage(void)
 	       "  --cpu-fallback N      with --gpus - or auto: N CPU ranks when there is no GPU\n"
 	       "  --backend ref|cpu|cuda  backend of the devices [cpu, or cuda with --gpus]\n"
 	       "  --mode ddp|dp         process per device, or DataParallel threads [ddp]\n"
-	       "  --sync-backend auto|cpu|nccl  gradient all-reduce [auto]\n"
+	       "  --sync-backend auto|cpu|nccl|mpi  gradient all-reduce [auto]\n"
+	       "  --nnodes N   --node-rank I  one launcher per node; MASTER_ADDR, MASTER_PORT\n"
+	       "                        in the environment name node 0 [1, 0]\n"
 	       "  --uneven drop|pad     the epoch's last partial global batch [drop]\n"
 	       "  --timeout SECONDS     a silent rank fails the job after this [300]\n"
 	       "checkpoints:\n"
@@ -325,6 +331,8 @@ static void apply_rest(struct opts *o, int c, const char *arg)
 	case O_UNEVEN: g->pad_tail = opt_choice("--uneven", arg, uneven_words); break;
 	case O_PREFETCH: g->prefetch = (int)opt_int("--prefetch", arg, 0, 64); break;
 	case O_TIMEOUT: g->timeout_ms = (int)(1000 * opt_int("--timeout", arg, 1, 86400)); break;
+	case O_NNODES: o->nnodes = (int)opt_int("--nnodes", arg, 1, MGPU_MAX_NODES); break;
+	case O_NODE_RANK: o->node_rank = (int)opt_int("--node-rank", arg, 0, MGPU_MAX_NODES - 1); break;
 	case O_GPUS: set_gpus(o, arg); break;
 	case O_CPU_FALLBACK:
 		o->cpu_fallback = (int)opt_int("--cpu-fallback", arg, 1, MGPU_MAX_DEVICES);
@@ -763,6 +771,17 @@ static void resolve_world(struct opts *o)
 	if (mgpu_launch_env(&c->env) < 0)
 		usage_error("%s", mgpu_errmsg());
 	c->world = asked;
+	if (o->nnodes < 1)
+		o->nnodes = 1;
+	if (o->node_rank >= o->nnodes)
+		usage_error("--node-rank %d is not below --nnodes %d", o->node_rank, o->nnodes);
+	if (o->nnodes > 1 && c->env.launcher != MGPU_LAUNCH_NONE &&
+	    c->env.launcher != MGPU_LAUNCH_SELF)
+		usage_error("--nnodes is for mgpu-train's own launcher; %s placed the ranks",
+			    mgpu_launcher_name(c->env.launcher));
+	if (o->nnodes > 1 && c->mode == MGPU_MODE_DP)
+		usage_error("--mode dp runs in one process; it cannot span --nnodes %d", o->nnodes);
+	c->world = asked * o->nnodes;
 	if (c->env.launcher != MGPU_LAUNCH_NONE) {
 		/* the devices listed are this node's; other nodes have their own */
 		if ((o->cpu_ranks || c->ndevices > 1) && asked != c->env.local_world)
@@ -779,6 +798,13 @@ static void resolve_world(struct opts *o)
 				  MGPU_SYNC_NCCL : MGPU_SYNC_CPU;
 	if (c->sync == MGPU_SYNC_NCCL && strcmp(c->backend, "cuda") != 0)
 		usage_error("--sync-backend nccl needs GPU devices (--gpus)");
+	if (c->sync == MGPU_SYNC_MPI && (strcmp(c->backend, "cuda") == 0 ||
+					 c->mode == MGPU_MODE_DP))
+		usage_error("--sync-backend mpi is for CPU ranks in mode ddp (GPU ranks on "
+			    "several nodes: nccl)");
+	if (c->sync == MGPU_SYNC_MPI && !mgpu_mpi_in_build())
+		die("--sync-backend mpi: this build has no MPI (install libopenmpi-dev and "
+		    "rebuild)");
 }
 
 static void resolve_batch(struct opts *o)
@@ -818,9 +844,15 @@ static int launch(struct opts *o, char **argv)
 {
 	struct mgpu_launch_result res;
 
+	struct mgpu_launch_nodes nodes;
+	int local = o->cfg.world / o->nnodes;
+
 	if (mgpu_train_precheck(&o->cfg) < 0)
 		die_lib();
-	if (mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res) < 0)
+	if (o->nnodes > 1 && mgpu_launch_nodes_env(&nodes, o->nnodes, o->node_rank, local) < 0)
+		usage_error("%s", mgpu_errmsg());
+	if ((o->nnodes > 1 ? mgpu_launch_run_nodes(local, &nodes, argv, &mgpu_interrupted, &res) :
+			     mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res)) < 0)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
 		exit(1);
