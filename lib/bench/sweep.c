@@ -190,13 +190,13 @@ static const char *const tcols[] = {
 	"config", "kind", "devices", "mode", "sync_backend", "repeats", "warmup_steps",
 	"samples_per_s", "samples_per_s_min", "samples_per_s_max", "spread_pct", "wall_s",
 	"speedup", "efficiency", "effective_batch", "peak_bytes", "rss_bytes", "status",
-	"error", "command",
+	"error", "command", "blas_core", "blas_threads",
 };
 static const int ttypes[] = {
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST, MGPU_TAB_STR,
-	MGPU_TAB_STR, MGPU_TAB_STR,
+	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM,
 };
 
 static int set_list(struct mgpu_tab *t, size_t r, const char *col, const int64_t *v, int n)
@@ -237,6 +237,9 @@ static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *
 	MGPU_TRY(set_list(t, i, "rss_bytes", r->rss_bytes, r->ndev));
 	MGPU_TRY(mgpu_tab_set(t, i, "status", ok ? "ok" : "error"));
 	MGPU_TRY(mgpu_tab_set(t, i, "error", ok ? NULL : r->error));
+	MGPU_TRY(mgpu_tab_set(t, i, "blas_core", r->blas_core[0] ? r->blas_core : NULL));
+	if (r->blas_threads > 0)
+		MGPU_TRY(mgpu_tab_setf(t, i, "blas_threads", "%d", r->blas_threads));
 	return mgpu_tab_set(t, i, "command", r->command);
 }
 
@@ -294,6 +297,9 @@ static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 	get_str(t, i, "sync_backend", r->sync, sizeof r->sync);
 	get_str(t, i, "error", r->error, sizeof r->error);
 	get_str(t, i, "command", r->command, sizeof r->command);
+	get_str(t, i, "blas_core", r->blas_core, sizeof r->blas_core);
+	r->blas_threads = isfinite(mgpu_tab_getnum(t, i, "blas_threads")) ?
+		(int)mgpu_tab_getnum(t, i, "blas_threads") : 0;
 	if (!r->config[0] || !r->command[0] || !(dev >= 1 && dev <= MGPU_BENCH_MAXDEV))
 		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu lacks config, devices or command",
 				name, i + 1);

@@ -55,6 +55,8 @@ struct mgpu_bench_trow {
 	int64_t peak_bytes[MGPU_BENCH_MAXDEV], rss_bytes[MGPU_BENCH_MAXDEV];
 	char error[512];           /* "" when every repeat succeeded */
 	char command[MGPU_BENCH_CMD];
+	char blas_core[48];        /* OpenBLAS's kernels ("Haswell"); "" unknown */
+	int blas_threads;          /* BLAS threads per CPU rank; 0 unknown */
 };
 
 /* The row's label: "1 CPU rank", "2 devices (DDP)", "4 devices (DP, nccl)" (sync

@@ -201,10 +201,13 @@ static void test_tables(void)
 	free(s);
 	mgpu_tab_free(&t);
 	/* the data schema round-trips through TSV; JSON types its cells */
+	snprintf(rows[1].blas_core, sizeof rows[1].blas_core, "SkylakeX");
+	rows[1].blas_threads = 1;
 	T_OK(mgpu_bench_trows_tab(rows, n, &t));
 	s = render(&t, MGPU_FMT_JSON);
 	T_CHECK(s && strstr(s, "\"devices\":2,") && strstr(s, "\"peak_bytes\":[7000000,5000000]") &&
-		strstr(s, "\"speedup\":1.8,") && strstr(s, "\"status\":\"error\""), "%s", s);
+		strstr(s, "\"speedup\":1.8,") && strstr(s, "\"status\":\"error\"") &&
+		strstr(s, "\"blas_core\":\"SkylakeX\",\"blas_threads\":1}"), "%s", s);
 	free(s);
 	s = render(&t, MGPU_FMT_TSV);
 	mgpu_tab_free(&t);
@@ -213,6 +216,8 @@ static void test_tables(void)
 	T_OK(mgpu_bench_trows_from_tab(&t, "again", &rows, &n));
 	T_CHECK(n == 4 && rows && fabs(rows[1].speedup - 1.8) < 1e-12 &&
 		strcmp(rows[3].command, "mgpu-train -q --gpus 0,1,2,3 --mode ddp") == 0, "n %d", n);
+	T_CHECK(rows && strcmp(rows[1].blas_core, "SkylakeX") == 0 && rows[1].blas_threads == 1 &&
+		!rows[0].blas_core[0] && rows[0].blas_threads == 0, "blas columns");
 	mgpu_tab_free(&t);
 	free(rows);
 	free(s);
@@ -234,6 +239,11 @@ static void test_tab_errors(void)
 	T_FAILS(mgpu_bench_trows_from_tab(&t, "x.tsv", &rows, &n), MGPU_EFORMAT,
 		"not an mgpu-bench train table");
 	T_FAILS(mgpu_tab_set(&t, 0, "zz", "1"), MGPU_EINVAL, "no column 'zz'");
+	T_FAILS(mgpu_tab_fill(&t, "zz", "1"), MGPU_EINVAL, "no column 'zz'");
+	T_OK(mgpu_tab_add_row(&t));
+	T_OK(mgpu_tab_fill(&t, "b", "Zen"));
+	T_CHECK(strcmp(mgpu_tab_get(&t, 0, "b"), "Zen") == 0 &&
+		strcmp(mgpu_tab_get(&t, 1, "b"), "Zen") == 0, "fill");
 	mgpu_tab_free(&t);
 }
 

@@ -13,7 +13,8 @@
 #include <getopt.h> /* struct option */
 #include <stdio.h>  /* FILE */
 
-#include "core/io.h" /* struct mgpu_afile */
+#include "bench/tab.h" /* struct mgpu_tab */
+#include "core/io.h"   /* struct mgpu_afile */
 
 enum { O_JSON = 1000, O_FORMAT };
 
@@ -46,6 +47,12 @@ void common_close(struct common *co);
 int common_progress(const struct common *co);
 /* The directory of this executable, for finding mgpu-train beside it. */
 void self_dir(char *buf, size_t cap);
+/* The OpenBLAS kernels and the BLAS threads of a CPU rank, asked once:
+ * the same library and environment as the mgpu-train runs get. */
+const char *bench_blas_core(void);
+int bench_blas_threads(void);
+/* Fill the blas_core and blas_threads columns of every row of t. */
+void bench_blas_fill(struct mgpu_tab *t);
 /* A comma list of ints in [min_v, max_v] (exits 2 naming the option; the
  * single values use common.h's opt_int). */
 int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v);

@@ -261,6 +261,8 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 	struct mgpu_spawn_result res;
 	int k;
 
+	snprintf(r->blas_core, sizeof r->blas_core, "%s", bench_blas_core());
+	r->blas_threads = bench_blas_threads();
 	if (mgpu_bench_quote_argv(args, r->command, sizeof r->command) < 0)
 		die_lib();
 	for (k = 0; k < repeats && !mgpu_interrupted; k++) {
@@ -346,8 +348,10 @@ static void write_md(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 		die_lib();
 	mgpu_tab_free(&t);
 	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
-		"of each left out.\nCommands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
-		rows[0].warmup_steps);
+		"of each left out.\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
+		"Commands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
+		rows[0].warmup_steps, rows[0].blas_core, rows[0].blas_threads,
+		rows[0].blas_threads == 1 ? "" : "s");
 	for (i = 0; i < n; i++)
 		fprintf(fp, "- %s: `%s`\n", rows[i].config, rows[i].command);
 }
@@ -404,6 +408,10 @@ static int verdict(const struct topts *o, const struct mgpu_bench_trow *old, int
 	for (i = 0; i < n; i++)
 		if (rows[i].error[0] && ++nerr)
 			fprintf(stderr, "mgpu-bench: error: %s: %s\n", rows[i].config, rows[i].error);
+	if (old && old[0].blas_core[0] && strcmp(old[0].blas_core, bench_blas_core()) != 0)
+		warn("'%s' was measured with OpenBLAS %s kernels, this run uses %s: throughput "
+		     "differences may come from that (OPENBLAS_CORETYPE)", o->compare,
+		     old[0].blas_core, bench_blas_core());
 	if (old) {
 		mgpu_bench_compare(old, nold, rows, n, o->tol, reg, 2 * MAX_ROWS, &nreg);
 		for (i = 0; i < nreg && i < 2 * MAX_ROWS; i++)
