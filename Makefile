@@ -81,7 +81,7 @@ all: $(TOOL_BINS) $(TEST_BINS) $(BENCH_BINS)
 # The CPU backend's element loops are memory-bound passes that gcc only
 # vectorises at -O3 (loop unswitching); -fno-math-errno lets sqrtf vectorise.
 # Neither changes a result: no reassociation, no contraction under -std=c11.
-$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/dist/sync.o $(B)/obj/lib/dist/shm.o: HOT_CFLAGS := -O3 -fno-math-errno
+$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/nn/sync_shm.o $(B)/obj/lib/comm/shm.o: HOT_CFLAGS := -O3 -fno-math-errno
 
 $(B)/obj/%.o: %.c $(B)/config.h
 	@mkdir -p $(@D)
