@@ -300,6 +300,67 @@ static void test_quote_split(void)
 	T_FAILS(mgpu_bench_split_command(buf, back, 16, &n), MGPU_EFORMAT, "unbalanced");
 }
 
+/* The x and width of every <rect ... width="10" height="10"> (legend keys)
+ * and the largest right edge of the bars (every other filled rect in the
+ * memory panel, x >= 580). */
+static void svg_extents(const char *svg, double *legend_min_x, double *bar_max_x, int *nkeys)
+{
+	const char *p = svg;
+	double x, w;
+
+	*legend_min_x = 1e9;
+	*bar_max_x = 0;
+	*nkeys = 0;
+	while ((p = strstr(p, "<rect x=\"")) != NULL) {
+		p += 9;
+		if (sscanf(p, "%lf\" y=\"%*f\" width=\"%lf\"", &x, &w) != 2)
+			continue;
+		if (strncmp(strstr(p, "height=\"") + 8, "10\"", 3) == 0 && w == 10) {
+			*legend_min_x = x < *legend_min_x ? x : *legend_min_x;
+			(*nkeys)++;
+		} else if (x >= 580 && x + w > *bar_max_x) {
+			*bar_max_x = x + w;
+		}
+	}
+}
+
+/* Eight devices with tall bars on every device: the legend must not sit on
+ * them (it did, inside the panel's top right corner), nor may value labels
+ * wider than their bars. */
+static void test_svg_legend(void)
+{
+	struct mgpu_bench_trow rows[2];
+	double legend_x, bars_x;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+	int i, d, keys;
+
+	memset(rows, 0, sizeof rows);
+	for (i = 0; i < 2; i++) {
+		snprintf(rows[i].kind, sizeof rows[i].kind, "gpu");
+		snprintf(rows[i].mode, sizeof rows[i].mode, "ddp");
+		rows[i].devices = rows[i].ndev = i ? 8 : 1;
+		rows[i].samples_per_s = i ? 7000 : 1000;
+		for (d = 0; d < rows[i].ndev; d++)
+			rows[i].peak_bytes[d] = (int64_t)(100 + d) << 20;
+		mgpu_bench_label(&rows[i], 0);
+	}
+	mgpu_bench_trows_finish(rows, 2);
+	fp = open_memstream(&buf, &len);
+	T_OK(mgpu_bench_plot_svg(fp, rows, 2, NULL));
+	fclose(fp);
+	svg_extents(buf ? buf : "", &legend_x, &bars_x, &keys);
+	T_CHECK(keys == 8, "%d legend keys", keys);
+	T_CHECK(bars_x > 580 && legend_x > bars_x, "legend at x %.1f, bars reach x %.1f", legend_x,
+		bars_x);
+	T_CHECK(buf && strstr(buf, ">dev 7</text>") && legend_x + 60 <= 1040, "legend off the page");
+	/* bars 18 px wide: value labels would run into each other, so none */
+	T_CHECK(buf && !strstr(buf, ">100.0</text>") && !strstr(buf, ">107.0</text>"),
+		"value labels on narrow bars");
+	free(buf);
+}
+
 static void test_svg(void)
 {
 	struct mgpu_bench_trow *rows;
@@ -427,6 +488,7 @@ int main(void)
 	T_RUN(test_compare);
 	T_RUN(test_quote_split);
 	T_RUN(test_svg);
+	T_RUN(test_svg_legend);
 	T_RUN(test_spawn);
 	T_RUN(test_allreduce_check);
 	return T_DONE();
