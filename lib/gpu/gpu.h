@@ -244,6 +244,25 @@ int mgpu_gpu_blas_core_simd(const char *core);
  */
 int mgpu_gpu_blas_verdict(const char *core, const char *flags, char *msg, size_t len);
 
+/*
+ * Sampling NVML during a run (mgpu-bench train): open a session on the
+ * GPUs named by UUID (entries NVML does not know read as unknown), read
+ * utilisation (percent of the last sample period in which a kernel ran,
+ * as nvidia-smi shows it) and device memory in use (all processes), close.
+ * open fails with MGPU_EUNSUP and why when NVML cannot be loaded or knows
+ * none of the GPUs. One thread may read while the session is open.
+ */
+struct mgpu_gpu_nvml_mon {
+	int n, open;
+	struct nvml_device_st *dev[MGPU_GPU_MAX]; /* NVML handles; NULL: unknown */
+};
+int mgpu_gpu_nvml_open(struct mgpu_gpu_nvml_mon *m, const char *const *uuids, int n, char *why,
+		       size_t whylen);
+/* GPU i's utilisation and memory in use; -1 each when NVML does not say. */
+void mgpu_gpu_nvml_read(const struct mgpu_gpu_nvml_mon *m, int i, int *util_pct,
+			int64_t *mem_used_bytes);
+void mgpu_gpu_nvml_close(struct mgpu_gpu_nvml_mon *m);
+
 /* 1 when a TCP socket can bind 127.0.0.1:port (then closed), 0 when not,
  * with why. */
 int mgpu_gpu_port_free(int port, char *why, size_t whylen);

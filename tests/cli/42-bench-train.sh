@@ -1,7 +1,9 @@
 # mgpu-bench train: the sweep's rows and arithmetic, the recorded commands
 # (they run), --save / --compare (a planted regression is named and exits 1;
-# an unchanged run passes), --plot, Markdown, and GPU configurations failing
-# as row errors on a machine without GPUs. Timings are never asserted.
+# an unchanged run passes; a table of other OpenBLAS kernels is named),
+# --plot, Markdown, the BLAS and GPU-utilisation columns (NA for CPU ranks),
+# and GPU configurations failing as row errors on a machine without GPUs.
+# Timings are never asserted.
 . tests/cli/lib.sh
 B="$BIN/mgpu-bench"
 mkidx d 1200 100 8 4
@@ -24,6 +26,7 @@ for r in rows:
     assert len(r["peak_bytes"].split(",")) == n and int(r["effective_batch"]) == 16 * n, r
     assert "--log-every 1" in r["command"] and "--max-steps 24" in r["command"], r
     assert r["blas_core"] not in ("", "NA") and r["blas_threads"] == "1", r
+    assert r["gpu_util_pct"] == "NA" and r["gpu_mem_used_bytes"] == "NA", r  # CPU ranks
 assert float(rows[0]["speedup"]) == 1
 assert rows[1]["mode"] == "ddp" and rows[2]["mode"] == "dp" and rows[1]["sync_backend"] == "cpu"
 dp = [int(x) for x in rows[2]["peak_bytes"].split(",")]
