@@ -300,7 +300,7 @@ int system_report(const struct opts *o)
 	out_open(&out, o);
 	memset(&r, 0, sizeof r);
 	r.out = &out;
-	mgpu_table_init(&r.t, out.fp, o->json, sys_cols, 4);
+	mgpu_table_init(&r.t, out.fp, o->com.format, sys_cols, 4);
 	report_versions(&r, &s);
 	report_gpus(&r, &list, &s, o->from);
 	report_p2p(&r, &s);
@@ -308,7 +308,7 @@ int system_report(const struct opts *o)
 	report_checks(&r, &list, &s, &b);
 	out_close(&out);
 	/* stdout may be a file nobody reads soon: a slow BLAS deserves a word now */
-	if (b.fits == 0 && !o->quiet)
+	if (b.fits == 0 && !o->com.quiet)
 		warn("%s", b.verdict);
 	return 0;
 }
