@@ -1,9 +1,11 @@
 /*
  * system.c - `mgpu-probe --system`: the CUDA, cuBLAS, NCCL and driver
- * versions, the visible GPUs, the P2P matrix, the host and a checklist of
- * what multi-GPU training needs, as section/item/value/check rows (TSV,
+ * versions and the GPU code this binary carries, the visible GPUs (or
+ * those of a --from CSV), the P2P matrix, the host with OpenBLAS's kernels,
+ * and a checklist of what multi-GPU training needs (code for each GPU, BLAS
+ * kernels that fit the CPU, ...), as section/item/value/check rows (TSV,
  * JSON Lines) or grouped text on a terminal. Always exits 0: a failed
- * check is a finding, not an error.
+ * check is a finding, not an error (a BLAS misfit is also a warning).
  */
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* fprintf */
