@@ -160,7 +160,7 @@ clean:
 
 help:
 	@echo "targets: all (default), test, demo, bench, gpu-check, deps, lint-man, install, clean, help"
-	@echo "options: CUDA=auto|0|1 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
+	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
 .PHONY: all deps test test-bins demo bench gpu-check lint-man install clean help

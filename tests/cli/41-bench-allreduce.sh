@@ -5,8 +5,11 @@
 B="$BIN/mgpu-bench"
 "$B" allreduce --ranks 2 --sizes 4K:32K --iters 3 >ar.tsv 2>err.txt || fail "2 ranks: $(cat err.txt)"
 [ ! -s err.txt ] || fail "stderr when piped: $(cat err.txt)"
-head -n 1 ar.tsv | grep -qx 'backend	ranks	size_bytes	count	time_us	algbw_gbps	busbw_gbps	wrong' ||
+head -n 1 ar.tsv | grep -qx 'backend	ranks	size_bytes	count	time_us	algbw_gbps	busbw_gbps	wrong	blas_core	blas_threads' ||
 	fail "header: $(head -n 1 ar.tsv)"
+# every row names the machine's OpenBLAS kernels and a rank's BLAS threads
+awk -F '\t' 'NR > 1 && ($9 == "" || $9 == "NA" || $10 != 1) { exit 1 }' ar.tsv ||
+	fail "blas columns: $(cat ar.tsv)"
 # 4K 8K 16K 32K, then the memcpy limit line
 awk -F '\t' 'NR > 1 && $1 == "cpu" { n++; if ($2 != 2 || $4 * 4 != $3 || $8 != 0) exit 1
 	a = $3 / $5 / 1000; if ((a - $6) / a > 0.01 || (a - $6) / a < -0.01) exit 1

@@ -45,9 +45,11 @@ static const char *const backend_words[] = { "cpu", "nccl", "mpi", NULL };
 enum { B_CPU, B_NCCL, B_MPI };
 
 static const char *const cols[] = { "backend", "ranks", "size_bytes", "count", "time_us",
-				    "algbw_gbps", "busbw_gbps", "wrong" };
+				    "algbw_gbps", "busbw_gbps", "wrong", "blas_core",
+				    "blas_threads" };
 static const int types[] = { MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
-			     MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM };
+			     MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
+			     MGPU_TAB_STR, MGPU_TAB_NUM };
 
 struct aopts {
 	struct common co;
@@ -423,6 +425,7 @@ static void write_out(struct aopts *o, struct mgpu_tab *t, double gbps, size_t n
 
 	if (o->co.fmt != MGPU_FMT_MD)
 		add_limit(t, gbps, nbytes);
+	bench_blas_fill(t);
 	if (mgpu_tab_write(t, fp, o->co.fmt) < 0)
 		die_lib();
 	if (o->co.fmt == MGPU_FMT_MD)
@@ -472,7 +475,7 @@ int bench_allreduce(int argc, char **argv)
 	int i, failed = 0;
 
 	parse(&o, argc, argv);
-	if (mgpu_tab_init(&t, cols, types, 8) < 0)
+	if (mgpu_tab_init(&t, cols, types, 10) < 0)
 		die_lib();
 	if (under_mpirun())
 		return mpi_main(&o, &t);
