@@ -35,14 +35,16 @@ CUDA := 0
 endif
 
 # Optional parts: trial compiles in mk/configure.sh, redone when the request
-# (CUDA/MPI/CUDA_ARCHS values) changes.
+# (CUDA/MPI/CUDA_ARCHS values) or the script itself changes, so that a tree
+# updated in place does not build with an old configuration.
 empty :=
 comma := ,
 CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
-CONFIG_REQ_NOW := $(CUDA)-$(MPI)-$(CUDA_ARCHS_REQ)
+CONFIG_SUM := $(firstword $(shell cksum mk/configure.sh))
+CONFIG_REQ_NOW := $(CUDA)-$(MPI)-$(CUDA_ARCHS_REQ)-$(CONFIG_SUM)
 -include $(B)/config.mk
 ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
-$(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) '$(CUDA_ARCHS_REQ)' >&2)
+$(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) '$(CUDA_ARCHS_REQ)' $(CONFIG_SUM) >&2)
 -include $(B)/config.mk
 endif
 ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
