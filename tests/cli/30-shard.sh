@@ -144,10 +144,46 @@ mkdir o3
 interrupted TERM 0.7 143 "$S" -q --shard-size 20 -o o3/m.tsv big
 [ -z "$(ls -A o3)" ] || fail "SIGTERM left in o3/: $(ls -A o3 | head -3)"
 rm -rf big o3
-# A failure after some shards were written removes them again.
-chmod 0555 a 2>/dev/null
-if [ "$(id -u)" != 0 ]; then
-	expect 1 "cannot create" "$S" -o a/manifest2.tsv d.csv
-fi
-chmod 0755 a
+# A write error part way (a file size limit, its signal ignored: EFBIG)
+# leaves nothing: no shard, no manifest temporary, no directory made.
+(trap '' XFSZ; ulimit -f 20; exec "$S" -q --shard-size 16 -o w/deep/m.tsv d.csv) \
+	>out.txt 2>err.txt && fail "a write error went unnoticed"
+grep -q "write failed: File too large" err.txt || fail "write error: $(cat err.txt)"
+[ ! -e w ] || fail "a write error left: $(find w)"
+# The manifest to a full stdout: the same.
+expect 1 "cannot write to standard output" sh -c "exec '$S' -q -d full d.csv >/dev/full"
+[ "$(ls -d full* 2>/dev/null)" = "" ] || fail "stdout error left: $(ls -d full*)"
+# A run killed part way (SIGXFSZ) leaves its temporary; the next run
+# removes it, as the process that made it is gone.
+mkdir k
+(ulimit -f 20; exec "$S" -q --shard-size 16 -o k/set/m.tsv d.csv) 2>/dev/null &&
+	fail "not killed by SIGXFSZ"
+ls -d k/set.tmp.* >/dev/null 2>&1 || fail "the killed run left no temporary: $(ls -a k)"
+"$S" -q --shard-size 16 -o k/set/m.tsv d.csv
+[ "$(ls k)" = set ] || fail "stale temporaries stay: $(ls k)"
+
+# Re-sharding into the same directory: an identical rerun changes nothing
+# and says so; another set is refused (naming --force) and the old set
+# stays; --force replaces the whole set, leaving no shard of the old one.
+"$S" -q --shard-size 16 -o r/manifest.tsv d.csv
+ino=$(stat -c %i r/manifest.tsv)
+"$S" --shard-size 16 -o r/manifest.tsv d.csv 2>err.txt
+grep -q "'r' already holds this shard set" err.txt || fail "rerun: $(cat err.txt)"
+[ "$(stat -c %i r/manifest.tsv)" = "$ino" ] || fail "an identical rerun rewrote the set"
+cp -r r r.saved
+expect 1 "'r': holds another shard set; --force replaces it" \
+	"$S" -q --shard-size 50 --seed 3 -o r/manifest.tsv d.csv
+diff -r r r.saved >/dev/null || fail "a refused run changed r"
+[ "$(ls -d r.tmp.* 2>/dev/null)" = "" ] || fail "a refused run left its temporary"
+"$S" -q --force --shard-size 50 --seed 3 -o r/manifest.tsv d.csv
+[ "$(ls r | wc -l)" = "$(($(wc -l <r/manifest.tsv)))" ] || fail "--force left old shards: $(ls r)"
+cut -f 2 r/manifest.tsv | tail -n +2 | while read -r f; do [ -f "r/$f" ] || fail "no r/$f"; done
+"$BIN/mgpu-cache" -q -o rc r/manifest.tsv >/dev/null || fail "the replaced set does not read"
+mkdir f && touch f/notes.txt
+expect 1 "'f': holds 'notes.txt', which is no part of a shard set" "$S" -q -d f d.csv
+expect 1 "'.': shards need a directory of their own (-d DIR)" "$S" -q -o m.tsv d.csv
+# -d apart from -o: the manifest names the shards by absolute path.
+mkdir man && "$S" -q -d apart -o man/m.tsv d.csv
+grep -q "	$PWD/apart/train-000000.tar	" man/m.tsv || fail "paths: $(cat man/m.tsv)"
+"$BIN/mgpu-cache" -q -o ac man/m.tsv >/dev/null || fail "a manifest apart does not read"
 exit 0

@@ -36,6 +36,11 @@ touch -d '2001-01-01' sh/val-000001.tar
 "$C" -q -o c2 --chunk-size 2K m.tsv | grep -q "	built	" || fail "a touched shard did not rebuild"
 "$C" -q -o c2 --chunk-size 2K --force m.tsv | grep -q "	built	" || fail "--force"
 ls -a c2 | grep -q tmp && fail "temporaries left: $(ls -a c2)"
+# A temporary of a builder that was killed is removed by the next build.
+dead=$(sh -c 'echo $$')
+touch "c2/mgpu.cache.tmp.$dead"
+"$C" -q -o c2 --chunk-size 2K --force m.tsv >/dev/null
+[ ! -e "c2/mgpu.cache.tmp.$dead" ] || fail "a dead builder's temporary stays"
 
 # Shard files by name, and a tar stream on stdin (all train).
 "$C" -q -o c3 --raw sh/train-*.tar sh/val-*.tar | cut -f 1,2,8 >b3.tsv
