@@ -12,9 +12,9 @@
 #include <archive.h> /* archive_version_string */
 
 #include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
+#include "comm/launch.h" /* MGPU_EXIT_PIPE */
 #include "core/cancel.h" /* mgpu_cancel_raise, mgpu_cancel_signal */
 #include "core/cli.h" /* mgpu_cli_int, mgpu_cli_double, mgpu_cli_size, mgpu_cli_choice */
-#include "dist/launch.h" /* MGPU_EXIT_PIPE */
 #include "ops/ops.h" /* mgpu_ops_all */
 
 volatile sig_atomic_t mgpu_interrupted;
@@ -87,6 +87,7 @@ void print_version(int verbose)
 		return;
 	printf("features: cuda=%d nccl=%d mpi=%d\n", MGPU_HAVE_CUDA, MGPU_HAVE_NCCL,
 	       MGPU_HAVE_MPI);
+	printf("gpu code: %s\n", MGPU_CUDA_ARCHS[0] ? MGPU_CUDA_ARCHS : "none (built without CUDA)");
 	printf("backends:");
 	for (o = mgpu_ops_all(); *o; o++)
 		printf(" %s", (*o)->name);

@@ -8,9 +8,9 @@
 #include <string.h> /* memcpy, memset */
 
 #include "bench/stats.h" /* mgpu_bench_median, mgpu_bench_busbw_factor */
+#include "comm/nccl.h"   /* mgpu_nccl_* */
 #include "core/clock.h" /* mgpu_now_us */
 #include "core/err.h"    /* mgpu_err */
-#include "dist/nccl.h"   /* mgpu_nccl_* */
 #include "ops/ops.h"     /* mgpu_ops_find, struct mgpu_dev */
 
 #define WARMUP_OPS 3

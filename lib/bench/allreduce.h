@@ -19,7 +19,7 @@
  *
  * The cpu backend is mgpu_shm_allreduce_slots (the sync of mgpu-train's CPU
  * ranks) on each rank's gradient slot. The nccl backend runs
- * ncclAllReduce through dist/nccl.h on device `rank` of the cuda backend,
+ * ncclAllReduce through comm/nccl.h on device `rank` of the cuda backend,
  * the unique id passed through the segment; it needs a build with NCCL and
  * one GPU per rank. Nothing here prints or exits.
  */
@@ -29,7 +29,7 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* int64_t */
 
-#include "dist/shm.h" /* struct mgpu_shm */
+#include "comm/shm.h" /* struct mgpu_shm */
 
 enum mgpu_ar_backend { MGPU_AR_CPU = 0, MGPU_AR_NCCL = 1 };
 

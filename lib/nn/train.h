@@ -20,7 +20,7 @@
 #include <signal.h> /* sig_atomic_t */
 #include <stdint.h> /* int64_t, uint64_t */
 
-#include "dist/launch.h" /* struct mgpu_rank_env */
+#include "comm/launch.h" /* struct mgpu_rank_env */
 #include "nn/optim.h"     /* struct mgpu_optim_cfg, struct mgpu_sched */
 #include "nn/spec.h"      /* struct mgpu_spec */
 

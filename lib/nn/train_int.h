@@ -10,10 +10,10 @@
 
 #include "data/loader.h"  /* struct mgpu_loader */
 #include "data/source.h"  /* struct mgpu_source */
-#include "dist/sync.h"    /* struct mgpu_sync */
 #include "nn/ckpt.h"      /* struct mgpu_ckpt_dir */
 #include "nn/model.h"     /* struct mgpu_model */
 #include "nn/optim.h"     /* struct mgpu_optim, struct mgpu_sched */
+#include "nn/sync.h"      /* struct mgpu_sync */
 #include "nn/train.h"     /* struct mgpu_train_cfg */
 
 struct train_data {

@@ -47,7 +47,7 @@ static int open_sync(struct train_rank *r)
 	size_t np = mgpu_model_count(&c->spec);
 
 	if (r->dp_shm) {
-		mgpu_sync_open_dp(&r->sync, r->dp_shm, r->rank);
+		MGPU_TRY(mgpu_sync_open_dp(&r->sync, r->dp_shm, r->rank));
 	} else {
 		MGPU_TRY(mgpu_sync_open(&r->sync, &c->env, c->sync, np,
 					mgpu_optim_nstate_for(&c->optim), &r->dev,

@@ -21,9 +21,9 @@
 #include "bench/allreduce.h" /* mgpu_bench_ar_rank */
 #include "bench/stats.h"     /* mgpu_bench_sizes */
 #include "bench/tab.h"       /* struct mgpu_tab */
+#include "comm/shm.h"        /* mgpu_shm_create */
 #include "core/cli.h"        /* mgpu_cli_choice */
 #include "core/err.h"        /* mgpu_errmsg */
-#include "dist/shm.h"        /* mgpu_shm_create */
 #include "ops/ops.h"         /* mgpu_ops_find */
 
 #define MAX_SIZES 64
@@ -247,7 +247,7 @@ static int available(const struct aopts *o, int b)
 
 	if (b == B_MPI) {
 		fprintf(stderr, "mgpu-bench: error: allreduce mpi: no MPI all-reduce in this "
-			"build (lib/dist has no MPI backend yet)\n");
+			"build (lib/comm has no MPI backend yet)\n");
 		return -1;
 	}
 	if (b != B_NCCL)

@@ -20,10 +20,10 @@
 #include "core/cli.h"      /* mgpu_cli_int_list */
 #include "core/clock.h"    /* mgpu_now_s */
 #include "core/table.h"    /* struct mgpu_table */
-#include "dist/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
-#include "dist/sync.h"     /* mgpu_sync_name */
+#include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/ckpt.h"       /* mgpu_ckpt_load_state */
+#include "nn/sync.h"       /* mgpu_sync_name */
 #include "nn/train.h"      /* mgpu_train_run */
 #include "ops/check.h"     /* mgpu_ops_compare */
 #include "ops/elem.h"      /* mgpu_hash64 */

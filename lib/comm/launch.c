@@ -1,7 +1,7 @@
 /*
  * launch.c - rank environment and the forking launcher (see launch.h).
  */
-#include "dist/launch.h"
+#include "comm/launch.h"
 
 #include <errno.h>      /* errno, EINTR */
 #include <limits.h>     /* INT_MAX */

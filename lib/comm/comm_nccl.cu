@@ -8,7 +8,7 @@
  * wait_ready() polls ncclCommGetAsyncError until the operation is queued,
  * failed, or timed out.
  */
-#include "dist/nccl.h"
+#include "comm/nccl.h"
 
 #include <nccl.h>   /* ncclAllReduce, ncclCommInitRankConfig */
 #include <stdlib.h> /* calloc, free */

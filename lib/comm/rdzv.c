@@ -4,7 +4,7 @@
  * Messages are fixed-size structs with explicit little-endian 32-bit
  * fields, sent whole; a peer that sends less within the timeout is dropped.
  */
-#include "dist/rdzv.h"
+#include "comm/rdzv.h"
 
 #include <arpa/inet.h>   /* inet_pton, htons */
 #include <errno.h>       /* errno */

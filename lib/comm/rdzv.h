@@ -9,8 +9,8 @@
  * is refused (the connection gets a refusal and is closed) and rank 0 keeps
  * waiting for the real ranks. Every wait is bounded by timeout_ms.
  */
-#ifndef MGPU_DIST_RDZV_H
-#define MGPU_DIST_RDZV_H
+#ifndef MGPU_COMM_RDZV_H
+#define MGPU_COMM_RDZV_H
 
 #include <stdint.h> /* uint8_t */
 

@@ -19,8 +19,8 @@
  * - The same code serves processes (a named POSIX segment) and threads of
  *   one process (an anonymous mapping): mode dp uses the latter.
  */
-#ifndef MGPU_DIST_SHM_H
-#define MGPU_DIST_SHM_H
+#ifndef MGPU_COMM_SHM_H
+#define MGPU_COMM_SHM_H
 
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */

@@ -1,54 +1,63 @@
 /*
  * sync.h - gradient synchronisation and the optimizer step of one rank.
  *
- * Strategies:
- * - none: one rank; the optimizer steps on its own gradient.
- * - cpu (mode ddp): the ranks of a node share one shared-memory segment
- *   holding the master weights, the optimizer state and one gradient slot
- *   per rank. As backward finishes each layer (last first) the rank marks
- *   that bucket ready; each bucket is split into one shard per rank, and
- *   the rank owning a shard sums the slots there and applies the optimizer
- *   to that shard of the shared weights in the same pass (reduce and update
- *   fused and sharded: no all-gather, one copy of weights per node). A
- *   bucket is reduced as soon as every rank has it, even while backward
- *   continues. With gradient clipping the update waits for the global norm.
- * - cpu (mode dp): threads of one process; rank 0 holds the master weights
- *   and the optimizer, sums every slot, updates, and the other replicas copy
- *   the weights back, as torch.nn.DataParallel does.
- * - nccl (mode ddp, GPUs): in-place ncclAllReduce of each bucket on a
- *   communication stream as backward produces it; each rank then steps its
- *   own replica.
+ * Strategies, one file each (sync_<name>.c), listed in the table of
+ * sync.c; sync_int.h says what a strategy provides:
+ * - none (sync_none.c): one rank; the optimizer steps on its own gradient.
+ * - cpu (sync_shm.c, mode ddp): the ranks of a node share one shared-memory
+ *   segment holding the master weights, the optimizer state and one
+ *   gradient slot per rank. As backward finishes each layer (last first)
+ *   the rank marks that bucket ready; each bucket is split into one shard
+ *   per rank, and the rank owning a shard sums the slots there and applies
+ *   the optimizer to that shard of the shared weights in the same pass
+ *   (reduce and update fused and sharded: no all-gather, one copy of
+ *   weights per node). A bucket is reduced as soon as every rank has it,
+ *   even while backward continues. With gradient clipping the update waits
+ *   for the global norm.
+ * - cpu (sync_shm.c, mode dp): threads of one process; rank 0 holds the
+ *   master weights and the optimizer, sums every slot, updates, and the
+ *   other replicas copy the weights back, as torch.nn.DataParallel does.
+ * - nccl (sync_nccl.c, mode ddp, GPUs): in-place ncclAllReduce of each
+ *   bucket on a communication stream as backward produces it; each rank
+ *   then steps its own replica.
  *
+ * The bytes move through lib/comm (shared memory, NCCL, rendezvous); what
+ * the bytes mean (buckets of layers, the optimizer step) is decided here.
  * Every strategy ends a step with a barrier that also agrees on whether to
  * stop (any rank interrupted), so all ranks stop after the same step.
  */
-#ifndef MGPU_DIST_SYNC_H
-#define MGPU_DIST_SYNC_H
+#ifndef MGPU_NN_SYNC_H
+#define MGPU_NN_SYNC_H
 
-#include "dist/launch.h" /* struct mgpu_rank_env */
-#include "dist/shm.h"   /* struct mgpu_shm */
-#include "nn/model.h"   /* struct mgpu_model */
-#include "nn/optim.h"   /* struct mgpu_optim */
+#include <stddef.h> /* size_t */
+
+#include "comm/launch.h" /* struct mgpu_rank_env */
+#include "comm/shm.h"    /* struct mgpu_shm (mode dp) */
+#include "nn/model.h"    /* struct mgpu_model */
+#include "nn/optim.h"    /* struct mgpu_optim */
 
 enum mgpu_mode { MGPU_MODE_DDP = 0, MGPU_MODE_DP = 1 };
+/* One per strategy; the value indexes the table in sync.c. */
 enum mgpu_sync_kind { MGPU_SYNC_NONE = 0, MGPU_SYNC_CPU = 1, MGPU_SYNC_NCCL = 2 };
 
+struct mgpu_sync_strategy;
+
 struct mgpu_sync {
+	const struct mgpu_sync_strategy *st;
+	void *priv;                   /* the strategy's own state */
 	int kind, mode;
 	int rank, world;
-	struct mgpu_shm shm;          /* cpu */
-	void *nccl;                   /* nccl state */
 	struct mgpu_model *model;
 	struct mgpu_optim *opt;
+	/* Host buffers the ranks share (set by the strategy; NULL: the rank's
+	 * own): see mgpu_sync_model_buffers. */
+	float *shared_w, *shared_g, *shared_state[2];
+	int loads_state;              /* see mgpu_sync_loads_state */
+	int owns_optimizer;           /* see mgpu_sync_owns_optimizer */
 	int nbuckets;                 /* one per layer */
 	size_t boff[MGPU_MAX_LAYERS], bcnt[MGPU_MAX_LAYERS];
-	int next;                     /* buckets reduced this step, in order */
-	int published;                /* buckets this rank marked ready this step */
-	int clip;                     /* clipping: update after the norm */
-	float *host_g;                /* GPU + cpu sync: where g is staged */
 	int syncing;                  /* this micro-step ends with a sync */
 	float lr;
-	double sumsq;                 /* of this rank's reduced shards */
 	double grad_norm;             /* after mgpu_sync_step: see there */
 };
 
@@ -57,7 +66,7 @@ struct mgpu_sync {
 int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kind,
 		   size_t nparams, int nstate, struct mgpu_dev *dev, int timeout_ms);
 /* Mode dp: rank `rank` of the threads sharing the private segment seg. */
-void mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank);
+int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank);
 const char *mgpu_sync_name(int kind);
 const char *mgpu_mode_name(int mode);
 

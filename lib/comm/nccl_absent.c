@@ -6,7 +6,7 @@
 #include "config.h" /* MGPU_HAVE_NCCL */
 
 #if !MGPU_HAVE_NCCL
-#include "dist/nccl.h"
+#include "comm/nccl.h"
 
 #include "core/err.h" /* mgpu_err */
 

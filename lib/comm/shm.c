@@ -1,7 +1,7 @@
 /*
  * shm.c - shared-memory segment, barriers and small all-reduces (shm.h).
  */
-#include "dist/shm.h"
+#include "comm/shm.h"
 
 #include <errno.h>     /* errno, ESRCH */
 #include <fcntl.h>     /* O_CREAT, O_EXCL, O_RDWR */

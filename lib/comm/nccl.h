@@ -9,8 +9,8 @@
  * communicator) instead of hanging. In builds without NCCL every function
  * fails with MGPU_EUNSUP.
  */
-#ifndef MGPU_DIST_NCCL_H
-#define MGPU_DIST_NCCL_H
+#ifndef MGPU_COMM_NCCL_H
+#define MGPU_COMM_NCCL_H
 
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint8_t */

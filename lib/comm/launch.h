@@ -15,12 +15,12 @@
  * it stop the others and report that rank. Children die with the launcher
  * (PR_SET_PDEATHSIG), so none outlives it.
  */
-#ifndef MGPU_DIST_LAUNCH_H
-#define MGPU_DIST_LAUNCH_H
+#ifndef MGPU_COMM_LAUNCH_H
+#define MGPU_COMM_LAUNCH_H
 
 #include <signal.h> /* sig_atomic_t */
 
-#include "dist/rdzv.h" /* MGPU_TOKEN_LEN */
+#include "comm/rdzv.h" /* MGPU_TOKEN_LEN */
 
 enum mgpu_launcher {
 	MGPU_LAUNCH_NONE = 0,

@@ -1,0 +1,173 @@
+/*
+ * sync.c - the table of gradient sync strategies and what they share:
+ * opening, buckets and the backward hook, the closing barrier (see sync.h;
+ * the strategies are sync_<name>.c, their contract sync_int.h).
+ *
+ * A bucket is one layer's parameters [boff, boff + bcnt) of the flat
+ * vectors, handed to the strategy as backward produces it: last layer
+ * first, the same order on every rank.
+ */
+#include "nn/sync.h"
+
+#include <math.h>   /* sqrt */
+#include <string.h> /* memset */
+#include <unistd.h> /* close */
+
+#include "core/err.h"    /* mgpu_err, MGPU_TRY */
+#include "nn/sync_int.h" /* struct mgpu_sync_strategy */
+
+/* Indexed by enum mgpu_sync_kind. */
+static const struct mgpu_sync_strategy *const strategies[] = {
+	[MGPU_SYNC_NONE] = &mgpu_sync_none,
+	[MGPU_SYNC_CPU] = &mgpu_sync_shm,
+	[MGPU_SYNC_NCCL] = &mgpu_sync_nccl,
+};
+#define NSTRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
+
+const char *mgpu_sync_name(int kind)
+{
+	return kind >= 0 && kind < NSTRATEGIES ? strategies[kind]->name : "?";
+}
+
+const char *mgpu_mode_name(int mode)
+{
+	return mode == MGPU_MODE_DP ? "dp" : "ddp";
+}
+
+int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kind,
+		   size_t nparams, int nstate, struct mgpu_dev *dev, int timeout_ms)
+{
+	struct mgpu_sync_args a = { env, nparams, nstate, dev, timeout_ms };
+	int rc;
+
+	memset(s, 0, sizeof *s);
+	s->mode = MGPU_MODE_DDP;
+	s->rank = env->rank;
+	s->world = env->world;
+	s->kind = env->world > 1 ? kind : MGPU_SYNC_NONE;
+	s->loads_state = s->owns_optimizer = 1;
+	if (s->kind < 0 || s->kind >= NSTRATEGIES)
+		return mgpu_err(MGPU_EINVAL, "sync backend %d does not exist", kind);
+	s->st = strategies[s->kind];
+	rc = s->st->init(s, &a);
+	if (rc < 0)
+		mgpu_sync_close(s);
+	return rc;
+}
+
+int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+			 struct mgpu_rdzv_info *info)
+{
+	const struct mgpu_rank_env *env = a->env;
+	int fd = env->listen_fd, port = env->port, rc;
+
+	if (s->rank != 0)
+		return mgpu_rdzv_join(env->addr, env->port, s->rank, s->world, env->token, info,
+				      a->timeout_ms);
+	if (fd < 0)
+		MGPU_TRY(mgpu_rdzv_listen(env->addr, &port, &fd));
+	rc = mgpu_rdzv_serve(fd, s->world, env->token, info, a->timeout_ms);
+	close(fd);
+	return rc;
+}
+
+void mgpu_sync_model_buffers(const struct mgpu_sync *s, int host_mem, float **w,
+			     float **g, float **state0, float **state1)
+{
+	*w = *g = *state0 = *state1 = NULL;
+	if (!host_mem)
+		return;
+	*w = s->shared_w;
+	*g = s->shared_g;
+	*state0 = s->shared_state[0];
+	*state1 = s->shared_state[1];
+}
+
+int mgpu_sync_loads_state(const struct mgpu_sync *s)
+{
+	return s->loads_state;
+}
+
+int mgpu_sync_owns_optimizer(const struct mgpu_sync *s)
+{
+	return s->owns_optimizer;
+}
+
+/* The model's backward calls this as each layer's gradient is final. */
+static int hook(void *ctx, int layer, size_t off, size_t cnt)
+{
+	struct mgpu_sync *s = ctx;
+
+	if (!s->syncing || !s->st->reduce_bucket)
+		return 0;
+	return s->st->reduce_bucket(s, layer, off, cnt);
+}
+
+int mgpu_sync_bind(struct mgpu_sync *s, struct mgpu_model *m, struct mgpu_optim *o)
+{
+	int l;
+
+	s->model = m;
+	s->opt = o;
+	s->nbuckets = m->spec.nlayers;
+	for (l = 0; l < m->spec.nlayers; l++) {
+		const struct mgpu_layer *L = &m->layers[l];
+		const struct mgpu_param *last = L->beta ? L->beta : L->b;
+		s->boff[l] = L->w->off;
+		s->bcnt[l] = last->off + last->count - L->w->off;
+	}
+	m->grad_ready = hook;
+	m->grad_ctx = s;
+	return s->st->bind ? s->st->bind(s) : 0;
+}
+
+void mgpu_sync_micro(struct mgpu_sync *s, int last, float lr)
+{
+	s->syncing = last;
+	s->lr = lr;
+	if (last && s->st->begin)
+		s->st->begin(s);
+}
+
+int mgpu_sync_step(struct mgpu_sync *s, double *vals, int n)
+{
+	return s->st->finish(s, vals, n);
+}
+
+int mgpu_sync_close_step(struct mgpu_sync *s, double *vals, int n, double norm2)
+{
+	double v[MGPU_SHM_MAX_VALS];
+	int i;
+
+	if (n < 0 || n + 1 > MGPU_SHM_MAX_VALS)
+		return mgpu_err(MGPU_EINVAL, "sync: %d values per step, max %d", n,
+				MGPU_SHM_MAX_VALS - 1);
+	for (i = 0; i < n; i++)
+		v[i] = vals[i];
+	v[n] = norm2;
+	MGPU_TRY(mgpu_sync_allreduce_f64(s, v, n + 1));
+	for (i = 0; i < n; i++)
+		vals[i] = v[i];
+	s->grad_norm = sqrt(v[n]);
+	return 0;
+}
+
+int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n)
+{
+	return s->st->allreduce_f64 ? s->st->allreduce_f64(s, v, n) : 0;
+}
+
+void mgpu_sync_abort(struct mgpu_sync *s, int rc)
+{
+	if (s->st && s->st->abort)
+		s->st->abort(s, rc);
+}
+
+void mgpu_sync_close(struct mgpu_sync *s)
+{
+	if (s->st && s->st->free)
+		s->st->free(s);
+	s->priv = NULL;
+	s->st = &mgpu_sync_none;
+	s->kind = MGPU_SYNC_NONE;
+}

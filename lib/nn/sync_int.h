@@ -1,0 +1,65 @@
+/*
+ * sync_int.h - what a gradient sync strategy provides (sync_none.c,
+ * sync_shm.c, sync_nccl.c), and the helpers of sync.c they share; not a
+ * public header.
+ *
+ * A new strategy is one file defining a const struct mgpu_sync_strategy,
+ * plus its line in the table of sync.c (and its enum mgpu_sync_kind value).
+ *
+ * Call order on a rank: init once; bind once, after the model and
+ * optimizer exist; per optimizer step, begin before the backward of the
+ * micro-step that ends with a sync, reduce_bucket for each layer's
+ * gradient as that backward finishes it (last layer first), then finish;
+ * allreduce_f64 at any point between steps; abort on failure; free last
+ * (also after a failed init). Members marked optional may be NULL.
+ */
+#ifndef MGPU_NN_SYNC_INT_H
+#define MGPU_NN_SYNC_INT_H
+
+#include "comm/rdzv.h" /* struct mgpu_rdzv_info */
+#include "nn/sync.h"   /* struct mgpu_sync */
+
+/* What mgpu_sync_open was given. */
+struct mgpu_sync_args {
+	const struct mgpu_rank_env *env;
+	size_t nparams;
+	int nstate;                 /* optimizer state vectors */
+	struct mgpu_dev *dev;
+	int timeout_ms;
+};
+
+struct mgpu_sync_strategy {
+	const char *name;           /* as --sync-backend spells it */
+	/* Mode ddp: join the job (s->rank, world and mode are set). On
+	 * failure leave s for free to release. */
+	int (*init)(struct mgpu_sync *s, const struct mgpu_sync_args *a);
+	/* Optional: the model and optimizer are bound (s->model, s->opt). */
+	int (*bind)(struct mgpu_sync *s);
+	/* Optional: the coming backward ends the optimizer step. */
+	void (*begin)(struct mgpu_sync *s);
+	/* Optional: layer's gradient [off, off + cnt) of s->model->g is final. */
+	int (*reduce_bucket)(struct mgpu_sync *s, int layer, size_t off, size_t cnt);
+	/* After the last backward: complete the reduction, step the optimizer,
+	 * close the step (see mgpu_sync_step). */
+	int (*finish)(struct mgpu_sync *s, double *vals, int n);
+	/* Optional (one rank needs none): sum n doubles over the ranks. */
+	int (*allreduce_f64)(struct mgpu_sync *s, double *v, int n);
+	/* Optional: tell the peers this rank failed with rc. */
+	void (*abort)(struct mgpu_sync *s, int rc);
+	/* Optional: release s->priv and whatever init made. */
+	void (*free)(struct mgpu_sync *s);
+};
+
+extern const struct mgpu_sync_strategy mgpu_sync_none, mgpu_sync_shm, mgpu_sync_nccl;
+
+/* Mode ddp rendezvous: rank 0 listens (unless its launcher did), hands
+ * info to every rank and learns whether all run on its host; the others
+ * connect and receive info. Rank 0 fills info before the call. */
+int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+			 struct mgpu_rdzv_info *info);
+/* The closing barrier of a step: sum vals[0..n) over the ranks together
+ * with norm2, this rank's share of the squared norm of the averaged
+ * gradient, and set s->grad_norm from that sum. */
+int mgpu_sync_close_step(struct mgpu_sync *s, double *vals, int n, double norm2);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * sync_none.c - the gradient sync strategy of a job of one rank: nothing to
+ * exchange; the optimizer steps on the rank's own gradient (see sync.h).
+ */
+#include "nn/sync_int.h"
+
+#include "core/err.h" /* MGPU_TRY */
+
+static int none_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
+{
+	(void)s, (void)a;
+	return 0;
+}
+
+static int none_finish(struct mgpu_sync *s, double *vals, int n)
+{
+	/* one rank: vals are already the sums; no barrier */
+	(void)vals, (void)n;
+	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
+	s->grad_norm = s->opt->last_norm;
+	return 0;
+}
+
+const struct mgpu_sync_strategy mgpu_sync_none = {
+	.name = "none",
+	.init = none_init,
+	.finish = none_finish,
+};

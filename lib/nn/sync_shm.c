@@ -1,0 +1,364 @@
+/*
+ * sync_shm.c - the gradient sync strategy of CPU ranks on one node
+ * (--sync-backend cpu): gradients meet in lib/comm's shared-memory segment
+ * (see sync.h for modes ddp and dp).
+ *
+ * Shapes: a bucket is one layer's parameters [boff, boff + bcnt) of the
+ * flat vectors; its shard for rank r is the r-th of world near-equal
+ * slices. Buckets are processed last layer first, the order backward
+ * produces them, the same order on every rank.
+ */
+#include "nn/sync_int.h"
+
+#include <math.h>   /* sqrt */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* memcpy, memset */
+#include <unistd.h> /* getpid */
+
+#include "comm/shm.h" /* mgpu_shm_* */
+#include "core/err.h" /* mgpu_err, MGPU_TRY */
+
+struct shm_sync {
+	struct mgpu_shm shm;
+	int clip;                     /* clipping: update after the norm */
+	int next;                     /* buckets reduced this step, in order */
+	int published;                /* buckets this rank marked ready this step */
+	double sumsq;                 /* of this rank's reduced shards */
+};
+
+static struct shm_sync *priv(const struct mgpu_sync *s)
+{
+	return s->priv;
+}
+
+static int new_priv(struct mgpu_sync *s)
+{
+	s->priv = calloc(1, sizeof(struct shm_sync));
+	return s->priv ? 0 : mgpu_err(MGPU_ENOMEM, "out of memory for the sync state");
+}
+
+/* What the model and optimizer of this rank use: its gradient slot, and in
+ * mode ddp the node's one copy of weights and optimizer state. */
+static void share_buffers(struct mgpu_sync *s)
+{
+	struct mgpu_shm *shm = &priv(s)->shm;
+
+	s->shared_g = shm->g[s->rank];
+	if (s->mode == MGPU_MODE_DDP) {
+		s->shared_w = shm->w;
+		s->shared_state[0] = shm->state[0];
+		s->shared_state[1] = shm->state[1];
+	}
+	s->loads_state = s->rank == 0;
+	s->owns_optimizer = s->mode == MGPU_MODE_DDP || s->rank == 0;
+}
+
+/* Rank 0: the segment, named after this process and the job. */
+static int create(struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		  struct mgpu_rdzv_info *info)
+{
+	snprintf(info->shm_name, sizeof info->shm_name, "/mgpu-%ld-%.16s", (long)getpid(),
+		 a->env->token);
+	return mgpu_shm_create(&priv(s)->shm, info->shm_name, s->world, a->nparams, a->nstate,
+			       a->timeout_ms);
+}
+
+/* After the rendezvous: rank 0 checks that everyone shares its host, the
+ * others attach. */
+static int join(struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		const struct mgpu_rdzv_info *info)
+{
+	if (s->rank == 0 && !info->single_node) {
+		/* the ranks on this host attached already: stop them now */
+		mgpu_shm_abort(&priv(s)->shm, 0);
+		return mgpu_err(MGPU_EUNSUP, "sync backend cpu needs every rank on one node "
+				"(some ranks run on another host): use --sync-backend nccl");
+	}
+	if (s->rank == 0)
+		return 0;
+	if (!info->single_node)
+		return mgpu_err(MGPU_EUNSUP, "sync backend cpu needs every rank on one node "
+				"(rank 0 runs on another host)");
+	return mgpu_shm_attach(&priv(s)->shm, info->shm_name, s->rank, s->world, a->nparams,
+			       a->nstate, a->timeout_ms);
+}
+
+static int shm_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
+{
+	struct mgpu_rdzv_info info;
+	int rc;
+
+	memset(&info, 0, sizeof info);
+	MGPU_TRY(new_priv(s));
+	rc = s->rank == 0 ? create(s, a, &info) : 0;
+	if (rc == 0)
+		rc = mgpu_sync_rendezvous(s, a, &info);
+	if (rc == 0)
+		rc = join(s, a, &info);
+	if (rc == 0)
+		rc = mgpu_shm_barrier(&priv(s)->shm);
+	/* Once everyone is attached (or on failure) the name can go: nothing
+	 * outlives a crash. */
+	if (s->rank == 0 && info.shm_name[0])
+		mgpu_shm_unlink(info.shm_name);
+	if (rc == 0)
+		share_buffers(s);
+	return rc;
+}
+
+int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank)
+{
+	memset(s, 0, sizeof *s);
+	s->mode = MGPU_MODE_DP;
+	s->rank = rank;
+	s->world = seg->world;
+	s->loads_state = s->owns_optimizer = 1;
+	s->kind = MGPU_SYNC_NONE;
+	s->st = &mgpu_sync_none;
+	if (seg->world == 1)
+		return 0;
+	MGPU_TRY(new_priv(s));
+	s->kind = MGPU_SYNC_CPU;
+	s->st = &mgpu_sync_shm;
+	mgpu_shm_view(&priv(s)->shm, seg, rank);
+	share_buffers(s);
+	return 0;
+}
+
+/* Bucket b of the processing order: the last layer first. */
+static int bucket_at(const struct mgpu_sync *s, int i)
+{
+	return s->nbuckets - 1 - i;
+}
+
+static void shard(const struct mgpu_sync *s, int b, size_t *a, size_t *e)
+{
+	size_t off = s->boff[b], cnt = s->bcnt[b];
+
+	*a = off + cnt * (size_t)s->rank / (size_t)s->world;
+	*e = off + cnt * (size_t)(s->rank + 1) / (size_t)s->world;
+}
+
+/* dst[a, e) = sum over ranks of slot[a, e), in rank order: the same bits on
+ * every rank and every run. Returns the sum of squares of the result. */
+static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
+{
+	float *const *g = priv(s)->shm.g;
+	double sq = 0;
+	size_t i;
+	int r;
+
+	if (s->world == 1) {
+		if (dst != g[0])
+			memcpy(dst + a, g[0] + a, (e - a) * sizeof(float));
+	} else {
+		/* pairwise first, then one rank at a time: ((g0 + g1) + g2) + ... */
+		for (i = a; i < e; i++)
+			dst[i] = g[0][i] + g[1][i];
+		for (r = 2; r < s->world; r++)
+			for (i = a; i < e; i++)
+				dst[i] += g[r][i];
+	}
+	if (priv(s)->clip)
+		for (i = a; i < e; i++)
+			sq += (double)dst[i] * dst[i];
+	return sq;
+}
+
+/* The sum of squares of the slots' sum over [a, e), summed in the order
+ * sum_slots uses, without storing it: the fused update does not either. */
+static double sumsq_slots(const struct mgpu_sync *s, size_t a, size_t e)
+{
+	float *const *g = priv(s)->shm.g;
+	double sq = 0;
+	size_t i;
+	float x;
+	int r;
+
+	for (i = a; i < e; i++) {
+		for (x = g[0][i], r = 1; r < s->world; r++)
+			x += g[r][i];
+		sq += (double)x * x;
+	}
+	return sq;
+}
+
+/* Without clipping, sum and update are one pass over the shard; with it
+ * the sum is kept until the global norm is known. */
+static int ddp_process(struct mgpu_sync *s, int b)
+{
+	struct shm_sync *p = priv(s);
+	size_t a, e;
+
+	shard(s, b, &a, &e);
+	if (!p->clip) {
+		p->sumsq += sumsq_slots(s, a, e);
+		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f / (float)s->world, a, e,
+						 (const float *const *)p->shm.g, s->world);
+	}
+	p->sumsq += sum_slots(s, p->shm.g[s->rank], a, e);
+	return 0;
+}
+
+/* Reduce, in order, every bucket this rank has published that all ranks
+ * have finished; with block, wait for all of them. */
+static int ddp_progress(struct mgpu_sync *s, int block)
+{
+	struct shm_sync *p = priv(s);
+	int b;
+
+	while (p->next < (block ? s->nbuckets : p->published)) {
+		b = bucket_at(s, p->next);
+		if (block)
+			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
+		else if (!mgpu_shm_bucket_poll(&p->shm, b))
+			return 0;
+		MGPU_TRY(ddp_process(s, b));
+		p->next++;
+	}
+	return 0;
+}
+
+static int shm_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t cnt)
+{
+	struct shm_sync *p = priv(s);
+	struct mgpu_dev *dev = s->model->dev;
+
+	if (p->shm.g[s->rank] != s->model->g)
+		MGPU_TRY(mgpu_dev_to_host(dev, p->shm.g[s->rank] + off, s->model->g + off,
+					  cnt * sizeof(float)));
+	mgpu_shm_bucket_ready(&p->shm, layer);
+	p->published++;
+	return s->mode == MGPU_MODE_DDP ? ddp_progress(s, 0) : 0;
+}
+
+static int shm_bind(struct mgpu_sync *s)
+{
+	struct shm_sync *p = priv(s);
+	struct mgpu_model *m = s->model;
+
+	p->clip = s->opt->cfg.clip_norm > 0.0f;
+	if (s->mode == MGPU_MODE_DDP && !m->dev->ops->host_memory)
+		return mgpu_err(MGPU_EUNSUP, "sync backend cpu with mode ddp needs CPU ranks; "
+				"use --sync-backend nccl or --mode dp for GPUs");
+	/* Replicas start from rank 0's weights. */
+	if (s->rank == 0 && p->shm.w != m->w)
+		MGPU_TRY(mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float)));
+	MGPU_TRY(mgpu_shm_barrier(&p->shm));
+	if (s->rank != 0 && p->shm.w != m->w)
+		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, p->shm.w, m->nparams * sizeof(float)));
+	return 0;
+}
+
+static void shm_begin(struct mgpu_sync *s)
+{
+	struct shm_sync *p = priv(s);
+
+	/* The sharded updates run inside backward: count the step before it. */
+	if (s->mode == MGPU_MODE_DDP)
+		s->opt->t++;
+	p->next = 0;
+	p->published = 0;
+	p->sumsq = 0;
+}
+
+static int ddp_step(struct mgpu_sync *s)
+{
+	struct shm_sync *p = priv(s);
+	double v;
+	float scale;
+	int i;
+	size_t a, e;
+
+	MGPU_TRY(ddp_progress(s, 1));
+	if (!p->clip)
+		return 0;
+	/* (the fused updates above already counted this step: see begin) */
+	v = p->sumsq;
+	MGPU_TRY(mgpu_shm_allreduce_f64(&p->shm, &v, 1));
+	s->opt->last_norm = sqrt(v) / s->world;
+	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm) / (float)s->world;
+	for (i = 0; i < s->nbuckets; i++) {
+		shard(s, bucket_at(s, i), &a, &e);
+		MGPU_TRY(mgpu_optim_step_range(s->opt, s->lr, scale, a, e));
+	}
+	return 0;
+}
+
+/* Rank 0 sums every slot into its gradient, steps, publishes the weights. */
+static int dp_step_master(struct mgpu_sync *s)
+{
+	struct shm_sync *p = priv(s);
+	struct mgpu_model *m = s->model;
+	int i, b;
+
+	for (i = 0; i < s->nbuckets; i++) {
+		b = bucket_at(s, i);
+		MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
+		sum_slots(s, p->shm.g[0], s->boff[b], s->boff[b] + s->bcnt[b]);
+	}
+	if (m->g != p->shm.g[0])
+		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->g, p->shm.g[0], m->nparams * sizeof(float)));
+	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f / (float)s->world));
+	return mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float));
+}
+
+/* This rank's share of the squared norm of the averaged gradient: unclipped
+ * ddp ranks each know their shards' part; otherwise rank 0 knows the whole
+ * (the others know it too, or in mode dp do not). */
+static double norm2_share(const struct mgpu_sync *s)
+{
+	double w = (double)s->world;
+
+	if (s->mode == MGPU_MODE_DDP && !priv(s)->clip)
+		return priv(s)->sumsq / (w * w);
+	return s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0;
+}
+
+static int shm_finish(struct mgpu_sync *s, double *vals, int n)
+{
+	struct mgpu_model *m = s->model;
+
+	if (s->mode == MGPU_MODE_DDP) {
+		MGPU_TRY(ddp_step(s));
+		return mgpu_sync_close_step(s, vals, n, norm2_share(s));
+	}
+	if (s->rank == 0)
+		MGPU_TRY(dp_step_master(s));
+	MGPU_TRY(mgpu_sync_close_step(s, vals, n, norm2_share(s)));
+	if (s->rank != 0)
+		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, priv(s)->shm.w,
+					 m->nparams * sizeof(float)));
+	return 0;
+}
+
+static int shm_allreduce_f64(struct mgpu_sync *s, double *v, int n)
+{
+	return mgpu_shm_allreduce_f64(&priv(s)->shm, v, n);
+}
+
+static void shm_abort(struct mgpu_sync *s, int rc)
+{
+	mgpu_shm_abort(&priv(s)->shm, rc == MGPU_ECLOSED);
+}
+
+static void shm_free(struct mgpu_sync *s)
+{
+	if (!s->priv)
+		return;
+	mgpu_shm_close(&priv(s)->shm);
+	free(s->priv);
+}
+
+const struct mgpu_sync_strategy mgpu_sync_shm = {
+	.name = "cpu",
+	.init = shm_init,
+	.bind = shm_bind,
+	.begin = shm_begin,
+	.reduce_bucket = shm_reduce_bucket,
+	.finish = shm_finish,
+	.allreduce_f64 = shm_allreduce_f64,
+	.abort = shm_abort,
+	.free = shm_free,
+};
