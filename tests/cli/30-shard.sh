@@ -126,6 +126,22 @@ badtar shape.tar "[('a.npy', $npy + b'abcd'), ('a.cls', b'1'), ('b.npy', $npy.re
 expect 1 "'shape.tar': entry 'b.npy': shape 2 differs from the first sample's 4" "$S" -o o1/m.tsv shape.tar
 badtar huge.tar "[('a.npy', $npy.replace(b'(4,)', b'(9999999999999,9999999999)') + b'abcd'), ('a.cls', b'1')]"
 expect 1 "'huge.tar': entry 'a.npy': npy header claims an absurd size" "$S" -o o1/m.tsv huge.tar
+# Non-finite float features are refused, naming file and sample (or entry).
+f4='(b"\x93NUMPY\x01\x00v\x00" + b"{\x27descr\x27: \x27<f4\x27, \x27fortran_order\x27: False, \x27shape\x27: (2,), }".ljust(117) + b"\n")'
+badtar nan.tar "[('a.npy', $f4 + b'\x00\x00\x80\x3f\x00\x00\xc0\x7f'), ('a.cls', b'1')]"
+expect 1 "'nan.tar': entry 'a.npy': element 1 is nan; features must be finite" "$S" -o o1/m.tsv nan.tar
+"$PY" - <<'PY'
+import numpy as np
+x = np.ones((5, 3), np.float32); x[3, 1] = np.nan
+np.save("nan.npy", x)
+x = np.ones((5, 3), np.float64); x[2, 0] = 1e300
+np.save("big.npy", x)
+np.save("lab.npy", np.arange(5, dtype=np.int64) % 2)
+PY
+expect 1 "'nan.npy': sample 3, element 1 is nan; features must be finite" \
+	"$S" --labels lab.npy -o o1/m.tsv nan.npy
+expect 1 "'big.npy': sample 2, element 0 is inf; features must be finite" \
+	"$S" --labels lab.npy -o o1/m.tsv big.npy
 head -c 3000 a/train-000000.tar >cut.tar
 expect 1 "'cut.tar': entry '" "$S" -o o1/m.tsv cut.tar
 printf 'f0,label\n1,2\nx,1\n' >bad.csv

@@ -106,6 +106,14 @@ expect 1 "'./sh/train-000001.tar': sha256 differs from the manifest's" "$C" -o b
 cp saved.tar sh/train-000001.tar
 head -c 5000 sh/train-000000.tar >cut.tar
 expect 1 "'cut.tar': entry '" "$C" -o bad cut.tar
+python3 - <<'PY'
+import io, struct, tarfile
+hdr = b"\x93NUMPY\x01\x00v\x00" + b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }".ljust(117) + b"\n"
+with tarfile.open("nan.tar", "w") as t:
+    for name, data in (("k.npy", hdr + struct.pack("<ff", 1.0, float("inf"))), ("k.cls", b"0")):
+        m = tarfile.TarInfo(name); m.size = len(data); t.addfile(m, io.BytesIO(data))
+PY
+expect 1 "'nan.tar': entry 'k.npy': element 1 is inf; features must be finite" "$C" -o bad nan.tar
 printf 'split\tpath\tsamples\tbytes\tsha256\ntrain\tnone.tar\t1\t1\t%064d\n' 0 >m2.tsv
 expect 1 "none.tar" "$C" -o bad m2.tsv
 printf 'split\tpath\n' >m3.tsv
