@@ -67,17 +67,7 @@ static int open_manifest(struct mgpu_source *s, const char *file)
 		struct mgpu_manifest_entry *e = &m.e[i];
 		size_t before = s->mem[e->split].n;
 		MGPU_CHECK(mgpu_wds_read(e->path, &s->mem[e->split], sha));
-		if (strcmp(sha, e->sha256) != 0) {
-			rc = mgpu_err(MGPU_EFORMAT, "'%s': sha256 differs from the manifest '%s' "
-				      "(shard changed or corrupt)", e->path, file);
-			goto out;
-		}
-		if (s->mem[e->split].n - before != e->samples) {
-			rc = mgpu_err(MGPU_EFORMAT, "'%s': %zu samples, the manifest says %llu",
-				      e->path, s->mem[e->split].n - before,
-				      (unsigned long long)e->samples);
-			goto out;
-		}
+		MGPU_CHECK(mgpu_manifest_check_shard(e, sha, s->mem[e->split].n - before));
 	}
 	s->what = "manifest";
 out:

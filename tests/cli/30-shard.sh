@@ -147,6 +147,9 @@ expect 1 "'cut.tar': entry '" "$S" -o o1/m.tsv cut.tar
 printf 'f0,label\n1,2\nx,1\n' >bad.csv
 expect 1 "'bad.csv': line 3: column 'f0': 'x' is not a number" "$S" -o o1/m.tsv bad.csv
 expect 1 "'d.csv': line 1: no label column 'lbl'" "$S" --label-column lbl -o o1/m.tsv d.csv
+printf 'label,f0,label\n1,2,3\n' >dup.csv
+expect 1 "'dup.csv': line 1: columns 0 and 2 are both named 'label': which is the label?" \
+	"$S" -o o1/m.tsv dup.csv
 mkidx idx 50 10 4 3 truncate
 expect 1 "idx/train-images-idx3-ubyte.gz" "$S" -o o1/m.tsv idx
 expect 1 "'nothing.tar': cannot open" "$S" -o o1/m.tsv nothing.tar

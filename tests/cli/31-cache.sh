@@ -116,6 +116,20 @@ PY
 expect 1 "'nan.tar': entry 'k.npy': element 1 is inf; features must be finite" "$C" -o bad nan.tar
 printf 'split\tpath\tsamples\tbytes\tsha256\ntrain\tnone.tar\t1\t1\t%064d\n' 0 >m2.tsv
 expect 1 "none.tar" "$C" -o bad m2.tsv
+# A shard listed twice, a wrong bytes column, no train split, and options
+# that contradict each other are refused.
+{ cat m.tsv; tail -n 1 m.tsv; } >dup.tsv
+expect 1 "'dup.tsv': line $(($(wc -l <m.tsv) + 1)): shard './$(tail -n 1 m.tsv | cut -f 2)' is listed twice" \
+	"$C" -o bad dup.tsv
+awk -F '\t' -v OFS='\t' 'NR == 2 { want = $4; $4 = $4 + 1 } { print }
+	END { print want > "want.txt" }' m.tsv >bytes.tsv
+expect 1 "'./$(sed -n 2p m.tsv | cut -f 2)': $(cat want.txt) bytes, the manifest says $(($(cat want.txt) + 1))" \
+	"$C" -o bad bytes.tsv
+grep -v '^train' m.tsv >notrain.tsv
+expect 1 "'notrain.tsv': no training samples to cache" "$C" -o bad notrain.tsv
+: | expect 1 "'-': no training samples to cache" "$C" -o bad -
+expect 2 "--normalize stores float32; it does not go with --dtype u8" \
+	"$C" --normalize --dtype u8 -o bad m.tsv
 printf 'split\tpath\n' >m3.tsv
 expect 1 "'m3.tsv': line 1: not a shard manifest" "$C" -o bad m3.tsv
 echo 'not a tar' | expect 1 "'-': not a readable tar or zip archive" "$C" -o bad -
