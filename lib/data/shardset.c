@@ -117,6 +117,7 @@ int mgpu_shardset_begin(struct mgpu_shardset *w, const char *dir)
 {
 	char buf[4096], stem[4096];
 	size_t len = strlen(dir);
+	int rc;
 
 	memset(w, 0, sizeof *w);
 	while (len > 1 && dir[len - 1] == '/')
@@ -132,16 +133,20 @@ int mgpu_shardset_begin(struct mgpu_shardset *w, const char *dir)
 	snprintf(buf, sizeof buf, "%s", w->dir);
 	snprintf(w->parent, sizeof w->parent, "%s", dirname(buf));
 	MGPU_TRY(inspect(w));
-	MGPU_TRY(mgpu_mkdirs_made(w->parent, &w->made));
-	mgpu_tmp_sweep(w->parent, stem);
-	snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", w->dir, (long)getpid());
-	if (mkdir(w->tmp, 0777) != 0) {
-		mgpu_err_errno(MGPU_EIO, "'%s': cannot create directory", w->tmp);
-		w->tmp[0] = '\0';
-		mgpu_shardset_abort(w);
-		return MGPU_EIO;
+	if (w->had != MGPU_SHARDSET_ABSENT)
+		mgpu_tmp_sweep(w->dir, NULL); /* what older, killed runs left inside */
+	rc = mgpu_mkdirs_made(w->parent, &w->made);
+	if (rc == 0) {
+		mgpu_tmp_sweep(w->parent, stem);
+		snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", w->dir, (long)getpid());
+		if (mkdir(w->tmp, 0777) != 0)
+			rc = mgpu_err_errno(MGPU_EIO, "'%s': cannot create directory", w->tmp);
 	}
-	return 0;
+	if (rc < 0) {
+		w->tmp[0] = '\0';
+		mgpu_shardset_abort(w); /* the parents it made */
+	}
+	return rc;
 }
 
 /* Do dir and the temporary hold the same files, byte for byte? */

@@ -186,9 +186,12 @@ ls -d k/set.tmp.* >/dev/null 2>&1 || fail "the killed run left no temporary: $(l
 # stays; --force replaces the whole set, leaving no shard of the old one.
 "$S" -q --shard-size 16 -o r/manifest.tsv d.csv
 ino=$(stat -c %i r/manifest.tsv)
+dead=$(sh -c 'echo $$')
+touch "r/train-000000.tar.tmp.$dead" # as an older, killed version left it
 "$S" --shard-size 16 -o r/manifest.tsv d.csv 2>err.txt
 grep -q "'r' already holds this shard set" err.txt || fail "rerun: $(cat err.txt)"
 [ "$(stat -c %i r/manifest.tsv)" = "$ino" ] || fail "an identical rerun rewrote the set"
+[ ! -e "r/train-000000.tar.tmp.$dead" ] || fail "a dead run's temporary in r stays"
 cp -r r r.saved
 expect 1 "'r': holds another shard set; --force replaces it" \
 	"$S" -q --shard-size 50 --seed 3 -o r/manifest.tsv d.csv
