@@ -48,6 +48,11 @@ static int is_manifest(const char *dir, const char *name)
 	return mgpu_manifest_sniff(head, n);
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(a, b); /* each element is a NUL-terminated char[256] */
+}
+
 /* The files of a set directory, sorted, temporaries left out: *names is a
  * malloc'ed array of 256-byte names. A name that belongs to no set is an
  * error naming it. */
@@ -83,8 +88,8 @@ static int list_set(const char *dir, char (**names)[256], size_t *n)
 		snprintf(v[(*n)++], sizeof v[0], "%s", s);
 	}
 	closedir(d);
-	if (rc == 0)
-		qsort(v, *n, sizeof *v, (int (*)(const void *, const void *))strcmp);
+	if (rc == 0 && *n)
+		qsort(v, *n, sizeof *v, by_name);
 	if (rc < 0) {
 		free(v);
 		v = NULL;
