@@ -17,7 +17,8 @@
  *   needed. Ops documented as allowed in place (bias_act Y == Z, act_bwd
  *   dZ == dY) get a separate in-place loop instead of lying with restrict.
  * - bias_act is one fused pass (bias add, store Z, activation, store Y).
- * - Only relu and identity have vector paths; gelu/tanh cost is erff/tanhf.
+ * - relu, identity and gelu have vector paths (gelu's erf and exp are
+ *   elem.h's branch-free ones); tanh costs a tanhf call per element.
  */
 #include "ops/ops.h"
 
@@ -146,12 +147,37 @@ static void bias_lin_row(int relu, float *y, float *z, const float *b, int D)
 		bias_row(y, z, b, D);
 }
 
-/* gelu/tanh: the cost is the libm call, a plain loop is as good. */
+/* gelu in blocks of W (vectorised: no call inside); y may equal z. */
+static void bias_gelu_row(float *y, float *z, const float *restrict b, int D)
+{
+	float t[W];
+	int j = 0, k;
+
+	for (; j + W <= D; j += W) {
+		for (k = 0; k < W; k++)
+			t[k] = z[j + k] + b[j + k];
+		for (k = 0; k < W; k++)
+			z[j + k] = t[k];
+		for (k = 0; k < W; k++)
+			y[j + k] = mgpu_act_f(MGPU_ACT_GELU, t[k]);
+	}
+	for (; j < D; j++) {
+		t[0] = z[j] + b[j];
+		z[j] = t[0];
+		y[j] = mgpu_act_f(MGPU_ACT_GELU, t[0]);
+	}
+}
+
+/* tanh: the cost is the libm call, a plain loop is as good. */
 static void bias_act_row(enum mgpu_act act, float *y, float *z, const float *b, int D)
 {
 	float t;
 	int j;
 
+	if (act == MGPU_ACT_GELU) {
+		bias_gelu_row(y, z, b, D);
+		return;
+	}
 	for (j = 0; j < D; j++) {
 		t = z[j] + b[j];
 		z[j] = t;
@@ -206,6 +232,23 @@ static void relu_bwd_inplace(float *restrict dz, const float *restrict z, size_t
 		dz[i] = z[i] > 0.0f ? dz[i] : 0.0f;
 }
 
+/* dz = dy * gelu'(z) in blocks of W; dz may equal dy (each element is
+ * read before it is written, in the same iteration). */
+static void gelu_bwd(float *dz, const float *dy, const float *restrict z, size_t n)
+{
+	float d[W];
+	size_t i = 0, k;
+
+	for (; i + W <= n; i += W) {
+		for (k = 0; k < W; k++)
+			d[k] = mgpu_act_df(MGPU_ACT_GELU, z[i + k]) * dy[i + k];
+		for (k = 0; k < W; k++)
+			dz[i + k] = d[k];
+	}
+	for (; i < n; i++)
+		dz[i] = dy[i] * mgpu_act_df(MGPU_ACT_GELU, z[i]);
+}
+
 /* dZ, dY, Z: n elements; dZ may equal dY. */
 static int cpu_act_bwd(struct mgpu_dev *dev, enum mgpu_act act, float *dZ, const float *dY,
 		       const float *Z, size_t n)
@@ -220,6 +263,8 @@ static int cpu_act_bwd(struct mgpu_dev *dev, enum mgpu_act act, float *dZ, const
 		relu_bwd(dZ, dY, Z, n);
 	else if (act == MGPU_ACT_NONE && dZ != dY)
 		ops_host_copy(dev, dZ, dY, n * sizeof *dZ);
+	else if (act == MGPU_ACT_GELU)
+		gelu_bwd(dZ, dY, Z, n);
 	else if (act != MGPU_ACT_NONE)
 		for (i = 0; i < n; i++)
 			dZ[i] = dY[i] * mgpu_act_df(act, Z[i]);
