@@ -140,6 +140,18 @@ static void shard(const struct mgpu_sync *s, int b, size_t *a, size_t *e)
 	*e = off + cnt * (size_t)(s->rank + 1) / (size_t)s->world;
 }
 
+/* Whether dst is the gradient slot of rank 2 or later (mode ddp with
+ * clipping sums a rank's shard into its own slot). */
+static int slot_after_first_two(const struct mgpu_sync *s, const float *dst)
+{
+	int r;
+
+	for (r = 2; r < s->world; r++)
+		if (dst == priv(s)->shm.g[r])
+			return 1;
+	return 0;
+}
+
 /* dst[a, e) = sum over ranks of slot[a, e), in rank order: the same bits on
  * every rank and every run. Returns the sum of squares of the result. */
 static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
@@ -152,13 +164,22 @@ static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
 	if (s->world == 1) {
 		if (dst != g[0])
 			memcpy(dst + a, g[0] + a, (e - a) * sizeof(float));
-	} else {
+	} else if (!slot_after_first_two(s, dst)) {
 		/* pairwise first, then one rank at a time: ((g0 + g1) + g2) + ... */
 		for (i = a; i < e; i++)
 			dst[i] = g[0][i] + g[1][i];
 		for (r = 2; r < s->world; r++)
 			for (i = a; i < e; i++)
 				dst[i] += g[r][i];
+	} else {
+		/* dst is rank 2's slot or later: the pass above would overwrite it
+		 * before adding it, so sum each element whole, in the same order */
+		for (i = a; i < e; i++) {
+			float x = g[0][i] + g[1][i];
+			for (r = 2; r < s->world; r++)
+				x += g[r][i];
+			dst[i] = x;
+		}
 	}
 	if (priv(s)->clip)
 		for (i = a; i < e; i++)
