@@ -1,9 +1,13 @@
 # mgpu - one non-recursive build; every output goes under build/.
-#   make [CUDA=auto|0|1] [MPI=auto|0|1] [SANITIZE=address,undefined] [WERROR=1]
+#   make [CUDA=auto|0|1] [MPI=auto|0|1] [CUDA_ARCHS=80,90] [SANITIZE=address,undefined]
+#        [WERROR=1]
 #   make help   lists the targets.
 
 CUDA ?= auto
 MPI ?= auto
+# GPU code: empty builds every architecture users have that nvcc supports
+# (mk/configure.sh); "80,90" builds exactly those, PTX for the newest.
+CUDA_ARCHS ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION := 0.1.0
@@ -31,14 +35,17 @@ CUDA := 0
 endif
 
 # Optional parts: trial compiles in mk/configure.sh, redone when the request
-# (CUDA/MPI values) changes.
-CONFIG_REQ_NOW := $(CUDA)-$(MPI)
+# (CUDA/MPI/CUDA_ARCHS values) changes.
+empty :=
+comma := ,
+CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
+CONFIG_REQ_NOW := $(CUDA)-$(MPI)-$(CUDA_ARCHS_REQ)
 -include $(B)/config.mk
 ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
-$(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) >&2)
+$(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) '$(CUDA_ARCHS_REQ)' >&2)
 -include $(B)/config.mk
 endif
-ifeq ($(wildcard $(B)/config.mk),)
+ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
 $(error configure failed; see the message above)
 endif
 
@@ -48,8 +55,7 @@ ifeq ($(HAVE_CUDA),1)
 LIB_CU := $(sort $(wildcard lib/*/*.cu))
 CPPFLAGS += -isystem $(CUDA_HOME)/include # CUDA runtime API from plain C (lib/gpu)
 NVCCFLAGS := -O2 -g -std=c++17 -Ilib -I$(B) -DMGPU_VERSION='"$(VERSION)"' \
-	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-	-gencode arch=compute_90,code=compute_90 -fmad=false \
+	$(CUDA_GENCODE) -fmad=false \
 	-Xcompiler -Wall,-Wextra,-Wshadow -Werror all-warnings -MMD -MP
 # cuBLAS is not linked: it is loaded on first use (lib/ops/cublas_dl.c), since
 # linking it costs every process ~215 MB of resident memory at start-up.

@@ -1,13 +1,59 @@
 #!/bin/sh
-# configure.sh CUDA MPI OUTDIR - detect optional parts by trial compiles and
-# write OUTDIR/config.h and OUTDIR/config.mk. CUDA/MPI: auto, 0 or 1; 1 makes
-# a missing part an error, so CI can insist on it.
+# configure.sh CUDA MPI OUTDIR [CUDA_ARCHS] - detect optional parts by trial
+# compiles and write OUTDIR/config.h and OUTDIR/config.mk. CUDA/MPI: auto, 0
+# or 1; 1 makes a missing part an error, so CI can insist on it.
+# CUDA_ARCHS: the compute capabilities to build GPU code for ("80,90" or
+# "80 90"); empty: every architecture of DEFAULT_ARCHS that this nvcc can
+# build. SASS for each, PTX for the newest (the driver compiles it for GPUs
+# newer than the list).
 set -eu
-want_cuda=$1 want_mpi=$2 out=$3
+want_cuda=$1 want_mpi=$2 out=$3 want_archs=${4:-}
+# The cards users have: T4, A100, A10/RTX 30, L4/RTX 40, H100, B200, RTX 50.
+DEFAULT_ARCHS="75 80 86 89 90 100 120"
 mkdir -p "$out/conftest"
 t=$out/conftest
 
-has_cuda=0
+# choose_archs: set archs (SASS list), gencode (nvcc flags) and arch_words
+# ("sm_75 ... compute_120") from want_archs and what nvcc lists; exit 1 on
+# an architecture this nvcc cannot build.
+choose_archs() {
+	supported=$("$nvcc" --list-gpu-code 2>/dev/null | sed -n 's/^sm_\([0-9][0-9]*\)$/\1/p' |
+		tr '\n' ' ')
+	if [ -z "$supported" ]; then
+		echo "configure: '$nvcc --list-gpu-code' lists no sm_XY architecture" >&2
+		exit 1
+	fi
+	archs=
+	if [ -n "$want_archs" ]; then
+		for a in $(echo "$want_archs" | tr ',' ' ' | sed 's/sm_//g'); do
+			case " $supported " in
+			*" $a "*) archs="$archs $a" ;;
+			*)	echo "configure: CUDA_ARCHS: sm_$a is not an architecture this nvcc" \
+					"builds (it lists: $supported)" >&2
+				exit 1 ;;
+			esac
+		done
+	else
+		for a in $DEFAULT_ARCHS; do
+			case " $supported " in *" $a "*) archs="$archs $a" ;; esac
+		done
+	fi
+	archs=$(echo $archs | tr ' ' '\n' | sort -n -u | tr '\n' ' ')
+	gencode= arch_words= newest=
+	for a in $archs; do
+		gencode="$gencode -gencode arch=compute_$a,code=sm_$a"
+		arch_words="$arch_words sm_$a"
+		newest=$a
+	done
+	if [ -z "$newest" ]; then
+		echo "configure: no CUDA architecture to build (CUDA_ARCHS='$want_archs')" >&2
+		exit 1
+	fi
+	gencode="$gencode -gencode arch=compute_$newest,code=compute_$newest"
+	arch_words="${arch_words# } compute_$newest"
+}
+
+has_cuda=0 arch_words= gencode=
 if [ "$want_cuda" != 0 ]; then
 	nvcc=$(command -v nvcc || true)
 	if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -23,6 +69,9 @@ CU
 		if "$nvcc" -o "$t/c" "$t/c.cu" -lcublas -lnccl >"$t/cuda.log" 2>&1; then
 			has_cuda=1
 		fi
+	fi
+	if [ "$has_cuda" = 1 ]; then
+		choose_archs
 	fi
 	if [ "$has_cuda" = 0 ] && [ "$want_cuda" = 1 ]; then
 		echo "configure: CUDA=1 but no working nvcc with cuBLAS and NCCL was found (see $t/cuda.log)" >&2
@@ -49,6 +98,8 @@ fi
 	echo "#define MGPU_HAVE_CUDA $has_cuda"
 	echo "#define MGPU_HAVE_NCCL $has_cuda"
 	echo "#define MGPU_HAVE_MPI $has_mpi"
+	echo "/* the GPU code in the binaries: SASS per architecture, PTX for the newest */"
+	echo "#define MGPU_CUDA_ARCHS \"$arch_words\""
 } >"$out/config.h.tmp"
 if ! cmp -s "$out/config.h.tmp" "$out/config.h" 2>/dev/null; then
 	mv "$out/config.h.tmp" "$out/config.h"
@@ -61,7 +112,8 @@ fi
 	if [ "$has_cuda" = 1 ]; then
 		echo "NVCC := $nvcc"
 		echo "CUDA_HOME := $cudadir"
+		echo "CUDA_GENCODE := $gencode"
 	fi
-	echo "CONFIG_REQ := $want_cuda-$want_mpi"
+	echo "CONFIG_REQ := $want_cuda-$want_mpi-$want_archs"
 } >"$out/config.mk"
-echo "configure: cuda=$has_cuda nccl=$has_cuda mpi=$has_mpi" >&2
+echo "configure: cuda=$has_cuda nccl=$has_cuda mpi=$has_mpi${arch_words:+ gpu code: $arch_words}" >&2

@@ -26,6 +26,9 @@ extern char mgpu_diag_prefix[64];
 _Noreturn void die(const char *fmt, ...) MGPU_PRINTF(1, 2);
 /* die() with the library's stored message. */
 _Noreturn void die_lib(void);
+/* After a failure: when SIGINT or SIGTERM asked to stop (core/cancel.h),
+ * say so and exit 128 + the signal (130, 143); else return. */
+void exit_if_interrupted(void);
 /* "mgpu-x: <msg>\nTry 'mgpu-x --help'" on stderr, exit 2. */
 _Noreturn void usage_error(const char *fmt, ...) MGPU_PRINTF(1, 2);
 /* "mgpu-x: warning: <msg>" on stderr. */

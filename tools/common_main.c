@@ -13,6 +13,7 @@
 
 #include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
 #include "comm/launch.h" /* MGPU_EXIT_PIPE */
+#include "core/cancel.h" /* mgpu_cancel_raise, mgpu_cancel_signal */
 #include "core/cli.h" /* mgpu_cli_int, mgpu_cli_double, mgpu_cli_size, mgpu_cli_choice */
 #include "ops/ops.h" /* mgpu_ops_all */
 
@@ -22,6 +23,7 @@ char mgpu_diag_prefix[64];
 static void on_signal(int sig)
 {
 	mgpu_interrupted = sig;
+	mgpu_cancel_raise(sig); /* the library's long loops poll this one */
 }
 
 static void vreport(const char *kind, const char *fmt, va_list ap)
@@ -44,6 +46,18 @@ void die(const char *fmt, ...)
 void die_lib(void)
 {
 	die("%s", mgpu_errmsg()[0] ? mgpu_errmsg() : "unknown failure");
+}
+
+void exit_if_interrupted(void)
+{
+	int sig = mgpu_cancel_signal();
+
+	if (!sig)
+		return;
+	fprintf(stderr, "%s: %s%sinterrupted by %s; partial output removed\n", mgpu_tool_name,
+		mgpu_diag_prefix, mgpu_diag_prefix[0] ? ": " : "",
+		sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
+	exit(128 + sig);
 }
 
 void usage_error(const char *fmt, ...)
@@ -73,6 +87,7 @@ void print_version(int verbose)
 		return;
 	printf("features: cuda=%d nccl=%d mpi=%d\n", MGPU_HAVE_CUDA, MGPU_HAVE_NCCL,
 	       MGPU_HAVE_MPI);
+	printf("gpu code: %s\n", MGPU_CUDA_ARCHS[0] ? MGPU_CUDA_ARCHS : "none (built without CUDA)");
 	printf("backends:");
 	for (o = mgpu_ops_all(); *o; o++)
 		printf(" %s", (*o)->name);

@@ -3,13 +3,13 @@
  */
 #include "core/io.h"
 
-#include <errno.h>    /* errno, EEXIST */
+#include <errno.h>    /* errno, EEXIST, EINTR */
 #include <fcntl.h>    /* open */
 #include <libgen.h>   /* dirname */
 #include <stdlib.h>   /* malloc, free */
 #include <string.h>   /* strlen, memcpy */
 #include <sys/stat.h> /* mkdir, stat */
-#include <unistd.h>   /* fsync, getpid, unlink */
+#include <unistd.h>   /* fsync, getpid, unlink, read */
 
 #include "core/err.h" /* mgpu_err */
 
@@ -89,43 +89,67 @@ int mgpu_write_file_atomic(const char *path, const void *data, size_t len)
 	return mgpu_afile_commit(&af);
 }
 
+/* Make room for at least one more byte after n, plus the NUL. */
+static int room(unsigned char **buf, size_t *cap, size_t n, const char *name)
+{
+	unsigned char *nb;
+	size_t ncap;
+
+	if (n + 1 < *cap)
+		return 0;
+	ncap = *cap < 65536 ? 65536 : *cap * 2;
+	nb = realloc(*buf, ncap);
+	if (!nb)
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+	*buf = nb;
+	*cap = ncap;
+	return 0;
+}
+
+int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len)
+{
+	unsigned char *buf = *data;
+	size_t n = *len, cap = n; /* the caller's buffer holds at least n bytes */
+	ssize_t got;
+	int rc = 0;
+
+	for (;;) {
+		MGPU_CHECK(room(&buf, &cap, n, name));
+		got = read(fd, buf + n, cap - n - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = mgpu_err_errno(MGPU_EIO, "'%s': read failed", name);
+			goto out;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	buf[n] = '\0';
+out:
+	if (rc < 0) {
+		free(buf);
+		buf = NULL;
+		n = 0;
+	}
+	*data = buf;
+	*len = n;
+	return rc;
+}
+
 int mgpu_read_file(const char *path, unsigned char **data, size_t *len)
 {
-	FILE *fp;
-	unsigned char *buf = NULL, *nb;
-	size_t cap = 0, n = 0, got;
+	int fd, rc;
 
 	*data = NULL;
 	*len = 0;
-	fp = fopen(path, "rb");
-	if (!fp)
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
-	for (;;) {
-		if (n + 1 >= cap) {
-			cap = cap ? cap * 2 : 65536;
-			nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(fp);
-				return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", path);
-			}
-			buf = nb;
-		}
-		got = fread(buf + n, 1, cap - n - 1, fp);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	if (ferror(fp)) {
-		free(buf);
-		fclose(fp);
-		return mgpu_err_errno(MGPU_EIO, "'%s': read failed", path);
-	}
-	fclose(fp);
-	buf[n] = '\0';
-	*data = buf;
-	*len = n;
-	return 0;
+	rc = mgpu_read_fd(fd, path, data, len);
+	close(fd);
+	return rc;
 }
 
 int mgpu_mkdirs_made(const char *path, size_t *made)

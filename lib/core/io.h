@@ -28,6 +28,14 @@ void mgpu_afile_abort(struct mgpu_afile *af);
 int mgpu_write_file_atomic(const char *path, const void *data, size_t len);
 /* Read a whole (uncompressed) file into a malloc'ed buffer, NUL-terminated. */
 int mgpu_read_file(const char *path, unsigned char **data, size_t *len);
+/*
+ * Read fd from where it stands to its end (a pipe, a terminal or a regular
+ * file alike: nothing is read twice), APPENDING to *data, a malloc'ed buffer
+ * of *len bytes or NULL with *len 0. The result is NUL-terminated (not
+ * counted in *len). On failure the buffer is freed, *data is NULL and *len 0.
+ * name labels messages ("-" for stdin).
+ */
+int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len);
 /* fsync a directory so a rename inside it is durable. */
 int mgpu_fsync_dir(const char *dir);
 /* buf = dir/name, or MGPU_EINVAL when it does not fit. */

@@ -19,7 +19,9 @@
  *
  * Writing (cache_build.c): mgpu_cache_write() builds a file atomically from
  * in-memory splits; mgpu_cache_ensure() is the lock + up-to-date check
- * around it for a cache directory.
+ * around it for a cache directory. Both poll core/cancel.h between chunks
+ * and while waiting for the lock: a stop request fails them with
+ * MGPU_EINTR, leaving nothing half-written.
  */
 #ifndef MGPU_DATA_CACHE_H
 #define MGPU_DATA_CACHE_H

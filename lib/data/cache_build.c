@@ -10,7 +10,7 @@
  */
 #include "data/cache.h"
 
-#include <errno.h>    /* errno, EINTR */
+#include <errno.h>    /* errno, EINTR, EWOULDBLOCK */
 #include <fcntl.h>    /* open */
 #include <math.h>     /* sqrt */
 #include <stdio.h>    /* fwrite, fseek */
@@ -18,9 +18,11 @@
 #include <string.h>   /* memcpy, memset */
 #include <sys/file.h> /* flock */
 #include <sys/stat.h> /* stat, mkdir */
+#include <time.h>     /* nanosleep */
 #include <unistd.h>   /* close, unlink, rmdir */
 #include <zstd.h>     /* ZSTD_compressCCtx */
 
+#include "core/cancel.h" /* mgpu_cancel_check, mgpu_cancel_signal */
 #include "core/err.h"   /* mgpu_err */
 #include "core/io.h"    /* mgpu_afile_* */
 #include "data/xxh64.h" /* mgpu_xxh64 */
@@ -126,7 +128,7 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&b->mu);
 		k = b->next++;
 		pthread_mutex_unlock(&b->mu);
-		if (k >= b->njobs)
+		if (k >= b->njobs || mgpu_cancel_signal())
 			break;
 		need = (size_t)b->jobs[k].rows * (b->row_nbytes + 1);
 		if (need > cap) {
@@ -163,6 +165,7 @@ static int run_wave(struct build *b)
 	worker(b);
 	for (t = 1; t <= started; t++)
 		pthread_join(th[t], NULL);
+	MGPU_TRY(mgpu_cancel_check()); /* the workers stopped taking chunks */
 	for (k = 0; k < b->njobs; k++)
 		if (b->jobs[k].rc < 0)
 			return mgpu_err(b->jobs[k].rc, "%s", b->jobs[k].err);
@@ -467,20 +470,27 @@ int mgpu_cache_is_current(const char *dir, const uint8_t key[32])
 	return memcmp(h.key, key, 32) == 0;
 }
 
+/* Wait for the exclusive lock, polling so that SIGINT stops the wait (a
+ * blocking flock would be restarted after the handler). */
 static int lock_dir(const char *dir, int *fd)
 {
+	const struct timespec tick = { 0, 20 * 1000 * 1000 };
 	char path[4096];
+	int rc;
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, MGPU_CACHE_LOCK));
 	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (*fd < 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot create the lock file", path);
-	while (flock(*fd, LOCK_EX) != 0) {
-		if (errno != EINTR) {
+	while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK || errno == EINTR ? mgpu_cancel_check() :
+			mgpu_err_errno(MGPU_EIO, "'%s': cannot lock", path);
+		if (rc < 0) {
 			close(*fd);
 			*fd = -1;
-			return mgpu_err_errno(MGPU_EIO, "'%s': cannot lock", path);
+			return rc;
 		}
+		nanosleep(&tick, NULL);
 	}
 	return 0;
 }

@@ -46,15 +46,21 @@ static int grow(unsigned char **buf, size_t *cap, size_t need, const char *path)
 	return 0;
 }
 
-/* Copy the single raw entry's data into a growing buffer. */
+/* Copy the single raw entry's data into a growing buffer: at most
+ * max_nbytes + 1 bytes are ever decoded, the one over the limit telling
+ * that the stream is longer. */
 static int drain(struct archive *a, const char *path, size_t max_nbytes,
 		 unsigned char **buf, size_t *cap, size_t *len)
 {
 	la_ssize_t got;
+	size_t want;
 
 	for (;;) {
-		MGPU_TRY(grow(buf, cap, *len + CHUNK_NBYTES, path));
-		got = archive_read_data(a, *buf + *len, CHUNK_NBYTES);
+		want = max_nbytes - *len + 1;
+		if (want > CHUNK_NBYTES)
+			want = CHUNK_NBYTES;
+		MGPU_TRY(grow(buf, cap, *len + want, path));
+		got = archive_read_data(a, *buf + *len, want);
 		if (got < 0)
 			return mgpu_err(MGPU_EFORMAT, "'%s': cannot decompress: %s", path,
 					arch_msg(a));
@@ -79,39 +85,48 @@ static int open_error(struct archive *a, const char *path)
 	return mgpu_err(MGPU_EIO, "'%s': cannot open: %s", path, arch_msg(a));
 }
 
-int mgpu_read_maybe_compressed_max(const char *path, size_t max_nbytes,
-				   unsigned char **data, size_t *len)
+/* Open path as one decoded stream in *ap (freed by the caller, also on
+ * failure): 1 when it has data, 0 when it is empty, or an error. */
+static int open_stream(const char *path, struct archive **ap)
 {
-	struct archive *a = NULL;
 	struct archive_entry *ent;
 	struct stat st;
-	unsigned char *buf = NULL;
-	size_t cap = 0, n = 0;
-	int rc = 0, r;
+	int r;
 
-	*data = NULL;
-	*len = 0;
+	*ap = NULL;
 	if (stat(path, &st) != 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
 		return mgpu_err(MGPU_EIO, "'%s': is a directory", path);
-	a = archive_read_new();
-	if (!a)
+	*ap = archive_read_new();
+	if (!*ap)
 		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", path);
-	archive_read_support_filter_all(a);
-	archive_read_support_format_raw(a);
-	archive_read_support_format_empty(a);
-	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
-		rc = open_error(a, path);
-		goto out;
-	}
-	r = archive_read_next_header(a, &ent);
-	if (r != ARCHIVE_OK && r != ARCHIVE_EOF) {
-		rc = mgpu_err(MGPU_EFORMAT, "'%s': cannot decompress: %s", path, arch_msg(a));
-		goto out;
-	}
+	archive_read_support_filter_all(*ap);
+	archive_read_support_format_raw(*ap);
+	archive_read_support_format_empty(*ap);
+	if (archive_read_open_filename(*ap, path, 1 << 16) != ARCHIVE_OK)
+		return open_error(*ap, path);
+	r = archive_read_next_header(*ap, &ent);
+	if (r != ARCHIVE_OK && r != ARCHIVE_EOF)
+		return mgpu_err(MGPU_EFORMAT, "'%s': cannot decompress: %s", path,
+				arch_msg(*ap));
+	return r == ARCHIVE_OK; /* EOF: the empty format, nothing to read */
+}
+
+int mgpu_read_maybe_compressed_max(const char *path, size_t max_nbytes,
+				   unsigned char **data, size_t *len)
+{
+	struct archive *a;
+	unsigned char *buf = NULL;
+	size_t cap = 0, n = 0;
+	int rc = 0, has;
+
+	*data = NULL;
+	*len = 0;
+	has = open_stream(path, &a);
+	MGPU_CHECK(has);
 	MGPU_CHECK(grow(&buf, &cap, 0, path));
-	if (r == ARCHIVE_OK) /* EOF: the empty format, nothing to read */
+	if (has)
 		MGPU_CHECK(drain(a, path, max_nbytes, &buf, &cap, &n));
 	buf[n] = '\0';
 	*data = buf;
@@ -121,7 +136,29 @@ out:
 	free(buf);
 	if (a)
 		archive_read_free(a);
-	return rc;
+	return rc < 0 ? rc : 0;
+}
+
+int mgpu_read_maybe_compressed_head(const char *path, unsigned char *buf, size_t cap,
+				    size_t *n)
+{
+	struct archive *a;
+	la_ssize_t got = 1;
+	int rc;
+
+	*n = 0;
+	rc = open_stream(path, &a);
+	while (rc > 0 && *n < cap && got > 0) {
+		got = archive_read_data(a, buf + *n, cap - *n);
+		if (got < 0)
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': cannot decompress: %s", path,
+				      arch_msg(a));
+		else
+			*n += (size_t)got;
+	}
+	if (a)
+		archive_read_free(a);
+	return rc < 0 ? rc : 0;
 }
 
 int mgpu_read_maybe_compressed(const char *path, unsigned char **data, size_t *len)

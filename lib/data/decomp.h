@@ -25,4 +25,10 @@ int mgpu_read_maybe_compressed(const char *path, unsigned char **data, size_t *l
 int mgpu_read_maybe_compressed_max(const char *path, size_t max_nbytes,
 				   unsigned char **data, size_t *len);
 
+/* The first cap decoded bytes of path into buf (fewer when the stream is
+ * shorter; *n says how many), without decoding the rest: for formats whose
+ * header declares their size, so the whole read can then be bounded. */
+int mgpu_read_maybe_compressed_head(const char *path, unsigned char *buf, size_t cap,
+				    size_t *n);
+
 #endif

@@ -70,44 +70,80 @@ static int parse_magic(const unsigned char *buf, size_t len, const char *path,
 	return 0;
 }
 
-int mgpu_idx_parse(const unsigned char *buf, size_t len, const char *path,
-		   struct mgpu_idx *out)
+/* Read the header from buf[0..len): *hdr its size, *nbytes the data's. */
+static int parse_header(const unsigned char *buf, size_t len, const char *path,
+			struct mgpu_idx *out, size_t *hdr, size_t *nbytes)
 {
-	size_t hdr, count = 1, nbytes;
+	size_t count = 1;
 	int i;
 
 	memset(out, 0, sizeof *out);
 	MGPU_TRY(parse_magic(buf, len, path, out));
-	hdr = 4 + 4 * (size_t)out->ndim;
-	if (len < hdr)
+	*hdr = 4 + 4 * (size_t)out->ndim;
+	if (len < *hdr)
 		return mgpu_err(MGPU_EFORMAT, "'%s': truncated: %zu bytes, the IDX header "
-				"of %d dimensions needs %zu", path, len, out->ndim, hdr);
+				"of %d dimensions needs %zu", path, len, out->ndim, *hdr);
 	for (i = 0; i < out->ndim; i++) {
 		out->dims[i] = be32(buf + 4 + 4 * i);
 		if (__builtin_mul_overflow(count, (size_t)out->dims[i], &count))
 			return mgpu_err(MGPU_ERANGE, "'%s': IDX dimensions overflow", path);
 	}
-	if (__builtin_mul_overflow(count, out->elem_nbytes, &nbytes))
+	if (__builtin_mul_overflow(count, out->elem_nbytes, nbytes))
 		return mgpu_err(MGPU_ERANGE, "'%s': IDX dimensions overflow", path);
-	if (len - hdr < nbytes)
-		return mgpu_err(MGPU_EFORMAT, "'%s': truncated: header says %zu bytes of "
-				"data, file has %zu", path, nbytes, len - hdr);
-	if (len - hdr > nbytes)
-		return mgpu_err(MGPU_EFORMAT, "'%s': %zu bytes of trailing garbage after "
-				"%zu bytes of data", path, len - hdr - nbytes, nbytes);
 	out->count = count;
+	return 0;
+}
+
+int mgpu_idx_parse(const unsigned char *buf, size_t len, const char *path,
+		   struct mgpu_idx *out)
+{
+	size_t hdr, nbytes;
+	int rc;
+
+	rc = parse_header(buf, len, path, out, &hdr, &nbytes);
+	if (rc == 0 && len - hdr < nbytes)
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': truncated: header says %zu bytes of "
+			      "data, file has %zu", path, nbytes, len - hdr);
+	if (rc == 0 && len - hdr > nbytes)
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': %zu bytes of trailing garbage after "
+			      "%zu bytes of data", path, len - hdr - nbytes, nbytes);
+	if (rc < 0) {
+		memset(out, 0, sizeof *out);
+		return rc;
+	}
 	out->data = buf + hdr;
+	return 0;
+}
+
+/* The bytes a (compressed) file may decode to: what its header declares,
+ * plus some slack so that trailing garbage gets its own message. */
+static int declared_nbytes(const char *path, size_t *max)
+{
+	unsigned char head[4 + 4 * MGPU_IDX_MAX_DIM];
+	struct mgpu_idx h;
+	size_t n, hdr, nbytes;
+
+	MGPU_TRY(mgpu_read_maybe_compressed_head(path, head, sizeof head, &n));
+	MGPU_TRY(parse_header(head, n, path, &h, &hdr, &nbytes));
+	if (__builtin_add_overflow(hdr + MGPU_IDX_SLACK_NBYTES, nbytes, max))
+		return mgpu_err(MGPU_ERANGE, "'%s': IDX dimensions overflow", path);
 	return 0;
 }
 
 int mgpu_idx_load(const char *path, struct mgpu_idx *out)
 {
 	unsigned char *buf;
-	size_t len;
+	size_t len, max;
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	MGPU_TRY(mgpu_read_maybe_compressed(path, &buf, &len));
+	MGPU_TRY(declared_nbytes(path, &max));
+	rc = mgpu_read_maybe_compressed_max(path, max, &buf, &len);
+	if (rc == MGPU_ERANGE) /* a decompression bomb, or garbage after the data */
+		return mgpu_err(MGPU_EFORMAT, "'%s': decodes to more than the %zu bytes its "
+				"IDX header declares (stopped reading)", path,
+				max - MGPU_IDX_SLACK_NBYTES);
+	MGPU_TRY(rc);
 	rc = mgpu_idx_parse(buf, len, path, out);
 	if (rc < 0) {
 		free(buf);

@@ -13,7 +13,9 @@
  * view and on a zeroed struct.
  *
  * The whole input must be exactly header + data: short data and trailing
- * bytes are both errors.
+ * bytes are both errors. mgpu_idx_load() decodes a compressed file only as
+ * far as its header's size plus MGPU_IDX_SLACK_NBYTES, so a small file that
+ * decompresses to gigabytes is refused without using that memory.
  */
 #ifndef MGPU_DATA_IDX_H
 #define MGPU_DATA_IDX_H
@@ -22,6 +24,9 @@
 #include <stdint.h> /* uint32_t */
 
 #define MGPU_IDX_MAX_DIM 4
+/* Bytes past the declared size that mgpu_idx_load() still decodes, to
+ * report how much trailing garbage there is. */
+#define MGPU_IDX_SLACK_NBYTES ((size_t)4096)
 
 enum {
 	MGPU_IDX_U8 = 0x08,

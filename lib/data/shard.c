@@ -10,6 +10,7 @@
 #include <stdio.h>  /* snprintf, fwrite */
 #include <string.h> /* memset, memcpy, strlen */
 
+#include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h" /* mgpu_err */
 #include "core/io.h"  /* mgpu_afile_* */
 #include "data/npy.h" /* mgpu_npy_header */
@@ -102,8 +103,11 @@ int mgpu_shard_write(const char *path, const struct mgpu_samples *s, const uint3
 	memset(&o, 0, sizeof o);
 	mgpu_sha256_init(&o.sha);
 	MGPU_TRY(mgpu_afile_open(&o.af, path));
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (i % 256 == 0) /* SIGINT: stop, and the temporary goes */
+			MGPU_CHECK(mgpu_cancel_check());
 		MGPU_CHECK(sample(&o, s, idx[i]));
+	}
 	MGPU_CHECK(pad(&o, 512));
 	MGPU_CHECK(put(&o, (const unsigned char[1024]){ 0 }, 1024));
 	MGPU_CHECK(pad(&o, MGPU_SHARD_RECORD));

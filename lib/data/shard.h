@@ -11,6 +11,7 @@
  * machine, and GNU tar, bsdtar and Python's tarfile read it.
  *
  * The shard is written atomically (core/io.h): a failure leaves nothing.
+ * A stop request (core/cancel.h) is a failure with MGPU_EINTR.
  */
 #ifndef MGPU_DATA_SHARD_H
 #define MGPU_DATA_SHARD_H

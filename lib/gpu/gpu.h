@@ -7,8 +7,9 @@
  * CSV that `nvidia-smi --query-gpu=... --format=csv` prints;
  * CUDA_VISIBLE_DEVICES applied to such a list; THE selection policy
  * (mgpu-probe and `mgpu-train --gpus auto` both call mgpu_gpu_select);
- * the resolution of a --gpus argument into CUDA ordinals; and the facts of
- * `mgpu-probe --system` (versions, P2P matrix, host, checklist inputs).
+ * the resolution of a --gpus argument into CUDA ordinals; the facts of
+ * `mgpu-probe --system` (versions, P2P matrix, host, checklist inputs);
+ * and whether this binary carries code a GPU can run (gpu_arch.c).
  *
  * Invariants:
  * - gpu[i].index is the CUDA ordinal this process passes to cudaSetDevice,
@@ -179,6 +180,28 @@ void mgpu_gpu_exclusion(const struct mgpu_gpu *g, const struct mgpu_gpu_policy *
  * machine without GPUs; what cannot be learned is -1 or "".
  */
 int mgpu_gpu_system(const struct mgpu_gpu_list *list, struct mgpu_gpu_system *s);
+
+/* Which code of this binary a GPU runs (mgpu_gpu_code_fit). */
+enum { MGPU_GPU_CODE_NONE = 0, MGPU_GPU_CODE_SASS = 1, MGPU_GPU_CODE_PTX = 2 };
+struct mgpu_gpu_fit {
+	int code;   /* MGPU_GPU_CODE_*: a cubin, PTX the driver compiles, or nothing */
+	int arch;   /* XY of the sm_XY or compute_XY used (86, 120); 0 with NONE */
+	int exact;  /* SASS built for exactly this compute capability */
+};
+
+/* The GPU code this binary carries, as nvcc names it ("sm_75 sm_80 ...
+ * compute_120"): the build's CUDA_ARCHS; "" when built without CUDA. */
+const char *mgpu_gpu_build_archs(void);
+
+/*
+ * Whether a GPU of compute capability cc_major.cc_minor can run code built
+ * for archs (words "sm_XY", "sm_XYa", "compute_XY", separated by spaces or
+ * commas): SASS when a cubin of the same major and a minor not above the
+ * GPU's exists (the newest such), else PTX when one of compute_XY <= the
+ * GPU exists (the driver compiles it at first use), else NONE. Pure.
+ * MGPU_EINVAL names a malformed word or an invalid compute capability.
+ */
+int mgpu_gpu_code_fit(int cc_major, int cc_minor, const char *archs, struct mgpu_gpu_fit *fit);
 
 /* 1 when a TCP socket can bind 127.0.0.1:port (then closed), 0 when not,
  * with why. */

@@ -31,6 +31,10 @@ static const struct {
 	{ "ln_fwd", 1e-5 },  { "ln_bwd", 1e-4 },  { "dropout", 1e-6 },
 	{ "xent", 1e-5 },    { "u8_to_f32", 1e-6 }, { "sgd", 1e-6 },
 	{ "adamw", 1e-5 },
+	{ "sgemm_strided", 2e-5 }, { "add", 1e-6 }, { "emb_fwd", 1e-6 },
+	{ "emb_bwd", 1e-5 },        { "attn_softmax", 1e-5 }, { "attn_softmax_bwd", 1e-5 },
+	{ "heads_split", 1e-6 },    { "heads_merge", 1e-6 },  { "f32_to_bf16", 1e-6 },
+	{ "bf16_to_f32", 1e-6 },
 };
 
 /* The buffers of one case: host memory, and each device buffer on both. */
@@ -659,6 +663,370 @@ static int case_adamw(struct run *r, const struct mgpu_ops_case *c)
 	return 0;
 }
 
+/* ---- transformer ops ------------------------------------------------------ */
+
+/* `batch` padded matrices `stride` floats apart, NaN (or pad) in the gaps. */
+static void fill_batch(struct mgpu_ops_pair *p, float *x, int rows, int cols, int ld,
+		       long long stride, int batch, float pad, int nan_inside)
+{
+	size_t one = (size_t)ld * (size_t)cols;
+	int i;
+
+	for (i = 0; i < batch; i++) {
+		fill_padded(p, x + i * stride, rows, cols, ld, pad, nan_inside);
+		fill_const(x + i * stride + one, (size_t)stride - one, pad);
+	}
+}
+
+/* Every C of the batch within tolerance; padding and gaps untouched. */
+static void cmp_batch_c(struct err *e, const float *c0, const float *c1, int m, int n,
+			int ldc, long long sc, int batch)
+{
+	size_t i, at, total = (size_t)sc * (size_t)batch;
+	int b;
+
+	for (b = 0; b < batch; b++)
+		err_add(e, rel_err_ld(c0 + b * sc, c1 + b * sc, (size_t)m, (size_t)n, (size_t)ldc));
+	for (i = 0; i < total; i++) {
+		at = i % (size_t)sc;
+		if (at < (size_t)ldc * n && at % (size_t)ldc < (size_t)m)
+			continue; /* inside a C */
+		if (c0[i] != SENTINEL || c1[i] != SENTINEL)
+			err_add(e, INFINITY);
+	}
+}
+
+static int case_sgemm_strided(struct run *r, const struct mgpu_ops_case *c)
+{
+	int ar = c->ta == MGPU_N ? c->m : c->k, ac = c->ta == MGPU_N ? c->k : c->m;
+	int br = c->tb == MGPU_N ? c->k : c->n, bc = c->tb == MGPU_N ? c->n : c->k;
+	int lda = c->lda ? c->lda : max1(ar), ldb = c->ldb ? c->ldb : max1(br);
+	int ldc = c->ldc ? c->ldc : max1(c->m), gap = c->lda ? 5 : 0, nb = c->flag;
+	long long sa = (long long)lda * ac + gap, sb = (long long)ldb * bc + gap;
+	long long sc = (long long)ldc * c->n + gap;
+	size_t na = (size_t)sa * nb, nbm = (size_t)sb * nb, nc = (size_t)sc * nb;
+	float *A, *Bm, *C, *c0, *c1;
+	struct err e = { 0.0 };
+	int ia, ib, ic, s;
+	char shape[64];
+
+	NEWF(A, r, na);
+	NEWF(Bm, r, nbm);
+	NEWF(C, r, nc);
+	NEWF(c0, r, nc);
+	NEWF(c1, r, nc);
+	fill_batch(r->p, A, ar, ac, lda, sa, nb, NAN, 0);
+	fill_batch(r->p, Bm, br, bc, ldb, sb, nb, NAN, 0);
+	fill_batch(r->p, C, c->m, c->n, ldc, sc, nb, SENTINEL, c->beta == 0.0f);
+	MGPU_TRY(up(r, A, na * sizeof *A, &ia));
+	MGPU_TRY(up(r, Bm, nbm * sizeof *Bm, &ib));
+	MGPU_TRY(up(r, C, nc * sizeof *C, &ic));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->sgemm_strided(
+			devof(r, s), c->ta, c->tb, c->m, c->n, c->k, c->alpha, dptr(r, ia, s), lda,
+			sa, dptr(r, ib, s), ldb, sb, c->beta, dptr(r, ic, s), ldc, sc, nb));
+	MGPU_TRY(down(r, ic, c0, c1));
+	cmp_batch_c(&e, c0, c1, c->m, c->n, ldc, sc, nb);
+	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m, c->n,
+		 c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', nb, gap,
+		 (double)c->beta);
+	add_row(r->p, "sgemm_strided", shape, e.worst);
+	return 0;
+}
+
+static int case_add(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n;
+	struct err e = { 0.0 };
+	float *X1, *X2, *Y;
+	int i1, i2, iy, s;
+	char shape[64];
+
+	NEWF(X1, r, n);
+	NEWF(X2, r, n);
+	NEWF(Y, r, n);
+	fill(r->p, X1, n, -1.0f, 1.0f);
+	fill(r->p, X2, n, -1.0f, 1.0f);
+	fill_const(Y, n, NAN);
+	MGPU_TRY(up(r, X1, n * sizeof *X1, &i1));
+	MGPU_TRY(up(r, X2, n * sizeof *X2, &i2));
+	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
+	iy = c->flag == 1 ? i1 : c->flag == 2 ? i2 : iy;
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->add(devof(r, s), dptr(r, iy, s), dptr(r, i1, s),
+					       dptr(r, i2, s), n));
+	MGPU_TRY(cmp_out(r, &e, iy, n));
+	snprintf(shape, sizeof shape, "n=%zu%s", n,
+		 c->flag == 1 ? " Y=X1" : c->flag == 2 ? " Y=X2" : "");
+	add_row(r->p, "add", shape, e.worst);
+	return 0;
+}
+
+/* Random ids in [0, V): small V repeats ids, which the backward sums. */
+static int32_t *new_ids(struct run *r, size_t n, int V)
+{
+	int32_t *ids = hnew(r, n * sizeof *ids);
+	float *u = fnew(r, n);
+	size_t i;
+
+	if (!ids || !u)
+		return NULL;
+	fill(r->p, u, n, 0.0f, (float)V);
+	for (i = 0; i < n; i++)
+		ids[i] = (int32_t)u[i] % (V ? V : 1);
+	return ids;
+}
+
+/* Backward half of case_emb; the ids are uploaded as iid. */
+static int emb_bwd(struct run *r, const struct mgpu_ops_case *c, int iid)
+{
+	int B = c->m, T = c->k, D = c->n, V = c->lda;
+	size_t N = (size_t)B * T, nt = (size_t)V * D, np = (size_t)T * D;
+	struct err e = { 0.0 };
+	float *dY, *dwte, *dwpe;
+	int idy, it, ip, s;
+	char shape[64];
+
+	NEWF(dY, r, N * D);
+	NEWF(dwte, r, nt);
+	NEWF(dwpe, r, np);
+	fill(r->p, dY, N * D, -1.0f, 1.0f);
+	fill(r->p, dwte, nt, -1.0f, 1.0f);
+	fill(r->p, dwpe, np, -1.0f, 1.0f);
+	if (c->beta == 0.0f) {
+		fill_const(dwte, nt, NAN);
+		fill_const(dwpe, np, NAN);
+	}
+	MGPU_TRY(up(r, dY, N * D * sizeof *dY, &idy));
+	MGPU_TRY(up(r, dwte, nt * sizeof *dwte, &it));
+	MGPU_TRY(up(r, dwpe, np * sizeof *dwpe, &ip));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->emb_bwd(devof(r, s), dptr(r, it, s), dptr(r, ip, s),
+						   dptr(r, idy, s),
+						   (const int32_t *)r->d[iid][s], B, T, V, D,
+						   c->beta));
+	MGPU_TRY(cmp_out(r, &e, it, nt));
+	MGPU_TRY(cmp_out(r, &e, ip, np));
+	snprintf(shape, sizeof shape, "B=%d T=%d V=%d D=%d acc=%g", B, T, V, D, (double)c->beta);
+	add_row(r->p, "emb_bwd", shape, e.worst);
+	return 0;
+}
+
+static int case_emb(struct run *r, const struct mgpu_ops_case *c)
+{
+	int B = c->m, T = c->k, D = c->n, V = c->lda;
+	size_t N = (size_t)B * T, nt = (size_t)V * D, np = (size_t)T * D;
+	struct err e = { 0.0 };
+	float *wte, *wpe, *Y;
+	int32_t *ids;
+	int iid, it, ip, iy, s;
+	char shape[64];
+
+	NEWF(wte, r, nt);
+	NEWF(wpe, r, np);
+	NEWF(Y, r, N * D);
+	ids = new_ids(r, N, V);
+	if (!ids)
+		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+	fill(r->p, wte, nt, -1.0f, 1.0f);
+	fill(r->p, wpe, np, -1.0f, 1.0f);
+	fill_const(Y, N * D, NAN);
+	MGPU_TRY(up(r, ids, N * sizeof *ids, &iid));
+	MGPU_TRY(up(r, wte, nt * sizeof *wte, &it));
+	MGPU_TRY(up(r, wpe, np * sizeof *wpe, &ip));
+	MGPU_TRY(up(r, Y, N * D * sizeof *Y, &iy));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->emb_fwd(devof(r, s), dptr(r, iy, s),
+						   (const int32_t *)r->d[iid][s], dptr(r, it, s),
+						   dptr(r, ip, s), B, T, V, D));
+	MGPU_TRY(cmp_out(r, &e, iy, N * D));
+	snprintf(shape, sizeof shape, "B=%d T=%d V=%d D=%d", B, T, V, D);
+	add_row(r->p, "emb_fwd", shape, e.worst);
+	return emb_bwd(r, c, iid);
+}
+
+/* Backward half of case_attn: P is the reference's, given to both. */
+static int attn_bwd(struct run *r, const struct mgpu_ops_case *c, const float *P)
+{
+	size_t n = (size_t)c->m * c->n * c->n;
+	struct err e = { 0.0 };
+	float *dP, *dS;
+	int ip, idp, ids, s;
+	char shape[64];
+
+	NEWF(dP, r, n);
+	NEWF(dS, r, n);
+	fill(r->p, dP, n, -1.0f, 1.0f);
+	fill_const(dS, n, NAN);
+	MGPU_TRY(up(r, P, n * sizeof *P, &ip));
+	MGPU_TRY(up(r, dP, n * sizeof *dP, &idp));
+	MGPU_TRY(up(r, dS, n * sizeof *dS, &ids));
+	if (c->flag)
+		ids = idp;
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->attn_softmax_bwd(devof(r, s), dptr(r, ids, s),
+							    dptr(r, idp, s), dptr(r, ip, s), c->m,
+							    c->n, c->alpha));
+	MGPU_TRY(cmp_out(r, &e, ids, n));
+	snprintf(shape, sizeof shape, "BH=%d T=%d scale=%g%s", c->m, c->n, (double)c->alpha,
+		 c->flag ? " in-place" : "");
+	add_row(r->p, "attn_softmax_bwd", shape, e.worst);
+	return 0;
+}
+
+static int case_attn(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->m * c->n * c->n;
+	struct err e = { 0.0 };
+	float *S, *P, *p0, *p1;
+	int is, ip, s;
+	char shape[64];
+
+	NEWF(S, r, n);
+	NEWF(P, r, n);
+	NEWF(p0, r, n);
+	NEWF(p1, r, n);
+	fill(r->p, S, n, -4.0f, 4.0f);
+	fill_const(P, n, NAN);
+	MGPU_TRY(up(r, S, n * sizeof *S, &is));
+	MGPU_TRY(up(r, P, n * sizeof *P, &ip));
+	if (c->flag)
+		ip = is;
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->attn_softmax(devof(r, s), dptr(r, ip, s),
+							dptr(r, is, s), c->m, c->n, c->alpha));
+	MGPU_TRY(down(r, ip, p0, p1));
+	err_vec(&e, p0, p1, n);
+	snprintf(shape, sizeof shape, "BH=%d T=%d scale=%g%s", c->m, c->n, (double)c->alpha,
+		 c->flag ? " in-place" : "");
+	add_row(r->p, "attn_softmax", shape, e.worst);
+	return attn_bwd(r, c, p1);
+}
+
+/* Y (B,T,ld) with H*Dh columns written by merge: compare those, the rest
+ * must still hold the sentinel. */
+static void cmp_merged(struct err *e, const float *y0, const float *y1, size_t rows, int HD,
+		       int ld)
+{
+	size_t i, j;
+
+	err_add(e, rel_err_ld(y0, y1, (size_t)HD, rows, (size_t)ld));
+	for (i = 0; i < rows; i++)
+		for (j = (size_t)HD; j < (size_t)ld; j++)
+			if (y0[i * ld + j] != SENTINEL || y1[i * ld + j] != SENTINEL)
+				err_add(e, INFINITY);
+}
+
+static int case_heads(struct run *r, const struct mgpu_ops_case *c)
+{
+	int B = c->m, T = c->k, Dh = c->n, H = c->lda, HD = H * Dh;
+	int ld = c->ldb ? c->ldb : max1(HD);
+	size_t rows = (size_t)B * T, nflat = rows * ld, nh = rows * HD;
+	struct err e = { 0.0 }, e2 = { 0.0 };
+	float *X, *Y, *Xh, *Yf, *y0, *y1;
+	int ix, iy, ixh, iyf, s;
+	char shape[64];
+
+	NEWF(X, r, nflat);
+	NEWF(Y, r, nh);
+	NEWF(Xh, r, nh);
+	NEWF(Yf, r, nflat);
+	NEWF(y0, r, nflat);
+	NEWF(y1, r, nflat);
+	fill_padded(r->p, X, HD, (int)rows, ld, NAN, 0); /* padding must not be read */
+	fill_const(Y, nh, NAN);
+	fill(r->p, Xh, nh, -1.0f, 1.0f);
+	fill_const(Yf, nflat, SENTINEL);
+	MGPU_TRY(up(r, X, nflat * sizeof *X, &ix));
+	MGPU_TRY(up(r, Y, nh * sizeof *Y, &iy));
+	MGPU_TRY(up(r, Xh, nh * sizeof *Xh, &ixh));
+	MGPU_TRY(up(r, Yf, nflat * sizeof *Yf, &iyf));
+	for (s = 0; s < 2; s++) {
+		MGPU_TRY(devof(r, s)->ops->heads_split(devof(r, s), dptr(r, iy, s), dptr(r, ix, s),
+						       ld, B, T, H, Dh));
+		MGPU_TRY(devof(r, s)->ops->heads_merge(devof(r, s), dptr(r, iyf, s), ld,
+						       dptr(r, ixh, s), B, T, H, Dh));
+	}
+	MGPU_TRY(cmp_out(r, &e, iy, nh));
+	snprintf(shape, sizeof shape, "B=%d T=%d H=%d Dh=%d ld=%d", B, T, H, Dh, ld);
+	add_row(r->p, "heads_split", shape, e.worst);
+	MGPU_TRY(down(r, iyf, y0, y1));
+	cmp_merged(&e2, y0, y1, rows, HD, ld);
+	add_row(r->p, "heads_merge", shape, e2.worst);
+	return 0;
+}
+
+/* Conversions must agree bit for bit (NaN payloads included). */
+static void cmp_bits(struct err *e, const void *a, const void *b, size_t nbytes)
+{
+	err_add(e, memcmp(a, b, nbytes) == 0 ? 0.0 : INFINITY);
+}
+
+/* The inputs rounding must get right, then random bits over every range. */
+static void fill_bf16_inputs(struct mgpu_ops_pair *p, uint32_t *u, size_t n)
+{
+	static const uint32_t special[] = {
+		0x7fc00000u, 0xffc00001u, 0x7f800001u, /* NaNs, one signalling */
+		0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, /* Inf, zeros */
+		0x3f808000u, 0x3f818000u, /* ties: to even stays, to odd goes up */
+		0x3f808001u, 0x3f807fffu, /* just above, just below a tie */
+		0x7f7fffffu, 0x00000001u, 0x807fffffu, /* max -> Inf, denormals */
+	};
+	uint64_t st = p->stream++;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		u[i] = i < sizeof special / sizeof special[0]
+			       ? special[i]
+			       : (uint32_t)mgpu_hash64(p->seed + st, i);
+}
+
+static int case_bf16(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n;
+	struct err e = { 0.0 }, e2 = { 0.0 };
+	uint32_t *X;
+	uint16_t *H, *Hb, *h0, *h1;
+	float *F, *f0, *f1;
+	int ix, ih, ihb, iff, s;
+	char shape[64];
+	size_t i;
+
+	X = hnew(r, n * sizeof *X);
+	H = hnew(r, n * sizeof *H);
+	Hb = hnew(r, n * sizeof *Hb);
+	h0 = hnew(r, n * sizeof *h0);
+	h1 = hnew(r, n * sizeof *h1);
+	F = fnew(r, n);
+	f0 = fnew(r, n);
+	f1 = fnew(r, n);
+	if (!X || !H || !Hb || !h0 || !h1 || !F || !f0 || !f1)
+		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+	fill_bf16_inputs(r->p, X, n);
+	memset(H, 0xff, n * sizeof *H);
+	for (i = 0; i < n; i++)
+		Hb[i] = (uint16_t)(X[i] >> 7); /* every bf16 pattern, NaNs too */
+	fill_const(F, n, NAN);
+	MGPU_TRY(up(r, X, n * sizeof *X, &ix));
+	MGPU_TRY(up(r, H, n * sizeof *H, &ih));
+	MGPU_TRY(up(r, Hb, n * sizeof *Hb, &ihb));
+	MGPU_TRY(up(r, F, n * sizeof *F, &iff));
+	for (s = 0; s < 2; s++) {
+		MGPU_TRY(devof(r, s)->ops->f32_to_bf16(devof(r, s), (uint16_t *)r->d[ih][s],
+						       dptr(r, ix, s), n));
+		MGPU_TRY(devof(r, s)->ops->bf16_to_f32(devof(r, s), dptr(r, iff, s),
+						       (const uint16_t *)r->d[ihb][s], n));
+	}
+	MGPU_TRY(down(r, ih, h0, h1));
+	cmp_bits(&e, h0, h1, n * sizeof *h0);
+	MGPU_TRY(down(r, iff, f0, f1));
+	cmp_bits(&e2, f0, f1, n * sizeof *f0);
+	snprintf(shape, sizeof shape, "n=%zu", n);
+	add_row(r->p, "f32_to_bf16", shape, e.worst);
+	add_row(r->p, "bf16_to_f32", shape, e2.worst);
+	return 0;
+}
+
 static const struct {
 	const char *op;
 	int (*fn)(struct run *r, const struct mgpu_ops_case *c);
@@ -667,6 +1035,8 @@ static const struct {
 	{ "bias_act", case_bias_act }, { "act_bwd", case_act_bwd }, { "col_sum", case_col_sum },
 	{ "ln", case_ln },           { "dropout", case_dropout }, { "xent", case_xent },
 	{ "u8_to_f32", case_u8 },    { "sgd", case_sgd },         { "adamw", case_adamw },
+	{ "sgemm_strided", case_sgemm_strided }, { "add", case_add }, { "emb", case_emb },
+	{ "attn", case_attn },       { "heads", case_heads },     { "bf16", case_bf16 },
 };
 
 /* ---- public ----------------------------------------------------------- */
@@ -748,6 +1118,16 @@ static const struct mgpu_ops_case selftest[] = {
 	  MGPU_ACT_NONE, 0 },
 	{ "sgd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.9f, MGPU_ACT_NONE, 1 },
 	{ "adamw", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	/* a gpt block at B=4, T=64, H=4, Dh=32 (D=128), vocab 256: the score
+	 * and value products of attention, then its other ops */
+	{ "sgemm_strided", MGPU_T, MGPU_N, 64, 64, 32, 32, 32, 64, 0.125f, 0.0f, MGPU_ACT_NONE, 16 },
+	{ "sgemm_strided", MGPU_N, MGPU_N, 32, 64, 64, 32, 64, 32, 1.0f, 0.0f, MGPU_ACT_NONE, 16 },
+	{ "sgemm_strided", MGPU_N, MGPU_T, 32, 64, 64, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 16 },
+	{ "add", MGPU_N, MGPU_N, 0, 32768, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ "emb", MGPU_N, MGPU_N, 4, 128, 64, 256, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
+	{ "attn", MGPU_N, MGPU_N, 16, 64, 0, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "heads", MGPU_N, MGPU_N, 4, 32, 64, 4, 384, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "bf16", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
 };
 
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

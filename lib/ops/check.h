@@ -56,6 +56,17 @@ struct mgpu_ops_report {
  *   u8_to_f32 n, alpha = scale, beta = shift
  *   sgd       n, beta = momentum (0: no buffer), flag = nesterov; 2 steps
  *   adamw     n; 2 steps
+ *   sgemm_strided  as sgemm, flag = batch; lda != 0 also leaves a NaN gap of
+ *             5 floats between matrices (a sentinel between Cs)
+ *   add       n, flag = 0 (Y apart), 1 (Y == X1), 2 (Y == X2)
+ *   emb       m = B, k = T, n = D, lda = V, beta = acc (rows "emb_fwd",
+ *             "emb_bwd")
+ *   attn      m = BH, n = T, alpha = scale, flag = in place (rows
+ *             "attn_softmax", "attn_softmax_bwd")
+ *   heads     m = B, k = T, n = Dh, lda = H, ldb = row stride (0 = H*Dh)
+ *             (rows "heads_split", "heads_merge")
+ *   bf16      n: NaN, Inf, ties and random bits (rows "f32_to_bf16",
+ *             "bf16_to_f32", which must agree bit for bit)
  */
 struct mgpu_ops_case {
 	const char *op;
@@ -89,7 +100,8 @@ double mgpu_ops_tolerance(const char *op);
 
 /* The selftest: every op on representative shapes (a training-like
  * 512x128x784 sgemm and its two backward products, 128x512 element ops,
- * 128x10 xent, plus odd shapes), ops device `index` against ref device 0.
+ * 128x10 xent, plus odd shapes; a small gpt block's attention and
+ * embedding ops), ops device `index` against ref device 0.
  * Returns 0 when everything ran (read rep->nfail for the verdict). */
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,
 		     uint64_t seed, struct mgpu_ops_report *rep);

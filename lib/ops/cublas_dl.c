@@ -46,6 +46,7 @@ static void load(void)
 	SYM(set_pointer_mode, "cublasSetPointerMode_v2");
 	SYM(set_math_mode, "cublasSetMathMode");
 	SYM(gemm_ex, "cublasGemmEx");
+	SYM(gemm_strided_ex, "cublasGemmStridedBatchedEx");
 	SYM(snrm2_64, "cublasSnrm2_v2_64");
 	SYM(sscal_64, "cublasSscal_v2_64");
 	SYM(get_property, "cublasGetProperty");

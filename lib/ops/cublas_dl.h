@@ -26,6 +26,14 @@ struct mgpu_cublas {
 				  cudaDataType Atype, int lda, const void *B, cudaDataType Btype,
 				  int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
 				  cublasComputeType_t ct, cublasGemmAlgo_t algo);
+	cublasStatus_t (*gemm_strided_ex)(cublasHandle_t h, cublasOperation_t ta,
+					  cublasOperation_t tb, int m, int n, int k,
+					  const void *alpha, const void *A, cudaDataType Atype,
+					  int lda, long long strideA, const void *B,
+					  cudaDataType Btype, int ldb, long long strideB,
+					  const void *beta, void *C, cudaDataType Ctype, int ldc,
+					  long long strideC, int batch, cublasComputeType_t ct,
+					  cublasGemmAlgo_t algo);
 	cublasStatus_t (*snrm2_64)(cublasHandle_t h, int64_t n, const float *x, int64_t incx,
 				   float *result);
 	cublasStatus_t (*sscal_64)(cublasHandle_t h, int64_t n, const float *alpha, float *x,

@@ -178,4 +178,133 @@ MGPU_HD static inline void mgpu_adamw_elem(float *w, float g, float *m, float *v
 	*w = *w * (1.0f - hp->lr * hp->weight_decay) - (hp->lr / hp->bias_corr1) * mm / denom;
 }
 
+/* ---- transformer math (the GPT ops of ops.h) ---------------------------- */
+
+#include <string.h> /* memcpy: the bit casts below */
+
+/* The bits of a float and back, without aliasing tricks (memcpy is a
+ * builtin on the device too). */
+MGPU_HD static inline uint32_t mgpu_f32_bits(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+
+MGPU_HD static inline float mgpu_f32_from_bits(uint32_t u)
+{
+	float x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+
+/* float -> bfloat16 (the top 16 bits), rounded to nearest, ties to even.
+ * A NaN stays a NaN (made quiet, sign kept) instead of rounding to Inf;
+ * values past the largest bf16 round to Inf, as IEEE rounding does. */
+MGPU_HD static inline uint16_t mgpu_bf16_from_f32(float x)
+{
+	uint32_t u = mgpu_f32_bits(x);
+
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x0040u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+/* bfloat16 -> float is exact. */
+MGPU_HD static inline float mgpu_bf16_to_f32(uint16_t h)
+{
+	return mgpu_f32_from_bits((uint32_t)h << 16);
+}
+
+/* Row i of a causal (T,T) attention block: p[j] = softmax over j <= i of
+ * scale * s[j]; p[j] = 0 for j > i (a position never sees a later one). */
+MGPU_HD static inline void mgpu_attn_row_fwd(const float *s, int i, int T, float scale,
+					     float *p)
+{
+	float mx = scale * s[0], sum = 0.0f, t;
+	int j;
+
+	for (j = 1; j <= i; j++) {
+		t = scale * s[j];
+		mx = t > mx ? t : mx;
+	}
+	for (j = 0; j <= i; j++) {
+		p[j] = expf(scale * s[j] - mx);
+		sum += p[j];
+	}
+	for (j = 0; j <= i; j++)
+		p[j] = p[j] / sum;
+	for (j = i + 1; j < T; j++)
+		p[j] = 0.0f;
+}
+
+/* Backward of mgpu_attn_row_fwd for row i: ds = scale * p * (dp - sum p dp)
+ * over j <= i, 0 beyond. ds may equal dp (each element is read before it
+ * is written). */
+MGPU_HD static inline void mgpu_attn_row_bwd(const float *p, const float *dp, int i, int T,
+					     float scale, float *ds)
+{
+	float dot = 0.0f;
+	int j;
+
+	for (j = 0; j <= i; j++)
+		dot += p[j] * dp[j];
+	for (j = 0; j <= i; j++)
+		ds[j] = scale * p[j] * (dp[j] - dot);
+	for (j = i + 1; j < T; j++)
+		ds[j] = 0.0f;
+}
+
+/* Element idx of the embedding output Y (B*T rows, D columns): the token's
+ * row of wte plus the position's row of wpe. ids (B*T) are in [0, V). */
+MGPU_HD static inline float mgpu_emb_elem(const int32_t *ids, const float *wte,
+					  const float *wpe, int T, int D, size_t idx)
+{
+	size_t row = idx / (size_t)D;
+	size_t c = idx % (size_t)D, t = row % (size_t)T;
+
+	return wte[(size_t)ids[row] * (size_t)D + c] + wpe[t * (size_t)D + c];
+}
+
+/* dwte[v][c] = acc * old + the sum of dY[row][c] over the N rows whose id is
+ * v, in row order: a gather, so a GPU thread per (v, c) needs no atomics
+ * and adds in the same order every run. acc == 0 ignores the old value. */
+MGPU_HD static inline void mgpu_emb_tok_col(const float *dY, const int32_t *ids, size_t N,
+					    int D, int v, int c, float acc, float *dwte)
+{
+	float s = 0.0f;
+	size_t row, at = (size_t)v * (size_t)D + (size_t)c;
+
+	for (row = 0; row < N; row++)
+		if (ids[row] == v)
+			s += dY[row * (size_t)D + (size_t)c];
+	dwte[at] = acc == 0.0f ? s : acc * dwte[at] + s;
+}
+
+/* dwpe[t][c] = acc * old + the sum over the B sequences of dY[b*T + t][c]. */
+MGPU_HD static inline void mgpu_emb_pos_col(const float *dY, int B, int T, int D, int t,
+					    int c, float acc, float *dwpe)
+{
+	float s = 0.0f;
+	size_t at = (size_t)t * (size_t)D + (size_t)c;
+	int b;
+
+	for (b = 0; b < B; b++)
+		s += dY[((size_t)b * (size_t)T + (size_t)t) * (size_t)D + (size_t)c];
+	dwpe[at] = acc == 0.0f ? s : acc * dwpe[at] + s;
+}
+
+/* Heads: element idx of the (B*H, T, Dh) per-head layout lives at this
+ * index of the (B, T, H*Dh) layout whose rows are ld floats apart (ld >=
+ * H*Dh, so q, k and v can be read straight out of one (B, T, 3*H*Dh)). */
+MGPU_HD static inline size_t mgpu_heads_index(size_t idx, int T, int H, int Dh, int ld)
+{
+	size_t d = idx % (size_t)Dh, r = idx / (size_t)Dh;
+	size_t t = r % (size_t)T, bh = r / (size_t)T;
+	size_t h = bh % (size_t)H, b = bh / (size_t)H;
+
+	return (b * (size_t)T + t) * (size_t)ld + h * (size_t)Dh + d;
+}
+
 #endif

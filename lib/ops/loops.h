@@ -87,6 +87,45 @@ static inline int ops_check_sgd(size_t n, const float *mom, const struct mgpu_sg
 	return 0;
 }
 
+static inline int ops_check_sgemm_strided(enum mgpu_trans ta, enum mgpu_trans tb, int m,
+					  int n, int k, int lda, int ldb, int ldc,
+					  long long sa, long long sb, long long sc, int batch)
+{
+	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
+	if (batch < 0 || sa < 0 || sb < 0 || sc < 0)
+		return mgpu_err(MGPU_EINVAL,
+				"sgemm_strided: negative batch %d or stride (%lld, %lld, %lld)",
+				batch, sa, sb, sc);
+	return 0;
+}
+
+/* Embedding shapes: ids (B,T) into a (V,D) table. */
+static inline int ops_check_emb(const char *op, int B, int T, int V, int D)
+{
+	if (B < 0 || T < 0 || V < 0 || D < 0 || ((size_t)B * (size_t)T > 0 && V == 0))
+		return mgpu_err(MGPU_EINVAL, "%s: bad shape B=%d T=%d V=%d D=%d", op, B, T, V, D);
+	return 0;
+}
+
+/* BH causal (T,T) blocks. */
+static inline int ops_check_attn(const char *op, int BH, int T)
+{
+	if (BH < 0 || T < 0)
+		return mgpu_err(MGPU_EINVAL, "%s: negative shape BH=%d T=%d", op, BH, T);
+	return 0;
+}
+
+/* (B,T,H*Dh) with rows ld apart <-> (B*H,T,Dh). */
+static inline int ops_check_heads(const char *op, int ld, int B, int T, int H, int Dh)
+{
+	if (B < 0 || T < 0 || H < 0 || Dh < 0)
+		return mgpu_err(MGPU_EINVAL, "%s: negative shape B=%d T=%d H=%d Dh=%d", op, B, T,
+				H, Dh);
+	if ((long long)ld < (long long)ops_max1(H * Dh))
+		return mgpu_err(MGPU_EINVAL, "%s: row stride %d below H*Dh = %d", op, ld, H * Dh);
+	return 0;
+}
+
 #ifndef __CUDACC__
 /* Host labels only (ref, cpu): a label outside [0, C) is an error. */
 static inline int ops_check_labels(const int32_t *labels, int B, int C)
@@ -101,6 +140,48 @@ static inline int ops_check_labels(const int32_t *labels, int B, int C)
 }
 
 #include "ops/elem.h" /* mgpu_ln_row_fwd, mgpu_ln_row_bwd, mgpu_ln_col_bwd, mgpu_xent_row */
+
+/* Host ids only (ref, cpu): a token id outside [0, V) is an error. */
+static inline int ops_check_ids(const int32_t *ids, size_t n, int V)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= V)
+			return mgpu_err(MGPU_ERANGE, "emb_fwd: token id %d at %zu not in [0, %d)",
+					(int)ids[i], i, V);
+	return 0;
+}
+
+/* P, S (BH,T,T): one causal row at a time. */
+static inline int ops_host_attn_softmax(struct mgpu_dev *dev, float *P, const float *S,
+					int BH, int T, float scale)
+{
+	size_t r, off, rows = (size_t)BH * (size_t)T;
+
+	(void)dev;
+	MGPU_TRY(ops_check_attn("attn_softmax", BH, T));
+	for (r = 0; r < rows; r++) {
+		off = r * (size_t)T;
+		mgpu_attn_row_fwd(S + off, (int)(r % (size_t)T), T, scale, P + off);
+	}
+	return 0;
+}
+
+/* dS, dP, P (BH,T,T). */
+static inline int ops_host_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP,
+					    const float *P, int BH, int T, float scale)
+{
+	size_t r, off, rows = (size_t)BH * (size_t)T;
+
+	(void)dev;
+	MGPU_TRY(ops_check_attn("attn_softmax_bwd", BH, T));
+	for (r = 0; r < rows; r++) {
+		off = r * (size_t)T;
+		mgpu_attn_row_bwd(P + off, dP + off, (int)(r % (size_t)T), T, scale, dS + off);
+	}
+	return 0;
+}
 
 /* Host backends: one device, index 0. */
 static inline int ops_host_device_count(int *n, char *why, size_t whylen)

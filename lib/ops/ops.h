@@ -24,7 +24,7 @@
 #define MGPU_OPS_OPS_H
 
 #include <stddef.h> /* size_t */
-#include <stdint.h> /* uint8_t, int32_t, uint64_t */
+#include <stdint.h> /* uint8_t, uint16_t, int32_t, uint64_t */
 
 #ifdef __cplusplus
 extern "C" { /* C linkage when included by the CUDA (C++) backend */
@@ -123,6 +123,51 @@ struct mgpu_ops {
 		   const struct mgpu_sgd_hp *hp);
 	int (*adamw)(struct mgpu_dev *dev, float *w, const float *g, float *m, float *v,
 		     size_t n, const struct mgpu_adamw_hp *hp);
+
+	/* ---- transformer ops. Letters: T positions of a sequence, H heads,
+	 * Dh = D / H features per head, V vocabulary; "(B,T,D)" is row-major
+	 * with B*T rows of D. ---- */
+
+	/* `batch` independent sgemms with sgemm's arguments and semantics; the
+	 * i-th A, B, C start strideA, strideB, strideC floats after the
+	 * (i-1)-th (cublasGemmStridedBatchedEx; cblas_sgemm in a loop). */
+	int (*sgemm_strided)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
+			     int m, int n, int k, float alpha, const float *A, int lda,
+			     long long strideA, const float *Bm, int ldb, long long strideB,
+			     float beta, float *C, int ldc, long long strideC, int batch);
+	/* Y = X1 + X2, n elements (residual connections, gradient sums); Y may
+	 * equal X1 or X2. */
+	int (*add)(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n);
+	/* Y (B,T,D) = wte[ids] + wpe[t]: token ids (B,T) in [0, V), wte (V,D),
+	 * wpe (T,D). An id outside [0, V) is an error on host backends and a
+	 * NaN row on cuda (which cannot read it back without a round trip). */
+	int (*emb_fwd)(struct mgpu_dev *dev, float *Y, const int32_t *ids, const float *wte,
+		       const float *wpe, int B, int T, int V, int D);
+	/* dwte (V,D) = acc * dwte + the rows of dY (B,T,D) summed by token id;
+	 * dwpe (T,D) = acc * dwpe + dY summed over B. acc == 0 overwrites.
+	 * Deterministic on every backend (no floating-point atomics). */
+	int (*emb_bwd)(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
+		       const int32_t *ids, int B, int T, int V, int D, float acc);
+	/* P (BH,T,T) = causal softmax of scale * S (BH,T,T) per row: row i of a
+	 * block sees columns 0..i, later columns of P are 0. P may equal S. */
+	int (*attn_softmax)(struct mgpu_dev *dev, float *P, const float *S, int BH, int T,
+			    float scale);
+	/* dS = scale * P * (dP - sum over the row of P * dP), the backward of
+	 * attn_softmax with respect to S; masked entries are 0. dS may equal dP. */
+	int (*attn_softmax_bwd)(struct mgpu_dev *dev, float *dS, const float *dP,
+				const float *P, int BH, int T, float scale);
+	/* Y (B*H,T,Dh) = the heads of X (B,T,H*Dh) whose rows are ldx >= H*Dh
+	 * floats apart. heads_merge is the inverse (and each is the other's
+	 * backward): Y (B,T,H*Dh, rows ldy apart) from X (B*H,T,Dh); it leaves
+	 * the columns of Y's rows beyond H*Dh as they were. */
+	int (*heads_split)(struct mgpu_dev *dev, float *Y, const float *X, int ldx, int B,
+			   int T, int H, int Dh);
+	int (*heads_merge)(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
+			   int T, int H, int Dh);
+	/* bfloat16 (the top half of a float32) conversions, n elements:
+	 * round to nearest even, NaN kept NaN; bf16 -> f32 is exact. */
+	int (*f32_to_bf16)(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
+	int (*bf16_to_f32)(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */

@@ -25,6 +25,7 @@
 #include <limits.h> /* INT_MAX */
 #include <math.h>   /* sqrt */
 #include <stddef.h> /* size_t */
+#include <string.h> /* memcpy */
 
 #include "core/err.h"  /* MGPU_TRY */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
@@ -344,6 +345,144 @@ static int cpu_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, f
 	return 0;
 }
 
+/* ---- transformer ops ---------------------------------------------------- */
+
+/* One cblas_sgemm per matrix: the same column-major arguments as cuBLAS's
+ * strided batched call gets. */
+static int cpu_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
+			     int m, int n, int k, float alpha, const float *A, int lda,
+			     long long sa, const float *Bm, int ldb, long long sb, float beta,
+			     float *C, int ldc, long long sc, int batch)
+{
+	int i;
+
+	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	for (i = 0; i < batch; i++)
+		MGPU_TRY(cpu_sgemm(dev, ta, tb, m, n, k, alpha, A + i * sa, lda, Bm + i * sb, ldb,
+				   beta, C + i * sc, ldc));
+	return 0;
+}
+
+/* Y may alias X1 or X2, so no restrict: gcc checks the overlap at run time. */
+static int cpu_add(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = X1[i] + X2[i];
+	return 0;
+}
+
+static void sum_row(float *restrict y, const float *restrict a, const float *restrict b,
+		    int D)
+{
+	int j;
+
+	for (j = 0; j < D; j++)
+		y[j] = a[j] + b[j];
+}
+
+/* Y (B,T,D): one table row pair per output row. */
+static int cpu_emb_fwd(struct mgpu_dev *dev, float *Y, const int32_t *ids, const float *wte,
+		       const float *wpe, int B, int T, int V, int D)
+{
+	size_t r, N = (size_t)B * (size_t)T, d = (size_t)D;
+
+	(void)dev;
+	MGPU_TRY(ops_check_emb("emb_fwd", B, T, V, D));
+	MGPU_TRY(ops_check_ids(ids, N, V));
+	for (r = 0; r < N; r++)
+		sum_row(Y + r * d, wte + (size_t)ids[r] * d, wpe + (r % (size_t)T) * d, D);
+	return 0;
+}
+
+/* x (n) = acc * x, acc == 0 writing zeros (old NaNs too). */
+static void scale_or_zero(float *x, size_t n, float acc)
+{
+	size_t i;
+
+	if (acc == 1.0f)
+		return;
+	for (i = 0; i < n; i++)
+		x[i] = acc == 0.0f ? 0.0f : acc * x[i];
+}
+
+/* The scatter form: rows in order, so each table element sums its rows in
+ * the same order as the gather of ref and cuda (bit-identical for acc 0). */
+static int cpu_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
+		       const int32_t *ids, int B, int T, int V, int D, float acc)
+{
+	size_t r, N = (size_t)B * (size_t)T, d = (size_t)D;
+
+	(void)dev;
+	MGPU_TRY(ops_check_emb("emb_bwd", B, T, V, D));
+	MGPU_TRY(ops_check_ids(ids, N, V));
+	scale_or_zero(dwte, (size_t)V * d, acc);
+	scale_or_zero(dwpe, (size_t)T * d, acc);
+	for (r = 0; r < N; r++) {
+		add_row(dwte + (size_t)ids[r] * d, dY + r * d, D);
+		add_row(dwpe + (r % (size_t)T) * d, dY + r * d, D);
+	}
+	return 0;
+}
+
+/* Row copies of Dh floats: X (B,T,H*Dh) rows ld apart <-> Y (B*H,T,Dh). */
+static void heads_copy(float *Y, const float *X, int ld, int B, int T, int H, int Dh,
+		       int merge)
+{
+	size_t b, t, h, head, flat, dh = (size_t)Dh;
+
+	for (b = 0; b < (size_t)B; b++)
+		for (t = 0; t < (size_t)T; t++)
+			for (h = 0; h < (size_t)H; h++) {
+				head = ((b * (size_t)H + h) * (size_t)T + t) * dh;
+				flat = (b * (size_t)T + t) * (size_t)ld + h * dh;
+				if (merge)
+					memcpy(Y + flat, X + head, dh * sizeof *Y);
+				else
+					memcpy(Y + head, X + flat, dh * sizeof *Y);
+			}
+}
+
+static int cpu_heads_split(struct mgpu_dev *dev, float *Y, const float *X, int ldx, int B,
+			   int T, int H, int Dh)
+{
+	(void)dev;
+	MGPU_TRY(ops_check_heads("heads_split", ldx, B, T, H, Dh));
+	heads_copy(Y, X, ldx, B, T, H, Dh, 0);
+	return 0;
+}
+
+static int cpu_heads_merge(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
+			   int T, int H, int Dh)
+{
+	(void)dev;
+	MGPU_TRY(ops_check_heads("heads_merge", ldy, B, T, H, Dh));
+	heads_copy(Y, X, ldy, B, T, H, Dh, 1);
+	return 0;
+}
+
+static int cpu_f32_to_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = mgpu_bf16_from_f32(X[i]);
+	return 0;
+}
+
+static int cpu_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = mgpu_bf16_to_f32(X[i]);
+	return 0;
+}
+
 const struct mgpu_ops mgpu_ops_cpu = {
 	.name = "cpu",
 	.host_memory = 1,
@@ -369,6 +508,16 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.u8_to_f32 = cpu_u8_to_f32,
 	.sgd = cpu_sgd,
 	.adamw = cpu_adamw,
+	.sgemm_strided = cpu_sgemm_strided,
+	.add = cpu_add,
+	.emb_fwd = cpu_emb_fwd,
+	.emb_bwd = cpu_emb_bwd,
+	.attn_softmax = ops_host_attn_softmax,
+	.attn_softmax_bwd = ops_host_attn_softmax_bwd,
+	.heads_split = cpu_heads_split,
+	.heads_merge = cpu_heads_merge,
+	.f32_to_bf16 = cpu_f32_to_bf16,
+	.bf16_to_f32 = cpu_bf16_to_f32,
 };
 
 /* The summed gradient of element i over ng sources, in source order. */

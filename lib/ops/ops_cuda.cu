@@ -21,7 +21,7 @@
  * - xent cannot check labels without a round trip: a row whose label is
  *   outside [0, C) gets loss NaN, correct 0 and zero gradient.
  */
-#include <cublas_v2.h>    /* cublasGemmEx, cublasSnrm2_64, cublasSscal_64 */
+#include <cublas_v2.h>    /* cublasGemmEx, cublasGemmStridedBatchedEx, cublasSnrm2_64 */
 #include <cuda_runtime.h> /* cudaMalloc, cudaMemcpyAsync, streams */
 #include <math.h>         /* NAN */
 #include <stdio.h>        /* snprintf */
@@ -497,6 +497,247 @@ static int cuda_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, floa
 	return 0;
 }
 
+/* ---- transformer ops ----------------------------------------------------- */
+
+/* C_i = beta * C_i for each of `batch` m x n matrices strideC apart: the
+ * k == 0 / alpha == 0 case of sgemm_strided. */
+static __global__ void k_scale_c_strided(float *C, int m, int n, int ldc, long long sc,
+					 int batch, float beta)
+{
+	size_t mn = (size_t)m * n;
+
+	GRID_STRIDE(t, mn * (size_t)batch) {
+		size_t i = t / mn, e = t % mn;
+		float *c = &C[(size_t)i * sc + e % m + (e / m) * (size_t)ldc];
+		*c = beta == 0.0f ? 0.0f : beta * *c;
+	}
+}
+
+static int cuda_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
+			      int m, int n, int k, float alpha, const float *A, int lda,
+			      long long sa, const float *Bm, int ldb, long long sb, float beta,
+			      float *C, int ldc, long long sc, int batch)
+{
+	struct cuda_impl *im = impl_of(dev);
+	const struct mgpu_cublas *cb = im->cb;
+
+	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	if (m == 0 || n == 0 || batch == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	if (k == 0 || alpha == 0.0f) {
+		if (beta == 1.0f)
+			return 0;
+		k_scale_c_strided<<<blocks_for((size_t)m * n * batch), THREADS, 0, im->stream>>>(
+			C, m, n, ldc, sc, batch, beta);
+		LAUNCHED();
+		return 0;
+	}
+	CUBLAS(cb->gemm_strided_ex(im->blas, ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N,
+				    tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
+				    CUDA_R_32F, lda, sa, Bm, CUDA_R_32F, ldb, sb, &beta, C,
+				    CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+				    CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
+static __global__ void k_add(float *Y, const float *X1, const float *X2, size_t n)
+{
+	GRID_STRIDE(t, n)
+		Y[t] = X1[t] + X2[t];
+}
+
+static int cuda_add(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n)
+{
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_add<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, X1, X2, n);
+	LAUNCHED();
+	return 0;
+}
+
+/* One thread per output element; a row with a bad id becomes NaN. */
+static __global__ void k_emb_fwd(float *Y, const int32_t *ids, const float *wte,
+				 const float *wpe, int T, int V, int D, size_t n)
+{
+	GRID_STRIDE(t, n) {
+		int32_t id = ids[t / (size_t)D];
+		Y[t] = id < 0 || id >= V ? NAN : mgpu_emb_elem(ids, wte, wpe, T, D, t);
+	}
+}
+
+static int cuda_emb_fwd(struct mgpu_dev *dev, float *Y, const int32_t *ids, const float *wte,
+			const float *wpe, int B, int T, int V, int D)
+{
+	size_t n = (size_t)B * T * D;
+
+	MGPU_TRY(ops_check_emb("emb_fwd", B, T, V, D));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_emb_fwd<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, ids, wte, wpe, T, V,
+									D, n);
+	LAUNCHED();
+	return 0;
+}
+
+/* One thread per (token id, column): a gather in row order, no atomics. */
+static __global__ void k_emb_tok(float *dwte, const float *dY, const int32_t *ids, size_t N,
+				 int V, int D, float acc)
+{
+	GRID_STRIDE(t, (size_t)V * D)
+		mgpu_emb_tok_col(dY, ids, N, D, (int)(t / D), (int)(t % D), acc, dwte);
+}
+
+/* One thread per (position, column). */
+static __global__ void k_emb_pos(float *dwpe, const float *dY, int B, int T, int D, float acc)
+{
+	GRID_STRIDE(t, (size_t)T * D)
+		mgpu_emb_pos_col(dY, B, T, D, (int)(t / D), (int)(t % D), acc, dwpe);
+}
+
+static int cuda_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
+			const int32_t *ids, int B, int T, int V, int D, float acc)
+{
+	cudaStream_t s = impl_of(dev)->stream;
+
+	MGPU_TRY(ops_check_emb("emb_bwd", B, T, V, D));
+	if (D == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	if (V > 0) {
+		k_emb_tok<<<blocks_for((size_t)V * D), THREADS, 0, s>>>(dwte, dY, ids,
+									 (size_t)B * T, V, D, acc);
+		LAUNCHED();
+	}
+	if (T > 0) {
+		k_emb_pos<<<blocks_for((size_t)T * D), THREADS, 0, s>>>(dwpe, dY, B, T, D, acc);
+		LAUNCHED();
+	}
+	return 0;
+}
+
+/* One thread per row of the BH (T,T) blocks. */
+static __global__ void k_attn_softmax(float *P, const float *S, size_t rows, int T, float scale)
+{
+	GRID_STRIDE(r, rows) {
+		size_t off = r * T;
+		mgpu_attn_row_fwd(S + off, (int)(r % T), T, scale, P + off);
+	}
+}
+
+static int cuda_attn_softmax(struct mgpu_dev *dev, float *P, const float *S, int BH, int T,
+			     float scale)
+{
+	size_t rows = (size_t)BH * T;
+
+	MGPU_TRY(ops_check_attn("attn_softmax", BH, T));
+	if (rows == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_attn_softmax<<<blocks_for(rows), THREADS, 0, impl_of(dev)->stream>>>(P, S, rows, T,
+										scale);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_attn_softmax_bwd(float *dS, const float *dP, const float *P,
+					  size_t rows, int T, float scale)
+{
+	GRID_STRIDE(r, rows) {
+		size_t off = r * T;
+		mgpu_attn_row_bwd(P + off, dP + off, (int)(r % T), T, scale, dS + off);
+	}
+}
+
+static int cuda_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP,
+				 const float *P, int BH, int T, float scale)
+{
+	size_t rows = (size_t)BH * T;
+
+	MGPU_TRY(ops_check_attn("attn_softmax_bwd", BH, T));
+	if (rows == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_attn_softmax_bwd<<<blocks_for(rows), THREADS, 0, impl_of(dev)->stream>>>(
+		dS, dP, P, rows, T, scale);
+	LAUNCHED();
+	return 0;
+}
+
+/* One thread per element of the (B*H,T,Dh) side. */
+static __global__ void k_heads(float *Y, const float *X, int ld, int T, int H, int Dh,
+			       size_t n, int merge)
+{
+	GRID_STRIDE(t, n) {
+		size_t f = mgpu_heads_index(t, T, H, Dh, ld);
+		if (merge)
+			Y[f] = X[t];
+		else
+			Y[t] = X[f];
+	}
+}
+
+static int heads(struct mgpu_dev *dev, float *Y, const float *X, int ld, int B, int T, int H,
+		 int Dh, int merge)
+{
+	size_t n = (size_t)B * T * H * Dh;
+
+	MGPU_TRY(ops_check_heads(merge ? "heads_merge" : "heads_split", ld, B, T, H, Dh));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_heads<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, X, ld, T, H, Dh, n,
+								      merge);
+	LAUNCHED();
+	return 0;
+}
+
+static int cuda_heads_split(struct mgpu_dev *dev, float *Y, const float *X, int ldx, int B,
+			    int T, int H, int Dh)
+{
+	return heads(dev, Y, X, ldx, B, T, H, Dh, 0);
+}
+
+static int cuda_heads_merge(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
+			    int T, int H, int Dh)
+{
+	return heads(dev, Y, X, ldy, B, T, H, Dh, 1);
+}
+
+static __global__ void k_f32_to_bf16(uint16_t *Y, const float *X, size_t n)
+{
+	GRID_STRIDE(t, n)
+		Y[t] = mgpu_bf16_from_f32(X[t]);
+}
+
+static int cuda_f32_to_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
+{
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_f32_to_bf16<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, X, n);
+	LAUNCHED();
+	return 0;
+}
+
+static __global__ void k_bf16_to_f32(float *Y, const uint16_t *X, size_t n)
+{
+	GRID_STRIDE(t, n)
+		Y[t] = mgpu_bf16_to_f32(X[t]);
+}
+
+static int cuda_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n)
+{
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_bf16_to_f32<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, X, n);
+	LAUNCHED();
+	return 0;
+}
+
 /* Positional, in the order of struct mgpu_ops (C++17 has no designators). */
 extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	"cuda",
@@ -523,6 +764,16 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	cuda_u8_to_f32,
 	cuda_sgd,
 	cuda_adamw,
+	cuda_sgemm_strided,
+	cuda_add,
+	cuda_emb_fwd,
+	cuda_emb_bwd,
+	cuda_attn_softmax,
+	cuda_attn_softmax_bwd,
+	cuda_heads_split,
+	cuda_heads_merge,
+	cuda_f32_to_bf16,
+	cuda_bf16_to_f32,
 };
 
 /* The stream of a cuda device, for the NCCL code that runs beside it. */

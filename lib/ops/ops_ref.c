@@ -10,7 +10,8 @@
  * device (index 0); every op is synchronous.
  * BLAS semantics: beta == 0 overwrites C without reading it (NaNs in C are
  * ignored), alpha == 0 or k == 0 never reads A or B; the same holds for
- * col_sum's beta.
+ * col_sum's beta and emb_bwd's acc. emb_bwd is the gather form (one table
+ * element at a time, its rows in order), the very loop the CUDA kernel runs.
  */
 #include "ops/ops.h"
 
@@ -171,6 +172,111 @@ static int ref_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, f
 	return 0;
 }
 
+/* ---- transformer ops ---------------------------------------------------- */
+
+static int ref_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
+			     int m, int n, int k, float alpha, const float *A, int lda,
+			     long long sa, const float *Bm, int ldb, long long sb, float beta,
+			     float *C, int ldc, long long sc, int batch)
+{
+	int i;
+
+	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	for (i = 0; i < batch; i++)
+		MGPU_TRY(ref_sgemm(dev, ta, tb, m, n, k, alpha, A + i * sa, lda, Bm + i * sb, ldb,
+				   beta, C + i * sc, ldc));
+	return 0;
+}
+
+static int ref_add(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = X1[i] + X2[i];
+	return 0;
+}
+
+/* Y (B,T,D), ids (B,T), wte (V,D), wpe (T,D). */
+static int ref_emb_fwd(struct mgpu_dev *dev, float *Y, const int32_t *ids, const float *wte,
+		       const float *wpe, int B, int T, int V, int D)
+{
+	size_t i, n = (size_t)B * (size_t)T * (size_t)D;
+
+	(void)dev;
+	MGPU_TRY(ops_check_emb("emb_fwd", B, T, V, D));
+	MGPU_TRY(ops_check_ids(ids, (size_t)B * (size_t)T, V));
+	for (i = 0; i < n; i++)
+		Y[i] = mgpu_emb_elem(ids, wte, wpe, T, D, i);
+	return 0;
+}
+
+/* The gather form, one (row, column) of the tables at a time: the CUDA
+ * kernels' arithmetic and order exactly. */
+static int ref_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
+		       const int32_t *ids, int B, int T, int V, int D, float acc)
+{
+	size_t N = (size_t)B * (size_t)T;
+	int v, t, c;
+
+	(void)dev;
+	MGPU_TRY(ops_check_emb("emb_bwd", B, T, V, D));
+	MGPU_TRY(ops_check_ids(ids, N, V));
+	for (v = 0; v < V; v++)
+		for (c = 0; c < D; c++)
+			mgpu_emb_tok_col(dY, ids, N, D, v, c, acc, dwte);
+	for (t = 0; t < T; t++)
+		for (c = 0; c < D; c++)
+			mgpu_emb_pos_col(dY, B, T, D, t, c, acc, dwpe);
+	return 0;
+}
+
+/* Y (B*H,T,Dh) <- X (B,T,H*Dh) rows ldx apart. */
+static int ref_heads_split(struct mgpu_dev *dev, float *Y, const float *X, int ldx, int B,
+			   int T, int H, int Dh)
+{
+	size_t i, n = (size_t)B * (size_t)T * (size_t)H * (size_t)Dh;
+
+	(void)dev;
+	MGPU_TRY(ops_check_heads("heads_split", ldx, B, T, H, Dh));
+	for (i = 0; i < n; i++)
+		Y[i] = X[mgpu_heads_index(i, T, H, Dh, ldx)];
+	return 0;
+}
+
+static int ref_heads_merge(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
+			   int T, int H, int Dh)
+{
+	size_t i, n = (size_t)B * (size_t)T * (size_t)H * (size_t)Dh;
+
+	(void)dev;
+	MGPU_TRY(ops_check_heads("heads_merge", ldy, B, T, H, Dh));
+	for (i = 0; i < n; i++)
+		Y[mgpu_heads_index(i, T, H, Dh, ldy)] = X[i];
+	return 0;
+}
+
+static int ref_f32_to_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = mgpu_bf16_from_f32(X[i]);
+	return 0;
+}
+
+static int ref_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = mgpu_bf16_to_f32(X[i]);
+	return 0;
+}
+
 const struct mgpu_ops mgpu_ops_ref = {
 	.name = "ref",
 	.host_memory = 1,
@@ -196,4 +302,14 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.u8_to_f32 = ref_u8_to_f32,
 	.sgd = ref_sgd,
 	.adamw = ref_adamw,
+	.sgemm_strided = ref_sgemm_strided,
+	.add = ref_add,
+	.emb_fwd = ref_emb_fwd,
+	.emb_bwd = ref_emb_bwd,
+	.attn_softmax = ops_host_attn_softmax,
+	.attn_softmax_bwd = ops_host_attn_softmax_bwd,
+	.heads_split = ref_heads_split,
+	.heads_merge = ref_heads_merge,
+	.f32_to_bf16 = ref_f32_to_bf16,
+	.bf16_to_f32 = ref_bf16_to_f32,
 };

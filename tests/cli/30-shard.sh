@@ -135,6 +135,15 @@ mkidx idx 50 10 4 3 truncate
 expect 1 "idx/train-images-idx3-ubyte.gz" "$S" -o o1/m.tsv idx
 expect 1 "'nothing.tar': cannot open" "$S" -o o1/m.tsv nothing.tar
 [ ! -e o1 ] || fail "a failed run left o1/: $(ls o1)"
+# SIGINT and SIGTERM stop a run (while loading or between shards): exit 130
+# or 143, and no shard, manifest or directory of the run stays.
+mkidx_big big 20000
+interrupted INT 0.5 130 "$S" -q --shard-size 20 -o o2/m.tsv big
+[ ! -e o2 ] || fail "SIGINT left o2/: $(ls o2 | head -3)"
+mkdir o3
+interrupted TERM 0.7 143 "$S" -q --shard-size 20 -o o3/m.tsv big
+[ -z "$(ls -A o3)" ] || fail "SIGTERM left in o3/: $(ls -A o3 | head -3)"
+rm -rf big o3
 # A failure after some shards were written removes them again.
 chmod 0555 a 2>/dev/null
 if [ "$(id -u)" != 0 ]; then

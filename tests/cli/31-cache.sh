@@ -42,6 +42,13 @@ ls -a c2 | grep -q tmp && fail "temporaries left: $(ls -a c2)"
 printf 'split\tsamples\tcompression\ntrain\t240\traw\nval\t60\traw\n' | cmp - b3.tsv || fail "shard files: $(cat b3.tsv)"
 cat sh/train-000000.tar | "$C" -q -o c4 - | cut -f 1,2 | grep -qx "$(printf 'train\t60')" ||
 	fail "tar stream"
+# A regular file on stdin is read once, from where the sniffing stopped
+# (a manifest longer than the sniffed head, and a tar file).
+[ "$(wc -c <m.tsv)" -gt 512 ] || fail "m.tsv too short to test stdin"
+"$C" -q -o c8 - <m.tsv | cut -f 1,2 >b8.tsv || fail "manifest file on stdin"
+cut -f 1,2 b1.tsv | cmp - b8.tsv || fail "manifest file on stdin: $(cat b8.tsv)"
+"$C" -q -o c9 - <sh/train-000000.tar | cut -f 1,2 | grep -qx "$(printf 'train\t60')" ||
+	fail "tar file on stdin"
 cat sh/train-000000.tar | zstd -q | "$C" -q -o c5 - | cut -f 1,2 |
 	grep -qx "$(printf 'train\t60')" || fail "tar.zst stream"
 "$C" --info --json c1 | grep -q '"split":"val","samples":60,"shape":"36","dtype":"u8"' ||
@@ -70,6 +77,19 @@ wait
 [ "$(cat par*.tsv | grep -c '	current	')" = 9 ] || fail "waiters: $(cat par*.tsv)"
 "$C" -q --verify c7 >/dev/null || fail "concurrent build left a bad cache"
 [ "$(ls -a c7 | wc -l)" = 4 ] || fail "c7 holds: $(ls -a c7)"
+
+# SIGINT and SIGTERM stop a long build (zstd level 19): exit 130 or 143, no
+# new cache directory left, and a cache being rebuilt keeps its old file.
+mkidx_big big 8000
+"$S" -q -o bigsh/m.tsv big
+interrupted INT 1 130 "$C" -q --level 19 -o cbig bigsh/m.tsv
+[ ! -e cbig ] || fail "SIGINT left cbig/: $(ls -a cbig)"
+"$C" -q --level 1 -o cbig bigsh/m.tsv >/dev/null
+cp cbig/mgpu.cache old.cache
+interrupted TERM 1 143 "$C" -q --level 19 --force -o cbig bigsh/m.tsv
+cmp -s old.cache cbig/mgpu.cache || fail "an interrupted rebuild changed the cache"
+[ "$(ls -A cbig | sort | tr '\n' ' ')" = ".lock mgpu.cache " ] || fail "cbig holds: $(ls -A cbig)"
+rm -rf big bigsh cbig old.cache
 
 # Bad inputs: exit 1, one line naming the file, no cache directory left.
 cp sh/train-000001.tar saved.tar

@@ -80,3 +80,34 @@ for name, n in (("train", ntr), ("t10k", nte)):
     with gzip.open(f"{d}/{name}-labels-idx1-ubyte.gz", "wb") as f: f.write(lab)
 PY
 }
+
+# mkidx_big DIR N_TRAIN: a larger IDX set (28x28, 10 classes, 16 grey
+# levels of noise) made fast, for runs that must last a while.
+mkidx_big() {
+	python3 - "$@" <<'PY'
+import os, random, struct, sys
+d, n = sys.argv[1], int(sys.argv[2])
+r = random.Random(3)
+os.makedirs(d, exist_ok=True)
+tab = bytes(i % 16 * 9 for i in range(256))
+for name, k in (("train", n), ("t10k", max(n // 10, 1))):
+    img = struct.pack(">HBBIII", 0, 8, 3, k, 28, 28) + r.randbytes(k * 784).translate(tab)
+    lab = struct.pack(">HBBI", 0, 8, 1, k) + bytes(r.randrange(10) for _ in range(k))
+    open(f"{d}/{name}-images-idx3-ubyte", "wb").write(img)
+    open(f"{d}/{name}-labels-idx1-ubyte", "wb").write(lab)
+PY
+}
+
+# interrupted SIG SECS STATUS CMD...: CMD, sent SIG after SECS, exits STATUS
+# and says it was interrupted.
+interrupted() {
+	sig=$1 secs=$2 want=$3
+	shift 3
+	set +e
+	timeout --preserve-status -s "$sig" "$secs" "$@" >out.txt 2>err.txt
+	got=$?
+	set -e
+	[ "$got" = "$want" ] || fail "$* after SIG$sig: exit $got, want $want: $(cat err.txt)"
+	grep -q "interrupted by SIG$sig; partial output removed" err.txt ||
+		fail "$* after SIG$sig: $(cat err.txt)"
+}

@@ -319,6 +319,139 @@ static void test_memory(void)
 	mgpu_dev_close(&dev);
 }
 
+/* Strided batched sgemm: the sgemm shapes, batches 0, 1 and 3, with and
+ * without gaps between the matrices. */
+static void test_sgemm_strided(void)
+{
+	static const int shapes[][3] = { { 0, 0, 0 }, { 5, 3, 0 }, { 1, 1, 1 },
+					 { 7, 1, 13 }, { 13, 17, 11 } };
+	static const float ab[][2] = { { 1, 0 }, { -1.5f, 0.75f }, { 0, 2 } };
+	static const int batches[] = { 0, 1, 3 };
+	static struct mgpu_ops_case cs[5 * 3 * 3 * 2];
+	size_t n, s, a, b, t, pad;
+
+	for (t = 0; t < 4; t++) {
+		n = 0;
+		for (s = 0; s < 5; s++)
+			for (a = 0; a < 3; a++)
+				for (b = 0; b < 3; b++)
+					for (pad = 0; pad < 2; pad++) {
+						struct mgpu_ops_case *c = &cs[n++];
+						enum mgpu_trans ta = (t & 1) ? T : N;
+						enum mgpu_trans tb = (t & 2) ? T : N;
+						int m = shapes[s][0], nn = shapes[s][1];
+						int k = shapes[s][2];
+						int ar = ta == N ? m : k, br = tb == N ? k : nn;
+						memset(c, 0, sizeof *c);
+						c->op = "sgemm_strided";
+						c->ta = ta;
+						c->tb = tb;
+						c->m = m;
+						c->n = nn;
+						c->k = k;
+						c->alpha = ab[a][0];
+						c->beta = ab[a][1];
+						c->flag = batches[b];
+						if (pad) {
+							c->lda = (ar > 1 ? ar : 1) + 2;
+							c->ldb = (br > 1 ? br : 1) + 1;
+							c->ldc = (m > 1 ? m : 1) + 3;
+						}
+					}
+		run_cases(cs, n);
+	}
+}
+
+/* add, embedding, attention softmax, heads, bf16 on edge shapes. */
+static void test_gpt_ops(void)
+{
+	static const int ns[] = { 0, 1, 1001 };
+	static const int emb[][4] = { { 0, 3, 5, 4 }, { 1, 1, 1, 1 }, { 2, 5, 3, 7 },
+				      { 3, 17, 11, 13 }, { 2, 4, 300, 3 } }; /* B T V D */
+	static const float accs[] = { 0.0f, 1.0f, 0.5f };
+	static const int attn[][2] = { { 0, 4 }, { 3, 0 }, { 1, 1 }, { 2, 5 }, { 5, 17 },
+				       { 2, 64 } }; /* BH T */
+	static const int heads[][5] = { { 0, 3, 2, 4, 0 }, { 1, 1, 1, 1, 0 }, { 2, 5, 3, 4, 0 },
+					{ 2, 5, 3, 4, 37 }, { 3, 7, 4, 8, 96 } }; /* B T H Dh ld */
+	static const int bf[] = { 0, 1, 14, 1001, 65537 };
+	static struct mgpu_ops_case cs[9 + 15 + 24 + 5 + 5];
+	size_t n = 0, i, j, f;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 3; i++)
+		for (f = 0; f < 3; f++) {
+			cs[n].op = "add";
+			cs[n].n = ns[i];
+			cs[n++].flag = (int)f;
+		}
+	for (i = 0; i < 5; i++)
+		for (j = 0; j < 3; j++) {
+			cs[n].op = "emb";
+			cs[n].m = emb[i][0];
+			cs[n].k = emb[i][1];
+			cs[n].lda = emb[i][2];
+			cs[n].n = emb[i][3];
+			cs[n++].beta = accs[j];
+		}
+	for (i = 0; i < 6; i++)
+		for (j = 0; j < 2; j++)
+			for (f = 0; f < 2; f++) {
+				cs[n].op = "attn";
+				cs[n].m = attn[i][0];
+				cs[n].n = attn[i][1];
+				cs[n].alpha = j ? 0.25f : 1.0f;
+				cs[n++].flag = (int)f;
+			}
+	for (i = 0; i < 5; i++) {
+		cs[n].op = "heads";
+		cs[n].m = heads[i][0];
+		cs[n].k = heads[i][1];
+		cs[n].lda = heads[i][2];
+		cs[n].n = heads[i][3];
+		cs[n++].ldb = heads[i][4];
+	}
+	for (i = 0; i < 5; i++) {
+		cs[n].op = "bf16";
+		cs[n++].n = bf[i];
+	}
+	run_cases(cs, n);
+}
+
+/* The argument errors of the transformer ops. */
+static void test_gpt_bad_args(void)
+{
+	struct mgpu_dev dev;
+	const struct mgpu_ops *o = cur;
+
+	T_OK(mgpu_dev_open(&dev, cur, 0));
+	if (t_cur_failed)
+		return;
+	T_FAILS(o->sgemm_strided(&dev, N, N, 2, 2, 2, 1.0f, NULL, 2, 4, NULL, 2, 4, 0.0f, NULL,
+				 2, 4, -1),
+		MGPU_EINVAL, "negative batch");
+	T_FAILS(o->sgemm_strided(&dev, N, N, 2, 2, 2, 1.0f, NULL, 1, 4, NULL, 2, 4, 0.0f, NULL,
+				 2, 4, 1),
+		MGPU_EINVAL, "lda=1");
+	T_FAILS(o->emb_fwd(&dev, NULL, NULL, NULL, NULL, 2, 3, 0, 4), MGPU_EINVAL, "V=0");
+	T_FAILS(o->emb_bwd(&dev, NULL, NULL, NULL, NULL, -1, 3, 5, 4, 0.0f), MGPU_EINVAL,
+		"emb_bwd");
+	T_FAILS(o->attn_softmax(&dev, NULL, NULL, -1, 3, 1.0f), MGPU_EINVAL, "attn_softmax");
+	T_FAILS(o->attn_softmax_bwd(&dev, NULL, NULL, NULL, 2, -3, 1.0f), MGPU_EINVAL,
+		"attn_softmax_bwd");
+	T_FAILS(o->heads_split(&dev, NULL, NULL, 11, 1, 2, 3, 4), MGPU_EINVAL, "row stride 11");
+	T_FAILS(o->heads_merge(&dev, NULL, 5, NULL, 1, 2, 3, -4), MGPU_EINVAL, "negative");
+	if (cur->host_memory) { /* ids are host memory: checked */
+		float wte[6] = { 0 }, wpe[4] = { 0 }, Y[8];
+		int32_t ids[4] = { 0, 2, 3, 1 };
+		T_FAILS(o->emb_fwd(&dev, Y, ids, wte, wpe, 2, 2, 3, 2), MGPU_ERANGE,
+			"token id 3 at 2");
+		ids[2] = -1;
+		T_FAILS(o->emb_bwd(&dev, wte, wpe, Y, ids, 2, 2, 3, 2, 0.0f), MGPU_ERANGE,
+			"token id -1");
+	}
+	mgpu_dev_close(&dev);
+}
+
 static void test_no_device(void)
 {
 	T_SKIP("%s", cur_why);
@@ -410,6 +543,47 @@ static int bad_dropout(struct mgpu_dev *dev, float *Y, const float *X, size_t n,
 	return mgpu_ops_cpu.dropout(dev, Y, X, n, p, seed, 0);
 }
 
+/* emb_bwd that overwrites where it must accumulate. */
+static int bad_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
+		       const int32_t *ids, int B, int npos, int V, int D, float acc)
+{
+	(void)acc;
+	return mgpu_ops_cpu.emb_bwd(dev, dwte, dwpe, dY, ids, B, npos, V, D, 0.0f);
+}
+
+/* attention softmax that forgets its scale. */
+static int bad_attn(struct mgpu_dev *dev, float *P, const float *S, int BH, int npos,
+		    float scale)
+{
+	(void)scale;
+	return mgpu_ops_cpu.attn_softmax(dev, P, S, BH, npos, 1.0f);
+}
+
+/* heads_merge that clears the rest of each row (q/k/v neighbours). */
+static int bad_merge(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
+		     int npos, int H, int Dh)
+{
+	size_t i, nrows = (size_t)B * npos;
+
+	for (i = 0; i < nrows; i++)
+		memset(Y + i * ldy, 0, (size_t)ldy * sizeof *Y);
+	return mgpu_ops_cpu.heads_merge(dev, Y, ldy, X, B, npos, H, Dh);
+}
+
+/* bf16 by truncation instead of rounding. */
+static int bad_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
+{
+	size_t i;
+	uint32_t u;
+
+	(void)dev;
+	for (i = 0; i < n; i++) {
+		memcpy(&u, &X[i], sizeof u);
+		Y[i] = (uint16_t)(u >> 16);
+	}
+	return 0;
+}
+
 static void test_check_detects(void)
 {
 	struct mgpu_ops bad = mgpu_ops_cpu;
@@ -419,18 +593,24 @@ static void test_check_detects(void)
 	bad.sgemm = bad_sgemm;
 	bad.col_sum = bad_col_sum;
 	bad.dropout = bad_dropout;
+	bad.emb_bwd = bad_emb_bwd;
+	bad.attn_softmax = bad_attn;
+	bad.heads_merge = bad_merge;
+	bad.f32_to_bf16 = bad_bf16;
 	T_OK(mgpu_ops_compare(&bad, 0, &mgpu_ops_ref, 42, &rep));
 	for (r = 0; r < rep.nrows; r++) {
 		const char *op = rep.row[r].op;
 		int target = !strcmp(op, "sgemm") || !strcmp(op, "dropout") ||
-			     (!strcmp(op, "col_sum") && strstr(rep.row[r].shape, "beta=0"));
+			     (!strcmp(op, "col_sum") && strstr(rep.row[r].shape, "beta=0")) ||
+			     !strcmp(op, "emb_bwd") || !strcmp(op, "attn_softmax") ||
+			     !strcmp(op, "heads_merge") || !strcmp(op, "f32_to_bf16");
 		nbad += target && !rep.row[r].ok;
 		other_bad += !target && !rep.row[r].ok;
 		T_CHECK(!target || !rep.row[r].ok, "broken %s %s passed (err %g)", op,
 			rep.row[r].shape, rep.row[r].max_rel_err);
 		T_CHECK(strcmp(rep.row[r].backend, "broken") == 0, "backend %s", rep.row[r].backend);
 	}
-	T_CHECK(nbad == 6 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+	T_CHECK(nbad == 10 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
 		other_bad);
 	T_CHECK(rep.nfail == nbad, "nfail %d", rep.nfail);
 }
@@ -487,6 +667,8 @@ int main(void)
 		{ "sgemm_large", test_sgemm_large },   { "blas1", test_blas1 },
 		{ "act", test_act },                   { "col_sum_ln", test_col_sum_ln },
 		{ "dropout_xent_u8", test_dropout_xent_u8 }, { "optim", test_optim },
+		{ "sgemm_strided", test_sgemm_strided }, { "gpt_ops", test_gpt_ops },
+		{ "gpt_bad_args", test_gpt_bad_args },
 	};
 	const struct mgpu_ops *const *o;
 	char name[64];

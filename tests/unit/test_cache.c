@@ -7,6 +7,11 @@
  * leaving one valid cache; eviction under a tiny memory budget.
  */
 #include <dirent.h>   /* opendir */
+#include <fcntl.h>    /* open */
+#include <pthread.h>  /* pthread_create */
+#include <signal.h>   /* SIGINT, SIGTERM */
+#include <sys/file.h> /* flock */
+#include <time.h>     /* nanosleep */
 #include <math.h>     /* fabs */
 #include <stdio.h>    /* FILE, fopen */
 #include <stdlib.h>   /* malloc, free */
@@ -14,6 +19,7 @@
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* fork, truncate */
 
+#include "core/cancel.h" /* mgpu_cancel_* */
 #include "core/err.h"   /* mgpu_errmsg, MGPU_E* */
 #include "core/io.h"    /* mgpu_read_file */
 #include "data/cache.h" /* mgpu_cache_* */
@@ -280,6 +286,72 @@ static void test_ensure(void)
 		closedir(d);
 }
 
+/* No file in tmpdir whose name contains sub. */
+static int no_file_like(const char *sub)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *de;
+	int ok = 1;
+
+	while (d && (de = readdir(d)))
+		ok &= strstr(de->d_name, sub) == NULL;
+	if (d)
+		closedir(d);
+	return ok;
+}
+
+static void *raise_later(void *arg)
+{
+	const struct timespec t = { 0, 100 * 1000 * 1000 };
+
+	(void)arg;
+	nanosleep(&t, NULL);
+	mgpu_cancel_raise(SIGINT);
+	return NULL;
+}
+
+/* A stop request fails a build with MGPU_EINTR and leaves nothing: no
+ * temporary, no directory the build made; it also ends a wait for the lock
+ * that another builder holds. */
+static void test_cancel(void)
+{
+	struct mgpu_cache_opts o = base;
+	struct mgpu_cache_stats st;
+	struct mgpu_samples s = { 0 };
+	struct mgpu_samples *sp[MGPU_NSPLITS] = { &s, NULL, NULL };
+	pthread_t th;
+	int built, fd;
+
+	make_set(&s, MGPU_DTYPE_U8, 500, 50, 1);
+	mgpu_cancel_raise(SIGTERM);
+	T_FAILS(mgpu_cache_write(tpath("cx.cache"), sp, &o, &st), MGPU_EINTR,
+		"interrupted by SIGTERM");
+	T_CHECK(no_file_like("cx.cache"), "an interrupted write left a file");
+	mgpu_cancel_clear();
+	T_OK(mgpu_cache_write(tpath("cx.cache"), sp, &o, &st));
+	mgpu_samples_free(&s);
+
+	mgpu_cancel_raise(SIGINT);
+	o.key[0] = 9;
+	T_FAILS(mgpu_cache_ensure(tpath("c6"), &o, load, NULL, &st, &built), MGPU_EINTR,
+		"interrupted by SIGINT");
+	T_CHECK(access(tpath("c6"), F_OK) != 0, "an interrupted first build left its directory");
+	mgpu_cancel_clear();
+
+	T_OK(mgpu_cache_ensure(tpath("c5"), &o, load, NULL, &st, &built));
+	fd = open(tpath("c5/.lock"), O_RDWR);
+	T_CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0, "hold the lock");
+	o.key[0] = 10;
+	pthread_create(&th, NULL, raise_later, NULL);
+	T_FAILS(mgpu_cache_ensure(tpath("c5"), &o, load, NULL, &st, &built), MGPU_EINTR,
+		"interrupted by SIGINT");
+	pthread_join(th, NULL);
+	mgpu_cancel_clear();
+	if (fd >= 0)
+		close(fd);
+	T_CHECK(no_file_like(".tmp."), "left a temporary");
+}
+
 struct thr {
 	struct mgpu_cache *c;
 	int rc;
@@ -335,6 +407,7 @@ int main(void)
 	T_RUN(test_threads_identical);
 	T_RUN(test_corruption);
 	T_RUN(test_ensure);
+	T_RUN(test_cancel);
 	T_RUN(test_budget_threads);
 	t_tmpdir_remove();
 	return T_DONE();

@@ -8,10 +8,15 @@
  * L = sum(dY * ln(X)). Dropout: the dropped fraction is p within 5 sigma
  * on 1e5 elements, masks are pure functions of (seed, index). Optimizers:
  * two steps of mgpu_sgd_elem / mgpu_adamw_elem against torch.optim's update
- * rules written out in double.
+ * rules written out in double. Transformer math: the causal attention
+ * softmax backward and the embedding backward against finite differences,
+ * each with a mutant (a plausible slip) the same check must reject; the
+ * heads index map by hand; bf16 rounding on ties, NaN and Inf, and every
+ * bf16 value round-tripping.
  */
 #include <math.h>   /* fabs, sqrt, erf, NAN, isnan */
-#include <stdint.h> /* int32_t, uint64_t */
+#include <stdint.h> /* int32_t, uint32_t, uint64_t */
+#include <string.h> /* memcpy, memcmp */
 
 #include "../t.h"     /* T_RUN, T_CHECK, T_NEAR */
 #include "ops/elem.h" /* the functions under test */
@@ -271,6 +276,240 @@ static void test_adamw(void)
 	}
 }
 
+/* ---- transformer math --------------------------------------------------- */
+
+/* Worst |a - n| over n elements: analytic against numeric gradients. */
+static double worst_diff(const float *a, const double *num, int n)
+{
+	double w = 0.0, d;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		d = fabs((double)a[i] - num[i]);
+		w = d > w ? d : w;
+	}
+	return w;
+}
+
+enum { ABH = 2, AT = 5 }; /* attention: blocks, positions */
+
+/* L = sum dP * attn_softmax(S) over ABH causal (AT,AT) blocks. */
+static double attn_objective(const float *S, const float *dP, float scale)
+{
+	float p[AT];
+	double L = 0;
+	int r, j;
+
+	for (r = 0; r < ABH * AT; r++) {
+		mgpu_attn_row_fwd(S + r * AT, r % AT, AT, scale, p);
+		for (j = 0; j < AT; j++)
+			L += (double)dP[r * AT + j] * p[j];
+	}
+	return L;
+}
+
+/* The backward with the row dot product left out: a plausible slip the
+ * finite-difference check must catch. */
+static void attn_row_bwd_mutant(const float *p, const float *dp, int i, int T, float scale,
+				float *ds)
+{
+	int j;
+
+	for (j = 0; j < T; j++)
+		ds[j] = j <= i ? scale * p[j] * dp[j] : 0.0f;
+}
+
+static void test_attn_grad(void)
+{
+	enum { N = ABH * AT * AT };
+	const float scale = 0.37f;
+	float S[N], dP[N], P[N], dS[N], dSm[N], save, sum;
+	double num[N];
+	int i, r, j;
+
+	for (i = 0; i < N; i++) {
+		S[i] = (float)sin(1.3 * i) * 3.0f;
+		dP[i] = (float)cos(0.7 * i + 0.4);
+	}
+	for (r = 0; r < ABH * AT; r++) {
+		mgpu_attn_row_fwd(S + r * AT, r % AT, AT, scale, P + r * AT);
+		mgpu_attn_row_bwd(P + r * AT, dP + r * AT, r % AT, AT, scale, dS + r * AT);
+		attn_row_bwd_mutant(P + r * AT, dP + r * AT, r % AT, AT, scale, dSm + r * AT);
+		for (sum = 0.0f, j = 0; j < AT; j++) {
+			sum += P[r * AT + j];
+			if (j > r % AT)
+				T_CHECK(P[r * AT + j] == 0.0f && dS[r * AT + j] == 0.0f,
+					"row %d sees position %d", r, j);
+		}
+		T_NEAR(sum, 1.0, 1e-6);
+	}
+	for (i = 0; i < N; i++) {
+		save = S[i];
+		S[i] = save + (float)H;
+		num[i] = attn_objective(S, dP, scale);
+		S[i] = save - (float)H;
+		num[i] = (num[i] - attn_objective(S, dP, scale)) / (2 * H);
+		S[i] = save;
+	}
+	T_CHECK(worst_diff(dS, num, N) <= TOL_FD, "dS off by %g", worst_diff(dS, num, N));
+	T_CHECK(worst_diff(dSm, num, N) > 10 * TOL_FD, "mutant passed (%g)",
+		worst_diff(dSm, num, N));
+	/* in place: ds may be dp */
+	memcpy(dSm, dP, sizeof dSm);
+	for (r = 0; r < ABH * AT; r++)
+		mgpu_attn_row_bwd(P + r * AT, dSm + r * AT, r % AT, AT, scale, dSm + r * AT);
+	T_CHECK(memcmp(dSm, dS, sizeof dS) == 0, "in-place backward differs");
+	/* huge scores stay finite (max subtracted) */
+	S[0] = 1e30f;
+	mgpu_attn_row_fwd(S, 0, AT, 1.0f, P);
+	T_CHECK(P[0] == 1.0f, "row 0 attends to itself only: %g", (double)P[0]);
+}
+
+enum { EB = 2, ET = 3, EV = 4, ED = 3 }; /* embedding shapes */
+
+static const int32_t emb_ids[EB * ET] = { 1, 3, 1, 0, 1, 3 }; /* repeats on purpose */
+
+static double emb_objective(const float *wte, const float *wpe, const float *dY)
+{
+	double L = 0;
+	size_t i;
+
+	for (i = 0; i < (size_t)EB * ET * ED; i++)
+		L += (double)dY[i] * mgpu_emb_elem(emb_ids, wte, wpe, ET, ED, i);
+	return L;
+}
+
+/* Central difference of emb_objective in x[i]. */
+static double emb_fd(float *x, int i, const float *wte, const float *wpe, const float *dY)
+{
+	float save = x[i];
+	double up;
+
+	x[i] = save + (float)H;
+	up = emb_objective(wte, wpe, dY);
+	x[i] = save - (float)H;
+	up = (up - emb_objective(wte, wpe, dY)) / (2 * H);
+	x[i] = save;
+	return up;
+}
+
+static void test_emb_grad(void)
+{
+	float wte[EV * ED], wpe[ET * ED], dY[EB * ET * ED], dwte[EV * ED], dwpe[ET * ED];
+	float mut[EV * ED], acc[EV * ED];
+	double nte[EV * ED], npe[ET * ED];
+	int i, v, t, c;
+
+	for (i = 0; i < EV * ED; i++)
+		wte[i] = (float)sin(0.9 * i);
+	for (i = 0; i < ET * ED; i++)
+		wpe[i] = (float)cos(1.1 * i);
+	for (i = 0; i < EB * ET * ED; i++)
+		dY[i] = (float)sin(2.3 * i + 0.5);
+	for (v = 0; v < EV; v++)
+		for (c = 0; c < ED; c++) {
+			dwte[v * ED + c] = NAN; /* acc 0 must not read it */
+			mgpu_emb_tok_col(dY, emb_ids, EB * ET, ED, v, c, 0.0f, dwte);
+			/* mutant: the last row's token forgotten */
+			mgpu_emb_tok_col(dY, emb_ids, EB * ET - 1, ED, v, c, 0.0f, mut);
+			acc[v * ED + c] = 2.0f;
+			mgpu_emb_tok_col(dY, emb_ids, EB * ET, ED, v, c, 0.5f, acc);
+		}
+	for (t = 0; t < ET; t++)
+		for (c = 0; c < ED; c++) {
+			dwpe[t * ED + c] = NAN;
+			mgpu_emb_pos_col(dY, EB, ET, ED, t, c, 0.0f, dwpe);
+		}
+	for (i = 0; i < EV * ED; i++) {
+		nte[i] = emb_fd(wte, i, wte, wpe, dY);
+		T_NEAR(acc[i], 1.0 + dwte[i], 1e-6);
+	}
+	for (i = 0; i < ET * ED; i++)
+		npe[i] = emb_fd(wpe, i, wte, wpe, dY);
+	T_CHECK(worst_diff(dwte, nte, EV * ED) <= TOL_FD, "dwte off by %g",
+		worst_diff(dwte, nte, EV * ED));
+	T_CHECK(worst_diff(dwpe, npe, ET * ED) <= TOL_FD, "dwpe off by %g",
+		worst_diff(dwpe, npe, ET * ED));
+	T_CHECK(worst_diff(mut, nte, EV * ED) > 10 * TOL_FD, "mutant passed");
+	T_CHECK(dwte[2 * ED] == 0.0f, "token 2 never occurs: zero gradient");
+	/* forward by hand: row (b=1, t=1) is token 1 at position 1 */
+	T_CHECK(mgpu_emb_elem(emb_ids, wte, wpe, ET, ED, (1 * ET + 1) * ED + 2) ==
+			wte[1 * ED + 2] + wpe[1 * ED + 2],
+		"emb element");
+}
+
+/* split then merge is the identity on the H*Dh columns, by hand too. */
+static void test_heads_index(void)
+{
+	enum { B = 2, T = 3, NH = 3, DH = 2, LD = 3 * NH * DH };
+	size_t i, j, n = (size_t)B * T * NH * DH;
+	float X[B * T * LD], Y[B * T * NH * DH], Z[B * T * LD];
+
+	for (i = 0; i < (size_t)B * T * LD; i++) {
+		X[i] = (float)i;
+		Z[i] = -1.0f;
+	}
+	for (i = 0; i < n; i++)
+		Y[i] = X[mgpu_heads_index(i, T, NH, DH, LD)];
+	for (i = 0; i < n; i++)
+		Z[mgpu_heads_index(i, T, NH, DH, LD)] = Y[i];
+	for (i = 0; i < (size_t)B * T; i++)
+		for (j = 0; j < (size_t)LD; j++)
+			T_CHECK(Z[i * LD + j] == (j < NH * DH ? X[i * LD + j] : -1.0f),
+				"row %zu col %zu", i, j);
+	/* (b=1, h=2, t=0, d=1) of the per-head layout */
+	i = ((1 * NH + 2) * T + 0) * DH + 1;
+	T_CHECK(Y[i] == X[(1 * T + 0) * LD + 2 * DH + 1], "head element %g", (double)Y[i]);
+}
+
+static float from_bits(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+static void test_bf16(void)
+{
+	static const uint32_t in[][2] = {
+		{ 0x3f800000u, 0x3f80 }, /* 1 */
+		{ 0x3f808000u, 0x3f80 }, /* tie, even below: stays */
+		{ 0x3f818000u, 0x3f82 }, /* tie, odd below: up to even */
+		{ 0x3f808001u, 0x3f81 }, /* just above the tie */
+		{ 0x3f807fffu, 0x3f80 }, /* just below */
+		{ 0xbf818000u, 0xbf82 }, /* negative ties the same way */
+		{ 0x7f7fffffu, 0x7f80 }, /* largest float: Inf */
+		{ 0x7f800000u, 0x7f80 }, { 0xff800000u, 0xff80 }, /* Inf */
+		{ 0x80000000u, 0x8000 }, { 0x00000001u, 0x0000 }, /* -0, tiny */
+		{ 0x7fc00000u, 0x7fc0 }, /* quiet NaN */
+		{ 0x7f800001u, 0x7fc0 }, /* signalling NaN: quiet, not Inf */
+		{ 0xff80ffffu, 0xffc0 }, /* NaN whose low bits would round to Inf */
+	};
+	uint32_t h;
+	size_t i;
+	float f;
+
+	for (i = 0; i < sizeof in / sizeof in[0]; i++)
+		T_CHECK(mgpu_bf16_from_f32(from_bits(in[i][0])) == in[i][1],
+			"0x%08x -> 0x%04x, want 0x%04x", in[i][0],
+			mgpu_bf16_from_f32(from_bits(in[i][0])), in[i][1]);
+	for (h = 0; h < 65536; h++) {
+		f = mgpu_bf16_to_f32((uint16_t)h);
+		if (isnan(f))
+			T_CHECK(isnan(mgpu_bf16_to_f32(mgpu_bf16_from_f32(f))), "NaN 0x%04x", h);
+		else
+			T_CHECK(mgpu_bf16_from_f32(f) == h, "0x%04x does not round-trip", h);
+		if (t_cur_failed)
+			return;
+	}
+	/* the rounding error is at most half a bf16 ulp (8 bits of mantissa) */
+	for (i = 0; i < 1000; i++) {
+		double x = sin(0.37 * (double)i) * pow(2.0, (double)(i % 40) - 20);
+		double y = mgpu_bf16_to_f32(mgpu_bf16_from_f32((float)x));
+		T_CHECK(fabs(y - x) <= fabs(x) * (1.0 / 256) + 1e-30, "%g -> %g", x, y);
+	}
+}
+
 int main(void)
 {
 	T_RUN(test_act_df);
@@ -279,5 +518,9 @@ int main(void)
 	T_RUN(test_dropout_mask);
 	T_RUN(test_sgd);
 	T_RUN(test_adamw);
+	T_RUN(test_attn_grad);
+	T_RUN(test_emb_grad);
+	T_RUN(test_heads_index);
+	T_RUN(test_bf16);
 	return T_DONE();
 }

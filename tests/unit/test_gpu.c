@@ -369,6 +369,71 @@ static void test_resolve_no_gpus(void)
 		"none of the 2 visible GPUs is eligible: GPU 0 1.04 GB memory < 8 GB");
 }
 
+/* The code-fit rule: "SASS sm_86", "PTX compute_120" or "none" for cc under archs. */
+static const char *fit_of(int major, int minor, const char *archs)
+{
+	static char buf[64];
+	struct mgpu_gpu_fit f;
+
+	if (mgpu_gpu_code_fit(major, minor, archs, &f) < 0)
+		return "error";
+	if (f.code == MGPU_GPU_CODE_SASS)
+		snprintf(buf, sizeof buf, "SASS sm_%d%s", f.arch, f.exact ? "" : " compatible");
+	else if (f.code == MGPU_GPU_CODE_PTX)
+		snprintf(buf, sizeof buf, "PTX compute_%d", f.arch);
+	else
+		snprintf(buf, sizeof buf, "none");
+	return buf;
+}
+
+#define T_FIT(major, minor, archs, want)                                             \
+	T_CHECK(strcmp(fit_of(major, minor, archs), want) == 0, "cc %d.%d on '%s': %s, want %s", \
+		major, minor, archs, fit_of(major, minor, archs), want)
+
+static void test_code_fit(void)
+{
+	const char *def = "sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120 compute_120";
+	const char *old = "sm_80 sm_90 compute_90"; /* the build before issue 13 */
+
+	T_FIT(7, 5, def, "SASS sm_75");
+	T_FIT(8, 9, def, "SASS sm_89");
+	T_FIT(8, 7, def, "SASS sm_86 compatible");  /* newest cubin of the major */
+	T_FIT(10, 3, def, "SASS sm_100 compatible");
+	T_FIT(12, 1, def, "SASS sm_120 compatible");
+	T_FIT(13, 0, def, "PTX compute_120");       /* newer than the list: JIT */
+	T_FIT(11, 0, def, "none");                  /* PTX 12.0 cannot run on 11.0 */
+	T_FIT(7, 0, def, "none");
+	T_FIT(8, 6, old, "SASS sm_80 compatible");
+	T_FIT(7, 5, old, "none");
+	T_FIT(10, 0, old, "PTX compute_90");        /* Blackwell ran only on PTX */
+	T_FIT(12, 0, old, "PTX compute_90");
+	T_FIT(9, 0, "sm_90a,compute_80", "SASS sm_90");
+	T_FIT(9, 2, "sm_90a compute_80", "PTX compute_80"); /* 'a' code: 9.0 only */
+	T_FIT(9, 0, "", "none");                     /* built without CUDA */
+	T_FIT(8, 0, " , sm_80 ,", "SASS sm_80");
+	T_FAILS(mgpu_gpu_code_fit(8, 0, "sm_80 sm80", &(struct mgpu_gpu_fit){ 0 }), MGPU_EINVAL,
+		"'sm80' is not sm_XY or compute_XY");
+	T_FAILS(mgpu_gpu_code_fit(8, 0, "compute_8", &(struct mgpu_gpu_fit){ 0 }), MGPU_EINVAL,
+		"'compute_8'");
+	T_FAILS(mgpu_gpu_code_fit(8, 0, "sm_80x", &(struct mgpu_gpu_fit){ 0 }), MGPU_EINVAL,
+		"'sm_80x'");
+	T_FAILS(mgpu_gpu_code_fit(-1, 0, def, &(struct mgpu_gpu_fit){ 0 }), MGPU_EINVAL,
+		"compute capability -1.0 is not valid");
+}
+
+/* The list this binary was built with parses and, with CUDA, ends in PTX. */
+static void test_build_archs(void)
+{
+	const char *a = mgpu_gpu_build_archs();
+	struct mgpu_gpu_fit f;
+
+	T_OK(mgpu_gpu_code_fit(9, 0, a, &f));
+	if (!a[0])
+		return;
+	T_CHECK(strstr(a, "compute_") != NULL, "no PTX in '%s'", a);
+	T_CHECK(f.code != MGPU_GPU_CODE_NONE || !strstr(a, "sm_"), "no code for cc 9.0 in '%s'", a);
+}
+
 /* Whatever this machine has: a list, never an error or a crash. */
 static void test_enumerate_here(void)
 {
@@ -444,5 +509,7 @@ int main(void)
 	T_RUN(test_enumerate_here);
 	T_RUN(test_system_here);
 	T_RUN(test_port_free);
+	T_RUN(test_code_fit);
+	T_RUN(test_build_archs);
 	return T_DONE();
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>         /* FILE, snprintf */
 #include <stdlib.h>        /* free */
 #include <string.h>        /* memcpy, memcmp */
+#include <sys/resource.h>  /* getrusage */
 #include <sys/stat.h>      /* mkdir */
 #include <unistd.h>        /* truncate */
 
@@ -54,6 +55,42 @@ static int put_compressed(const char *path, int filter, const void *data, size_t
 	archive_entry_free(e);
 	archive_write_free(a);
 	return ok ? 0 : -1;
+}
+
+/* A gzip file of head followed by nzeros zero bytes, written a piece at a
+ * time so the test itself never holds the decoded size in memory. */
+static int put_gz_zeros(const char *path, const void *head, size_t hn, size_t nzeros)
+{
+	static const unsigned char zero[1 << 16];
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	size_t n;
+	int ok;
+
+	ok = archive_write_add_filter(a, ARCHIVE_FILTER_GZIP) == ARCHIVE_OK &&
+	     archive_write_set_format_raw(a) == ARCHIVE_OK &&
+	     archive_write_open_filename(a, path) == ARCHIVE_OK;
+	archive_entry_set_pathname(e, "data");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_size(e, (la_int64_t)(hn + nzeros));
+	ok = ok && archive_write_header(a, e) == ARCHIVE_OK;
+	ok = ok && archive_write_data(a, head, hn) == (la_ssize_t)hn;
+	for (; ok && nzeros; nzeros -= n) {
+		n = nzeros < sizeof zero ? nzeros : sizeof zero;
+		ok = archive_write_data(a, zero, n) == (la_ssize_t)n;
+	}
+	ok = archive_write_close(a) == ARCHIVE_OK && ok;
+	archive_entry_free(e);
+	archive_write_free(a);
+	return ok ? 0 : -1;
+}
+
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
 }
 
 static size_t put_be32(unsigned char *p, uint32_t v)
@@ -315,6 +352,41 @@ static void test_idx_load_gz(void)
 	T_FAILS(mgpu_idx_load(tpath("junk.gz"), &idx), MGPU_EFORMAT, "junk.gz'");
 }
 
+/* A small .gz whose header declares 10 bytes but which decodes to 96 MiB is
+ * refused after reading about what the header declares: memory stays low. */
+static void test_idx_load_bomb(void)
+{
+	uint32_t dims[1] = {10};
+	unsigned char head[32];
+	struct mgpu_idx idx;
+	size_t hn = idx_header(head, MGPU_IDX_U8, 1, dims);
+	unsigned char got[16];
+	size_t n;
+	long before;
+
+	T_CHECK(put_gz_zeros(tpath("bomb.gz"), head, hn, (size_t)96 << 20) == 0, "fixture");
+	T_OK(mgpu_read_maybe_compressed_head(tpath("bomb.gz"), got, sizeof got, &n));
+	T_CHECK(n == sizeof got && memcmp(got, head, hn) == 0, "head: %zu bytes", n);
+	before = maxrss_kib();
+	T_FAILS(mgpu_idx_load(tpath("bomb.gz"), &idx), MGPU_EFORMAT,
+		"bomb.gz': decodes to more than the 18 bytes its IDX header declares");
+	T_CHECK(maxrss_kib() - before < 32 * 1024, "max RSS grew by %ld KiB",
+		maxrss_kib() - before);
+	T_CHECK(idx.owned == NULL && idx.count == 0, "failed load leaves a zeroed struct");
+	/* Trailing garbage within the slack keeps its precise message. */
+	T_CHECK(put_gz_zeros(tpath("tail.gz"), head, hn, 10 + 7) == 0, "fixture");
+	T_FAILS(mgpu_idx_load(tpath("tail.gz"), &idx), MGPU_EFORMAT,
+		"7 bytes of trailing garbage after 10 bytes of data");
+	/* A file shorter than the head reads whole. */
+	T_OK(mgpu_read_maybe_compressed_head(tpath("tail.gz"), got, 4, &n));
+	T_CHECK(n == 4, "n %zu", n);
+	put_file(tpath("tiny"), "ab", 2);
+	T_OK(mgpu_read_maybe_compressed_head(tpath("tiny"), got, sizeof got, &n));
+	T_CHECK(n == 2 && memcmp(got, "ab", 2) == 0, "tiny: n %zu", n);
+	T_FAILS(mgpu_read_maybe_compressed_head(tpath("none"), got, 4, &n), MGPU_EIO,
+		"none': cannot open");
+}
+
 /* ---------------- dataset ---------------- */
 
 static void test_dataset_load(void)
@@ -477,6 +549,7 @@ int main(void)
 	T_RUN(test_idx_types);
 	T_RUN(test_idx_errors);
 	T_RUN(test_idx_load_gz);
+	T_RUN(test_idx_load_bomb);
 	T_RUN(test_dataset_load);
 	T_RUN(test_dataset_check_classes_msg);
 	T_RUN(test_dataset_errors);

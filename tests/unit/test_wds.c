@@ -7,11 +7,13 @@
  */
 #include <archive.h>       /* archive_write_* */
 #include <archive_entry.h> /* archive_entry_* */
+#include <signal.h>        /* SIGINT */
 #include <stdio.h>         /* snprintf */
 #include <stdlib.h>        /* free */
 #include <string.h>        /* memcmp, strlen */
 #include <unistd.h>        /* truncate */
 
+#include "core/cancel.h"   /* mgpu_cancel_raise, mgpu_cancel_clear */
 #include "core/err.h"      /* mgpu_errmsg, MGPU_E* */
 #include "core/io.h"       /* mgpu_read_file */
 #include "data/manifest.h" /* mgpu_manifest_parse */
@@ -94,6 +96,26 @@ static void test_shard_roundtrip(void)
 			"sample %zu", i);
 	mgpu_samples_free(&s);
 	mgpu_samples_free(&r);
+}
+
+/* A stop request fails the shard write and leaves no file, not even the
+ * temporary. */
+static void test_shard_cancel(void)
+{
+	struct mgpu_samples s;
+	uint32_t idx[5] = { 0, 1, 2, 3, 4 };
+	char sha[MGPU_SHA256_HEX], tmp[600];
+	uint64_t n;
+
+	small_set(&s, 5);
+	mgpu_cancel_raise(SIGINT);
+	T_FAILS(mgpu_shard_write(tpath("x.tar"), &s, idx, 5, &n, sha), MGPU_EINTR,
+		"interrupted by SIGINT");
+	mgpu_cancel_clear();
+	snprintf(tmp, sizeof tmp, "%s.tmp.%ld", tpath("x.tar"), (long)getpid());
+	T_CHECK(access(tpath("x.tar"), F_OK) != 0 && access(tmp, F_OK) != 0,
+		"an interrupted write left a file");
+	mgpu_samples_free(&s);
 }
 
 static void test_libarchive_made(void)
@@ -206,6 +228,7 @@ int main(void)
 	if (t_tmpdir_make("wds") < 0)
 		return 1;
 	T_RUN(test_shard_roundtrip);
+	T_RUN(test_shard_cancel);
 	T_RUN(test_libarchive_made);
 	T_RUN(test_errors);
 	T_RUN(test_manifest);

@@ -18,7 +18,8 @@
 #include <unistd.h>   /* read */
 
 #include "../common.h"      /* die, usage_error */
-#include "core/io.h"        /* mgpu_afile */
+#include "core/cancel.h"    /* mgpu_cancel_check */
+#include "core/io.h"        /* mgpu_read_fd */
 #include "core/sha256.h"    /* mgpu_sha256_* */
 #include "core/table.h"     /* struct mgpu_table */
 #include "data/cache.h"     /* mgpu_cache_* */
@@ -144,6 +145,13 @@ static void parse(struct opts *o, int argc, char **argv)
 		usage_error("no INPUT given");
 }
 
+/* A failure, or SIGINT/SIGTERM: the library removed what it wrote. */
+static _Noreturn void fail(void)
+{
+	exit_if_interrupted();
+	die_lib();
+}
+
 /* ---- the cache key ---- */
 
 /* One line "kind s a b" of the key's text. */
@@ -200,15 +208,15 @@ static void read_shard(struct inputs *in, const char *path, int split, const cha
 	struct mgpu_samples t = { 0 };
 	char sha[MGPU_SHA256_HEX];
 
-	if (mgpu_wds_read(path, &t, want_sha ? sha : NULL) < 0)
-		die_lib();
+	if (mgpu_wds_read(path, &t, want_sha ? sha : NULL) < 0 || mgpu_cancel_check() < 0)
+		fail();
 	if (want_sha && strcmp(sha, want_sha) != 0)
 		die("'%s': sha256 differs from the manifest's (shard changed or corrupt)", path);
 	if (want_sha && t.n != want_n)
 		die("'%s': %zu samples, the manifest says %llu", path, t.n,
 		    (unsigned long long)want_n);
 	if (mgpu_samples_append(&in->set[split], &t, path) < 0)
-		die_lib();
+		fail();
 	mgpu_samples_free(&t);
 }
 
@@ -228,11 +236,13 @@ static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
 	}
 }
 
-/* stdin: sniff; a manifest is read whole, a tar stream is read here. */
+/* stdin: sniff; a manifest is read whole, a tar stream is read here. Both
+ * go on reading fd 0 where the sniffing stopped: reopening /dev/stdin would
+ * start a regular file over from its beginning. */
 static void read_stdin(struct inputs *in, int read_now)
 {
 	struct mgpu_manifest m;
-	unsigned char *rest;
+	unsigned char *all;
 	char sha[MGPU_SHA256_HEX];
 	ssize_t got;
 	size_t len;
@@ -246,24 +256,20 @@ static void read_stdin(struct inputs *in, int read_now)
 	if (!mgpu_manifest_sniff(in->head, in->nhead)) {
 		if (mgpu_wds_read_fd(0, "-", in->head, in->nhead, &in->set[MGPU_SPLIT_TRAIN],
 				     sha) < 0)
-			die_lib();
+			fail();
 		key_str(in, "stream", sha, 0, 0);
 		return;
 	}
 	in->stdin_manifest = 1;
-	if (mgpu_read_file("/dev/stdin", &rest, &len) < 0)
-		die_lib();
-	{
-		unsigned char *all = malloc(in->nhead + len + 1);
-		if (!all)
-			die("out of memory");
-		memcpy(all, in->head, in->nhead);
-		memcpy(all + in->nhead, rest, len);
-		free(rest);
-		if (mgpu_manifest_parse((const char *)all, in->nhead + len, "-", "", &m) < 0)
-			die_lib();
-		free(all);
-	}
+	all = malloc(in->nhead);
+	if (!all)
+		die("out of memory");
+	memcpy(all, in->head, in->nhead);
+	len = in->nhead;
+	if (mgpu_read_fd(0, "-", &all, &len) < 0 ||
+	    mgpu_manifest_parse((const char *)all, len, "-", "", &m) < 0)
+		fail();
+	free(all);
 	manifest(in, &m, 0);
 	if (read_now)
 		manifest(in, &m, 1);
@@ -294,7 +300,7 @@ static void inputs(const struct opts *o, struct inputs *in, int read)
 			die("'%s': cannot open", p);
 		if (mgpu_manifest_sniff(b, n)) {
 			if (mgpu_manifest_load(p, &m) < 0)
-				die_lib();
+				fail();
 			manifest(in, &m, read);
 			mgpu_manifest_free(&m);
 		} else if (read) {
@@ -401,7 +407,7 @@ static int build(struct opts *o)
 	inputs(o, &in, 1);
 	o->c.force = o->force;
 	if (mgpu_cache_ensure(o->output, &o->c, hand_over, &in, &st, &built) < 0)
-		die_lib();
+		fail();
 	if (!o->quiet)
 		fprintf(stderr, "mgpu-cache: '%s' %s\n", o->output,
 			built ? "built" : "is up to date (built by another process)");

@@ -8,10 +8,10 @@
  * on a terminal, TSV with a header otherwise, JSON Lines with --json, or
  * with --ids just the comma list `mgpu-train --gpus` takes. Exits 0 when a
  * GPU is eligible, 1 when none is (as grep does), 2 on usage errors.
- * --system prints versions, the P2P matrix, the host and a checklist.
+ * --system (system.c) prints versions, the P2P matrix, the host and a
+ * checklist.
  */
 #include <getopt.h> /* getopt_long */
-#include <stdarg.h> /* va_list */
 #include <stdio.h>  /* printf, fprintf */
 #include <stdlib.h> /* getenv, malloc */
 #include <string.h> /* strcmp */
@@ -21,10 +21,10 @@
 #include "core/io.h"    /* mgpu_afile, mgpu_read_file */
 #include "core/table.h" /* struct mgpu_table */
 #include "gpu/gpu.h"    /* mgpu_gpu_enumerate, mgpu_gpu_select */
+#include "probe.h"      /* struct opts, struct out, system_report */
 
 const char *const mgpu_tool_name = "mgpu-probe";
 
-#define SHM_MIN_BYTES (256LL << 20) /* /dev/shm free space the checklist wants */
 #define STDIN_MAX (64LL << 20)
 
 enum { O_FROM = 256, O_MIN_MEMORY, O_INCLUDE_DISPLAY, O_MAX_USED, O_COUNT, O_SINGLE,
@@ -48,20 +48,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-struct opts {
-	struct mgpu_gpu_policy pol;
-	const char *from, *output;
-	int ids, json, system, single, count_set, quiet, verbose, version;
-};
-
-/* Where the output goes: stdout, or an atomic file (-o). */
-struct out {
-	FILE *fp;
-	struct mgpu_afile af;
-	int to_file;
-	int tty;   /* aligned text for a person, not TSV */
-};
-
 static void usage(void)
 {
 	printf("usage: mgpu-probe [options]\n"
@@ -77,6 +63,8 @@ static void usage(void)
 	       "  --single              keep the best one (--count 1)\n"
 	       "  --ids                 print only the ordinals, comma-separated (for --gpus)\n"
 	       "  --system              report versions, P2P, host and a checklist instead\n"
+	       "                        (with --from: of the GPUs in FILE, e.g. whether this\n"
+	       "                        binary has code for their compute capability)\n"
 	       "  --json                JSON Lines instead of TSV\n"
 	       "  -o, --output FILE     write to FILE (atomically) instead of standard output\n"
 	       "  -q, --quiet   -v, --verbose   -h, --help   -V, --version (-vV: features)\n"
@@ -119,9 +107,9 @@ static void check_combinations(struct opts *o)
 		o->pol.count = 1;
 	if (o->ids && o->json)
 		usage_error("--ids and --json: choose one output format");
-	if (o->system && (o->from || o->ids || o->single || o->count_set))
-		usage_error("--system reports on this machine; it takes no --from, --ids, "
-			    "--count or --single");
+	if (o->system && (o->ids || o->single || o->count_set))
+		usage_error("--system reports on this machine; it takes no --ids, --count or "
+			    "--single");
 }
 
 static void parse(struct opts *o, int argc, char **argv)
@@ -141,7 +129,7 @@ static void parse(struct opts *o, int argc, char **argv)
 
 /* ---- output ------------------------------------------------------------- */
 
-static void out_open(struct out *out, const struct opts *o)
+void out_open(struct out *out, const struct opts *o)
 {
 	memset(out, 0, sizeof *out);
 	out->fp = stdout;
@@ -154,7 +142,7 @@ static void out_open(struct out *out, const struct opts *o)
 	out->tty = !o->json && !o->ids && isatty(fileno(out->fp));
 }
 
-static void out_fail(struct out *out)
+_Noreturn void out_fail(struct out *out)
 {
 	if (out->to_file)
 		mgpu_afile_abort(&out->af);
@@ -162,7 +150,7 @@ static void out_fail(struct out *out)
 	die_lib();
 }
 
-static void out_close(struct out *out)
+void out_close(struct out *out)
 {
 	if (fflush(out->fp) != 0 || ferror(out->fp)) {
 		mgpu_err_errno(MGPU_EIO, "cannot write output");
@@ -202,7 +190,7 @@ static char *read_stdin(size_t *len)
 	return buf;
 }
 
-static void load_list(const struct opts *o, struct mgpu_gpu_list *list)
+void load_list(const struct opts *o, struct mgpu_gpu_list *list)
 {
 	unsigned char *data;
 	char *text;
@@ -421,212 +409,6 @@ static int probe(const struct opts *o)
 		warn("--count %d: only %d GPU%s eligible", o->pol.count, sel.n,
 		     sel.n == 1 ? " is" : "s are");
 	return sel.n > 0 ? 0 : 1;
-}
-
-/* ---- --system ----------------------------------------------------------- */
-
-struct report {
-	struct out *out;
-	struct mgpu_table t;
-	char section[32];
-};
-
-static const char *const sys_cols[] = { "section", "item", "value", "check" };
-
-/* One report line: check is "pass", "fail" or NULL (not a check). */
-static void row(struct report *r, const char *section, const char *item, const char *check,
-		const char *fmt, ...) MGPU_PRINTF(5, 6);
-
-static void row(struct report *r, const char *section, const char *item, const char *check,
-		const char *fmt, ...)
-{
-	char value[400];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(value, sizeof value, fmt, ap);
-	va_end(ap);
-	if (r->out->tty) {
-		if (strcmp(r->section, section) != 0)
-			fprintf(r->out->fp, "%s%s\n", r->section[0] ? "\n" : "", section);
-		snprintf(r->section, sizeof r->section, "%s", section);
-		if (check)
-			fprintf(r->out->fp, "  [%s] %-22s %s\n", strcmp(check, "pass") ? "FAIL" : "pass",
-				item, value);
-		else
-			fprintf(r->out->fp, "  %-22s %s\n", item, value);
-		return;
-	}
-	mgpu_table_str(&r->t, "section", section);
-	mgpu_table_str(&r->t, "item", item);
-	mgpu_table_str(&r->t, "value", value);
-	if (check)
-		mgpu_table_str(&r->t, "check", check);
-	if (mgpu_table_emit(&r->t) < 0)
-		out_fail(r->out);
-}
-
-static const char *cuda_version(int v, char *buf, size_t len)
-{
-	if (v < 0)
-		snprintf(buf, len, "NA (built without CUDA)");
-	else if (v == 0)
-		snprintf(buf, len, "none (no NVIDIA driver)");
-	else
-		snprintf(buf, len, "%d.%d", v / 1000, (v % 1000) / 10);
-	return buf;
-}
-
-static double gib(int64_t b)
-{
-	return (double)b / (1024.0 * 1024 * 1024);
-}
-
-static void report_versions(struct report *r, const struct mgpu_gpu_system *s)
-{
-	char b[64];
-	int v = s->nccl_version;
-
-	row(r, "versions", "cuda_driver", NULL, "%s", cuda_version(s->cuda_driver_version, b, sizeof b));
-	row(r, "versions", "cuda_runtime", NULL, "%s",
-	    cuda_version(s->cuda_runtime_version, b, sizeof b));
-	if (s->cublas_version[0] >= 0)
-		row(r, "versions", "cublas", NULL, "%d.%d.%d", s->cublas_version[0],
-		    s->cublas_version[1], s->cublas_version[2]);
-	else
-		row(r, "versions", "cublas", NULL, "NA (%s)", s->cuda_runtime_version < 0 ?
-		    "built without CUDA" : "libcublas is not loadable");
-	if (v >= 0)
-		row(r, "versions", "nccl", NULL, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
-	else
-		row(r, "versions", "nccl", NULL, "NA (%s)", s->nccl_why);
-	if (s->nvml_driver[0])
-		row(r, "versions", "nvidia_driver", NULL, "%s (NVML)", s->nvml_driver);
-	else
-		row(r, "versions", "nvidia_driver", NULL, "NA (%s)",
-		    s->nvml_why[0] ? s->nvml_why : "NVML gave no version");
-}
-
-static void report_gpus(struct report *r, const struct mgpu_gpu_list *list,
-			const struct mgpu_gpu_system *s)
-{
-	const struct mgpu_gpu *g;
-	char item[32];
-	int i;
-
-	row(r, "gpus", "cuda_visible_devices", NULL, "%s",
-	    getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
-	row(r, "gpus", "cuda_gpus", NULL, "%d%s%s", list->nvisible, list->why[0] ? ": " : "",
-	    list->why);
-	if (s->nvml_gpus >= 0)
-		row(r, "gpus", "nvml_gpus", NULL, "%d (all GPUs, before CUDA_VISIBLE_DEVICES)",
-		    s->nvml_gpus);
-	for (i = 0; i < list->nvisible; i++) {
-		g = &list->gpu[i];
-		snprintf(item, sizeof item, "gpu %d", i);
-		row(r, "gpus", item, NULL, "%s, %.1f GiB, cc %d.%d, %d SMs, PCI %s, %s", g->name,
-		    gib(g->mem_total_bytes), g->cc_major, g->cc_minor, g->sm_count,
-		    g->pci_bus_id, g->uuid);
-	}
-}
-
-static const char *link_word(int v)
-{
-	return v == 1 ? "yes" : v == 0 ? "no" : "unknown";
-}
-
-/* The P2P matrix: a grid on a terminal, one row per ordered pair else. */
-static void report_p2p(struct report *r, const struct mgpu_gpu_system *s)
-{
-	char item[32];
-	int i, j;
-
-	if (s->ngpus < 2) {
-		row(r, "p2p", "pairs", NULL, "none (%d GPU%s visible)", s->ngpus,
-		    s->ngpus == 1 ? "" : "s");
-		return;
-	}
-	if (r->out->tty) {
-		fprintf(r->out->fp, "\np2p (cudaDeviceCanAccessPeer; +nvl: NVLink per NVML)\n     ");
-		snprintf(r->section, sizeof r->section, "p2p");
-		for (j = 0; j < s->ngpus; j++)
-			fprintf(r->out->fp, " %-7d", j);
-		for (i = 0; i < s->ngpus; i++) {
-			fprintf(r->out->fp, "\n  %-3d", i);
-			for (j = 0; j < s->ngpus; j++)
-				fprintf(r->out->fp, " %-3s%-4s", i == j ? "-" : link_word(s->p2p[i][j]),
-					s->nvlink[i][j] == 1 ? "+nvl" : "");
-		}
-		fputc('\n', r->out->fp);
-		return;
-	}
-	for (i = 0; i < s->ngpus; i++)
-		for (j = 0; j < s->ngpus; j++)
-			if (i != j) {
-				snprintf(item, sizeof item, "%d->%d", i, j);
-				row(r, "p2p", item, NULL, "%s%s", link_word(s->p2p[i][j]),
-				    s->nvlink[i][j] == 1 ? " nvlink" : "");
-			}
-}
-
-static void report_host(struct report *r, const struct mgpu_gpu_system *s)
-{
-	row(r, "host", "cpu_model", NULL, "%s", s->cpu_model[0] ? s->cpu_model : "NA");
-	row(r, "host", "cpu_cores", NULL, "%d", s->cpu_cores);
-	if (s->mem_total_bytes >= 0)
-		row(r, "host", "memory", NULL, "%.1f GiB total, %.1f GiB available",
-		    gib(s->mem_total_bytes), gib(s->mem_avail_bytes));
-	if (s->shm_total_bytes >= 0)
-		row(r, "host", "dev_shm", NULL, "%.1f GiB total, %.1f GiB free",
-		    gib(s->shm_total_bytes), gib(s->shm_free_bytes));
-	else
-		row(r, "host", "dev_shm", NULL, "missing");
-}
-
-static void report_checks(struct report *r, const struct mgpu_gpu_list *list,
-			  const struct mgpu_gpu_system *s)
-{
-	int drv = s->cuda_driver_version, rt = s->cuda_runtime_version;
-	int shm_ok = s->shm_free_bytes >= SHM_MIN_BYTES;
-	char d[40], t[40];
-
-	row(r, "checklist", "gpus_visible", list->nvisible ? "pass" : "fail", "%d GPU%s%s%s",
-	    list->nvisible, list->nvisible == 1 ? "" : "s", list->why[0] ? ": " : "", list->why);
-	row(r, "checklist", "driver_supports_runtime", drv > 0 && drv >= rt ? "pass" : "fail",
-	    "driver supports CUDA %s, runtime is %s", cuda_version(drv, d, sizeof d),
-	    cuda_version(rt, t, sizeof t));
-	if (s->nccl_version >= 0)
-		row(r, "checklist", "nccl_loadable", "pass", "libnccl.so.2 %d.%d.%d",
-		    s->nccl_version / 10000, (s->nccl_version / 100) % 100, s->nccl_version % 100);
-	else
-		row(r, "checklist", "nccl_loadable", "fail", "%s", s->nccl_why);
-	row(r, "checklist", "rendezvous_port_free", s->port_free ? "pass" : "fail",
-	    "127.0.0.1:%d%s%s", s->port, s->port_free ? " can be bound" : ": ", s->port_why);
-	row(r, "checklist", "shm_large_enough", shm_ok ? "pass" : "fail",
-	    "/dev/shm %.0f MiB free, want >= %lld MiB",
-	    s->shm_free_bytes >= 0 ? (double)s->shm_free_bytes / 1048576 : 0.0, SHM_MIN_BYTES >> 20);
-}
-
-static int system_report(const struct opts *o)
-{
-	static struct mgpu_gpu_list list;
-	static struct mgpu_gpu_system s;
-	struct report r;
-	struct out out;
-
-	if (mgpu_gpu_enumerate(&list) < 0 || mgpu_gpu_system(&list, &s) < 0)
-		die_lib();
-	out_open(&out, o);
-	memset(&r, 0, sizeof r);
-	r.out = &out;
-	mgpu_table_init(&r.t, out.fp, o->json, sys_cols, 4);
-	report_versions(&r, &s);
-	report_gpus(&r, &list, &s);
-	report_p2p(&r, &s);
-	report_host(&r, &s);
-	report_checks(&r, &list, &s);
-	out_close(&out);
-	return 0;
 }
 
 int cmd_main(int argc, char **argv)

@@ -19,6 +19,7 @@
 #include <unistd.h>   /* unlink, rmdir */
 
 #include "../common.h"      /* die, usage_error */
+#include "core/cancel.h"    /* mgpu_cancel_check */
 #include "core/io.h"        /* mgpu_afile_* */
 #include "core/table.h"     /* struct mgpu_table */
 #include "data/input.h"     /* mgpu_input_load */
@@ -65,6 +66,7 @@ struct written {
 	char (*path)[4200];
 	size_t n, cap;
 	char made_dir[4096];
+	struct mgpu_afile *manifest;  /* open under its temporary name, or NULL */
 };
 
 static struct written wr;
@@ -132,15 +134,19 @@ static void undo(void)
 {
 	size_t i;
 
+	if (wr.manifest)
+		mgpu_afile_abort(wr.manifest);
 	for (i = 0; i < wr.n; i++)
 		unlink(wr.path[i]);
 	if (wr.made_dir[0])
 		rmdir(wr.made_dir);
 }
 
+/* A failure, or SIGINT/SIGTERM (exit 130/143): nothing of the run stays. */
 static _Noreturn void fail(void)
 {
 	undo();
+	exit_if_interrupted();
 	die_lib();
 }
 
@@ -161,8 +167,9 @@ static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_sa
 	int i;
 
 	for (i = 0; i < o->nsrc; i++)
-		if (mgpu_input_load(o->src[i], &o->in, pool, test) < 0)
-			die_lib();
+		if (mgpu_input_load(o->src[i], &o->in, pool, test) < 0 ||
+		    mgpu_cancel_check() < 0)
+			fail();
 	if (pool->n == 0)
 		die("no samples in the sources");
 	if (test->n && o->test > 0)
@@ -245,13 +252,17 @@ static void write_all(const struct opts *o, const struct plan *p)
 	if (o->output) {
 		if (mgpu_afile_open(&af, o->output) < 0)
 			fail();
+		wr.manifest = &af;
 		fp = af.fp;
 	}
 	mgpu_table_init(&t, fp, o->json, cols, 5);
 	for (s = 0; s < MGPU_NSPLITS; s++)
 		write_split(o, p, s, dir, rel, &t);
+	if (mgpu_cancel_check() < 0) /* the last moment a stop leaves nothing */
+		fail();
 	if (o->output && mgpu_afile_commit(&af) < 0)
 		fail();
+	wr.manifest = NULL;
 }
 
 int cmd_main(int argc, char **argv)

@@ -1,0 +1,26 @@
+/*
+ * cancel.h - a process-wide request to stop, raised by a signal handler and
+ * polled by the library's long loops (shard writing, cache building, lock
+ * waits).
+ *
+ * The library never exits or prints on a request: a polling loop returns
+ * MGPU_EINTR through mgpu_cancel_check(), cleaning up as for any failure
+ * (temporary files removed), and the tool decides what to do (mgpu-shard
+ * and mgpu-cache exit 128 + the signal). mgpu_cancel_raise() only stores a
+ * sig_atomic_t, so it is async-signal-safe. Nothing polls until a tool's
+ * handler raises the request, so code that never raises it is unaffected.
+ */
+#ifndef MGPU_CORE_CANCEL_H
+#define MGPU_CORE_CANCEL_H
+
+/* Ask the loops to stop because of signal sig (> 0). Async-signal-safe. */
+void mgpu_cancel_raise(int sig);
+/* The signal of a pending request, or 0. */
+int mgpu_cancel_signal(void);
+/* 0, or MGPU_EINTR with the message "interrupted by SIGINT" (or the signal's
+ * name) when a request is pending. */
+int mgpu_cancel_check(void);
+/* Forget a pending request (for tests). */
+void mgpu_cancel_clear(void);
+
+#endif

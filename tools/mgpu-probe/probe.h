@@ -1,0 +1,41 @@
+/*
+ * probe.h - what the files of mgpu-probe share: the parsed options, the
+ * output stream (stdout or an atomic -o file), the GPU list as the options
+ * ask for it, and the --system report (system.c).
+ */
+#ifndef MGPU_TOOLS_PROBE_H
+#define MGPU_TOOLS_PROBE_H
+
+#include <stdio.h> /* FILE */
+
+#include "core/io.h" /* struct mgpu_afile */
+#include "gpu/gpu.h" /* struct mgpu_gpu_policy, struct mgpu_gpu_list */
+
+struct opts {
+	struct mgpu_gpu_policy pol;
+	const char *from, *output;
+	int ids, json, system, single, count_set, quiet, verbose, version;
+};
+
+/* Where the output goes: stdout, or an atomic file (-o). */
+struct out {
+	FILE *fp;
+	struct mgpu_afile af;
+	int to_file;
+	int tty;   /* aligned text for a person, not TSV */
+};
+
+/* Open stdout or the -o file; out->tty when a person reads it. */
+void out_open(struct out *out, const struct opts *o);
+/* Remove a partial -o file and die with the library's message. */
+_Noreturn void out_fail(struct out *out);
+/* Flush and commit; dies on a write error. */
+void out_close(struct out *out);
+/* The GPUs of this machine, or of the --from CSV with CUDA_VISIBLE_DEVICES
+ * applied; dies naming the file on bad input. */
+void load_list(const struct opts *o, struct mgpu_gpu_list *list);
+
+/* mgpu-probe --system: versions, GPUs, P2P, host and the checklist. */
+int system_report(const struct opts *o);
+
+#endif
