@@ -16,8 +16,8 @@
 #include <string.h> /* memset */
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h" /* struct mgpu_rng */
-#include "ops/elem.h" /* mgpu_hash64 */
 
 static struct mgpu_param *add_param(struct mgpu_model *m, int layer, const char *what,
 				    int rows, int cols, int decay)

@@ -18,9 +18,9 @@
 
 #include "core/clock.h" /* mgpu_now_s */
 #include "core/err.h"      /* mgpu_err, MGPU_CHECK */
+#include "core/hash.h"     /* mgpu_hash64 */
 #include "nn/ckpt.h"       /* mgpu_ckpt_save */
 #include "nn/train_int.h"  /* struct train_rank */
-#include "ops/elem.h"      /* mgpu_hash64 */
 
 void mgpu_train_defaults(struct mgpu_train_cfg *c)
 {

@@ -16,7 +16,7 @@
 #include <string.h> /* memset, strcmp */
 
 #include "core/err.h" /* mgpu_err, mgpu_err_prefix, MGPU_TRY */
-#include "ops/elem.h" /* mgpu_hash64 */
+#include "core/hash.h" /* mgpu_hash64 */
 
 #define MAXBUF 16
 #define TINY 1e-30

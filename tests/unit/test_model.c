@@ -9,12 +9,13 @@
 #include <unistd.h> /* access */
 
 #include "core/err.h"  /* mgpu_errmsg */
+#include "core/hash.h" /* mgpu_hash64 */
 #include "core/io.h"   /* mgpu_read_file */
 #include "core/json.h" /* mgpu_json_parse */
 #include "nn/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
 #include "nn/model.h"  /* struct mgpu_model */
 #include "nn/optim.h"  /* mgpu_sched_lr */
-#include "ops/elem.h"  /* mgpu_hash64 */
+#include "ops/elem.h"  /* mgpu_sgd_elem */
 #include "nn/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
 #include "tmpdir.h"    /* t_tmpdir_make, tpath */

@@ -26,7 +26,7 @@
 #include "nn/sync.h"       /* mgpu_sync_name */
 #include "nn/train.h"      /* mgpu_train_run */
 #include "ops/check.h"     /* mgpu_ops_compare */
-#include "ops/elem.h"      /* mgpu_hash64 */
+#include "core/hash.h"     /* mgpu_hash64 */
 
 const char *const mgpu_tool_name = "mgpu-train";
 
