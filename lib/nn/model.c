@@ -230,7 +230,7 @@ int mgpu_model_get(struct mgpu_model *m, float *w_host)
 
 int mgpu_model_set(struct mgpu_model *m, const float *w_host)
 {
-	return mgpu_dev_to_dev(m->dev, m->w, w_host, m->nparams * sizeof(float));
+	return mgpu_dev_from_host(m->dev, m->w, w_host, m->nparams * sizeof(float));
 }
 
 int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
@@ -241,8 +241,9 @@ int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->x_u8, x_host, n));
-	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t)));
+	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x_u8, x_host, n));
+	MGPU_TRY(mgpu_dev_from_host(m->dev, m->labels, y_host,
+				    (size_t)B * sizeof(int32_t)));
 	return m->dev->ops->u8_to_f32(m->dev, m->x, m->x_u8, n, scale, shift);
 }
 
@@ -382,6 +383,6 @@ int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->x, x_host, n * sizeof(float)));
-	return mgpu_dev_to_dev(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
+	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x, x_host, n * sizeof(float)));
+	return mgpu_dev_from_host(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
 }

@@ -268,7 +268,8 @@ static int shm_bind(struct mgpu_sync *s)
 		MGPU_TRY(mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float)));
 	MGPU_TRY(mgpu_shm_barrier(&p->shm));
 	if (s->rank != 0 && p->shm.w != m->w)
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, p->shm.w, m->nparams * sizeof(float)));
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->w, p->shm.w,
+					    m->nparams * sizeof(float)));
 	return 0;
 }
 
@@ -320,7 +321,8 @@ static int dp_step_master(struct mgpu_sync *s)
 		sum_slots(s, p->shm.g[0], s->boff[b], s->boff[b] + s->bcnt[b]);
 	}
 	if (m->g != p->shm.g[0])
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->g, p->shm.g[0], m->nparams * sizeof(float)));
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->g, p->shm.g[0],
+					    m->nparams * sizeof(float)));
 	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f / (float)s->world));
 	return mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float));
 }
@@ -349,7 +351,7 @@ static int shm_finish(struct mgpu_sync *s, double *vals, int n)
 		MGPU_TRY(dp_step_master(s));
 	MGPU_TRY(mgpu_sync_close_step(s, vals, n, norm2_share(s)));
 	if (s->rank != 0)
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, priv(s)->shm.w,
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->w, priv(s)->shm.w,
 					 m->nparams * sizeof(float)));
 	return 0;
 }

@@ -171,11 +171,11 @@ static void test_grad_norm(void)
 	T_CHECK(m.nparams <= 64, "%zu params", m.nparams);
 	for (i = 0; i < m.nparams; i++)
 		g[i] = i == 0 ? 6.0f : i == 1 ? 8.0f : 0.0f;
-	T_OK(mgpu_dev_to_dev(&dev, m.g, g, m.nparams * sizeof(float)));
+	T_OK(mgpu_dev_from_host(&dev, m.g, g, m.nparams * sizeof(float)));
 	T_OK(mgpu_optim_step(&o, 0.1f, 0.5f));
 	T_NEAR(o.last_norm, 5.0, 1e-6);
 	g[2] = INFINITY;
-	T_OK(mgpu_dev_to_dev(&dev, m.g, g, m.nparams * sizeof(float)));
+	T_OK(mgpu_dev_from_host(&dev, m.g, g, m.nparams * sizeof(float)));
 	T_OK(mgpu_optim_step(&o, 0.1f, 0.5f));
 	T_CHECK(!isfinite(o.last_norm), "norm %g", o.last_norm);
 	mgpu_optim_free(&o);
