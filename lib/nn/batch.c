@@ -26,6 +26,7 @@ int mgpu_batch_plan_make(struct mgpu_batch_plan *p, int batch, int64_t global, i
 	p->accum = accum;
 	p->world = world;
 	p->global = (int64_t)p->batch * per;
+	p->grad_scale = 1.0f / (float)p->global;
 	return 0;
 }
 

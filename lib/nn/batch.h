@@ -1,6 +1,7 @@
 /*
  * batch.h - the batch plan of a data-parallel run: how one optimizer step's
- * global batch splits over ranks and accumulation micro-steps.
+ * global batch splits over ranks and accumulation micro-steps, and the
+ * factor that turns the summed per-sample gradients into their mean.
  *
  * Made once from the options (mgpu_batch_plan_make) and handed to every
  * part of the run; nothing else multiplies or divides batch sizes.
@@ -8,7 +9,9 @@
  * Step s of an epoch takes positions [s G, (s + 1) G) of the epoch order,
  * G = batch x accum x world. Micro-step a of rank r takes the B rows from
  * offset (a W + r) B of that slice (W ranks, B = batch): the rows of a step
- * do not depend on how it is split.
+ * do not depend on how it is split. Each rank's loss gradient is scaled by
+ * grad_scale = 1 / G, so summing the ranks' gradients (the only thing a
+ * sync strategy does with them) gives the mean over the global batch.
  */
 #ifndef MGPU_NN_BATCH_H
 #define MGPU_NN_BATCH_H
@@ -21,6 +24,7 @@ struct mgpu_batch_plan {
 	int accum;          /* A: micro-steps per optimizer step */
 	int world;          /* W: ranks */
 	int64_t global;     /* G = B x A x W: samples per optimizer step */
+	float grad_scale;   /* 1 / G: the loss gradient's averaging factor */
 };
 
 /* The plan of world ranks with accum micro-steps each, from the per-device

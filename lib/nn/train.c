@@ -2,10 +2,11 @@
  * train.c - the training loop of a rank, and mgpu_train_run (see train.h).
  *
  * Per optimizer step, each rank runs accum micro-steps of its own slice of
- * the global batch (gather rows, copy to the device, forward, loss,
- * backward); the sync layer reduces gradients as backward produces them
- * and steps the optimizer; the closing barrier sums the step's loss over
- * the ranks and agrees on stopping. Only rank 0 reports records.
+ * the global batch (gather rows, copy to the device, forward, loss scaled
+ * by the plan's 1 / global batch, backward); the sync layer sums gradients
+ * as backward produces them and steps the optimizer; the closing barrier
+ * sums the step's loss over the ranks and agrees on stopping. Only rank 0
+ * reports records.
  */
 #include "nn/train.h"
 
@@ -155,7 +156,7 @@ static int micro_step(struct train_rank *r, int a, double lr, double *loss, doub
 	m->dropout_seed = mgpu_hash64(r->cfg->seed, (uint64_t)r->step);
 	m->row0 = (uint64_t)mgpu_batch_row0(r->plan, a, r->rank);
 	MGPU_TRY(mgpu_model_forward(m, B, 1));
-	MGPU_TRY(mgpu_model_loss(m, B, 1, 1.0f / (float)(B * A), &l, &c));
+	MGPU_TRY(mgpu_model_loss(m, B, 1, r->plan->grad_scale, &l, &c));
 	*loss += l;
 	mgpu_sync_micro(&r->sync, a == A - 1, (float)lr);
 	return mgpu_model_backward(m, B, a > 0);

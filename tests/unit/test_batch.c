@@ -1,7 +1,7 @@
 /*
  * test_batch.c - the batch plan (nn/batch.h): splitting a global batch,
- * its errors, the row offsets of ranks and micro-steps, steps per epoch
- * and the fit check.
+ * its errors, the row offsets of ranks and micro-steps, the averaging
+ * factor, steps per epoch and the fit check.
  */
 #include <string.h> /* strcmp */
 
@@ -17,6 +17,7 @@ static void test_per_device(void)
 	T_CHECK(p.batch == 16 && p.accum == 3 && p.world == 2, "%d %d %d", p.batch, p.accum,
 		p.world);
 	T_CHECK(p.global == 96, "global %lld", (long long)p.global);
+	T_CHECK(p.grad_scale == 1.0f / 96.0f, "grad_scale %.9g", (double)p.grad_scale);
 }
 
 static void test_global_split(void)
@@ -27,7 +28,7 @@ static void test_global_split(void)
 	T_CHECK(p.batch == 16 && p.global == 96, "batch %d global %lld", p.batch,
 		(long long)p.global);
 	T_OK(mgpu_batch_plan_make(&p, 1, 7, 1, 1));
-	T_CHECK(p.batch == 7 && p.global == 7, "batch %d", p.batch);
+	T_CHECK(p.batch == 7 && p.grad_scale == 1.0f / 7.0f, "batch %d", p.batch);
 	T_FAILS(mgpu_batch_plan_make(&p, 1, 100, 3, 2), MGPU_EINVAL,
 		"--global-batch-size 100 does not split evenly over 2 devices x 3 accumulation "
 		"steps");

@@ -4,9 +4,10 @@
  *
  * Each rank sets a known gradient (small multiples of 1/16, so every sum
  * is exact) and hands its buckets to the strategy as backward would, last
- * layer first; after the step every replica must hold the same weights,
- * those of one SGD step on the averaged gradient, and every rank must
- * report the averaged gradient's norm.
+ * layer first. A rank's gradient is its share of the mean (the loss scaled
+ * it by 1 / global batch), so after the step every replica must hold the
+ * same weights, those of one SGD step on the sum of the ranks' gradients,
+ * and every rank must report that sum's norm.
  */
 #include <math.h>     /* sqrt */
 #include <pthread.h>  /* pthread_create */
@@ -95,26 +96,25 @@ static int rank_step(struct rank_run *x)
 }
 
 /* The weights and gradient norm every rank of a world-rank job must end
- * with: SGD on the mean of the ranks' gradients, clipped to clip. */
+ * with: SGD on the sum of the ranks' gradients, clipped to clip. */
 static void check_result(const struct rank_run *x, int world, float clip)
 {
 	double sq = 0, norm, f;
-	float mean[MAXP];
+	float sum[MAXP];
 	size_t i;
 	int r;
 
 	for (i = 0; i < x->nparams; i++) {
-		float sum = 0;
+		sum[i] = 0;
 		for (r = 0; r < world; r++)
-			sum += grad_of(r, i);
-		mean[i] = sum / (float)world;
-		sq += (double)mean[i] * mean[i];
+			sum[i] += grad_of(r, i);
+		sq += (double)sum[i] * sum[i];
 	}
 	norm = sqrt(sq);
 	f = clip > 0 && norm > clip ? clip / norm : 1.0;
 	T_NEAR(x->grad_norm, norm, 1e-6 * norm);
 	for (i = 0; i < x->nparams; i++)
-		T_NEAR(x->w1[i], x->w0[i] - LR * (float)(mean[i] * f), 1e-6);
+		T_NEAR(x->w1[i], x->w0[i] - LR * (float)(sum[i] * f), 1e-6);
 	T_NEAR(x->vals[0], world * (world - 1) / 2.0, 0);
 	T_NEAR(x->vals[1], world, 0);
 }
