@@ -67,7 +67,7 @@ LIBA := $(B)/libmgpu.a
 
 TOOLS := $(notdir $(wildcard tools/mgpu-*))
 TOOL_BINS := $(TOOLS:%=$(B)/bin/%)
-MAIN_OBJ := $(B)/obj/tools/common_main.o
+MAIN_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard tools/common*.c))
 
 # tests/drv/: helper programs that CLI tests drive (not run as tests themselves)
 TEST_SRC := $(sort $(wildcard tests/unit/*.c tests/ops/*.c tests/drv/*.c))

@@ -12,6 +12,8 @@
 #include <signal.h> /* sig_atomic_t */
 
 #include "core/err.h" /* MGPU_PRINTF */
+#include "core/io.h"  /* struct mgpu_afile */
+#include "core/opt.h" /* struct mgpu_opt, struct mgpu_common_opts */
 
 /* Each tool defines these two. */
 extern const char *const mgpu_tool_name;
@@ -31,18 +33,53 @@ _Noreturn void die_lib(void);
 void exit_if_interrupted(void);
 /* "mgpu-x: <msg>\nTry 'mgpu-x --help'" on stderr, exit 2. */
 _Noreturn void usage_error(const char *fmt, ...) MGPU_PRINTF(1, 2);
-/* "mgpu-x: warning: <msg>" on stderr. */
+/* "mgpu-x: warning: <msg>" on stderr, unless -q. */
 void warn(const char *fmt, ...) MGPU_PRINTF(1, 2);
+/* "mgpu-x: error: <msg>" on stderr, without exiting (the caller goes on
+ * to clean up, or reports several). */
+void error_msg(const char *fmt, ...) MGPU_PRINTF(1, 2);
+/* "mgpu-x: <msg>" on stderr: what the tool did or found. Callers decide
+ * whether -q silences it; the rank prefix is left out (rank 0 speaks for
+ * the job). */
+void note(const char *fmt, ...) MGPU_PRINTF(1, 2);
 /* Print the version (with verbose: features and library versions). */
 void print_version(int verbose);
-/* Option values, strictly parsed (core/cli.h); a bad one is a usage error
- * naming the option. */
-long long opt_int(const char *opt, const char *arg, long long lo, long long hi);
-double opt_double(const char *opt, const char *arg, double lo, double hi);
-unsigned long long opt_size(const char *opt, const char *arg, unsigned long long max);
-/* The index of arg in the NULL-terminated words. */
-int opt_choice(const char *opt, const char *arg, const char *const *words);
 /* Write stdout; exit quietly with 1 when the reader went away. */
 void finish_stdout(void);
+
+/* -q was given: warn() says nothing (set by parse_options). */
+extern int mgpu_quiet;
+
+/* How a tool's command line is read: its option table (with the
+ * MGPU_OPT_COMMON rows over com), the synopsis --help prints above the
+ * options, and the defaults --help shows. */
+struct tool_cli {
+	const struct mgpu_opt *tab;
+	const char *synopsis; /* "usage: mgpu-x ...\n<one line>\n" */
+	const void *defaults;
+};
+
+/* Parse argv into target. A bad option is a usage error (exit 2); --help
+ * prints the help and --version the version, both exiting 0. --json sets
+ * --format json, "-o -" means standard output. Returns the index of the
+ * first argument; given (may be NULL) gains the rows seen. */
+int parse_options(const struct tool_cli *cli, void *target, struct mgpu_common_opts *com,
+		  int argc, char **argv, int stop_at_arg, struct mgpu_opt_given *given);
+/* Print the help of cli on stdout. */
+void print_help(const struct tool_cli *cli);
+
+/* The data output: standard output, or -o FILE written atomically (the
+ * file appears complete or not at all). */
+struct output {
+	FILE *fp;
+	struct mgpu_afile af;
+	int to_file;
+};
+/* Open the output com names; dies when the file cannot be created. */
+FILE *output_open(struct output *out, const struct mgpu_common_opts *com);
+/* Flush and (-o) commit; a write error dies, a closed pipe exits quietly. */
+void output_commit(struct output *out);
+/* Remove a half-written -o file; nothing for standard output. */
+void output_abort(struct output *out);
 
 #endif

@@ -14,11 +14,11 @@
 #include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
 #include "comm/launch.h" /* MGPU_EXIT_PIPE */
 #include "core/cancel.h" /* mgpu_cancel_raise, mgpu_cancel_signal */
-#include "core/cli.h" /* mgpu_cli_int, mgpu_cli_double, mgpu_cli_size, mgpu_cli_choice */
 #include "ops/ops.h" /* mgpu_ops_all */
 
 volatile sig_atomic_t mgpu_interrupted;
 char mgpu_diag_prefix[64];
+int mgpu_quiet;
 
 static void on_signal(int sig)
 {
@@ -45,6 +45,10 @@ void die(const char *fmt, ...)
 
 void die_lib(void)
 {
+	/* A write to a reader that went away: end quietly, as finish_stdout
+	 * does, not with "Broken pipe" on stderr. */
+	if (errno == EPIPE)
+		finish_stdout();
 	die("%s", mgpu_errmsg()[0] ? mgpu_errmsg() : "unknown failure");
 }
 
@@ -73,9 +77,31 @@ void usage_error(const char *fmt, ...)
 void warn(const char *fmt, ...)
 {
 	va_list ap;
+
+	if (mgpu_quiet)
+		return;
 	va_start(ap, fmt);
 	vreport("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+void error_msg(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+}
+
+void note(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", mgpu_tool_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
 }
 
 void print_version(int verbose)
@@ -92,42 +118,6 @@ void print_version(int verbose)
 	for (o = mgpu_ops_all(); *o; o++)
 		printf(" %s", (*o)->name);
 	printf("\nzstd: %s\n%s\n", ZSTD_versionString(), archive_version_string());
-}
-
-long long opt_int(const char *opt, const char *arg, long long lo, long long hi)
-{
-	long long v;
-
-	if (mgpu_cli_int(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-double opt_double(const char *opt, const char *arg, double lo, double hi)
-{
-	double v;
-
-	if (mgpu_cli_double(opt, arg, lo, hi, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-unsigned long long opt_size(const char *opt, const char *arg, unsigned long long max)
-{
-	unsigned long long v;
-
-	if (mgpu_cli_size(opt, arg, max, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
-}
-
-int opt_choice(const char *opt, const char *arg, const char *const *words)
-{
-	int v;
-
-	if (mgpu_cli_choice(opt, arg, words, &v) < 0)
-		usage_error("%s", mgpu_errmsg());
-	return v;
 }
 
 void finish_stdout(void)

@@ -20,8 +20,11 @@
 #include <stddef.h> /* size_t */
 #include <stdio.h>  /* FILE */
 
+#include "core/table.h" /* enum mgpu_format */
+
 enum { MGPU_TAB_STR = 0, MGPU_TAB_NUM = 1, MGPU_TAB_LIST = 2 };
-enum { MGPU_FMT_TSV = 0, MGPU_FMT_JSON = 1, MGPU_FMT_MD = 2 };
+/* The formats are core/table.h's, shared with every tool's --format. */
+#define MGPU_FMT_MD MGPU_FMT_MARKDOWN
 
 struct mgpu_tab {
 	int ncols;

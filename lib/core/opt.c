@@ -11,7 +11,7 @@
 #include <getopt.h>   /* getopt_long, struct option */
 #include <inttypes.h> /* PRId64, PRIu64 */
 #include <stdint.h>   /* int64_t, uint64_t */
-#include <stdlib.h>   /* calloc, free */
+#include <stdlib.h>   /* free, realloc, strtod */
 #include <string.h>   /* strcmp, strlen */
 
 #include "core/cli.h" /* mgpu_cli_* */
@@ -59,6 +59,9 @@ static int set_number(const struct mgpu_opt *o, void *t, const char *flag, const
 		return 0;
 	case MGPU_OPT_SIZE:
 		MGPU_TRY(mgpu_cli_size(flag, arg, (unsigned long long)o->max, &u));
+		if (u < (unsigned long long)o->min)
+			return mgpu_err(MGPU_EINVAL, "%s: %llu is out of range [%llu, %llu]", flag, u,
+					(unsigned long long)o->min, (unsigned long long)o->max);
 		*FIELD(t, o, unsigned long long) = u;
 		return 0;
 	default:
@@ -158,6 +161,31 @@ const struct mgpu_opt *mgpu_opt_find(const struct mgpu_opt *tab, const char *nam
 	return NULL;
 }
 
+int mgpu_opt_was_given(const struct mgpu_opt *tab, const struct mgpu_opt_given *given,
+		       const char *name)
+{
+	const struct mgpu_opt *o = mgpu_opt_find(tab, name);
+
+	return o && given->row[o - tab];
+}
+
+/* v with the fewest significant digits (at most max) that read back to
+ * the same double (or, as_float, the same float): "0.05", not
+ * "0.050000000000000003", yet exact. */
+static void shortest(char *buf, size_t len, double v, int max, int as_float)
+{
+	int p;
+
+	for (p = 1; p < max; p++) {
+		double back;
+		snprintf(buf, len, "%.*g", p, v);
+		back = strtod(buf, NULL);
+		if (as_float ? (float)back == (float)v : back == v)
+			return;
+	}
+	snprintf(buf, len, "%.*g", max, v);
+}
+
 void mgpu_opt_render(const struct mgpu_opt *o, const void *t, int exact, char *buf,
 		     size_t len)
 {
@@ -168,11 +196,9 @@ void mgpu_opt_render(const struct mgpu_opt *o, const void *t, int exact, char *b
 	case MGPU_OPT_INT: snprintf(buf, len, "%d", *CFIELD(t, o, int)); break;
 	case MGPU_OPT_I64: snprintf(buf, len, "%" PRId64, *CFIELD(t, o, int64_t)); break;
 	case MGPU_OPT_U64: snprintf(buf, len, "%" PRIu64, *CFIELD(t, o, uint64_t)); break;
-	case MGPU_OPT_DOUBLE:
-		snprintf(buf, len, exact ? "%.17g" : "%g", *CFIELD(t, o, double));
-		break;
+	case MGPU_OPT_DOUBLE: shortest(buf, len, *CFIELD(t, o, double), exact ? 17 : 6, 0); break;
 	case MGPU_OPT_FLOAT:
-		snprintf(buf, len, exact ? "%.9g" : "%g", (double)*CFIELD(t, o, float));
+		shortest(buf, len, (double)*CFIELD(t, o, float), exact ? 9 : 6, 1);
 		break;
 	case MGPU_OPT_SIZE: snprintf(buf, len, "%llu", *CFIELD(t, o, unsigned long long)); break;
 	case MGPU_OPT_CHOICE: snprintf(buf, len, "%s", o->words[*CFIELD(t, o, int)]); break;
@@ -193,9 +219,37 @@ void mgpu_opt_render(const struct mgpu_opt *o, const void *t, int exact, char *b
 	}
 }
 
+#define HELP_COL 26   /* where the help text starts */
+#define HELP_WIDTH 79 /* where it wraps */
+
+/* text from column col on, wrapped at word boundaries under HELP_COL. */
+static void help_text(FILE *f, const char *text, int col)
+{
+	const char *w = text;
+
+	while (*w) {
+		const char *end = strchr(w, ' ');
+		int n = end ? (int)(end - w) : (int)strlen(w);
+
+		if (col > HELP_COL && col + 1 + n > HELP_WIDTH) {
+			fprintf(f, "\n%*s", HELP_COL, "");
+			col = HELP_COL;
+		} else if (col > HELP_COL) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", n, w);
+		col += n;
+		w += n;
+		while (*w == ' ')
+			w++;
+	}
+	fputc('\n', f);
+}
+
 static void help_row(FILE *f, const struct mgpu_opt *o, const void *defaults)
 {
-	char left[80], def[128] = "";
+	char left[80], def[128] = "", text[512];
 	int n;
 
 	if (o->key)
@@ -213,10 +267,12 @@ static void help_row(FILE *f, const struct mgpu_opt *o, const void *defaults)
 		if (v[0])
 			snprintf(def, sizeof def, " [%s]", v);
 	}
-	if (strlen(left) < 26)
-		fprintf(f, "%-26s%s%s\n", left, o->help ? o->help : "", def);
+	snprintf(text, sizeof text, "%s%s", o->help ? o->help : "", def);
+	if (strlen(left) < HELP_COL)
+		fprintf(f, "%-*s", HELP_COL, left);
 	else
-		fprintf(f, "%s\n%-26s%s%s\n", left, "", o->help ? o->help : "", def);
+		fprintf(f, "%s\n%-*s", left, HELP_COL, "");
+	help_text(f, text, HELP_COL);
 }
 
 void mgpu_opt_help(FILE *f, const struct mgpu_opt *tab, const void *defaults)
@@ -243,8 +299,10 @@ static int push(struct mgpu_opt_argv *a, const char *s)
 	return 0;
 }
 
-int mgpu_opt_saved_argv(const struct mgpu_opt *tab, const void *target,
-			struct mgpu_opt_argv *out)
+/* The rows picked by keep() as an argv; flags only when set, and with
+ * skip_empty no row whose value renders empty. */
+static int to_argv(const struct mgpu_opt *tab, const void *target,
+		   int (*keep)(const struct mgpu_opt *), int skip_empty, struct mgpu_opt_argv *out)
 {
 	char flag[80], v[MGPU_OPT_PATH_MAX + 16];
 	int rc = 0;
@@ -252,7 +310,7 @@ int mgpu_opt_saved_argv(const struct mgpu_opt *tab, const void *target,
 	out->argv = NULL;
 	out->argc = 0;
 	for (; tab->type != MGPU_OPT_END && rc == 0; tab++) {
-		if (!is_option(tab) || !(tab->flags & (MGPU_OPT_SAVED | MGPU_OPT_FIXED)))
+		if (!is_option(tab) || !keep(tab))
 			continue;
 		snprintf(flag, sizeof flag, "--%s", tab->name);
 		mgpu_opt_render(tab, target, 1, v, sizeof v);
@@ -261,6 +319,8 @@ int mgpu_opt_saved_argv(const struct mgpu_opt *tab, const void *target,
 				rc = push(out, flag);
 			continue;
 		}
+		if (skip_empty && (!v[0] || ((tab->flags & MGPU_OPT_UNSET0) && strcmp(v, "0") == 0)))
+			continue;
 		rc = push(out, flag);
 		if (rc == 0)
 			rc = push(out, v);
@@ -268,6 +328,28 @@ int mgpu_opt_saved_argv(const struct mgpu_opt *tab, const void *target,
 	if (rc < 0)
 		mgpu_opt_argv_free(out);
 	return rc;
+}
+
+static int is_saved(const struct mgpu_opt *o)
+{
+	return (o->flags & (MGPU_OPT_SAVED | MGPU_OPT_FIXED)) != 0;
+}
+
+static int is_setting(const struct mgpu_opt *o)
+{
+	return !(o->flags & MGPU_OPT_META);
+}
+
+int mgpu_opt_saved_argv(const struct mgpu_opt *tab, const void *target,
+			struct mgpu_opt_argv *out)
+{
+	return to_argv(tab, target, is_saved, 0, out);
+}
+
+int mgpu_opt_settings_argv(const struct mgpu_opt *tab, const void *target,
+			   struct mgpu_opt_argv *out)
+{
+	return to_argv(tab, target, is_setting, 1, out);
 }
 
 void mgpu_opt_argv_free(struct mgpu_opt_argv *a)

@@ -20,6 +20,8 @@
 #include <stddef.h> /* size_t, offsetof */
 #include <stdio.h>  /* FILE */
 
+#include "core/table.h" /* enum mgpu_format */
+
 enum mgpu_opt_type {
 	MGPU_OPT_END = 0, /* ends a table */
 	MGPU_OPT_GROUP,   /* a heading in --help, no option */
@@ -29,7 +31,7 @@ enum mgpu_opt_type {
 	MGPU_OPT_U64,     /* uint64_t in [min, max] */
 	MGPU_OPT_DOUBLE,  /* double in [min, max] */
 	MGPU_OPT_FLOAT,   /* float in [min, max] */
-	MGPU_OPT_SIZE,    /* unsigned long long, K/M/G suffixes, at most max */
+	MGPU_OPT_SIZE,    /* unsigned long long, K/M/G suffixes, in [min, max] */
 	MGPU_OPT_CHOICE,  /* int: the index of the argument in words */
 	MGPU_OPT_STR,     /* const char *: the argument itself (argv outlives it) */
 	MGPU_OPT_PATH,    /* char[MGPU_OPT_PATH_MAX]: a copy, non-empty */
@@ -40,6 +42,10 @@ enum mgpu_opt_type {
 #define MGPU_OPT_SAVED 1u /* recorded in checkpoints (mgpu_opt_saved_argv) */
 #define MGPU_OPT_FIXED 2u /* saved, and a resumed run may not change it */
 #define MGPU_OPT_NODEF 4u /* --help shows no default */
+#define MGPU_OPT_META 8u  /* not a setting (-o, --help, --resume): left out of
+			   * mgpu_opt_settings_argv */
+#define MGPU_OPT_UNSET0 16u /* a number whose 0 means "not set" (its range
+			     * excludes 0): left out of mgpu_opt_settings_argv */
 
 #define MGPU_OPT_PATH_MAX 4096
 #define MGPU_OPT_MAX 96 /* rows of one table, END excluded */
@@ -49,7 +55,7 @@ struct mgpu_opt {
 	const char *name;     /* long name without "--" (GROUP: the heading) */
 	int key;              /* short option letter, or 0 */
 	size_t off;           /* offsetof of the field in the target struct */
-	double min, max;      /* numbers: the accepted range (SIZE: max only) */
+	double min, max;      /* numbers: the accepted range */
 	const char *const *words; /* CHOICE: NULL-terminated */
 	/* FUNC: parse arg into target (MGPU_EINVAL + message on a bad value);
 	 * show: the value as a canonical argument, for help and checkpoints. */
@@ -64,6 +70,9 @@ struct mgpu_opt {
 /* Row constructors, so a table reads as one line per option. */
 #define MGPU_OPT_ROW(t, n, k, ty, f, lo, hi, an, h, fl) \
 	{ t, n, k, offsetof(ty, f), lo, hi, NULL, NULL, NULL, an, h, NULL, fl }
+/* A row whose --help default is the text def ("" for none) instead of the value. */
+#define MGPU_OPT_ROWD(t, n, k, ty, f, lo, hi, an, h, def, fl) \
+	{ t, n, k, offsetof(ty, f), lo, hi, NULL, NULL, NULL, an, h, def, fl }
 #define MGPU_OPT_WORDS(n, ty, f, w, an, h, fl) \
 	{ MGPU_OPT_CHOICE, n, 0, offsetof(ty, f), 0, 0, w, NULL, NULL, an, h, NULL, fl }
 #define MGPU_OPT_CALL(n, k, fnc, shw, an, h, def, fl) \
@@ -73,34 +82,37 @@ struct mgpu_opt {
 #define MGPU_OPT_TABLE_END \
 	{ MGPU_OPT_END, NULL, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
 
-/* Output formats of the common --format (and --json, the same as json). */
-enum mgpu_format { MGPU_FMT_TSV = 0, MGPU_FMT_JSON = 1, MGPU_FMT_MARKDOWN = 2 };
+/* The words of the common --format, indexed by enum mgpu_format. */
 extern const char *const mgpu_format_words[];
 
 struct mgpu_common_opts {
-	int format;         /* enum mgpu_format; --json sets json */
+	int format;         /* enum mgpu_format (core/table.h); --json sets json */
 	int json;
 	const char *output; /* -o FILE; NULL or "-": standard output */
 	int quiet, verbose, version, help;
 };
 
 /* The shared rows, over the struct mgpu_common_opts member m of type ty. */
-#define MGPU_OPT_COMMON(ty, m)                                                        \
-	MGPU_OPT_HEAD("output"),                                                      \
-	MGPU_OPT_ROW(MGPU_OPT_STR, "output", 'o', ty, m.output, 0, 0, "FILE",         \
-		     "write the data here instead of standard output", MGPU_OPT_NODEF),  \
-	MGPU_OPT_WORDS("format", ty, m.format, mgpu_format_words, "tsv|json|markdown", \
-		       "the data's format", 0),                                       \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "json", 0, ty, m.json, 0, 0, NULL,                \
-		     "the same as --format json (JSON Lines)", 0),                    \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "quiet", 'q', ty, m.quiet, 0, 0, NULL,            \
-		     "no messages on standard error but errors", 0),                  \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "verbose", 'v', ty, m.verbose, 0, 0, NULL,        \
-		     "more messages (with -V: the compiled-in features)", 0),         \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "version", 'V', ty, m.version, 0, 0, NULL,        \
-		     "print the version and exit", 0),                                \
-	MGPU_OPT_ROW(MGPU_OPT_FLAG, "help", 'h', ty, m.help, 0, 0, NULL,              \
-		     "print this help and exit", 0)
+#define MGPU_OPT_COMMON(ty, m)                                                          \
+	MGPU_OPT_COMMON_OUT(ty, m, "FILE",                                              \
+			    "write the data to FILE (atomically) instead of standard output")
+/* The same where -o names another output (mgpu-cache: the cache directory). */
+#define MGPU_OPT_COMMON_OUT(ty, m, out_arg, out_help)                                   \
+	MGPU_OPT_HEAD("output"),                                                        \
+	MGPU_OPT_ROW(MGPU_OPT_STR, "output", 'o', ty, m.output, 0, 0, out_arg, out_help,  \
+		     MGPU_OPT_NODEF | MGPU_OPT_META),                                   \
+	MGPU_OPT_WORDS("format", ty, m.format, mgpu_format_words, "tsv|json|markdown",   \
+		       "the data's format", MGPU_OPT_NODEF | MGPU_OPT_META),            \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "json", 0, ty, m.json, 0, 0, NULL,                  \
+		     "the same as --format json (JSON Lines)", MGPU_OPT_META),          \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "quiet", 'q', ty, m.quiet, 0, 0, NULL,              \
+		     "no messages on standard error but errors", MGPU_OPT_META),        \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "verbose", 'v', ty, m.verbose, 0, 0, NULL,          \
+		     "more messages (with -V: the compiled-in features)", MGPU_OPT_META), \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "version", 'V', ty, m.version, 0, 0, NULL,          \
+		     "print the version and exit", MGPU_OPT_META),                      \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "help", 'h', ty, m.help, 0, 0, NULL,                \
+		     "print this help and exit", MGPU_OPT_META)
 
 /* Which rows a parse set: given[i] for row i. */
 struct mgpu_opt_given {
@@ -115,8 +127,12 @@ int mgpu_opt_parse(const struct mgpu_opt *tab, void *target, int argc, char **ar
 		   int stop_at_arg, int *first_arg, struct mgpu_opt_given *given);
 /* The row of the option called name ("lr", without dashes); NULL if none. */
 const struct mgpu_opt *mgpu_opt_find(const struct mgpu_opt *tab, const char *name);
-/* A row's value in target as the canonical argument ("0.050000000000000003",
- * "adamw"); flags render as "0" or "1". exact=0 rounds numbers for --help. */
+/* Whether the option called name was given (a parse set it in given). */
+int mgpu_opt_was_given(const struct mgpu_opt *tab, const struct mgpu_opt_given *given,
+		       const char *name);
+/* A row's value in target as the canonical argument ("0.05", "adamw"):
+ * numbers with the fewest digits that read back to the same value; flags
+ * render as "0" or "1". exact=0 rounds numbers to 6 digits for --help. */
 void mgpu_opt_render(const struct mgpu_opt *o, const void *target, int exact, char *buf,
 		     size_t len);
 /* Options, one per line under their group headings, with the defaults of
@@ -131,6 +147,11 @@ struct mgpu_opt_argv {
 };
 int mgpu_opt_saved_argv(const struct mgpu_opt *tab, const void *target,
 			struct mgpu_opt_argv *out);
+/* Every setting of target (all rows but MGPU_OPT_META ones) with a value
+ * as an argv: the resolved command line a verbose tool prints. Empty
+ * strings, unset flags and MGPU_OPT_UNSET0 rows at 0 are left out. */
+int mgpu_opt_settings_argv(const struct mgpu_opt *tab, const void *target,
+			   struct mgpu_opt_argv *out);
 void mgpu_opt_argv_free(struct mgpu_opt_argv *a);
 
 /* The first MGPU_OPT_FIXED row given on this command line whose value in

@@ -7,6 +7,9 @@ P=$BIN/mgpu-probe
 D=$SRC/tests/data/smi
 "$P" --help >help.txt || fail "--help exited $?"
 grep -q "^usage: mgpu-probe" help.txt || fail "--help lacks the usage line"
+help_man_agree mgpu-probe.1 help.txt
+grep -q "^  --min-memory GB  *total memory at least GB x 10^9 bytes \[8\]$" help.txt ||
+	fail "--help lacks --min-memory's default"
 "$P" --version | grep -q "^mgpu-probe [0-9]" || fail "--version"
 "$P" -vV | grep -q "^features: cuda=" || fail "-vV lacks the features"
 expect 2 "unknown or incomplete option '--frobnicate'" "$P" --frobnicate
@@ -17,6 +20,12 @@ expect 2 "--count: 0 is out of range" "$P" --count 0
 expect 2 "--count: '2x' is not an integer" "$P" --count 2x
 expect 2 "--single and --count: choose one" "$P" --single --count 2
 expect 2 "--ids and --json: choose one" "$P" --ids --json
+expect 2 "--ids and --format: choose one" "$P" --ids --format tsv
+expect 2 "--json and --format tsv: choose one" "$P" --json --format tsv
+# --format markdown: the same rows as a Markdown table.
+"$P" --from "$D/four.csv" --format markdown >sel.md || fail "--format markdown exited $?"
+head -n 2 sel.md | tail -n 1 | grep -q '^| --- | --- |' || fail "markdown: $(cat sel.md)"
+[ "$(grep -c '^| ' sel.md)" = 6 ] || fail "markdown rows: $(cat sel.md)"
 expect 2 "--system reports on this machine; it takes no --ids" "$P" --system --ids
 expect 2 "unexpected argument 'extra'" "$P" extra
 

@@ -7,6 +7,10 @@ for c in train allreduce data; do
 	"$B" $c --help | grep -q "^usage: mgpu-bench $c" || fail "$c --help"
 	"$B" $c -h >/dev/null || fail "$c -h"
 done
+for c in train allreduce data; do "$B" $c --help >help-$c.txt; done
+help_man_agree mgpu-bench.1 help-train.txt help-allreduce.txt help-data.txt
+grep -q '^  --repeat N  *runs per configuration; median and spread \[3\]$' help-train.txt ||
+	fail "train --help lacks --repeat's default"
 "$B" --version | grep -q '^mgpu-bench [0-9]' || fail "--version"
 "$B" -vV | grep -q '^features:' || fail "-vV"
 "$B" train -V | grep -q '^mgpu-bench ' || fail "train -V"
@@ -16,6 +20,7 @@ expect 2 "unknown option '--nope' before the command" "$B" --nope train
 for c in train allreduce data; do
 	expect 2 "unknown or incomplete option '--nope'" "$B" $c --nope
 	expect 2 "--format: 'yaml'" "$B" $c --format yaml
+	expect 2 "--json and --format tsv: choose one" "$B" $c --json --format tsv
 done
 # train
 expect 2 "--repeat: 0 is out of range" "$B" train --repeat 0

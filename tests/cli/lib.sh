@@ -51,6 +51,20 @@ expect() {
 	fi
 }
 
+# help_man_agree PAGE HELPFILE...: the long options the help texts list
+# are exactly those PAGE (man/PAGE) and mgpu(7), for the common ones,
+# document in their .It lines.
+help_man_agree() {
+	page=$1
+	shift
+	sed -n 's/^  \(-[a-zA-Z], \)\{0,1\}--\([a-z0-9-]*\).*/\2/p' "$@" | sort -u >help-opts.txt
+	grep -h '^\.It Fl' "$SRC/man/$page" "$SRC/man/mgpu.7" | grep -o 'Fl \\\{0,1\}-[a-z0-9-]*' |
+		sed 's/^Fl \\\{0,1\}-//' | sort -u >man-opts.txt
+	[ -s help-opts.txt ] || fail "no options found in $*"
+	diff help-opts.txt man-opts.txt >opts-diff.txt ||
+		fail "$page: options of --help (<) and of the man pages (>) differ: $(cat opts-diff.txt)"
+}
+
 # mkidx DIR N_TRAIN N_TEST SIDE CLASSES [BAD]: a small learnable IDX data set
 # (class k brightens row band k). BAD: truncate|magic|label|none.
 mkidx() {

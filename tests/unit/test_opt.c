@@ -13,7 +13,7 @@
 #include "core/opt.h" /* the table */
 
 struct o {
-	int n, flag, choice, len;
+	int n, flag, choice, len, ranks;
 	int64_t big;
 	uint64_t seed;
 	double lr;
@@ -47,7 +47,7 @@ static const struct mgpu_opt tab[] = {
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, struct o, seed, 0, 9.3e18, "N", "seed", MGPU_OPT_FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "lr", 0, struct o, lr, 0, 10, "X", "learning rate", MGPU_OPT_FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "momentum", 0, struct o, mom, 0, 1, "X", "momentum", 0),
-	MGPU_OPT_ROW(MGPU_OPT_SIZE, "size", 0, struct o, size, 0, 1ull << 40, "BYTES", "a size", 0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "size", 0, struct o, size, 1, 1ull << 40, "BYTES", "a size", 0),
 	MGPU_OPT_HEAD("other"),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "flag", 0, struct o, flag, 0, 0, NULL, "a flag", MGPU_OPT_FIXED),
 	MGPU_OPT_WORDS("optimizer", struct o, choice, words, "sgd|adamw", "optimizer", MGPU_OPT_FIXED),
@@ -55,6 +55,9 @@ static const struct mgpu_opt tab[] = {
 	MGPU_OPT_ROW(MGPU_OPT_PATH, "path", 0, struct o, path, 0, 0, "DIR", "a path", MGPU_OPT_SAVED),
 	MGPU_OPT_CALL("name-len", 0, set_len, show_len, "WORD", "a word's length", "none",
 		      MGPU_OPT_SAVED),
+	MGPU_OPT_ROWD(MGPU_OPT_INT, "ranks", 0, struct o, ranks, 1, 8, "N",
+		      "ranks, with a help text long enough that it has to wrap onto a second line",
+		      "1", MGPU_OPT_UNSET0),
 	MGPU_OPT_COMMON(struct o, c),
 	MGPU_OPT_TABLE_END,
 };
@@ -120,6 +123,7 @@ static void test_errors(void)
 	const char *path[] = { "t", "--path", "", NULL };
 	const char *fn[] = { "t", "--name-len", "", NULL };
 	const char *dbl[] = { "t", "--lr", "nan", NULL };
+	const char *size0[] = { "t", "--size", "0", NULL };
 	int first;
 
 	T_FAILS(parse(&v, 3, bad_int, 1, &first, NULL), MGPU_EINVAL, "--count: '4x' is not an integer");
@@ -132,6 +136,8 @@ static void test_errors(void)
 	T_FAILS(parse(&v, 3, path, 1, &first, NULL), MGPU_EINVAL, "--path: bad path");
 	T_FAILS(parse(&v, 3, fn, 1, &first, NULL), MGPU_EINVAL, "--name-len: empty word");
 	T_FAILS(parse(&v, 3, dbl, 1, &first, NULL), MGPU_EINVAL, "--lr");
+	T_FAILS(parse(&v, 3, size0, 1, &first, NULL), MGPU_EINVAL,
+		"--size: 0 is out of range [1, 1099511627776]");
 }
 
 static void test_help(void)
@@ -154,6 +160,9 @@ static void test_help(void)
 		"choice default and a row's own default text: %s", buf);
 	T_CHECK(strstr(buf, "a flag\n") && strstr(buf, "a name\n"), "flags and NODEF rows show none");
 	T_CHECK(strstr(buf, "  -o, --output FILE") && strstr(buf, "  -V, --version"), "common rows");
+	T_CHECK(strstr(buf, "  --ranks N               ranks, with a help text long enough that it has to\n"
+			    "                          wrap onto a second line [1]\n"),
+		"a long help line wraps under its column, with the row's default text: %s", buf);
 	free(buf);
 }
 
@@ -208,6 +217,54 @@ static void test_fixed_differs(void)
 		"find names options, not headings");
 }
 
+static void test_settings_argv(void)
+{
+	struct o v = { .n = 4, .lr = 0.05, .mom = 0.9f, .flag = 0, .name = "" };
+	struct mgpu_opt_argv a;
+	char joined[1024] = "";
+	int i;
+
+	v.c.quiet = 1;
+	v.c.output = "x.tsv";
+	T_OK(mgpu_opt_settings_argv(tab, &v, &a));
+	for (i = 0; i < a.argc; i++)
+		snprintf(joined + strlen(joined), sizeof joined - strlen(joined), " %s", a.argv[i]);
+	/* every setting with a value, numbers as short as exact: 0.05, not
+	 * 0.050000000000000003; 0.9f as 0.9 */
+	T_CHECK(strstr(joined, " --count 4 ") && strstr(joined, " --lr 0.05 ") &&
+			strstr(joined, " --momentum 0.9 ") && strstr(joined, " --optimizer sgd"),
+		"settings: %s", joined);
+	/* no unset flag, empty string, unset-0 row or common (META) row */
+	T_CHECK(!strstr(joined, "--flag") && !strstr(joined, "--name ") &&
+			!strstr(joined, "--ranks") && !strstr(joined, "--quiet") &&
+			!strstr(joined, "--output"),
+		"left out: %s", joined);
+	mgpu_opt_argv_free(&a);
+	v.ranks = 3;
+	v.lr = 0.1 + 0.2; /* 0.30000000000000004: needs all 17 digits */
+	T_OK(mgpu_opt_settings_argv(tab, &v, &a));
+	joined[0] = '\0';
+	for (i = 0; i < a.argc; i++)
+		snprintf(joined + strlen(joined), sizeof joined - strlen(joined), " %s", a.argv[i]);
+	T_CHECK(strstr(joined, " --ranks 3") && strstr(joined, " --lr 0.30000000000000004 "),
+		"a set unset-0 row, an exact double: %s", joined);
+	mgpu_opt_argv_free(&a);
+}
+
+static void test_was_given(void)
+{
+	struct o v = { 0 };
+	struct mgpu_opt_given g = { { 0 } };
+	const char *argv[] = { "t", "--lr", "0.5", "--json", NULL };
+	int first;
+
+	T_OK(parse(&v, 4, argv, 1, &first, &g));
+	T_CHECK(mgpu_opt_was_given(tab, &g, "lr") && mgpu_opt_was_given(tab, &g, "json"),
+		"given rows by name");
+	T_CHECK(!mgpu_opt_was_given(tab, &g, "count") && !mgpu_opt_was_given(tab, &g, "nope"),
+		"rows not given, and no such row");
+}
+
 int main(void)
 {
 	T_RUN(test_parse_types);
@@ -216,5 +273,7 @@ int main(void)
 	T_RUN(test_help);
 	T_RUN(test_saved_round_trip);
 	T_RUN(test_fixed_differs);
+	T_RUN(test_settings_argv);
+	T_RUN(test_was_given);
 	return T_DONE();
 }

@@ -1,8 +1,8 @@
 /*
  * test_table.c - unit tests of lib/core/table: one schema rendered as TSV
- * (every column, NA when unset or not finite) and as JSON Lines (the
+ * (every column, NA when unset or not finite), as JSON Lines (the
  * columns set, null when not finite), each JSON line valid for the strict
- * parser whatever the values.
+ * parser whatever the values, and as a Markdown table.
  */
 #include <math.h>   /* NAN, INFINITY */
 #include <stdio.h>  /* open_memstream */
@@ -16,8 +16,9 @@
 
 static const char *const cols[] = { "name", "loss", "lr", "n", "peaks" };
 
-/* One record with awkward values, rendered; the text in *mem (free it). */
-static void render(int json, char **mem)
+/* One record with awkward values, rendered in format; the text in *mem
+ * (free it). */
+static void render(int format, char **mem)
 {
 	static const int64_t peaks[] = { 1, 2 };
 	struct mgpu_table t;
@@ -26,7 +27,7 @@ static void render(int json, char **mem)
 
 	if (!fp)
 		return;
-	T_OK(mgpu_table_init(&t, fp, json, cols, 5));
+	T_OK(mgpu_table_init(&t, fp, format, cols, 5));
 	T_OK(mgpu_table_str(&t, "name", "a\tb\"c\\d\r\x01"));
 	T_OK(mgpu_table_num(&t, "loss", NAN, 6));
 	T_OK(mgpu_table_num(&t, "lr", -INFINITY, 6));
@@ -68,9 +69,38 @@ static void test_json(void)
 	free(mem);
 }
 
+static void test_markdown(void)
+{
+	struct mgpu_table t;
+	char *mem = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	render(MGPU_FMT_MARKDOWN, &mem);
+	/* every column, NA when unset or not finite, a separator line */
+	T_CHECK(mem && strcmp(mem, "| name | loss | lr | n | peaks |\n"
+				   "| --- | --- | --- | --- | --- |\n"
+				   "| a b'c'd   | NA | NA | NA | 1,2 |\n"
+				   "| NA | NA | 0.25 | 7 | NA |\n") == 0, "got '%s'", mem);
+	free(mem);
+	/* a '|' in a cell would end it early */
+	mem = NULL;
+	fp = open_memstream(&mem, &len);
+	if (!fp)
+		return;
+	T_OK(mgpu_table_init(&t, fp, MGPU_FMT_MARKDOWN, cols, 5));
+	T_OK(mgpu_table_str(&t, "name", "a|b"));
+	T_OK(mgpu_table_emit(&t));
+	fclose(fp);
+	T_CHECK(mem && strstr(mem, "| a\\|b | NA |"), "pipe escaped: '%s'", mem);
+	free(mem);
+	T_FAILS(mgpu_table_init(&t, stdout, 3, cols, 5), MGPU_EINVAL, "unknown format");
+}
+
 int main(void)
 {
 	T_RUN(test_tsv);
 	T_RUN(test_json);
+	T_RUN(test_markdown);
 	return T_DONE();
 }

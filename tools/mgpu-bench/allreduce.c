@@ -28,30 +28,11 @@
 
 #define MAX_SIZES 64
 
-enum { O_RANKS = 300, O_SIZES, O_BACKENDS, O_ITERS, O_TIMEOUT };
-
-static const struct option longopts[] = {
-	{ "ranks", required_argument, NULL, O_RANKS },
-	{ "sizes", required_argument, NULL, O_SIZES },
-	{ "backends", required_argument, NULL, O_BACKENDS },
-	{ "iters", required_argument, NULL, O_ITERS },
-	{ "timeout", required_argument, NULL, O_TIMEOUT },
-	COMMON_LONGOPTS,
-	{ NULL, 0, NULL, 0 },
-};
-
 static const char help[] =
 	"usage: mgpu-bench allreduce [options]\n"
 	"Time the sum all-reduce of each backend over a size sweep, nccl-tests style:\n"
 	"median time per op, algbw = bytes / time, busbw = algbw x 2(n-1)/n, and the\n"
-	"wrong elements of seeded data (any: exit 1); then the memcpy limit.\n\n"
-	"  --ranks N             ranks (processes) [2]\n"
-	"  --sizes LO:HI|LIST    sizes in bytes, doubling from LO, K/M/G suffixes [4K:256M]\n"
-	"  --backends LIST       cpu (shared memory), nccl (one GPU per rank), mpi [cpu]\n"
-	"  --iters N             timed ops per size [50; 10 from 16M]\n"
-	"  --timeout SECONDS     a rank that stops answering fails the run [60]\n"
-	"  --json   --format tsv|json|markdown   -o, --output FILE   -q   -v\n"
-	"  -h, --help   -V, --version\n";
+	"wrong elements of seeded data (any: exit 1); then the memcpy limit.\n";
 
 static const char *const backend_words[] = { "cpu", "nccl", "mpi", NULL };
 enum { B_CPU, B_NCCL, B_MPI };
@@ -75,12 +56,57 @@ struct sink {
 	int ranks, progress;
 };
 
+static int set_sizes(void *t, const char *arg)
+{
+	struct aopts *o = t;
+
+	return mgpu_bench_sizes("--sizes", arg, (size_t)1 << 34, o->sizes, MAX_SIZES, &o->nsizes);
+}
+
+static int set_backends(void *t, const char *arg)
+{
+	struct aopts *o = t;
+	char buf[64], *p, *save = NULL;
+	int v;
+
+	if (strlen(arg) >= sizeof buf || !arg[0])
+		return mgpu_err(MGPU_EINVAL, "--backends: bad list '%s'", arg);
+	snprintf(buf, sizeof buf, "%s", arg);
+	o->nbackends = 0;
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		MGPU_TRY(mgpu_cli_choice("--backends", p, backend_words, &v));
+		if (o->nbackends == 3)
+			return mgpu_err(MGPU_EINVAL, "--backends: a backend given twice in '%s'", arg);
+		o->backends[o->nbackends++] = v;
+	}
+	return 0;
+}
+
+#define O struct aopts
+static const struct mgpu_opt options[] = {
+	MGPU_OPT_HEAD("the sweep"),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "ranks", 0, O, ranks, 1, MGPU_SHM_MAX_RANKS, "N",
+		     "ranks (processes)", 0),
+	MGPU_OPT_CALL("sizes", 0, set_sizes, NULL, "LO:HI|LIST",
+		      "sizes in bytes, doubling from LO, K/M/G suffixes", "4K:256M", 0),
+	MGPU_OPT_CALL("backends", 0, set_backends, NULL, "LIST",
+		      "cpu (shared memory), nccl (one GPU per rank), mpi", "cpu", 0),
+	MGPU_OPT_ROWD(MGPU_OPT_INT, "iters", 0, O, iters, 1, 1000, "N", "timed ops per size",
+		      "50; 10 from 16M", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
+		     "a rank that stops answering fails the run", 0),
+	MGPU_OPT_COMMON(O, co.opts),
+	MGPU_OPT_TABLE_END,
+};
+#undef O
+
 static void parse(struct aopts *o, int argc, char **argv)
 {
-	int c, v;
+	static const struct aopts def = { .ranks = 2, .timeout_s = 60 };
+	const struct tool_cli cli = { options, help, &def };
+	int first;
 
 	memset(o, 0, sizeof *o);
-	o->co.fmt = -1;
 	o->ranks = 2;
 	o->timeout_s = 60;
 	o->backends[0] = B_CPU;
@@ -88,42 +114,9 @@ static void parse(struct aopts *o, int argc, char **argv)
 	if (mgpu_bench_sizes("--sizes", "4K:256M", (size_t)1 << 34, o->sizes, MAX_SIZES,
 			     &o->nsizes) < 0)
 		die_lib();
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-		switch (c) {
-		case O_RANKS: o->ranks = (int)opt_int("--ranks", optarg, 1, MGPU_SHM_MAX_RANKS); break;
-		case O_ITERS: o->iters = (int)opt_int("--iters", optarg, 1, 1000); break;
-		case O_TIMEOUT: o->timeout_s = (int)opt_int("--timeout", optarg, 1, 86400); break;
-		case O_SIZES:
-			if (mgpu_bench_sizes("--sizes", optarg, (size_t)1 << 34, o->sizes, MAX_SIZES,
-					     &o->nsizes) < 0)
-				usage_error("%s", mgpu_errmsg());
-			break;
-		case O_BACKENDS: {
-			char buf[64], *p, *save = NULL;
-			if (strlen(optarg) >= sizeof buf || !optarg[0])
-				usage_error("--backends: bad list '%s'", optarg);
-			snprintf(buf, sizeof buf, "%s", optarg);
-			o->nbackends = 0;
-			for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-				if (mgpu_cli_choice("--backends", p, backend_words, &v) < 0)
-					usage_error("%s", mgpu_errmsg());
-				if (o->nbackends == 3)
-					usage_error("--backends: a backend given twice in '%s'", optarg);
-				o->backends[o->nbackends++] = v;
-			}
-			break;
-		}
-		case '?': case ':':
-			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
-		default:
-			if (!common_opt(&o->co, c, optarg, help))
-				usage_error("unknown option");
-		}
-	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
+	first = common_parse(&cli, o, &o->co, argc, argv, 1);
+	if (first < argc)
+		usage_error("unexpected argument '%s'", argv[first]);
 }
 
 static int on_row(void *ctx, const struct mgpu_bench_ar_row *r)
@@ -144,8 +137,8 @@ static int on_row(void *ctx, const struct mgpu_bench_ar_row *r)
 	mgpu_tab_num(t, i, "busbw_gbps", r->busbw_gbps, 4);
 	mgpu_tab_setf(t, i, "wrong", "%lld", (long long)r->wrong);
 	if (s->progress)
-		fprintf(stderr, "mgpu-bench: allreduce %s: %zu bytes: %.1f us, busbw %.3f GB/s\n",
-			s->backend, r->nbytes, r->time_us, r->busbw_gbps);
+		note("allreduce %s: %zu bytes: %.1f us, busbw %.3f GB/s", s->backend, r->nbytes,
+		     r->time_us, r->busbw_gbps);
 	return 0;
 }
 
@@ -188,13 +181,14 @@ static _Noreturn void child_rank(const char *name, int r, const struct aopts *o,
 	struct mgpu_shm c;
 	int64_t wrong;
 
+	snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", r);
 	if (mgpu_shm_attach(&c, name, r, o->ranks, mgpu_bench_ar_nparams(cfg), 0,
 			    1000 * o->timeout_s) < 0) {
-		fprintf(stderr, "mgpu-bench: rank %d: error: %s\n", r, mgpu_errmsg());
+		error_msg("%s", mgpu_errmsg());
 		_exit(1);
 	}
 	if (mgpu_bench_ar_rank(&c, cfg, &wrong) < 0) {
-		fprintf(stderr, "mgpu-bench: rank %d: error: %s\n", r, mgpu_errmsg());
+		error_msg("%s", mgpu_errmsg());
 		_exit(1);
 	}
 	_exit(0);
@@ -216,7 +210,7 @@ static int run_backend(const struct aopts *o, int b, struct mgpu_tab *t, int64_t
 	snprintf(name, sizeof name, "/mgpu-bench-%ld-%s", (long)getpid(), backend_words[b]);
 	if (mgpu_shm_create(&s, name, o->ranks, mgpu_bench_ar_nparams(&cfg), 0,
 			    1000 * o->timeout_s) < 0) {
-		fprintf(stderr, "mgpu-bench: error: allreduce %s: %s\n", sk.backend, mgpu_errmsg());
+		error_msg("allreduce %s: %s", sk.backend, mgpu_errmsg());
 		return -1;
 	}
 	fflush(NULL);
@@ -227,7 +221,7 @@ static int run_backend(const struct aopts *o, int b, struct mgpu_tab *t, int64_t
 	}
 	rc = mgpu_bench_ar_rank(&s, &cfg, wrong);
 	if (rc < 0)
-		fprintf(stderr, "mgpu-bench: error: allreduce %s: %s\n", sk.backend, mgpu_errmsg());
+		error_msg("allreduce %s: %s", sk.backend, mgpu_errmsg());
 	for (r = 1; r < o->ranks; r++)
 		if (pid[r] < 0 || waitpid(pid[r], &st, 0) < 0 || !WIFEXITED(st) ||
 		    WEXITSTATUS(st) != 0)
@@ -235,7 +229,7 @@ static int run_backend(const struct aopts *o, int b, struct mgpu_tab *t, int64_t
 	mgpu_shm_unlink(name);
 	mgpu_shm_close(&s);
 	if (bad && rc == 0)
-		fprintf(stderr, "mgpu-bench: error: allreduce %s: a rank failed\n", sk.backend);
+		error_msg("allreduce %s: a rank failed", sk.backend);
 	return rc < 0 || bad ? -1 : 0;
 }
 
@@ -246,8 +240,8 @@ static int available(const struct aopts *o, int b)
 	int n;
 
 	if (b == B_MPI) {
-		fprintf(stderr, "mgpu-bench: error: allreduce mpi: no MPI all-reduce in this "
-			"build (lib/comm has no MPI backend yet)\n");
+		error_msg("allreduce mpi: no MPI all-reduce in this build (lib/comm has no MPI "
+			  "backend yet)");
 		return -1;
 	}
 	if (b != B_NCCL)
@@ -255,8 +249,7 @@ static int available(const struct aopts *o, int b)
 	n = gpu_count(why, sizeof why);
 	if (n >= o->ranks)
 		return 0;
-	fprintf(stderr, "mgpu-bench: error: allreduce nccl: needs %d GPUs (one per rank), %d "
-		"found: %s\n", o->ranks, n, why);
+	error_msg("allreduce nccl: needs %d GPUs (one per rank), %d found: %s", o->ranks, n, why);
 	return -1;
 }
 
@@ -314,8 +307,8 @@ int bench_allreduce(int argc, char **argv)
 	write_out(&o, &t, gbps, cp);
 	mgpu_tab_free(&t);
 	if (wrong_all)
-		fprintf(stderr, "mgpu-bench: error: allreduce: %lld wrong element%s\n",
-			(long long)wrong_all, wrong_all > 1 ? "s" : "");
+		error_msg("allreduce: %lld wrong element%s", (long long)wrong_all,
+			  wrong_all > 1 ? "s" : "");
 	if (mgpu_interrupted)
 		return 130;
 	return failed || wrong_all ? 1 : 0;

@@ -1,6 +1,7 @@
 /*
  * bench.h - what the subcommands of mgpu-bench share: the options every
- * subcommand takes (-q, -v, --json, --format, -o) and the output stream.
+ * subcommand takes (the MGPU_OPT_COMMON rows: -o, --format, --json, -q, -v,
+ * -V, -h) and the output stream.
  *
  * Output format: --json gives JSON Lines; otherwise Markdown when the
  * output is a terminal, TSV with a header when it is not (pipe, file, -o);
@@ -10,34 +11,27 @@
 #ifndef MGPU_TOOLS_BENCH_H
 #define MGPU_TOOLS_BENCH_H
 
-#include <getopt.h> /* struct option */
 #include <stdio.h>  /* FILE */
 
-#include "core/io.h" /* struct mgpu_afile */
-
-enum { O_JSON = 1000, O_FORMAT };
-
-#define COMMON_LONGOPTS                                          \
-	{ "json", no_argument, NULL, O_JSON },                   \
-	{ "format", required_argument, NULL, O_FORMAT },         \
-	{ "output", required_argument, NULL, 'o' },              \
-	{ "quiet", no_argument, NULL, 'q' },                     \
-	{ "verbose", no_argument, NULL, 'v' },                   \
-	{ "help", no_argument, NULL, 'h' },                      \
-	{ "version", no_argument, NULL, 'V' }
-#define COMMON_SHORTOPTS "o:qvhV"
+#include "../common.h" /* struct tool_cli, struct output */
+#include "core/opt.h"  /* struct mgpu_common_opts, MGPU_OPT_COMMON */
 
 struct common {
+	struct mgpu_common_opts opts; /* the MGPU_OPT_COMMON rows parse into this */
+	struct mgpu_opt_given given;
 	int fmt;             /* MGPU_FMT_*, or -1: by the output */
 	int quiet, verbose;
 	const char *output;  /* NULL: stdout */
-	struct mgpu_afile af;
+	struct output out;   /* stdout or the -o file */
 	FILE *fp;
 };
 
-/* Handle a common option (help prints help_text and exits 0); 0 when c is
- * not one of them. */
-int common_opt(struct common *co, int c, const char *arg, const char *help_text);
+/* A subcommand's options are cli's table, whose MGPU_OPT_COMMON rows fill
+ * o->co.opts; target is the subcommand's struct holding co. Parses argv
+ * (argv[0] the subcommand's name; usage errors exit 2, --help and
+ * --version exit 0) and settles co; returns the first argument's index. */
+int common_parse(const struct tool_cli *cli, void *target, struct common *co, int argc,
+		 char **argv, int stop_at_arg);
 /* Open the output and settle the format. */
 FILE *common_open(struct common *co);
 /* Commit (-o) or flush stdout; dies on a write error. */
@@ -46,8 +40,7 @@ void common_close(struct common *co);
 int common_progress(const struct common *co);
 /* The directory of this executable, for finding mgpu-train beside it. */
 void self_dir(char *buf, size_t cap);
-/* A comma list of ints in [min_v, max_v] (exits 2 naming the option; the
- * single values use common.h's opt_int). */
+/* A comma list of ints in [min_v, max_v] (exits 2 naming the option). */
 int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v);
 
 int bench_train(int argc, char **argv);

@@ -25,30 +25,11 @@
 
 #define MAX_REPEAT 100
 
-enum { O_PREFETCH = 300, O_BATCH, O_REPEAT, O_BUDGET, O_SEED };
-
-static const struct option longopts[] = {
-	{ "prefetch", required_argument, NULL, O_PREFETCH },
-	{ "batch-size", required_argument, NULL, O_BATCH },
-	{ "repeat", required_argument, NULL, O_REPEAT },
-	{ "cache-budget", required_argument, NULL, O_BUDGET },
-	{ "seed", required_argument, NULL, O_SEED },
-	COMMON_LONGOPTS,
-	{ NULL, 0, NULL, 0 },
-};
-
 static const char help[] =
 	"usage: mgpu-bench data [options] [PATH]\n"
 	"Cache decode throughput and loader throughput of a data source: a cache, a\n"
 	"shard manifest, a WebDataset archive or an IDX directory\n"
-	"[/usr/share/datasets/fashion-mnist].\n\n"
-	"  --prefetch LIST       loader threads to compare [0,1,2]\n"
-	"  --batch-size N        rows per batch [128]\n"
-	"  --repeat N            passes per measurement; the median is reported [3]\n"
-	"  --cache-budget SIZE   decoded-chunk memory of a cache (K/M/G) [2G]\n"
-	"  --seed N              seed of the row order [42]\n"
-	"  --json   --format tsv|json|markdown   -o, --output FILE   -q   -v\n"
-	"  -h, --help   -V, --version\n";
+	"[/usr/share/datasets/fashion-mnist].\n";
 
 static const char *const cols[] = { "test", "source", "prefetch", "batch_size", "rows",
 				    "data_bytes", "time_s", "samples_per_s", "gbps", "repeats" };
@@ -60,47 +41,52 @@ struct dopts {
 	struct common co;
 	int prefetch[64], nprefetch, batch, repeat;
 	unsigned long long budget;
-	long long seed;
+	int64_t seed;
 	const char *path;
 };
 
+static int set_prefetch(void *t, const char *arg)
+{
+	struct dopts *o = t;
+
+	o->nprefetch = bench_list("--prefetch", arg, o->prefetch, 64, 0, MGPU_LOADER_MAX_THREADS);
+	return 0;
+}
+
+#define O struct dopts
+static const struct mgpu_opt options[] = {
+	MGPU_OPT_HEAD("measurements"),
+	MGPU_OPT_CALL("prefetch", 0, set_prefetch, NULL, "LIST", "loader threads to compare",
+		      "0,1,2", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "batch-size", 0, O, batch, 1, 1 << 20, "N", "rows per batch",
+		     0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "repeat", 0, O, repeat, 1, MAX_REPEAT, "N",
+		     "passes per measurement; the median is reported", 0),
+	MGPU_OPT_ROWD(MGPU_OPT_SIZE, "cache-budget", 0, O, budget, 0, 1099511627776.0, "SIZE",
+		      "decoded-chunk memory of a cache (K/M/G)", "2G", 0),
+	MGPU_OPT_ROW(MGPU_OPT_I64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the row order", 0),
+	MGPU_OPT_COMMON(O, co.opts),
+	MGPU_OPT_TABLE_END,
+};
+#undef O
+
 static void parse(struct dopts *o, int argc, char **argv)
 {
-	int c;
+	static const struct dopts def = { .batch = 128, .repeat = 3, .seed = 42 };
+	const struct tool_cli cli = { options, help, &def };
+	int first;
 
 	memset(o, 0, sizeof *o);
-	o->co.fmt = -1;
 	o->prefetch[0] = 0, o->prefetch[1] = 1, o->prefetch[2] = 2, o->nprefetch = 3;
 	o->batch = 128;
 	o->repeat = 3;
 	o->seed = 42;
 	o->path = "/usr/share/datasets/fashion-mnist";
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-		switch (c) {
-		case O_PREFETCH:
-			o->nprefetch = bench_list("--prefetch", optarg, o->prefetch, 64, 0,
-						MGPU_LOADER_MAX_THREADS);
-			break;
-		case O_BATCH: o->batch = (int)opt_int("--batch-size", optarg, 1, 1 << 20); break;
-		case O_REPEAT: o->repeat = (int)opt_int("--repeat", optarg, 1, MAX_REPEAT); break;
-		case O_SEED: o->seed = opt_int("--seed", optarg, 0, INT64_MAX); break;
-		case O_BUDGET:
-			if (mgpu_cli_size("--cache-budget", optarg, 1ull << 40, &o->budget) < 0)
-				usage_error("%s", mgpu_errmsg());
-			break;
-		case '?': case ':':
-			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
-		default:
-			if (!common_opt(&o->co, c, optarg, help))
-				usage_error("unknown option");
-		}
-	}
-	if (optind + 1 < argc)
-		usage_error("unexpected argument '%s' (one PATH)", argv[optind + 1]);
-	if (optind < argc)
-		o->path = argv[optind];
+	first = common_parse(&cli, o, &o->co, argc, argv, 0);
+	if (first + 1 < argc)
+		usage_error("unexpected argument '%s' (one PATH)", argv[first + 1]);
+	if (first < argc)
+		o->path = argv[first];
 }
 
 static void put_row(struct mgpu_tab *t, const char *test, const struct mgpu_source *s,
@@ -177,8 +163,8 @@ static void loader(const struct dopts *o, struct mgpu_source *s, struct mgpu_tab
 	put_row(t, "loader", s, p, o->batch, n, (double)n * (double)s->row_nbytes,
 		mgpu_bench_median(times, o->repeat), o->repeat);
 	if (common_progress(&o->co))
-		fprintf(stderr, "mgpu-bench: loader, prefetch %d: %.0f rows/s\n", p,
-			(double)n / mgpu_bench_median(times, o->repeat));
+		note("loader, prefetch %d: %.0f rows/s", p,
+		     (double)n / mgpu_bench_median(times, o->repeat));
 }
 
 int bench_data(int argc, char **argv)
@@ -203,8 +189,8 @@ int bench_data(int argc, char **argv)
 	if (s.kind == MGPU_SOURCE_CACHE)
 		decode(&o, &s, &t);
 	else if (!o.co.quiet)
-		fprintf(stderr, "mgpu-bench: '%s' is not a cache (%s): no decode row; "
-			"mgpu-cache builds one\n", o.path, s.what);
+		note("'%s' is not a cache (%s): no decode row; mgpu-cache builds one", o.path,
+		     s.what);
 	order = malloc(s.n[MGPU_SPLIT_TRAIN] * sizeof *order);
 	if (!order)
 		die("out of memory");

@@ -18,8 +18,6 @@
 
 const char *const mgpu_tool_name = "mgpu-bench";
 
-static const char *const fmt_words[] = { "tsv", "json", "markdown", NULL };
-
 static void usage(void)
 {
 	printf("usage: mgpu-bench [-hV] [-v] COMMAND [options]\n"
@@ -33,39 +31,23 @@ static void usage(void)
 	       "'mgpu-bench COMMAND --help' lists the options of COMMAND; see mgpu-bench(1).\n");
 }
 
-int common_opt(struct common *co, int c, const char *arg, const char *help_text)
+int common_parse(const struct tool_cli *cli, void *target, struct common *co, int argc,
+		 char **argv, int stop_at_arg)
 {
-	int v;
+	int first = parse_options(cli, target, &co->opts, argc, argv, stop_at_arg, &co->given);
 
-	switch (c) {
-	case O_JSON: co->fmt = MGPU_FMT_JSON; return 1;
-	case O_FORMAT:
-		if (mgpu_cli_choice("--format", arg, fmt_words, &v) < 0)
-			usage_error("%s", mgpu_errmsg());
-		co->fmt = v;
-		return 1;
-	case 'o':
-		if (!arg[0])
-			usage_error("--output: empty path");
-		co->output = strcmp(arg, "-") == 0 ? NULL : arg;
-		return 1;
-	case 'q': co->quiet = 1; return 1;
-	case 'v': co->verbose = 1; return 1;
-	case 'h': fputs(help_text, stdout); exit(0);
-	case 'V': print_version(co->verbose); exit(0);
-	default: return 0;
-	}
+	/* no --format: Markdown for a person at a terminal, else TSV */
+	co->fmt = co->opts.json || mgpu_opt_was_given(cli->tab, &co->given, "format") ?
+			  co->opts.format : -1;
+	co->quiet = co->opts.quiet;
+	co->verbose = co->opts.verbose;
+	co->output = co->opts.output;
+	return first;
 }
 
 FILE *common_open(struct common *co)
 {
-	if (co->output) {
-		if (mgpu_afile_open(&co->af, co->output) < 0)
-			die_lib();
-		co->fp = co->af.fp;
-	} else {
-		co->fp = stdout;
-	}
+	co->fp = output_open(&co->out, &co->opts);
 	if (co->fmt < 0)
 		co->fmt = !co->output && isatty(1) ? MGPU_FMT_MD : MGPU_FMT_TSV;
 	return co->fp;
@@ -73,14 +55,7 @@ FILE *common_open(struct common *co)
 
 void common_close(struct common *co)
 {
-	if (!co->output) {
-		finish_stdout();
-		return;
-	}
-	if (mgpu_afile_commit(&co->af) < 0) {
-		mgpu_afile_abort(&co->af);
-		die_lib();
-	}
+	output_commit(&co->out);
 }
 
 int common_progress(const struct common *co)

@@ -26,42 +26,10 @@
 #define MAX_ROWS 256
 #define MAX_REPEAT 100
 
-enum { O_CPU = 300, O_DEVICES, O_MODES, O_SYNCS, O_REPEAT, O_WARMUP, O_TIMEOUT, O_PLOT,
-       O_SAVE, O_COMPARE, O_TOL };
-
-static const struct option longopts[] = {
-	{ "cpu-ranks", required_argument, NULL, O_CPU },
-	{ "devices", required_argument, NULL, O_DEVICES },
-	{ "modes", required_argument, NULL, O_MODES },
-	{ "sync-backends", required_argument, NULL, O_SYNCS },
-	{ "repeat", required_argument, NULL, O_REPEAT },
-	{ "warmup-steps", required_argument, NULL, O_WARMUP },
-	{ "timeout", required_argument, NULL, O_TIMEOUT },
-	{ "plot", required_argument, NULL, O_PLOT },
-	{ "save", required_argument, NULL, O_SAVE },
-	{ "compare", required_argument, NULL, O_COMPARE },
-	{ "tolerance", required_argument, NULL, O_TOL },
-	COMMON_LONGOPTS,
-	{ NULL, 0, NULL, 0 },
-};
-
 static const char help[] =
 	"usage: mgpu-bench train [options] [-- MGPU-TRAIN-OPTIONS...]\n"
 	"Run mgpu-train over device counts, modes and sync backends; print the speedup\n"
-	"and peak-memory tables (Markdown on a terminal, else TSV; --json: JSON Lines).\n\n"
-	"  --cpu-ranks LIST      CPU rank counts, e.g. 1,2 [1,2 unless --devices]\n"
-	"  --devices LIST        GPU counts, e.g. 1,2,4,8 (GPUs 0..N-1)\n"
-	"  --modes LIST          ddp,dp [ddp,dp]\n"
-	"  --sync-backends LIST  auto,cpu,nccl [auto]\n"
-	"  --repeat N            runs per configuration; median and spread [3]\n"
-	"  --warmup-steps N      steps of each run left out of the throughput [20]\n"
-	"  --timeout SECONDS     a run still going after this fails [600]\n"
-	"  --plot FILE.svg       speedup and peak-memory plot\n"
-	"  --save FILE.tsv       the results as TSV (for --compare)\n"
-	"  --compare OLD.tsv     re-run OLD's configurations; exit 1 naming each row\n"
-	"                        that regressed by more than --tolerance [10%]\n"
-	"  --json   --format tsv|json|markdown   -o, --output FILE   -q   -v\n"
-	"  -h, --help   -V, --version\n"
+	"and peak-memory tables (Markdown on a terminal, else TSV; --json: JSON Lines).\n"
 	"The workload defaults to --epochs 1 --max-steps 200 --batch-size 64 (per device)\n"
 	"on mgpu-train's default data and model; options after -- are added.\n";
 
@@ -105,50 +73,90 @@ static int word_list(const char *opt, const char *arg, const char *const *words,
 	return n;
 }
 
-static void apply(struct topts *o, int c, const char *arg)
+/* The list options: the helpers above exit 2 naming the option. */
+static int set_cpu(void *t, const char *arg)
 {
-	switch (c) {
-	case O_CPU: o->ncpu = bench_list("--cpu-ranks", arg, o->cpu, 64, 1, 64); break;
-	case O_DEVICES: o->ngpu = bench_list("--devices", arg, o->gpu, 64, 1, 64); break;
-	case O_MODES: o->nmodes = word_list("--modes", arg, mode_words, o->modes, 2); break;
-	case O_SYNCS: o->nsyncs = word_list("--sync-backends", arg, sync_words, o->syncs, 3); break;
-	case O_REPEAT: o->repeat = (int)opt_int("--repeat", arg, 1, MAX_REPEAT); break;
-	case O_WARMUP: o->warmup = (int)opt_int("--warmup-steps", arg, 0, 1000000); break;
-	case O_TIMEOUT: o->timeout_s = (int)opt_int("--timeout", arg, 1, 86400); break;
-	case O_PLOT: o->plot = arg; break;
-	case O_SAVE: o->save = arg; break;
-	case O_COMPARE: o->compare = arg; break;
-	case O_TOL:
-		if (mgpu_bench_tolerance("--tolerance", arg, &o->tol) < 0)
-			usage_error("%s", mgpu_errmsg());
-		break;
-	default:
-		if (!common_opt(&o->co, c, arg, help))
-			usage_error("unknown option");
-	}
+	struct topts *o = t;
+
+	o->ncpu = bench_list("--cpu-ranks", arg, o->cpu, 64, 1, 64);
+	return 0;
 }
+
+static int set_devices(void *t, const char *arg)
+{
+	struct topts *o = t;
+
+	o->ngpu = bench_list("--devices", arg, o->gpu, 64, 1, 64);
+	return 0;
+}
+
+static int set_modes(void *t, const char *arg)
+{
+	struct topts *o = t;
+
+	o->nmodes = word_list("--modes", arg, mode_words, o->modes, 2);
+	return 0;
+}
+
+static int set_syncs(void *t, const char *arg)
+{
+	struct topts *o = t;
+
+	o->nsyncs = word_list("--sync-backends", arg, sync_words, o->syncs, 3);
+	return 0;
+}
+
+static int set_tol(void *t, const char *arg)
+{
+	return mgpu_bench_tolerance("--tolerance", arg, &((struct topts *)t)->tol);
+}
+
+#define O struct topts
+static const struct mgpu_opt options[] = {
+	MGPU_OPT_HEAD("configurations"),
+	MGPU_OPT_CALL("cpu-ranks", 0, set_cpu, NULL, "LIST", "CPU rank counts, e.g. 1,2",
+		      "1,2 unless --devices", 0),
+	MGPU_OPT_CALL("devices", 0, set_devices, NULL, "LIST",
+		      "GPU counts, e.g. 1,2,4,8 (GPUs 0..N-1)", "", 0),
+	MGPU_OPT_CALL("modes", 0, set_modes, NULL, "LIST", "ddp,dp", "ddp,dp", 0),
+	MGPU_OPT_CALL("sync-backends", 0, set_syncs, NULL, "LIST", "auto,cpu,nccl", "auto", 0),
+	MGPU_OPT_HEAD("runs"),
+	MGPU_OPT_ROWD(MGPU_OPT_INT, "repeat", 0, O, repeat, 1, MAX_REPEAT, "N",
+		      "runs per configuration; median and spread", "3", 0),
+	MGPU_OPT_ROWD(MGPU_OPT_INT, "warmup-steps", 0, O, warmup, 0, 1000000, "N",
+		      "steps of each run left out of the throughput", "20", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
+		     "a run still going after this fails", 0),
+	MGPU_OPT_HEAD("results"),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "plot", 0, O, plot, 0, 0, "FILE.svg",
+		     "speedup and peak-memory plot", MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "save", 0, O, save, 0, 0, "FILE.tsv",
+		     "the results as TSV (for --compare)", MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "compare", 0, O, compare, 0, 0, "OLD.tsv",
+		     "re-run OLD's configurations; exit 1 naming each row that regressed by "
+		     "more than --tolerance", MGPU_OPT_NODEF),
+	MGPU_OPT_CALL("tolerance", 0, set_tol, NULL, "PCT", "allowed regression", "10%", 0),
+	MGPU_OPT_COMMON(O, co.opts),
+	MGPU_OPT_TABLE_END,
+};
+#undef O
 
 static void parse(struct topts *o, int argc, char **argv)
 {
-	int c;
+	static struct topts def = { .timeout_s = 600 };
+	const struct tool_cli cli = { options, help, &def };
+	int first;
 
 	memset(o, 0, sizeof *o);
-	o->co.fmt = -1;
 	o->repeat = o->warmup = -1;
 	o->timeout_s = 600;
 	o->tol = 0.10;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-		if (c == '?' || c == ':')
-			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
-		apply(o, c, optarg);
-	}
-	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
+	first = common_parse(&cli, o, &o->co, argc, argv, 1);
+	if (first < argc && strcmp(argv[first - 1], "--") != 0)
 		usage_error("unexpected argument '%s' (mgpu-train options go after --)",
-			    argv[optind]);
-	o->extra = argv + optind;
-	o->nextra = argc - optind;
+			    argv[first]);
+	o->extra = argv + first;
+	o->nextra = argc - first;
 	if (o->compare && (o->ncpu || o->ngpu || o->nmodes || o->nsyncs || o->nextra))
 		usage_error("--compare re-runs the configurations of its file: it takes no "
 			    "--cpu-ranks, --devices, --modes, --sync-backends or workload");
@@ -275,8 +283,8 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 		if (r->error[0])
 			break;
 		if (common_progress(&o->co))
-			fprintf(stderr, "mgpu-bench: %s: run %d/%d: %.0f samples/s\n", r->config,
-				k + 1, repeats, runs[k].samples_per_s);
+			note("%s: run %d/%d: %.0f samples/s", r->config, k + 1, repeats,
+			     runs[k].samples_per_s);
 	}
 	mgpu_bench_trow_fold(r, runs, r->error[0] ? 0 : k);
 	if (!r->mode[0] && !r->error[0] && k > 0)
@@ -382,8 +390,7 @@ static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 	}
 	mgpu_tab_free(&t);
 	if (o->plot && !any_ok(rows, n)) {
-		fprintf(stderr, "mgpu-bench: error: --plot: no configuration succeeded; '%s' "
-			"not written\n", o->plot);
+		error_msg("--plot: no configuration succeeded; '%s' not written", o->plot);
 		return;
 	}
 	if (o->plot && (mgpu_afile_open(&af, o->plot) < 0 ||
@@ -403,17 +410,16 @@ static int verdict(const struct topts *o, const struct mgpu_bench_trow *old, int
 
 	for (i = 0; i < n; i++)
 		if (rows[i].error[0] && ++nerr)
-			fprintf(stderr, "mgpu-bench: error: %s: %s\n", rows[i].config, rows[i].error);
+			error_msg("%s: %s", rows[i].config, rows[i].error);
 	if (old) {
 		mgpu_bench_compare(old, nold, rows, n, o->tol, reg, 2 * MAX_ROWS, &nreg);
 		for (i = 0; i < nreg && i < 2 * MAX_ROWS; i++)
 			if (!strstr(reg[i].what, "failed: "))
-				fprintf(stderr, "mgpu-bench: regression: %s: %s\n", reg[i].config,
-					reg[i].what);
+				note("regression: %s: %s", reg[i].config, reg[i].what);
 	}
 	if (!o->co.quiet && !nerr && !nreg)
-		fprintf(stderr, "mgpu-bench: %d configuration%s measured%s\n", n, n > 1 ? "s" : "",
-			old ? ", no regression beyond the tolerance" : "");
+		note("%d configuration%s measured%s", n, n > 1 ? "s" : "",
+		     old ? ", no regression beyond the tolerance" : "");
 	return nerr || nreg ? 1 : 0;
 }
 
@@ -436,7 +442,7 @@ int bench_train(int argc, char **argv)
 		sweep(&o, rows, n);
 	}
 	if (mgpu_interrupted) {
-		fprintf(stderr, "mgpu-bench: interrupted\n");
+		note("interrupted");
 		return 130;
 	}
 	mgpu_bench_trows_finish(rows, n);

@@ -10,7 +10,6 @@
  * rename. Concurrent builders of one cache wait on the lock and find it
  * built.
  */
-#include <getopt.h>   /* getopt_long */
 #include <stdio.h>    /* printf, fprintf */
 #include <stdlib.h>   /* exit, free */
 #include <string.h>   /* strcmp, strncmp, memcpy */
@@ -19,6 +18,7 @@
 
 #include "../common.h"      /* die, usage_error */
 #include "core/cancel.h"    /* mgpu_cancel_check */
+#include "core/cli.h"       /* mgpu_cli_choice */
 #include "core/io.h"        /* mgpu_read_fd */
 #include "core/sha256.h"    /* mgpu_sha256_* */
 #include "core/table.h"     /* struct mgpu_table */
@@ -29,36 +29,70 @@
 
 const char *const mgpu_tool_name = "mgpu-cache";
 
-enum { O_DTYPE = 256, O_NORMALIZE, O_RAW, O_LEVEL, O_THREADS, O_CHUNK, O_FORCE, O_VERIFY,
-       O_INFO, O_JSON };
-
-static const struct option longopts[] = {
-	{ "dtype", required_argument, NULL, O_DTYPE },
-	{ "normalize", no_argument, NULL, O_NORMALIZE },
-	{ "raw", no_argument, NULL, O_RAW },
-	{ "level", required_argument, NULL, O_LEVEL },
-	{ "threads", required_argument, NULL, O_THREADS },
-	{ "chunk-size", required_argument, NULL, O_CHUNK },
-	{ "force", no_argument, NULL, O_FORCE },
-	{ "verify", no_argument, NULL, O_VERIFY },
-	{ "info", no_argument, NULL, O_INFO },
-	{ "output", required_argument, NULL, 'o' },
-	{ "json", no_argument, NULL, O_JSON },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
-
 static const char *const dtype_words[] = { "u8", "f32", NULL };
 
 struct opts {
 	struct mgpu_cache_opts c;
-	int force, verify, info, json, quiet, verbose, version;
-	const char *output;
+	unsigned long long chunk_nbytes;
+	int force, verify, info;
+	struct mgpu_common_opts com; /* -o: the cache directory */
 	char **in;
 	int nin;
+};
+
+static int set_dtype(void *t, const char *arg)
+{
+	int k;
+
+	MGPU_TRY(mgpu_cli_choice("--dtype", arg, dtype_words, &k));
+	((struct opts *)t)->c.dtype = k == 0 ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
+	return 0;
+}
+
+static void show_dtype(const void *t, char *buf, size_t len)
+{
+	int d = ((const struct opts *)t)->c.dtype;
+
+	snprintf(buf, len, "%s", d == MGPU_DTYPE_U8 ? "u8" : d == MGPU_DTYPE_F32 ? "f32" : "");
+}
+
+#define O struct opts
+static const struct mgpu_opt options[] = {
+	MGPU_OPT_HEAD("building"),
+	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "u8|f32", "stored element type",
+		      "that of the samples", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "normalize", 0, O, c.normalise, 0, 0, NULL,
+		     "per-feature (x - mean) / std of train, stored as f32", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "raw", 0, O, c.raw, 0, 0, NULL,
+		     "uncompressed chunks, shared through the page cache", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "level", 0, O, c.level, 1, 22, "N", "zstd level", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "threads", 0, O, c.threads, 1, 64, "N",
+		     "compression threads", 0),
+	MGPU_OPT_ROWD(MGPU_OPT_SIZE, "chunk-size", 0, O, chunk_nbytes, 1, 1 << 30, "SIZE",
+		      "decoded bytes per chunk, K/M/G suffixes", "1M", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "force", 0, O, force, 0, 0, NULL,
+		     "rebuild even when up to date", 0),
+	MGPU_OPT_HEAD("checking"),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "verify", 0, O, verify, 0, 0, NULL,
+		     "check every chunk of CACHE; exit 1 naming a bad one", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "info", 0, O, info, 0, 0, NULL, "print CACHE's header", 0),
+	MGPU_OPT_COMMON_OUT(O, com, "DIR", "the cache directory to build"),
+	MGPU_OPT_TABLE_END,
+};
+#undef O
+
+static const char synopsis[] =
+	"usage: mgpu-cache -o DIR [options] INPUT...\n"
+	"       mgpu-cache --verify CACHE\n"
+	"       mgpu-cache --info CACHE\n"
+	"Decode shards once into a tensor cache (zstd chunks with an index and\n"
+	"checksums, or raw and memory-mapped); rebuilt only when inputs or options\n"
+	"change. INPUT: a manifest, shard files (split from the name: train-*, val-*,\n"
+	"test-*; else train) or - (a tar stream or a manifest on stdin). The cache's\n"
+	"header goes to stdout as a table, one row per split.\n";
+
+static const struct opts defaults = {
+	.c = { .level = 3, .threads = 1 }, .chunk_nbytes = 1 << 20,
 };
 
 /* Everything read from the inputs, waiting for the build. */
@@ -70,76 +104,19 @@ struct inputs {
 	int stdin_manifest;
 };
 
-static void usage(void)
-{
-	printf("usage: mgpu-cache -o DIR [options] INPUT...\n"
-	       "       mgpu-cache --verify CACHE\n"
-	       "       mgpu-cache --info CACHE\n"
-	       "Decode shards once into a tensor cache (zstd chunks with an index and\n"
-	       "checksums, or raw and memory-mapped); rebuilt only when inputs or options\n"
-	       "change. INPUT: a manifest, shard files (split from the name: train-*, val-*,\n"
-	       "test-*; else train) or - (a tar stream or a manifest on stdin).\n\n"
-	       "  -o, --output DIR      the cache directory\n"
-	       "  --dtype u8|f32        stored element type [that of the samples]\n"
-	       "  --normalize           per-feature (x - mean) / std of train, stored as f32\n"
-	       "  --raw                 uncompressed chunks, shared through the page cache\n"
-	       "  --level N             zstd level [3]   --threads N  compression threads [1]\n"
-	       "  --chunk-size SIZE     decoded bytes per chunk, K/M/G suffixes [1M]\n"
-	       "  --force               rebuild even when up to date\n"
-	       "  --verify              check every chunk of CACHE; exit 1 naming a bad one\n"
-	       "  --info                print CACHE's header\n"
-	       "  --json   -q, --quiet   -v, --verbose   -h, --help   -V, --version\n");
-}
-
-static void option(struct opts *o, int c, const char *arg)
-{
-	unsigned long long sz;
-	int k;
-
-	switch (c) {
-	case O_DTYPE:
-		k = opt_choice("--dtype", arg, dtype_words);
-		o->c.dtype = k == 0 ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
-		break;
-	case O_NORMALIZE: o->c.normalise = 1; break;
-	case O_RAW: o->c.raw = 1; break;
-	case O_LEVEL: o->c.level = (int)opt_int("--level", arg, 1, 22); break;
-	case O_THREADS: o->c.threads = (int)opt_int("--threads", arg, 1, 64); break;
-	case O_CHUNK:
-		sz = opt_size("--chunk-size", arg, (unsigned long long)1 << 30);
-		if (sz == 0)
-			usage_error("--chunk-size: 0 is out of range");
-		o->c.chunk_nbytes = (size_t)sz;
-		break;
-	case O_FORCE: o->force = 1; break;
-	case O_VERIFY: o->verify = 1; break;
-	case O_INFO: o->info = 1; break;
-	case 'o': o->output = arg; break;
-	case O_JSON: o->json = 1; break;
-	case 'q': o->quiet = 1; break;
-	case 'v': o->verbose = 1; break;
-	case 'V': o->version = 1; break;
-	case 'h': usage(); exit(0);
-	default: usage_error("unknown or incomplete option '%s'", arg ? arg : "?");
-	}
-}
-
 static void parse(struct opts *o, int argc, char **argv)
 {
-	int c;
+	const struct tool_cli cli = { options, synopsis, &defaults };
+	int first = parse_options(&cli, o, &o->com, argc, argv, 0, NULL);
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:qvhV", longopts, NULL)) != -1)
-		option(o, c, c == '?' || c == ':' ? argv[optind - 1] : optarg);
-	o->in = argv + optind;
-	o->nin = argc - optind;
-	if (o->version)
-		return;
+	o->in = argv + first;
+	o->nin = argc - first;
+	o->c.chunk_nbytes = (size_t)o->chunk_nbytes;
 	if (o->verify + o->info > 1)
 		usage_error("--verify and --info do not go together");
-	if ((o->verify || o->info) && (o->nin != 1 || o->output))
+	if ((o->verify || o->info) && (o->nin != 1 || o->com.output))
 		usage_error("--%s takes one CACHE and no -o", o->verify ? "verify" : "info");
-	if (!o->verify && !o->info && !o->output)
+	if (!o->verify && !o->info && !o->com.output)
 		usage_error("no cache directory (-o DIR)");
 	if (!o->verify && !o->info && o->nin == 0)
 		usage_error("no INPUT given");
@@ -337,7 +314,7 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 
 	if (mgpu_cache_open(&c, dir) < 0)
 		die_lib();
-	mgpu_table_init(&t, stdout, o->json, cols, (int)(sizeof cols / sizeof cols[0]));
+	mgpu_table_init(&t, stdout, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
 	mgpu_samples_shape_str((int)c.h.ndim, c.h.shape, shape, sizeof shape);
 	snprintf(comp, sizeof comp, c.h.flags & MGPU_CACHE_RAW ? "raw" : "zstd-%d", c.h.level);
 	mgpu_sha256_hex(c.h.key, key);
@@ -381,8 +358,8 @@ static int verify(const struct opts *o)
 	if (mgpu_cache_verify(&c, &n) < 0)
 		die_lib();
 	mgpu_cache_close(&c);
-	if (!o->quiet)
-		fprintf(stderr, "mgpu-cache: '%s': all %zu chunks check out\n", o->in[0], n);
+	if (!o->com.quiet)
+		note("'%s': all %zu chunks check out", o->in[0], n);
 	rows(o, o->in[0], "verified");
 	return 0;
 }
@@ -398,32 +375,28 @@ static int build(struct opts *o)
 	inputs(o, &in, 0);
 	mgpu_sha256_final(&in.key, key);
 	memcpy(o->c.key, key, 32);
-	if (!o->force && mgpu_cache_is_current(o->output, key)) {
-		if (!o->quiet)
-			fprintf(stderr, "mgpu-cache: '%s' is up to date\n", o->output);
-		rows(o, o->output, "current");
+	if (!o->force && mgpu_cache_is_current(o->com.output, key)) {
+		if (!o->com.quiet)
+			note("'%s' is up to date", o->com.output);
+		rows(o, o->com.output, "current");
 		return 0;
 	}
 	inputs(o, &in, 1);
 	o->c.force = o->force;
-	if (mgpu_cache_ensure(o->output, &o->c, hand_over, &in, &st, &built) < 0)
+	if (mgpu_cache_ensure(o->com.output, &o->c, hand_over, &in, &st, &built) < 0)
 		fail();
-	if (!o->quiet)
-		fprintf(stderr, "mgpu-cache: '%s' %s\n", o->output,
-			built ? "built" : "is up to date (built by another process)");
-	rows(o, o->output, built ? "built" : "current");
+	if (!o->com.quiet)
+		note("'%s' %s", o->com.output,
+		     built ? "built" : "is up to date (built by another process)");
+	rows(o, o->com.output, built ? "built" : "current");
 	return 0;
 }
 
 int cmd_main(int argc, char **argv)
 {
-	struct opts o = { .c = { .level = 3, .threads = 1, .chunk_nbytes = 1 << 20 } };
+	struct opts o = defaults;
 
 	parse(&o, argc, argv);
-	if (o.version) {
-		print_version(o.verbose);
-		return 0;
-	}
 	if (o.verify)
 		return verify(&o);
 	if (o.info) {

@@ -11,7 +11,6 @@
  * --system (system.c) prints versions, the P2P matrix, the host and a
  * checklist.
  */
-#include <getopt.h> /* getopt_long */
 #include <stdio.h>  /* printf, fprintf */
 #include <stdlib.h> /* getenv, malloc */
 #include <string.h> /* strcmp */
@@ -27,103 +26,68 @@ const char *const mgpu_tool_name = "mgpu-probe";
 
 #define STDIN_MAX (64LL << 20)
 
-enum { O_FROM = 256, O_MIN_MEMORY, O_INCLUDE_DISPLAY, O_MAX_USED, O_COUNT, O_SINGLE,
-       O_IDS, O_JSON, O_SYSTEM };
-
-static const struct option longopts[] = {
-	{ "from", required_argument, NULL, O_FROM },
-	{ "min-memory", required_argument, NULL, O_MIN_MEMORY },
-	{ "include-display", no_argument, NULL, O_INCLUDE_DISPLAY },
-	{ "max-used", required_argument, NULL, O_MAX_USED },
-	{ "count", required_argument, NULL, O_COUNT },
-	{ "single", no_argument, NULL, O_SINGLE },
-	{ "ids", no_argument, NULL, O_IDS },
-	{ "json", no_argument, NULL, O_JSON },
-	{ "system", no_argument, NULL, O_SYSTEM },
-	{ "output", required_argument, NULL, 'o' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+#define O struct opts
+static const struct mgpu_opt options[] = {
+	MGPU_OPT_HEAD("what to list"),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "from", 0, O, from, 0, 0, "FILE|-",
+		     "read the GPUs from nvidia-smi's CSV output (the query is in "
+		     "mgpu-probe(1)) instead of asking the CUDA runtime", MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "system", 0, O, system, 0, 0, NULL,
+		     "report versions, P2P, host and a checklist instead (with --from: of "
+		     "the GPUs in FILE, e.g. whether this binary has code for their compute "
+		     "capability)", 0),
+	MGPU_OPT_HEAD("selection"),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "min-memory", 0, O, pol.min_memory_gb, 0, 1e6, "GB",
+		     "total memory at least GB x 10^9 bytes", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "include-display", 0, O, pol.include_display, 0, 0, NULL,
+		     "allow GPUs that drive a display", 0),
+	MGPU_OPT_ROWD(MGPU_OPT_DOUBLE, "max-used", 0, O, pol.max_used_pct, 0, 100, "PCT",
+		      "exclude GPUs with more than PCT% of memory in use", "off", 0),
+	MGPU_OPT_ROWD(MGPU_OPT_INT, "count", 0, O, pol.count, 1, MGPU_GPU_MAX, "N",
+		      "keep the best N eligible GPUs", "all", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "single", 0, O, single, 0, 0, NULL,
+		     "keep the best one (--count 1)", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "ids", 0, O, ids, 0, 0, NULL,
+		     "print only the ordinals, comma-separated (for --gpus)", 0),
+	MGPU_OPT_COMMON(O, com),
+	MGPU_OPT_TABLE_END,
 };
+#undef O
 
-static void usage(void)
-{
-	printf("usage: mgpu-probe [options]\n"
-	       "List the GPUs eligible for training, best first, with the reason each other one\n"
-	       "is excluded; the same rules as mgpu-train --gpus auto.\n\n"
-	       "  --from FILE|-         read nvidia-smi --query-gpu=index,uuid,name,memory.total,\n"
-	       "                        memory.used,display_active,pci.bus_id,compute_cap\n"
-	       "                        --format=csv output instead of asking the CUDA runtime\n"
-	       "  --min-memory GB       total memory at least GB x 10^9 bytes [8]\n"
-	       "  --include-display     allow GPUs that drive a display\n"
-	       "  --max-used PCT        exclude GPUs with more than PCT%% of memory in use\n"
-	       "  --count N             keep the best N eligible GPUs\n"
-	       "  --single              keep the best one (--count 1)\n"
-	       "  --ids                 print only the ordinals, comma-separated (for --gpus)\n"
-	       "  --system              report versions, P2P, host and a checklist instead\n"
-	       "                        (with --from: of the GPUs in FILE, e.g. whether this\n"
-	       "                        binary has code for their compute capability)\n"
-	       "  --json                JSON Lines instead of TSV\n"
-	       "  -o, --output FILE     write to FILE (atomically) instead of standard output\n"
-	       "  -q, --quiet   -v, --verbose   -h, --help   -V, --version (-vV: features)\n"
-	       "Exit status: 0 a GPU is eligible, 1 none is (or an error), 2 usage error.\n");
-}
-
-static void apply(struct opts *o, int c, const char *arg)
-{
-	switch (c) {
-	case O_FROM: o->from = arg; break;
-	case O_MIN_MEMORY: o->pol.min_memory_gb = opt_double("--min-memory", arg, 0, 1e6); break;
-	case O_INCLUDE_DISPLAY: o->pol.include_display = 1; break;
-	case O_MAX_USED: o->pol.max_used_pct = opt_double("--max-used", arg, 0, 100); break;
-	case O_COUNT:
-		o->pol.count = (int)opt_int("--count", arg, 1, MGPU_GPU_MAX);
-		o->count_set = 1;
-		break;
-	case O_SINGLE: o->single = 1; break;
-	case O_IDS: o->ids = 1; break;
-	case O_JSON: o->json = 1; break;
-	case O_SYSTEM: o->system = 1; break;
-	case 'o':
-		if (!arg[0])
-			usage_error("--output: empty file name");
-		o->output = arg;
-		break;
-	case 'q': o->quiet = 1; break;
-	case 'v': o->verbose = 1; break;
-	case 'V': o->version = 1; break;
-	case 'h': usage(); exit(0);
-	default: usage_error("unknown option");
-	}
-}
+static const char synopsis[] =
+	"usage: mgpu-probe [options]\n"
+	"List the GPUs eligible for training, best first, with the reason each other one\n"
+	"is excluded; the same rules as mgpu-train --gpus auto. On a terminal the list is\n"
+	"an aligned table unless --format says otherwise.\n"
+	"Exit status: 0 a GPU is eligible, 1 none is (or an error), 2 usage error.\n";
 
 static void check_combinations(struct opts *o)
 {
-	if (o->single && o->count_set)
+	int count_set = mgpu_opt_was_given(options, &o->given, "count");
+	int format_set = mgpu_opt_was_given(options, &o->given, "format");
+
+	if (o->single && count_set)
 		usage_error("--single and --count: choose one (--single is --count 1)");
 	if (o->single)
 		o->pol.count = 1;
-	if (o->ids && o->json)
-		usage_error("--ids and --json: choose one output format");
-	if (o->system && (o->ids || o->single || o->count_set))
+	if (o->ids && (o->com.json || format_set))
+		usage_error("--ids and --%s: choose one output format",
+			    o->com.json ? "json" : "format");
+	if (o->system && (o->ids || o->single || count_set))
 		usage_error("--system reports on this machine; it takes no --ids, --count or "
 			    "--single");
 }
 
 static void parse(struct opts *o, int argc, char **argv)
 {
-	int c;
+	static struct opts def;
+	const struct tool_cli cli = { options, synopsis, &def };
+	int first;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+o:qvhV", longopts, NULL)) != -1) {
-		if (c == '?' || c == ':')
-			usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
-		apply(o, c, optarg);
-	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
+	mgpu_gpu_policy_init(&def.pol);
+	first = parse_options(&cli, o, &o->com, argc, argv, 1, &o->given);
+	if (first < argc)
+		usage_error("unexpected argument '%s'", argv[first]);
 	check_combinations(o);
 }
 
@@ -133,13 +97,15 @@ void out_open(struct out *out, const struct opts *o)
 {
 	memset(out, 0, sizeof *out);
 	out->fp = stdout;
-	if (o->output && strcmp(o->output, "-") != 0) {
-		if (mgpu_afile_open(&out->af, o->output) < 0)
+	if (o->com.output) {
+		if (mgpu_afile_open(&out->af, o->com.output) < 0)
 			die_lib();
 		out->fp = out->af.fp;
 		out->to_file = 1;
 	}
-	out->tty = !o->json && !o->ids && isatty(fileno(out->fp));
+	/* a person reads an aligned table, unless a format was asked for */
+	out->tty = !o->com.json && !o->ids && !mgpu_opt_was_given(options, &o->given, "format") &&
+		   isatty(fileno(out->fp));
 }
 
 _Noreturn void out_fail(struct out *out)
@@ -283,7 +249,7 @@ static void write_records(struct out *out, const struct opts *o,
 	struct mgpu_table t;
 	int rows[MGPU_GPU_MAX], n, i;
 
-	mgpu_table_init(&t, out->fp, o->json, cols, (int)(sizeof cols / sizeof cols[0]));
+	mgpu_table_init(&t, out->fp, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
 	n = row_order(list, sel, rows);
 	for (i = 0; i < n; i++)
 		if (put_gpu(&t, &list->gpu[rows[i]], sel->order[rows[i]], sel->reason[rows[i]]) < 0)
@@ -371,13 +337,13 @@ static void say_none(const struct mgpu_gpu_list *list, const struct mgpu_gpu_sel
 	int i;
 
 	if (list->nvisible == 0) {
-		fprintf(stderr, "mgpu-probe: no GPUs: %s\n", list->why[0] ? list->why : "none found");
+		note("no GPUs: %s", list->why[0] ? list->why : "none found");
 		return;
 	}
 	for (i = 0; i < list->nvisible && o < sizeof buf; i++)
 		o += (size_t)snprintf(buf + o, sizeof buf - o, "%sGPU %d %s", i ? "; " : "", i,
 				      sel->reason[i]);
-	fprintf(stderr, "mgpu-probe: no eligible GPU among %d: %s\n", list->nvisible, buf);
+	note("no eligible GPU among %d: %s", list->nvisible, buf);
 }
 
 static int probe(const struct opts *o)
@@ -387,7 +353,7 @@ static int probe(const struct opts *o)
 	struct out out;
 
 	load_list(o, &list);
-	if (list.note[0] && !o->quiet)
+	if (list.note[0])
 		warn("%s", list.note);
 	if (mgpu_gpu_select(&list, &o->pol, &sel) < 0)
 		usage_error("%s", mgpu_errmsg());
@@ -399,13 +365,12 @@ static int probe(const struct opts *o)
 	else
 		write_records(&out, o, &list, &sel);
 	out_close(&out);
-	if (o->verbose)
-		fprintf(stderr, "mgpu-probe: %d GPU%s from %s, %d visible, %d eligible, %d kept\n",
-			list.n, list.n == 1 ? "" : "s", list.source, list.nvisible, sel.neligible,
-			sel.n);
-	if (sel.n == 0 && !o->quiet)
+	if (o->com.verbose)
+		note("%d GPU%s from %s, %d visible, %d eligible, %d kept", list.n,
+		     list.n == 1 ? "" : "s", list.source, list.nvisible, sel.neligible, sel.n);
+	if (sel.n == 0 && !o->com.quiet)
 		say_none(&list, &sel);
-	else if (o->pol.count > sel.n && !o->quiet)
+	else if (o->pol.count > sel.n)
 		warn("--count %d: only %d GPU%s eligible", o->pol.count, sel.n,
 		     sel.n == 1 ? " is" : "s are");
 	return sel.n > 0 ? 0 : 1;
@@ -418,10 +383,6 @@ int cmd_main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	mgpu_gpu_policy_init(&o.pol);
 	parse(&o, argc, argv);
-	if (o.version) {
-		print_version(o.verbose);
-		return 0;
-	}
 	if (o.system)
 		return system_report(&o);
 	return probe(&o);

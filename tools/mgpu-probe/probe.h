@@ -8,13 +8,16 @@
 
 #include <stdio.h> /* FILE */
 
-#include "core/io.h" /* struct mgpu_afile */
-#include "gpu/gpu.h" /* struct mgpu_gpu_policy, struct mgpu_gpu_list */
+#include "core/io.h"  /* struct mgpu_afile */
+#include "core/opt.h" /* struct mgpu_common_opts, struct mgpu_opt_given */
+#include "gpu/gpu.h"  /* struct mgpu_gpu_policy, struct mgpu_gpu_list */
 
 struct opts {
 	struct mgpu_gpu_policy pol;
-	const char *from, *output;
-	int ids, json, system, single, count_set, quiet, verbose, version;
+	const char *from;
+	int ids, system, single;
+	struct mgpu_common_opts com; /* -o, --format, --json, -q, -v, -V, -h */
+	struct mgpu_opt_given given; /* options given on the command line */
 };
 
 /* Where the output goes: stdout, or an atomic file (-o). */

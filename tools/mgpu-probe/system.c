@@ -289,7 +289,7 @@ int system_report(const struct opts *o)
 	out_open(&out, o);
 	memset(&r, 0, sizeof r);
 	r.out = &out;
-	mgpu_table_init(&r.t, out.fp, o->json, sys_cols, 4);
+	mgpu_table_init(&r.t, out.fp, o->com.format, sys_cols, 4);
 	report_versions(&r, &s);
 	report_gpus(&r, &list, &s, o->from);
 	report_p2p(&r, &s);

@@ -10,7 +10,6 @@
  * created too: nothing half-written stays.
  */
 #include <errno.h>    /* errno, EPIPE */
-#include <getopt.h>   /* getopt_long */
 #include <libgen.h>   /* dirname */
 #include <stdio.h>    /* printf, fprintf */
 #include <stdlib.h>   /* malloc, free, realpath */
@@ -29,37 +28,52 @@
 
 const char *const mgpu_tool_name = "mgpu-shard";
 
-enum { O_SEED = 256, O_VAL, O_TEST, O_STRATIFY, O_SHARD_SIZE, O_RANKS, O_LABELS,
-       O_LABEL_COL, O_JSON };
-
-static const struct option longopts[] = {
-	{ "seed", required_argument, NULL, O_SEED },
-	{ "val-fraction", required_argument, NULL, O_VAL },
-	{ "test-fraction", required_argument, NULL, O_TEST },
-	{ "stratify", no_argument, NULL, O_STRATIFY },
-	{ "shard-size", required_argument, NULL, O_SHARD_SIZE },
-	{ "ranks", required_argument, NULL, O_RANKS },
-	{ "labels", required_argument, NULL, O_LABELS },
-	{ "label-column", required_argument, NULL, O_LABEL_COL },
-	{ "shard-dir", required_argument, NULL, 'd' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "json", no_argument, NULL, O_JSON },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
-
 struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
-	int stratify, ranks, json, quiet, verbose, version;
-	const char *shard_dir, *output;
+	int stratify, ranks;
+	const char *shard_dir;
+	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
 	char **src;
 	int nsrc;
 };
+
+#define O struct opts
+static const struct mgpu_opt options[] = {
+	MGPU_OPT_HEAD("sources"),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "labels", 0, O, in.labels, 0, 0, "FILE",
+		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
+	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
+		      "CSV label column", "label", 0),
+	MGPU_OPT_HEAD("split"),
+	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
+		     "validation share", 0),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "test-fraction", 0, O, test, 0, 0.99, "F", "test share", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "stratify", 0, O, stratify, 0, 0, NULL,
+		     "keep each class's share in every split", 0),
+	MGPU_OPT_HEAD("shards"),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "shard-size", 0, O, shard_size, 1, 4294967295.0, "N",
+		     "samples per shard", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "ranks", 0, O, ranks, 1, 65536, "N",
+		     "shard count of each split a multiple of N", 0),
+	MGPU_OPT_ROWD(MGPU_OPT_STR, "shard-dir", 'd', O, shard_dir, 0, 0, "DIR",
+		      "where shards go", "directory of -o, else shards", 0),
+	MGPU_OPT_COMMON_OUT(O, com, "FILE", "write the manifest to FILE (atomically), the "
+			    "shards beside it unless -d"),
+	MGPU_OPT_TABLE_END,
+};
+#undef O
+
+static const char synopsis[] =
+	"usage: mgpu-shard [options] SOURCE...\n"
+	"Split a labelled data set and write WebDataset tar shards; the manifest\n"
+	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
+	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
+	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin).\n";
+
+static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
 
 /* What this run wrote, to undo on failure. */
 struct written {
@@ -71,60 +85,14 @@ struct written {
 
 static struct written wr;
 
-static void usage(void)
-{
-	printf("usage: mgpu-shard [options] SOURCE...\n"
-	       "Split a labelled data set and write WebDataset tar shards; the manifest\n"
-	       "(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n\n"
-	       "sources: an IDX directory (its t10k files are the test split), IDX images\n"
-	       "  or .npy (with --labels), .csv, tar/tar.gz/tar.zst/zip archives, - (stdin)\n"
-	       "  --labels FILE         labels of an .npy or IDX images source\n"
-	       "  --label-column NAME|INDEX  CSV label column [label]\n"
-	       "split:\n"
-	       "  --seed N [42]   --val-fraction F [0]   --test-fraction F [0]   --stratify\n"
-	       "shards:\n"
-	       "  --shard-size N        samples per shard [10000]\n"
-	       "  --ranks N             shard count of each split a multiple of N [1]\n"
-	       "  -d, --shard-dir DIR   where shards go [directory of -o, else shards]\n"
-	       "output:\n"
-	       "  -o, --output FILE     manifest file [stdout]   --json\n"
-	       "  -q, --quiet   -v, --verbose   -h, --help   -V, --version\n");
-}
-
 static void parse(struct opts *o, int argc, char **argv)
 {
-	int c;
+	const struct tool_cli cli = { options, synopsis, &defaults };
+	int first = parse_options(&cli, o, &o->com, argc, argv, 0, NULL);
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "d:o:qvhV", longopts, NULL)) != -1) {
-		switch (c) {
-		case O_SEED:
-			o->seed = (unsigned long long)opt_int("--seed", optarg, 0, INT64_MAX);
-			break;
-		case O_VAL: o->val = opt_double("--val-fraction", optarg, 0, 0.99); break;
-		case O_TEST: o->test = opt_double("--test-fraction", optarg, 0, 0.99); break;
-		case O_STRATIFY: o->stratify = 1; break;
-		case O_SHARD_SIZE:
-			o->shard_size = opt_size("--shard-size", optarg, UINT32_MAX);
-			if (o->shard_size == 0)
-				usage_error("--shard-size: 0 is out of range [1, 4294967295]");
-			break;
-		case O_RANKS: o->ranks = (int)opt_int("--ranks", optarg, 1, 65536); break;
-		case O_LABELS: o->in.labels = optarg; break;
-		case O_LABEL_COL: o->in.label_column = optarg; break;
-		case 'd': o->shard_dir = optarg; break;
-		case 'o': o->output = optarg; break;
-		case O_JSON: o->json = 1; break;
-		case 'q': o->quiet = 1; break;
-		case 'v': o->verbose = 1; break;
-		case 'V': o->version = 1; break;
-		case 'h': usage(); exit(0);
-		default: usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
-		}
-	}
-	o->src = argv + optind;
-	o->nsrc = argc - optind;
-	if (!o->version && o->nsrc == 0)
+	o->src = argv + first;
+	o->nsrc = argc - first;
+	if (o->nsrc == 0)
 		usage_error("no SOURCE given");
 	if (o->val + o->test >= 1.0)
 		usage_error("--val-fraction + --test-fraction must stay below 1");
@@ -227,9 +195,8 @@ static void write_split(const struct opts *o, const struct plan *p, int s, const
 			fail();
 		}
 	}
-	if (o->verbose)
-		fprintf(stderr, "mgpu-shard: %s: %zu samples in %zu shards\n",
-			mgpu_split_name(s), p->n[s], nsh);
+	if (o->com.verbose)
+		note("%s: %zu samples in %zu shards", mgpu_split_name(s), p->n[s], nsh);
 }
 
 static void write_all(const struct opts *o, const struct plan *p)
@@ -241,33 +208,33 @@ static void write_all(const struct opts *o, const struct plan *p)
 	FILE *fp = stdout;
 	int s, rel = 0;
 
-	snprintf(mdir, sizeof mdir, "%s", o->output ? o->output : ".");
+	snprintf(mdir, sizeof mdir, "%s", o->com.output ? o->com.output : ".");
 	snprintf(dir, sizeof dir, "%s", o->shard_dir ? o->shard_dir :
-		 o->output ? dirname(mdir) : "shards");
-	if (o->output) {
-		snprintf(mdir, sizeof mdir, "%s", o->output);
+		 o->com.output ? dirname(mdir) : "shards");
+	if (o->com.output) {
+		snprintf(mdir, sizeof mdir, "%s", o->com.output);
 		rel = !o->shard_dir || strcmp(dir, dirname(mdir)) == 0;
 	}
 	prepare_dir(dir);
-	if (o->output) {
-		if (mgpu_afile_open(&af, o->output) < 0)
+	if (o->com.output) {
+		if (mgpu_afile_open(&af, o->com.output) < 0)
 			fail();
 		wr.manifest = &af;
 		fp = af.fp;
 	}
-	mgpu_table_init(&t, fp, o->json, cols, 5);
+	mgpu_table_init(&t, fp, o->com.format, cols, 5);
 	for (s = 0; s < MGPU_NSPLITS; s++)
 		write_split(o, p, s, dir, rel, &t);
 	if (mgpu_cancel_check() < 0) /* the last moment a stop leaves nothing */
 		fail();
-	if (o->output && mgpu_afile_commit(&af) < 0)
+	if (o->com.output && mgpu_afile_commit(&af) < 0)
 		fail();
 	wr.manifest = NULL;
 }
 
 int cmd_main(int argc, char **argv)
 {
-	struct opts o = { .seed = 42, .shard_size = 10000, .ranks = 1 };
+	struct opts o = defaults;
 	struct mgpu_samples pool = { 0 }, test = { 0 };
 	struct mgpu_split sp;
 	struct plan p;
@@ -275,10 +242,6 @@ int cmd_main(int argc, char **argv)
 	size_t i;
 
 	parse(&o, argc, argv);
-	if (o.version) {
-		print_version(o.verbose);
-		return 0;
-	}
 	load(&o, &pool, &test);
 	if (mgpu_split_make(&sp, pool.y, pool.n, pool.classes, o.seed, o.val, o.test,
 			    o.stratify) < 0)
@@ -300,9 +263,9 @@ int cmd_main(int argc, char **argv)
 		p.n[MGPU_SPLIT_TEST] = test.n;
 	}
 	write_all(&o, &p);
-	if (!o.quiet)
-		fprintf(stderr, "mgpu-shard: %zu train, %zu val, %zu test samples (seed %llu%s)\n",
-			p.n[0], p.n[1], p.n[2], o.seed, o.stratify ? ", stratified" : "");
+	if (!o.com.quiet)
+		note("%zu train, %zu val, %zu test samples (seed %llu%s)", p.n[0], p.n[1], p.n[2],
+		     o.seed, o.stratify ? ", stratified" : "");
 	free(tidx);
 	free(wr.path);
 	mgpu_split_free(&sp);

@@ -1,0 +1,321 @@
+/*
+ * opts.c - mgpu-train's option table and what it drives (see opts.h).
+ *
+ * A row's flags say what a checkpoint does with the option: SAVED ones are
+ * recorded; FIXED ones are recorded and a resumed run may not change them,
+ * since they shape the arithmetic and the continuation must be
+ * bit-identical. The batch split (per-device batch, accumulation) is saved
+ * but may change with the world size as long as the global batch stays
+ * (the trainer checks that); --epochs may change to extend a run, which
+ * then says that it is no longer bit-identical (resume_span).
+ */
+#include "opts.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp, strlen */
+
+#include "../common.h"   /* parse_options, usage_error, note */
+#include "core/table.h"  /* MGPU_FMT_* */
+#include "comm/launch.h" /* mgpu_launch_env */
+#include "nn/ckpt.h"     /* mgpu_ckpt_load_state */
+#include "ops/ops.h"     /* mgpu_ops_find */
+
+_Static_assert(MGPU_PATH_MAX >= MGPU_OPT_PATH_MAX, "PATH rows fill cfg's path fields");
+
+static const char *const opt_words[] = { "sgd", "adamw", NULL };
+static const char *const sched_words[] = { "constant", "cosine", "step", NULL };
+static const char *const mode_words[] = { "ddp", "dp", NULL };
+static const char *const sync_words[] = { "auto", "cpu", "nccl", NULL };
+static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
+static const char *const uneven_words[] = { "drop", "pad", NULL };
+
+static int set_model(void *t, const char *arg)
+{
+	return mgpu_spec_load(&((struct train_opts *)t)->cfg.spec, arg);
+}
+
+static void show_model(const void *t, char *buf, size_t len)
+{
+	mgpu_spec_format(&((const struct train_opts *)t)->cfg.spec, buf, len);
+}
+
+/* --gpus: the list is resolved later (main.c resolve_gpus); naming GPUs
+ * makes cuda the backend unless a later --backend says otherwise. */
+static int set_gpus(void *t, const char *arg)
+{
+	struct train_opts *o = t;
+
+	o->gpus = arg;
+	o->cfg.ndevices = 1;
+	snprintf(o->cfg.backend, sizeof o->cfg.backend, "cuda");
+	return 0;
+}
+
+static void show_gpus(const void *t, char *buf, size_t len)
+{
+	const struct train_opts *o = t;
+
+	snprintf(buf, len, "%s", o->gpus ? o->gpus : "");
+}
+
+static int set_backend(void *t, const char *arg)
+{
+	struct train_opts *o = t;
+
+	if (!mgpu_ops_find(arg))
+		return mgpu_err(MGPU_EINVAL, "--backend: '%s' is not in this build "
+				"(see mgpu-train -vV)", arg);
+	snprintf(o->cfg.backend, sizeof o->cfg.backend, "%s", arg);
+	return 0;
+}
+
+static void show_backend(const void *t, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", ((const struct train_opts *)t)->cfg.backend);
+}
+
+#define O struct train_opts
+#define SAVED MGPU_OPT_SAVED
+#define FIXED MGPU_OPT_FIXED
+
+static const struct mgpu_opt options[] = {
+	MGPU_OPT_HEAD("data and model"),
+	MGPU_OPT_ROW(MGPU_OPT_PATH, "data", 0, O, cfg.data, 0, 0, "PATH",
+		     "a cache (mgpu-cache), a shard manifest or archive, or an IDX directory", SAVED),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "prefetch", 0, O, cfg.prefetch, 0, 64, "N",
+		     "background threads loading batches ahead", 0),
+	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
+		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]", NULL, FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, cfg.seed, 0, 9.3e18, "N",
+		     "seed of init, split, order, dropout", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, cfg.val_fraction, 0, 0.99, "F",
+		     "validation share of the training file", FIXED),
+	MGPU_OPT_HEAD("training"),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "epochs", 0, O, cfg.epochs, 1, 1000000, "N",
+		     "passes over the training data (a resume may raise it)", SAVED),
+	MGPU_OPT_ROWD(MGPU_OPT_I64, "max-steps", 0, O, cfg.max_steps, 0, 9.3e18, "N",
+		      "stop after N optimizer steps", "0: none", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "batch-size", 0, O, cfg.batch, 1, 1 << 20, "N",
+		     "samples per device and micro-step", SAVED),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "grad-accum-steps", 0, O, cfg.accum, 1, 1 << 20, "N",
+		     "micro-steps per optimizer step", SAVED),
+	MGPU_OPT_ROW(MGPU_OPT_I64, "global-batch-size", 0, O, global_batch, 1, 1 << 30, "N",
+		     "split evenly over devices x micro-steps", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+	MGPU_OPT_WORDS("optimizer", O, cfg.optim.kind, opt_words, "sgd|adamw", "optimizer", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "lr", 0, O, cfg.lr, 0, 1e6, "X", "peak learning rate", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "min-lr", 0, O, cfg.min_lr, 0, 1e6, "X",
+		     "the cosine schedule's floor", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "momentum", 0, O, cfg.optim.momentum, 0, 0.999999, "X",
+		     "SGD momentum", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "nesterov", 0, O, cfg.optim.nesterov, 0, 0, NULL,
+		     "Nesterov momentum", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "weight-decay", 0, O, cfg.optim.weight_decay, 0, 1e3, "X",
+		     "decoupled weight decay", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "beta1", 0, O, cfg.optim.beta1, 0, 0.999999, "X",
+		     "AdamW first-moment decay", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "beta2", 0, O, cfg.optim.beta2, 0, 0.999999999, "X",
+		     "AdamW second-moment decay", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "eps", 0, O, cfg.optim.eps, 1e-30, 1, "X", "AdamW epsilon",
+		     FIXED),
+	MGPU_OPT_ROWD(MGPU_OPT_FLOAT, "clip-grad-norm", 0, O, cfg.optim.clip_norm, 0, 1e30, "X",
+		      "clip the gradient's norm to X", "0: off", FIXED),
+	MGPU_OPT_WORDS("schedule", O, cfg.sched, sched_words, "constant|cosine|step",
+		       "learning-rate schedule", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_I64, "warmup-steps", 0, O, cfg.warmup_steps, 0, 9.3e18, "N",
+		     "linear warmup over N steps", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "warmup-epochs", 0, O, cfg.warmup_epochs, 0, 1e6, "X",
+		     "linear warmup over X epochs", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "step-epochs", 0, O, cfg.step_epochs, 1e-6, 1e6, "X",
+		     "step schedule: the period in epochs", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "gamma", 0, O, cfg.gamma, 0, 1, "X",
+		     "step schedule: the factor per period", FIXED),
+	MGPU_OPT_WORDS("lr-scale", O, cfg.lr_scale, scale_words, "none|linear|sqrt",
+		       "scale the rate with devices x accumulation", FIXED),
+	MGPU_OPT_HEAD("devices and data parallelism"),
+	MGPU_OPT_ROWD(MGPU_OPT_INT, "cpu-ranks", 0, O, cpu_ranks, 1, MGPU_MAX_DEVICES, "N",
+		      "CPU ranks", "1", MGPU_OPT_UNSET0),
+	MGPU_OPT_CALL("gpus", 0, set_gpus, show_gpus, "LIST|all|auto|-",
+		      "CUDA devices, one rank each (auto: as mgpu-probe selects; -: the list "
+		      "on standard input)", "", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "cpu-fallback", 0, O, cpu_fallback, 1, MGPU_MAX_DEVICES, "N",
+		     "with --gpus - or auto: N CPU ranks when there is no GPU",
+		     MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+	MGPU_OPT_CALL("backend", 0, set_backend, show_backend, "ref|cpu|cuda",
+		      "backend of the devices", "cpu, or cuda with --gpus", 0),
+	MGPU_OPT_WORDS("mode", O, cfg.mode, mode_words, "ddp|dp",
+		       "a process per device, or DataParallel threads", 0),
+	MGPU_OPT_WORDS("sync-backend", O, sync, sync_words, "auto|cpu|nccl",
+		       "gradient all-reduce", 0),
+	MGPU_OPT_WORDS("uneven", O, cfg.pad_tail, uneven_words, "drop|pad",
+		       "the epoch's last partial global batch", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
+		     "a silent rank fails the job after this", 0),
+	MGPU_OPT_HEAD("checkpoints"),
+	MGPU_OPT_ROW(MGPU_OPT_PATH, "save-dir", 0, O, cfg.save_dir, 0, 0, "DIR",
+		     "write checkpoints here", MGPU_OPT_NODEF),
+	MGPU_OPT_ROWD(MGPU_OPT_I64, "save-every", 0, O, cfg.save_every, 0, 9.3e18, "N",
+		      "steps between checkpoints", "0: each epoch", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "keep", 0, O, cfg.keep, 0, 1000000, "N",
+		     "checkpoints kept in the save dir", 0),
+	MGPU_OPT_ROW(MGPU_OPT_PATH, "resume", 0, O, cfg.resume, 0, 0, "DIR",
+		     "continue from DIR/latest or a checkpoint directory", MGPU_OPT_NODEF),
+	MGPU_OPT_HEAD("metrics and checks"),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "log-every", 0, O, cfg.log_every, 1, 1 << 30, "N",
+		     "steps per step record", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "selftest", 0, O, selftest, 0, 0, NULL,
+		     "compare every backend op against the CPU and exit", MGPU_OPT_META),
+	MGPU_OPT_COMMON(O, com),
+	MGPU_OPT_TABLE_END,
+};
+
+#undef O
+#undef SAVED
+#undef FIXED
+
+static const char synopsis[] =
+	"usage: mgpu-train [options]\n"
+	"Train a model data-parallel; metrics go to stdout as TSV (or JSON Lines).\n";
+
+static void defaults(struct train_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	mgpu_train_defaults(&o->cfg);
+	o->timeout_s = o->cfg.timeout_ms / 1000;
+}
+
+/* One command line (or a checkpoint's argv) into o, over what o holds. */
+static void parse_into(struct train_opts *o, int argc, char **argv,
+		       struct mgpu_opt_given *given)
+{
+	static struct train_opts def;
+	struct tool_cli cli = { options, synopsis, &def };
+	int first;
+
+	defaults(&def);
+	first = parse_options(&cli, o, &o->com, argc, argv, 1, given);
+	if (first < argc)
+		usage_error("unexpected argument '%s'", argv[first]);
+	o->cfg.timeout_ms = 1000 * o->timeout_s;
+}
+
+int train_opts_given(const struct train_opts *o, const char *name)
+{
+	return mgpu_opt_was_given(options, &o->given, name);
+}
+
+/* A run resumed with other --epochs (or --max-steps) is the checkpoint's
+ * run made longer or shorter, not past where it is. Its learning-rate
+ * schedule spans the new epochs, so it is no longer bit-identical to an
+ * uninterrupted run of either length: say so. */
+static void resume_span(const struct train_opts *o, struct train_opts *ck,
+			const struct mgpu_ckpt_state *st)
+{
+	int least = st->epoch + (st->epoch_pos > 0);
+
+	if (train_opts_given(o, "epochs") && o->cfg.epochs < least)
+		usage_error("--epochs %d ends before the checkpoint's step %lld: give at least "
+			    "--epochs %d", o->cfg.epochs, (long long)st->step, least);
+	if (train_opts_given(o, "max-steps") && o->cfg.max_steps > 0 &&
+	    o->cfg.max_steps < st->step)
+		usage_error("--max-steps %lld ends before the checkpoint's step %lld",
+			    (long long)o->cfg.max_steps, (long long)st->step);
+	if (train_opts_given(o, "epochs") && o->cfg.epochs != ck->cfg.epochs)
+		snprintf(ck->resume_note, sizeof ck->resume_note, "--epochs %d, not the "
+			 "checkpoint's %d: the learning-rate schedule now spans %d epoch%s from "
+			 "step %lld on, so this run is no longer bit-identical to an "
+			 "uninterrupted one", o->cfg.epochs, ck->cfg.epochs, o->cfg.epochs,
+			 o->cfg.epochs > 1 ? "s" : "", (long long)st->step);
+}
+
+/* The command line must not change a FIXED setting of the checkpoint ck. */
+static void check_fixed(const struct train_opts *o, const struct train_opts *ck)
+{
+	const struct mgpu_opt *d = mgpu_opt_fixed_differs(options, ck, o, &o->given);
+	char a[600], b[600];
+
+	if (!d)
+		return;
+	mgpu_opt_render(d, ck, 1, a, sizeof a);
+	mgpu_opt_render(d, o, 1, b, sizeof b);
+	usage_error("--%s %s differs from the checkpoint's %s: a resumed run keeps the "
+		    "settings it started with", d->name, b, a);
+}
+
+/* Defaults, then the checkpoint's settings, then the command line; a
+ * setting given on the command line must agree with the checkpoint's. */
+static void merge_resume(struct train_opts *o, int argc, char **argv)
+{
+	static struct train_opts ck;
+	struct mgpu_ckpt_state st;
+	char dir[MGPU_CKPT_PATH], **cargv = NULL, *full[1002];
+	int cargc = 0, i;
+
+	if (mgpu_ckpt_resolve(o->cfg.resume, dir, sizeof dir) < 0 ||
+	    mgpu_ckpt_load_state(dir, &st, &cargv, &cargc) < 0)
+		die_lib();
+	defaults(&ck);
+	full[0] = argv[0];
+	for (i = 0; i < cargc && i < 1000; i++)
+		full[i + 1] = cargv[i];
+	full[i + 1] = NULL;
+	parse_into(&ck, i + 1, full, NULL);
+	check_fixed(o, &ck);
+	resume_span(o, &ck, &st);
+	parse_into(&ck, argc, argv, &ck.given);
+	mgpu_ckpt_free_argv(cargv, cargc);
+	*o = ck;
+}
+
+void train_opts_parse(struct train_opts *o, int argc, char **argv)
+{
+	defaults(o);
+	parse_into(o, argc, argv, &o->given);
+	if (o->cfg.resume[0] && !o->selftest)
+		merge_resume(o, argc, argv);
+}
+
+void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out)
+{
+	if (mgpu_opt_saved_argv(options, o, out) < 0)
+		die_lib();
+}
+
+/* A value as a shell word: quoted when it holds anything but plain
+ * characters, so the printed line can be pasted back. */
+static size_t put_word(char *buf, size_t cap, const char *w)
+{
+	int plain = w[0] != '\0' && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					     "0123456789_./:,=+-") == strlen(w);
+	int n = snprintf(buf, cap, plain ? " %s" : " '%s'", w);
+
+	return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
+}
+
+void train_opts_show(const struct train_opts *o)
+{
+	static struct train_opts s;
+	struct mgpu_opt_argv a;
+	char line[8192], list[8 * MGPU_MAX_DEVICES] = "";
+	size_t len = 0, n = 0;
+	int i;
+
+	/* what main.c resolved, in the options' own terms */
+	s = *o;
+	for (i = 0; i < s.cfg.ndevices && s.gpus; i++)
+		n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", i ? "," : "",
+				      s.cfg.devices[i]);
+	if (s.gpus)
+		s.gpus = list;
+	else if (!s.cpu_ranks && s.cfg.env.launcher == MGPU_LAUNCH_NONE)
+		s.cpu_ranks = s.cfg.world;
+	s.sync = s.cfg.sync;
+	s.global_batch = s.cfg.plan.global;
+	if (mgpu_opt_settings_argv(options, &s, &a) < 0)
+		die_lib();
+	line[0] = '\0';
+	for (i = 0; i < a.argc && len + 1 < sizeof line; i++)
+		len += put_word(line + len, sizeof line - len, a.argv[i]);
+	note("settings:%s", line);
+	mgpu_opt_argv_free(&a);
+}

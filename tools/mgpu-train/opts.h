@@ -1,0 +1,44 @@
+/*
+ * opts.h - mgpu-train's command line: every option declared once, in the
+ * table of opts.c (core/opt.h), which drives parsing, --help, the argv a
+ * checkpoint saves, the resume check and the settings -v prints.
+ *
+ * The options fill a struct train_opts: the trainer's own configuration
+ * (struct mgpu_train_cfg) plus what main.c resolves before the run
+ * (devices, world, sync backend, global batch).
+ */
+#ifndef MGPU_TOOLS_TRAIN_OPTS_H
+#define MGPU_TOOLS_TRAIN_OPTS_H
+
+#include <stdint.h> /* int64_t */
+
+#include "core/opt.h" /* struct mgpu_common_opts, struct mgpu_opt_given */
+#include "nn/train.h" /* struct mgpu_train_cfg */
+
+struct train_opts {
+	struct mgpu_train_cfg cfg;
+	struct mgpu_common_opts com;    /* -o, --format, --json, -q, -v, -V, -h */
+	int selftest;
+	int cpu_ranks;                  /* 0: not given */
+	const char *gpus;               /* --gpus as given; NULL: CPU ranks */
+	int cpu_fallback;               /* CPU ranks when --gpus finds none; 0: fail */
+	int sync;                       /* --sync-backend: 0 auto, else enum mgpu_sync_kind */
+	int timeout_s;
+	int64_t global_batch;           /* 0: not given */
+	struct mgpu_opt_given given;    /* options given on the command line */
+	char resume_note[256];          /* said when training starts, or "" */
+};
+
+/* Defaults, then the command line; with --resume, the checkpoint's saved
+ * settings between the two (a usage error when the command line changes
+ * one a resumed run must keep). --help and --version exit here. */
+void train_opts_parse(struct train_opts *o, int argc, char **argv);
+/* Whether the option called name was given on the command line. */
+int train_opts_given(const struct train_opts *o, const char *name);
+/* The settings a checkpoint records, as an argv (free with
+ * mgpu_opt_argv_free). */
+void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out);
+/* -v: every setting as resolved, on stderr in one line. */
+void train_opts_show(const struct train_opts *o);
+
+#endif
