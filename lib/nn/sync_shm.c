@@ -153,7 +153,8 @@ static int slot_after_first_two(const struct mgpu_sync *s, const float *dst)
 }
 
 /* dst[a, e) = sum over ranks of slot[a, e), in rank order: the same bits on
- * every rank and every run. Returns the sum of squares of the result. */
+ * every rank and every run. dst may be one of the slots (a rank's own, for
+ * rank >= 2 too). Returns the sum of squares of the result. */
 static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
 {
 	float *const *g = priv(s)->shm.g;

@@ -127,7 +127,9 @@ static void test_names(void)
 	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_NONE), "none") == 0, "none");
 	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_CPU), "cpu") == 0, "cpu");
 	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_NCCL), "nccl") == 0, "nccl");
-	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_NCCL + 1), "?") == 0, "past the table");
+	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_MPI), "mpi") == 0, "mpi");
+	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_NODES), "cpu") == 0, "cpu across nodes");
+	T_CHECK(strcmp(mgpu_sync_name(99), "?") == 0, "past the table");
 	T_CHECK(strcmp(mgpu_sync_name(-1), "?") == 0, "negative");
 	T_FAILS(mgpu_sync_open(&s, &env, 9, 10, 0, NULL, 100), MGPU_EINVAL,
 		"sync backend 9 does not exist");
