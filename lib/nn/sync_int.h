@@ -61,5 +61,9 @@ int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args 
  * with norm2, this rank's share of the squared norm of the averaged
  * gradient, and set s->grad_norm from that sum. */
 int mgpu_sync_close_step(struct mgpu_sync *s, double *vals, int n, double norm2);
+/* dst[a, e) = g[0] + g[1] + ... + g[world - 1] over [a, e), summed in rank
+ * order ((g0 + g1) + g2) + ...: the same bits on every rank, every run and
+ * every strategy that reduces host slots. dst may be one of the g[r]. */
+void mgpu_sync_sum_slots(float *dst, const float *const *g, int world, size_t a, size_t e);
 
 #endif
