@@ -62,6 +62,13 @@ NVCCFLAGS := -O2 -g -std=c++17 -Ilib -I$(B) -DMGPU_VERSION='"$(VERSION)"' \
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart -lstdc++ -ldl
 endif
 
+# MPI (lib/comm/comm_mpi.c and whoever includes mpi.h through it): flags from
+# mpicc, so plain cc builds and links it.
+ifeq ($(HAVE_MPI),1)
+CPPFLAGS += $(patsubst -I%,-isystem %,$(MPI_CFLAGS))
+LDLIBS += $(MPI_LIBS)
+endif
+
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o) $(LIB_CU:%.cu=$(B)/obj/%.cu.o)
 LIBA := $(B)/libmgpu.a
 
@@ -153,7 +160,7 @@ clean:
 
 help:
 	@echo "targets: all (default), test, demo, bench, gpu-check, deps, lint-man, install, clean, help"
-	@echo "options: CUDA=auto|0|1 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
+	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
 .PHONY: all deps test test-bins demo bench gpu-check lint-man install clean help

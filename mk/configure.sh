@@ -85,10 +85,12 @@ if [ "$want_mpi" != 0 ]; then
 		printf '#include <mpi.h>\nint main(void){return MPI_Init(0,0);}\n' >"$t/m.c"
 		if mpicc -o "$t/m" "$t/m.c" >"$t/mpi.log" 2>&1; then
 			has_mpi=1
+			mpi_cflags=$(mpicc --showme:compile)
+			mpi_libs=$(mpicc --showme:link)
 		fi
 	fi
 	if [ "$has_mpi" = 0 ] && [ "$want_mpi" = 1 ]; then
-		echo "configure: MPI=1 but no working mpicc was found" >&2
+		echo "configure: MPI=1 but no working mpicc was found (see $t/mpi.log)" >&2
 		exit 1
 	fi
 fi
@@ -114,6 +116,13 @@ fi
 		echo "CUDA_HOME := $cudadir"
 		echo "CUDA_GENCODE := $gencode"
 	fi
+	if [ "$has_mpi" = 1 ]; then
+		echo "MPI_CFLAGS := $mpi_cflags"
+		echo "MPI_LIBS := $mpi_libs"
+	fi
 	echo "CONFIG_REQ := $want_cuda-$want_mpi-$want_archs"
 } >"$out/config.mk"
 echo "configure: cuda=$has_cuda nccl=$has_cuda mpi=$has_mpi${arch_words:+ gpu code: $arch_words}" >&2
+if [ "$has_mpi" = 0 ] && [ "$want_mpi" != 0 ]; then
+	echo "configure: no MPI (mpicc of libopenmpi-dev): building without the mpi sync backend" >&2
+fi
