@@ -109,19 +109,20 @@ static int gather(struct mgpu_sync *s, int b)
 	return 0;
 }
 
-/* Published: this rank's copy of the next bucket is in its slot. */
-static int publish(struct mgpu_sync *s, int block)
+/* The stages below take up to max buckets, in order; with block they wait
+ * for each, else they stop at the first that is not ready. */
+
+/* Published: this rank's copy of the bucket is in its slot. */
+static int publish(struct mgpu_sync *s, int block, int max)
 {
 	struct host_sync *p = priv(s);
 	int b, rc;
 
-	while (p->published < p->staged) {
+	for (; max > 0 && p->published < p->staged; max--) {
 		b = bucket_at(s, p->published);
 		rc = block ? mgpu_stage_wait(&p->stage, b) : mgpu_stage_done(&p->stage, b);
-		if (rc < 0)
+		if (rc <= 0 && (rc < 0 || !block))
 			return rc;
-		if (!block && rc == 0)
-			return 0;
 		mgpu_shm_bucket_ready(&p->shm, b);
 		p->published++;
 	}
@@ -129,13 +130,13 @@ static int publish(struct mgpu_sync *s, int block)
 }
 
 /* Reduced: every rank published the bucket; sum this rank's shard. */
-static int reduce(struct mgpu_sync *s, int block)
+static int reduce(struct mgpu_sync *s, int block, int max)
 {
 	struct host_sync *p = priv(s);
 	size_t a, e;
 	int b;
 
-	while (p->reduced < p->published) {
+	for (; max > 0 && p->reduced < p->published; max--) {
 		b = bucket_at(s, p->reduced);
 		if (block)
 			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
@@ -151,12 +152,12 @@ static int reduce(struct mgpu_sync *s, int block)
 }
 
 /* Gathered: every rank reduced its shard; copy the sum to the device. */
-static int collect(struct mgpu_sync *s, int block)
+static int collect(struct mgpu_sync *s, int block, int max)
 {
 	struct host_sync *p = priv(s);
 	int b;
 
-	while (p->gathered < p->reduced) {
+	for (; max > 0 && p->gathered < p->reduced; max--) {
 		b = bucket_at(s, p->gathered);
 		if (block)
 			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, reduced_marker(s, b)));
@@ -168,14 +169,35 @@ static int collect(struct mgpu_sync *s, int block)
 	return 0;
 }
 
-/* Move the buckets through the stages; with block, all the way. Each
- * stage waits only on stages every rank completes before it waits itself
- * (publishing never waits on a peer), so blocking cannot deadlock. */
-static int advance(struct mgpu_sync *s, int block)
+/* Move the buckets through the stages as far as they go without waiting. */
+static int advance(struct mgpu_sync *s)
 {
-	MGPU_TRY(publish(s, block));
-	MGPU_TRY(reduce(s, block));
-	return collect(s, block);
+	MGPU_TRY(publish(s, 0, s->nbuckets));
+	MGPU_TRY(reduce(s, 0, s->nbuckets));
+	return collect(s, 0, s->nbuckets);
+}
+
+/* After the last backward: take what is ready, and wait for one stage of
+ * the oldest bucket when nothing is, so that early buckets are reduced
+ * while the GPU still copies later ones. Deadlock-free: a rank waits on a
+ * peer only once it has published every bucket (publishing waits on
+ * nothing but its own copies), and waits to gather only once it has
+ * reduced every bucket, which is all a peer waiting on it needs. */
+static int complete(struct mgpu_sync *s)
+{
+	struct host_sync *p = priv(s);
+
+	for (;;) {
+		MGPU_TRY(advance(s));
+		if (p->gathered == s->nbuckets)
+			return 0;
+		if (p->published < p->staged)
+			MGPU_TRY(publish(s, 1, 1));
+		else if (p->reduced < p->published)
+			MGPU_TRY(reduce(s, 1, 1));
+		else
+			MGPU_TRY(collect(s, 1, 1));
+	}
 }
 
 static int host_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t cnt)
@@ -189,7 +211,7 @@ static int host_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t
 	MGPU_TRY(mgpu_stage_to_host(&p->stage, layer, p->shm.g[s->rank] + off, s->model->g + off,
 				    cnt * sizeof(float)));
 	p->staged++;
-	return advance(s, 0);
+	return advance(s);
 }
 
 static int host_finish(struct mgpu_sync *s, double *vals, int n)
@@ -199,7 +221,7 @@ static int host_finish(struct mgpu_sync *s, double *vals, int n)
 	if (p->staged != s->nbuckets)
 		return mgpu_err(MGPU_EINVAL, "sync: %d of %d layer gradients arrived before the "
 				"step", p->staged, s->nbuckets);
-	MGPU_TRY(advance(s, 1));
+	MGPU_TRY(complete(s));
 	/* the device gradient is the sum now; the slots may be rewritten
 	 * after the closing barrier */
 	MGPU_TRY(mgpu_stage_drain(&p->stage));
