@@ -8,6 +8,10 @@
  * one), write each shard atomically, then the manifest. On any failure the
  * shards this run wrote are removed again, and a shard directory it
  * created too: nothing half-written stays.
+ *
+ * With --text the SOURCEs are plain text, cut into byte-level samples of
+ * --context + 1 bytes (data/text.h) that go through the same split, shards
+ * and manifest as any labelled set (label 0).
  */
 #include <errno.h>    /* errno, EPIPE */
 #include <libgen.h>   /* dirname */
@@ -25,13 +29,14 @@
 #include "data/manifest.h"  /* MGPU_MANIFEST_HEADER columns */
 #include "data/shard.h"     /* mgpu_shard_write */
 #include "data/split.h"     /* mgpu_split_* */
+#include "data/text.h"      /* MGPU_TEXT_MAX_CONTEXT */
 
 const char *const mgpu_tool_name = "mgpu-shard";
 
 struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
-	int stratify, ranks;
+	int stratify, ranks, text;
 	const char *shard_dir;
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
@@ -46,6 +51,11 @@ static const struct mgpu_opt options[] = {
 		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
 		      "CSV label column", "label", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
+		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
+		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
+		     "(the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_HEAD("split"),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
@@ -71,7 +81,8 @@ static const char synopsis[] =
 	"Split a labelled data set and write WebDataset tar shards; the manifest\n"
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
-	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin).\n";
+	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
+	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
 
 static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
 
@@ -85,10 +96,26 @@ struct written {
 
 static struct written wr;
 
+/* --text and --context go together; labels mean nothing for text. */
+static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
+{
+	if (!o->text) {
+		if (o->in.text_context)
+			usage_error("--context needs --text");
+		return;
+	}
+	if (!o->in.text_context)
+		usage_error("--text needs --context T (the model's context, ctx=T)");
+	if (mgpu_opt_was_given(options, g, "labels") ||
+	    mgpu_opt_was_given(options, g, "label-column"))
+		usage_error("--text samples have no labels: drop --labels and --label-column");
+}
+
 static void parse(struct opts *o, int argc, char **argv)
 {
 	const struct tool_cli cli = { options, synopsis, &defaults };
-	int first = parse_options(&cli, o, &o->com, argc, argv, 0, NULL);
+	struct mgpu_opt_given given = { { 0 } };
+	int first = parse_options(&cli, o, &o->com, argc, argv, 0, &given);
 
 	o->src = argv + first;
 	o->nsrc = argc - first;
@@ -96,6 +123,7 @@ static void parse(struct opts *o, int argc, char **argv)
 		usage_error("no SOURCE given");
 	if (o->val + o->test >= 1.0)
 		usage_error("--val-fraction + --test-fraction must stay below 1");
+	check_text(o, &given);
 }
 
 static void undo(void)
