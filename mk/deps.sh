@@ -1,10 +1,11 @@
 #!/bin/sh
 # deps.sh - install the Debian packages that build, tests and demo need, and
 # only those that are missing (idempotent; apt-get runs only when needed).
+# fortunes-min is the text corpus of make demo-lm (/usr/share/games/fortunes).
 set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
 dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev fortunes-min"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
