@@ -35,14 +35,16 @@ CUDA := 0
 endif
 
 # Optional parts: trial compiles in mk/configure.sh, redone when the request
-# (CUDA/MPI/CUDA_ARCHS values) changes.
+# (CUDA/MPI/CUDA_ARCHS values) or the script itself changes, so that a tree
+# updated in place does not build with an old configuration.
 empty :=
 comma := ,
 CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
-CONFIG_REQ_NOW := $(CUDA)-$(MPI)-$(CUDA_ARCHS_REQ)
+CONFIG_SUM := $(firstword $(shell cksum mk/configure.sh))
+CONFIG_REQ_NOW := $(CUDA)-$(MPI)-$(CUDA_ARCHS_REQ)-$(CONFIG_SUM)
 -include $(B)/config.mk
 ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
-$(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) '$(CUDA_ARCHS_REQ)' >&2)
+$(shell mkdir -p $(B) && sh mk/configure.sh $(CUDA) $(MPI) $(B) '$(CUDA_ARCHS_REQ)' $(CONFIG_SUM) >&2)
 -include $(B)/config.mk
 endif
 ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
@@ -60,6 +62,13 @@ NVCCFLAGS := -O2 -g -std=c++17 -Ilib -I$(B) -DMGPU_VERSION='"$(VERSION)"' \
 # cuBLAS is not linked: it is loaded on first use (lib/ops/cublas_dl.c), since
 # linking it costs every process ~215 MB of resident memory at start-up.
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart -lstdc++ -ldl
+endif
+
+# MPI (lib/comm/comm_mpi.c and whoever includes mpi.h through it): flags from
+# mpicc, so plain cc builds and links it.
+ifeq ($(HAVE_MPI),1)
+CPPFLAGS += $(patsubst -I%,-isystem %,$(MPI_CFLAGS))
+LDLIBS += $(MPI_LIBS)
 endif
 
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o) $(LIB_CU:%.cu=$(B)/obj/%.cu.o)
@@ -167,7 +176,7 @@ clean:
 
 help:
 	@echo "targets: all (default), test, demo, demo-lm, bench, gpu-check, deps, lint-man, install, clean, help"
-	@echo "options: CUDA=auto|0|1 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
+	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
 .PHONY: all deps test test-bins demo demo-lm bench gpu-check lint-man install clean help

@@ -1,6 +1,6 @@
 /*
  * allreduce.c - one rank's side of the all-reduce size sweep, cpu (shared
- * memory) and nccl backends (see allreduce.h).
+ * memory), nccl and mpi backends (see allreduce.h).
  */
 #include "bench/allreduce.h"
 
@@ -8,6 +8,7 @@
 #include <string.h> /* memcpy, memset */
 
 #include "bench/stats.h" /* mgpu_bench_median, mgpu_bench_busbw_factor */
+#include "comm/mpi.h"    /* mgpu_mpi_* */
 #include "comm/nccl.h"   /* mgpu_nccl_* */
 #include "core/clock.h" /* mgpu_now_us */
 #include "core/err.h"    /* mgpu_err */
@@ -18,9 +19,10 @@
 
 /* The backend's state on this rank. */
 struct ar_ctx {
-	struct mgpu_shm *s;
-	int backend;
-	float *host;          /* the data: the shm slot (cpu) or a staging buffer (nccl) */
+	struct mgpu_shm *s;   /* cpu, nccl: barriers and counts go through it */
+	struct mgpu_mpi *mpi; /* mpi: barriers and counts go through MPI */
+	int backend, rank, world;
+	float *host;          /* the data: the shm slot (cpu) or a buffer of ours */
 	struct mgpu_dev dev;  /* nccl */
 	float *dbuf;
 	size_t dbytes;
@@ -69,6 +71,8 @@ static int nccl_open(struct ar_ctx *x, size_t maxn)
 
 static void ctx_close(struct ar_ctx *x)
 {
+	if (x->backend == MGPU_AR_MPI)
+		free(x->host);
 	if (x->backend != MGPU_AR_NCCL)
 		return;
 	if (x->nccl)
@@ -85,7 +89,17 @@ static void fill(struct ar_ctx *x, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		x->host[i] = value(x->s->rank, i);
+		x->host[i] = value(x->rank, i);
+}
+
+static int barrier(struct ar_ctx *x)
+{
+	return x->mpi ? mgpu_mpi_barrier(x->mpi) : mgpu_shm_barrier(x->s);
+}
+
+static int sum_f64(struct ar_ctx *x, double *v)
+{
+	return x->mpi ? mgpu_mpi_allreduce_f64(x->mpi, v, 1) : mgpu_shm_allreduce_f64(x->s, v, 1);
 }
 
 /* One timed all-reduce of n floats (data filled, barrier passed). */
@@ -96,6 +110,12 @@ static int op(struct ar_ctx *x, size_t n, double *us)
 	if (x->backend == MGPU_AR_CPU) {
 		t0 = mgpu_now_us();
 		MGPU_TRY(mgpu_shm_allreduce_slots(x->s, n));
+		*us = mgpu_now_us() - t0;
+		return 0;
+	}
+	if (x->backend == MGPU_AR_MPI) {
+		t0 = mgpu_now_us();
+		MGPU_TRY(mgpu_mpi_allreduce_f32(x->mpi, x->host, n));
 		*us = mgpu_now_us() - t0;
 		return 0;
 	}
@@ -114,7 +134,7 @@ static int load(struct ar_ctx *x, size_t n)
 		MGPU_TRY(mgpu_dev_to_dev(&x->dev, x->dbuf, x->host, n * sizeof(float)));
 		MGPU_TRY(x->dev.ops->sync(&x->dev));
 	}
-	return mgpu_shm_barrier(x->s);
+	return barrier(x);
 }
 
 static int64_t check(struct ar_ctx *x, size_t n, int corrupt)
@@ -126,11 +146,11 @@ static int64_t check(struct ar_ctx *x, size_t n, int corrupt)
 	if (x->backend == MGPU_AR_NCCL &&
 	    mgpu_dev_to_host(&x->dev, x->host, x->dbuf, n * sizeof(float)) < 0)
 		return (int64_t)n;
-	if (corrupt && x->s->rank == x->s->world - 1)
+	if (corrupt && x->rank == x->world - 1)
 		x->host[n / 2] += 1.0f;
 	for (i = 0; i < n; i++) {
 		float want = 0;
-		for (r = 0; r < x->s->world; r++)
+		for (r = 0; r < x->world; r++)
 			want += value(r, i);
 		wrong += x->host[i] != want;
 	}
@@ -153,14 +173,14 @@ static int one_size(struct ar_ctx *x, const struct mgpu_bench_ar_cfg *c, size_t 
 			t[k] = us;
 	}
 	wrong = (double)check(x, n, c->corrupt);
-	MGPU_TRY(mgpu_shm_allreduce_f64(x->s, &wrong, 1));
+	MGPU_TRY(sum_f64(x, &wrong));
 	*wrong_total += (int64_t)wrong;
-	if (x->s->rank != 0 || !c->on_row)
+	if (x->rank != 0 || !c->on_row)
 		return 0;
 	row.time_us = mgpu_bench_median(t, iters);
 	row.algbw_gbps = mgpu_bench_algbw_gbps(nbytes, row.time_us);
 	row.busbw_gbps = row.algbw_gbps * mgpu_bench_busbw_factor(MGPU_COLL_ALLREDUCE,
-								    x->s->world);
+								    x->world);
 	row.wrong = (int64_t)wrong;
 	return c->on_row(c->ctx, &row);
 }
@@ -173,12 +193,19 @@ int mgpu_bench_ar_rank(struct mgpu_shm *s, const struct mgpu_bench_ar_cfg *c,
 
 	memset(&x, 0, sizeof x);
 	x.s = s;
+	x.rank = s->rank;
+	x.world = s->world;
 	x.backend = c->backend;
 	x.host = s->g[s->rank];
 	*wrong_total = 0;
 	if (mgpu_bench_ar_nparams(c) > s->nparams) {
 		rc = mgpu_err(MGPU_EINVAL, "allreduce: the segment holds %zu floats, the sweep "
 			      "needs %zu", s->nparams, mgpu_bench_ar_nparams(c));
+		goto out;
+	}
+	if (c->backend == MGPU_AR_MPI) {
+		rc = mgpu_err(MGPU_EINVAL, "allreduce: the mpi backend runs through "
+			      "mgpu_bench_ar_rank_mpi");
 		goto out;
 	}
 	if (c->backend == MGPU_AR_NCCL) {
@@ -190,6 +217,29 @@ int mgpu_bench_ar_rank(struct mgpu_shm *s, const struct mgpu_bench_ar_cfg *c,
 out:
 	if (rc < 0)
 		mgpu_shm_abort(s, 0);
+	ctx_close(&x);
+	return rc;
+}
+
+int mgpu_bench_ar_rank_mpi(struct mgpu_mpi *m, const struct mgpu_bench_ar_cfg *c,
+			   int64_t *wrong_total)
+{
+	struct ar_ctx x;
+	size_t n = mgpu_bench_ar_nparams(c);
+	int i, rc = 0;
+
+	memset(&x, 0, sizeof x);
+	x.mpi = m;
+	x.backend = MGPU_AR_MPI;
+	x.rank = mgpu_mpi_world_rank(m);
+	x.world = mgpu_mpi_world_size(m);
+	*wrong_total = 0;
+	x.host = malloc(n * sizeof(float));
+	if (!x.host)
+		return mgpu_err(MGPU_ENOMEM, "allreduce mpi: out of memory (%zu floats)", n);
+	for (i = 0; i < c->nsizes; i++)
+		MGPU_CHECK(one_size(&x, c, c->sizes[i], wrong_total));
+out:
 	ctx_close(&x);
 	return rc;
 }

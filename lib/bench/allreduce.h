@@ -17,6 +17,10 @@
  * before the check, so the wrong-element count (and the caller's exit
  * status) can be shown to catch a broken backend.
  *
+ * The mpi backend is MPI_Allreduce (comm/mpi.h) between processes that
+ * mpirun started, each calling mgpu_bench_ar_rank_mpi() after
+ * mgpu_mpi_open(); barriers and counts then go through MPI too.
+ *
  * The cpu backend is mgpu_shm_allreduce_slots (the sync of mgpu-train's CPU
  * ranks) on each rank's gradient slot. The nccl backend runs
  * ncclAllReduce through comm/nccl.h on device `rank` of the cuda backend,
@@ -29,9 +33,10 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* int64_t */
 
+#include "comm/mpi.h" /* struct mgpu_mpi */
 #include "comm/shm.h" /* struct mgpu_shm */
 
-enum mgpu_ar_backend { MGPU_AR_CPU = 0, MGPU_AR_NCCL = 1 };
+enum mgpu_ar_backend { MGPU_AR_CPU = 0, MGPU_AR_NCCL = 1, MGPU_AR_MPI = 2 };
 
 struct mgpu_bench_ar_row {
 	size_t nbytes, count;
@@ -55,6 +60,9 @@ size_t mgpu_bench_ar_nparams(const struct mgpu_bench_ar_cfg *c);
 /* One rank's side of the sweep; *wrong_total: every wrong element seen. */
 int mgpu_bench_ar_rank(struct mgpu_shm *s, const struct mgpu_bench_ar_cfg *c,
 		       int64_t *wrong_total);
+/* One MPI rank's side of the sweep (every rank of MPI_COMM_WORLD a leader). */
+int mgpu_bench_ar_rank_mpi(struct mgpu_mpi *m, const struct mgpu_bench_ar_cfg *c,
+			   int64_t *wrong_total);
 /* This machine's memcpy bandwidth (GB/s, best of 5 copies of nbytes). */
 int mgpu_bench_memcpy_gbps(size_t nbytes, double *gbps);
 

@@ -11,8 +11,10 @@
 
 #include "core/err.h" /* mgpu_err */
 
-#define W 980
+#define W 1040
 #define H 440
+#define MEM_X0 580  /* memory panel: left edge and width; its legend goes */
+#define MEM_W 370   /* to the right of it, where no bar can be */
 
 static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 				      "#9467bd", "#8c564b", "#e377c2", "#7f7f7f" };
@@ -195,15 +197,14 @@ static void bars(FILE *fp, const struct panel *p, const struct mgpu_bench_trow *
 
 static void memory_panel(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
-	struct panel p = { 580, 60, 370, 300, 0, 1, 1 };
-	int i, d, g = 0, ng = 0, maxdev = 1, nbars = 0;
+	struct panel p = { MEM_X0, 60, MEM_W, 300, 0, 1, 1 };
+	int i, d, g = 0, ng = 0, maxdev = 1;
 	double gw, bw;
 	char buf[64];
 
 	for (i = 0; i < n; i++)
 		if (ok_row(&rows[i]) && rows[i].ndev > 0) {
 			ng++;
-			nbars += rows[i].ndev;
 			maxdev = rows[i].ndev > maxdev ? rows[i].ndev : maxdev;
 			for (d = 0; d < rows[i].ndev; d++)
 				if ((double)rows[i].peak_bytes[d] / (1 << 20) > p.ymax)
@@ -217,16 +218,19 @@ static void memory_panel(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 	for (i = 0; i < n; i++) {
 		if (!ok_row(&rows[i]) || rows[i].ndev == 0)
 			continue;
-		bars(fp, &p, &rows[i], p.x0 + g * gw + gw * 0.1, bw, nbars <= 24);
+		/* a value label wider than its bar would run into the next one */
+		bars(fp, &p, &rows[i], p.x0 + g * gw + gw * 0.1, bw, bw >= 30);
 		group_label(&rows[i], buf, sizeof buf);
 		text(fp, p.x0 + g * gw + gw / 2, p.y0 + p.h + 16, "middle", 11, buf);
 		g++;
 	}
+	/* the legend sits outside the plot area: inside, at 8 devices, the
+	 * tallest bars ran under it */
 	for (d = 0; d < maxdev && d < 8; d++) {
 		fprintf(fp, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/>\n",
-			p.x0 + p.w - 60, p.y0 + 10 + 15 * d, colors[d % 8]);
+			p.x0 + p.w + 14, p.y0 + 10 + 15 * d, colors[d % 8]);
 		snprintf(buf, sizeof buf, "dev %d", d);
-		text(fp, p.x0 + p.w - 45, p.y0 + 19 + 15 * d, "start", 11, buf);
+		text(fp, p.x0 + p.w + 29, p.y0 + 19 + 15 * d, "start", 11, buf);
 	}
 }
 

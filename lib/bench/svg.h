@@ -2,7 +2,8 @@
  * svg.h - the plot of `mgpu-bench train --plot`, written as SVG directly
  * (no gnuplot): left, speedup against devices per mode with the ideal
  * (linear) line; right, peak memory per device as grouped bars, one group
- * per configuration. Rows that failed are left out.
+ * per configuration, with the device legend to the right of the plot area
+ * (never over a bar). Rows that failed are left out.
  */
 #ifndef MGPU_BENCH_SVG_H
 #define MGPU_BENCH_SVG_H

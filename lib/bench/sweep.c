@@ -144,6 +144,32 @@ void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync)
 		 r->devices > 1 ? "s" : "", extra);
 }
 
+/* Per device: the mean of the runs' utilisations (unknown ones left out)
+ * and the most memory any run had in use. */
+static void fold_gpumon(struct mgpu_bench_trow *r, const struct mgpu_bench_run *runs, int k)
+{
+	int i, d, m;
+	double sum;
+
+	r->ngpumon = 0;
+	for (i = 0; i < k; i++)
+		r->ngpumon = runs[i].ngpumon > r->ngpumon ? runs[i].ngpumon : r->ngpumon;
+	for (d = 0; d < r->ngpumon; d++) {
+		r->gpu_mem_used_bytes[d] = -1;
+		for (i = 0, m = 0, sum = 0; i < k; i++) {
+			if (d >= runs[i].ngpumon)
+				continue;
+			if (isfinite(runs[i].gpu_util_pct[d])) {
+				sum += runs[i].gpu_util_pct[d];
+				m++;
+			}
+			if (runs[i].gpu_mem_used_bytes[d] > r->gpu_mem_used_bytes[d])
+				r->gpu_mem_used_bytes[d] = runs[i].gpu_mem_used_bytes[d];
+		}
+		r->gpu_util_pct[d] = m ? sum / m : NAN;
+	}
+}
+
 void mgpu_bench_trow_fold(struct mgpu_bench_trow *r, const struct mgpu_bench_run *runs, int n)
 {
 	double thr[256], wall[256];
@@ -165,6 +191,7 @@ void mgpu_bench_trow_fold(struct mgpu_bench_trow *r, const struct mgpu_bench_run
 	r->ndev = runs[k - 1].ndev;
 	memcpy(r->peak_bytes, runs[k - 1].peak_bytes, sizeof r->peak_bytes);
 	memcpy(r->rss_bytes, runs[k - 1].rss_bytes, sizeof r->rss_bytes);
+	fold_gpumon(r, runs, k);
 	if (!r->sync[0])
 		snprintf(r->sync, sizeof r->sync, "%s", runs[k - 1].sync);
 }
@@ -190,13 +217,13 @@ static const char *const tcols[] = {
 	"config", "kind", "devices", "mode", "sync_backend", "repeats", "warmup_steps",
 	"samples_per_s", "samples_per_s_min", "samples_per_s_max", "spread_pct", "wall_s",
 	"speedup", "efficiency", "effective_batch", "peak_bytes", "rss_bytes", "status",
-	"error", "command",
+	"error", "command", "blas_core", "blas_threads", "gpu_util_pct", "gpu_mem_used_bytes",
 };
 static const int ttypes[] = {
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST, MGPU_TAB_STR,
-	MGPU_TAB_STR, MGPU_TAB_STR,
+	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST,
 };
 
 static int set_list(struct mgpu_tab *t, size_t r, const char *col, const int64_t *v, int n)
@@ -210,6 +237,32 @@ static int set_list(struct mgpu_tab *t, size_t r, const char *col, const int64_t
 	for (i = 0; i < n; i++)
 		o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%" PRId64, i ? "," : "", v[i]);
 	return mgpu_tab_set(t, r, col, buf);
+}
+
+static int64_t max_of(const int64_t *v, int n)
+{
+	int64_t m = -1;
+	int i;
+
+	for (i = 0; i < n; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
+}
+
+/* A list of n utilisations ("97.5,96"), or missing when none is known. */
+static int set_util_list(struct mgpu_tab *t, size_t r, const char *col, const double *v, int n)
+{
+	char buf[MGPU_BENCH_MAXDEV * 12];
+	size_t o = 0;
+	int i, known = 0;
+
+	for (i = 0; i < n; i++) {
+		known += isfinite(v[i]) != 0;
+		/* JSON lists must stay numbers: an unknown device reads -1 */
+		o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%.4g", i ? "," : "",
+				      isfinite(v[i]) ? v[i] : -1.0);
+	}
+	return mgpu_tab_set(t, r, col, known ? buf : NULL);
 }
 
 static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r)
@@ -237,6 +290,12 @@ static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *
 	MGPU_TRY(set_list(t, i, "rss_bytes", r->rss_bytes, r->ndev));
 	MGPU_TRY(mgpu_tab_set(t, i, "status", ok ? "ok" : "error"));
 	MGPU_TRY(mgpu_tab_set(t, i, "error", ok ? NULL : r->error));
+	MGPU_TRY(mgpu_tab_set(t, i, "blas_core", r->blas_core[0] ? r->blas_core : NULL));
+	if (r->blas_threads > 0)
+		MGPU_TRY(mgpu_tab_setf(t, i, "blas_threads", "%d", r->blas_threads));
+	MGPU_TRY(set_util_list(t, i, "gpu_util_pct", r->gpu_util_pct, r->ngpumon));
+	MGPU_TRY(set_list(t, i, "gpu_mem_used_bytes", r->gpu_mem_used_bytes,
+			  max_of(r->gpu_mem_used_bytes, r->ngpumon) >= 0 ? r->ngpumon : 0));
 	return mgpu_tab_set(t, i, "command", r->command);
 }
 
@@ -255,7 +314,8 @@ out:
 	return rc;
 }
 
-static int get_list(const char *s, int64_t *v, int *n)
+/* A comma list of integers >= min (-1 marks an unknown value where allowed). */
+static int get_list(const char *s, int64_t *v, int *n, int64_t min)
 {
 	char *end;
 
@@ -264,8 +324,31 @@ static int get_list(const char *s, int64_t *v, int *n)
 		return 0;
 	while (*n < MGPU_BENCH_MAXDEV) {
 		v[*n] = strtoll(s, &end, 10);
-		if (end == s || v[*n] < 0)
+		if (end == s || v[*n] < min)
 			return MGPU_EFORMAT;
+		(*n)++;
+		if (*end == '\0')
+			return 0;
+		if (*end != ',')
+			return MGPU_EFORMAT;
+		s = end + 1;
+	}
+	return MGPU_EFORMAT;
+}
+
+static int get_dlist(const char *s, double *v, int *n)
+{
+	char *end;
+
+	*n = 0;
+	if (!s)
+		return 0;
+	while (*n < MGPU_BENCH_MAXDEV) {
+		v[*n] = strtod(s, &end);
+		if (end == s || !isfinite(v[*n]))
+			return MGPU_EFORMAT;
+		if (v[*n] < 0)
+			v[*n] = NAN;
 		(*n)++;
 		if (*end == '\0')
 			return 0;
@@ -294,6 +377,9 @@ static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 	get_str(t, i, "sync_backend", r->sync, sizeof r->sync);
 	get_str(t, i, "error", r->error, sizeof r->error);
 	get_str(t, i, "command", r->command, sizeof r->command);
+	get_str(t, i, "blas_core", r->blas_core, sizeof r->blas_core);
+	r->blas_threads = isfinite(mgpu_tab_getnum(t, i, "blas_threads")) ?
+		(int)mgpu_tab_getnum(t, i, "blas_threads") : 0;
 	if (!r->config[0] || !r->command[0] || !(dev >= 1 && dev <= MGPU_BENCH_MAXDEV))
 		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu lacks config, devices or command",
 				name, i + 1);
@@ -307,10 +393,14 @@ static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 	r->speedup = mgpu_tab_getnum(t, i, "speedup");
 	r->efficiency = mgpu_tab_getnum(t, i, "efficiency");
 	r->effective_batch = (int64_t)mgpu_tab_getnum(t, i, "effective_batch");
-	if (get_list(mgpu_tab_get(t, i, "peak_bytes"), r->peak_bytes, &r->ndev) < 0 ||
-	    get_list(mgpu_tab_get(t, i, "rss_bytes"), r->rss_bytes, &n2) < 0)
+	if (get_list(mgpu_tab_get(t, i, "peak_bytes"), r->peak_bytes, &r->ndev, 0) < 0 ||
+	    get_list(mgpu_tab_get(t, i, "rss_bytes"), r->rss_bytes, &n2, 0) < 0)
 		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu: bad peak_bytes or rss_bytes list",
 				name, i + 1);
+	if (get_dlist(mgpu_tab_get(t, i, "gpu_util_pct"), r->gpu_util_pct, &r->ngpumon) < 0 ||
+	    get_list(mgpu_tab_get(t, i, "gpu_mem_used_bytes"), r->gpu_mem_used_bytes, &n2, -1) < 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu: bad gpu_util_pct or "
+				"gpu_mem_used_bytes list", name, i + 1);
 	if (r->repeats < 1)
 		r->repeats = 1;
 	if (r->warmup_steps < 0)
@@ -386,20 +476,25 @@ out:
 	return rc;
 }
 
-int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+/* One row per configuration, one column per device: peak MiB, or (util)
+ * mean GPU utilisation of the sampled rows. */
+static int per_dev_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t, int util)
 {
 	char names[MGPU_BENCH_MAXDEV + 2][16];
 	const char *cols[MGPU_BENCH_MAXDEV + 2];
-	int types[MGPU_BENCH_MAXDEV + 2], i, d, maxdev = 1, rc;
+	int types[MGPU_BENCH_MAXDEV + 2], i, d, maxdev = 1, rc, nd;
 
-	for (i = 0; i < n; i++)
-		maxdev = rows[i].ndev > maxdev ? rows[i].ndev : maxdev;
+	for (i = 0; i < n; i++) {
+		nd = util ? rows[i].ngpumon : rows[i].ndev;
+		maxdev = nd > maxdev ? nd : maxdev;
+	}
 	cols[0] = "Devices";
 	cols[1] = "Mode";
 	types[0] = MGPU_TAB_NUM;
 	types[1] = MGPU_TAB_STR;
 	for (d = 0; d < maxdev; d++) {
-		if (snprintf(names[d], sizeof names[d], "dev %d (MiB)", d) >= (int)sizeof names[d])
+		if (snprintf(names[d], sizeof names[d], "dev %d (%s)", d, util ? "%" : "MiB") >=
+		    (int)sizeof names[d])
 			return mgpu_err(MGPU_EINVAL, "memory table: device %d", d);
 		cols[d + 2] = names[d];
 		types[d + 2] = MGPU_TAB_NUM;
@@ -407,14 +502,16 @@ int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu
 	MGPU_TRY(mgpu_tab_init(t, cols, types, maxdev + 2));
 	for (i = 0; i < n; i++) {
 		const struct mgpu_bench_trow *r = &rows[i];
-		if (r->error[0] || r->ndev == 0)
+		nd = util ? r->ngpumon : r->ndev;
+		if (r->error[0] || nd == 0)
 			continue;
 		MGPU_CHECK(mgpu_tab_add_row(t));
 		MGPU_CHECK(mgpu_tab_setf(t, t->nrows - 1, "Devices", "%d", r->devices));
 		MGPU_CHECK(mgpu_tab_set(t, t->nrows - 1, "Mode", r->devices == 1 ? "-" :
 					strcmp(r->mode, "dp") == 0 ? "DP" : "DDP"));
 		for (d = 0; d < maxdev; d++)
-			MGPU_CHECK(d >= r->ndev ? mgpu_tab_set(t, t->nrows - 1, names[d], "-") :
+			MGPU_CHECK(d >= nd ? mgpu_tab_set(t, t->nrows - 1, names[d], "-") : util ?
+				   mgpu_tab_num(t, t->nrows - 1, names[d], r->gpu_util_pct[d], 3) :
 				   mgpu_tab_setf(t, t->nrows - 1, names[d], "%.1f",
 						 (double)r->peak_bytes[d] / (1 << 20)));
 	}
@@ -422,6 +519,16 @@ int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu
 out:
 	mgpu_tab_free(t);
 	return rc;
+}
+
+int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+{
+	return per_dev_tab(rows, n, t, 0);
+}
+
+int mgpu_bench_util_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+{
+	return per_dev_tab(rows, n, t, 1);
 }
 
 static int64_t max_peak(const struct mgpu_bench_trow *r)

@@ -35,6 +35,10 @@ struct mgpu_bench_run {
 	char mode[8], sync[8];
 	int ndev;
 	int64_t peak_bytes[MGPU_BENCH_MAXDEV], rss_bytes[MGPU_BENCH_MAXDEV];
+	/* sampled by mgpu-bench itself during the run (bench/gpumon.h); 0: not sampled */
+	int ngpumon;
+	double gpu_util_pct[MGPU_BENCH_MAXDEV];     /* mean over the busy window; NAN unknown */
+	int64_t gpu_mem_used_bytes[MGPU_BENCH_MAXDEV]; /* most in use; -1 unknown */
 };
 
 /* Parse mgpu-train --json output (text[0..len)); name labels errors. */
@@ -55,13 +59,19 @@ struct mgpu_bench_trow {
 	int64_t peak_bytes[MGPU_BENCH_MAXDEV], rss_bytes[MGPU_BENCH_MAXDEV];
 	char error[512];           /* "" when every repeat succeeded */
 	char command[MGPU_BENCH_CMD];
+	char blas_core[48];        /* OpenBLAS's kernels ("Haswell"); "" unknown */
+	int blas_threads;          /* BLAS threads per CPU rank; 0 unknown */
+	int ngpumon;               /* devices sampled through NVML; 0: NA (CPU, no NVML) */
+	double gpu_util_pct[MGPU_BENCH_MAXDEV];     /* mean over the repeats */
+	int64_t gpu_mem_used_bytes[MGPU_BENCH_MAXDEV]; /* most over the repeats */
 };
 
 /* The row's label: "1 CPU rank", "2 devices (DDP)", "4 devices (DP, nccl)" (sync
  * named when show_sync). */
 void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync);
 /* Fold the runs of one configuration into r: median throughput and wall time,
- * min/max, and the memory of the last run. */
+ * min/max, the memory of the last run, and of the GPU samples the mean
+ * utilisation and the most memory in use over the runs. */
 void mgpu_bench_trow_fold(struct mgpu_bench_trow *r, const struct mgpu_bench_run *runs, int n);
 /* Speedup and efficiency of every row against the 1-device row of its kind. */
 void mgpu_bench_trows_finish(struct mgpu_bench_trow *rows, int n);
@@ -75,6 +85,9 @@ int mgpu_bench_trows_from_tab(const struct mgpu_tab *t, const char *name,
  * Speedup | Efficiency", and "Devices | Mode | dev 0 | dev 1 | ..." (MiB). */
 int mgpu_bench_speedup_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
 int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
+/* "Devices | Mode | dev 0 | ..." of mean GPU utilisation (%), for the rows
+ * that were sampled; a table with no rows when none was. */
+int mgpu_bench_util_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
 
 /* A regression found by --compare: the row's label and what got worse. */
 struct mgpu_bench_regression {

@@ -109,6 +109,17 @@ int mgpu_tab_num(struct mgpu_tab *t, size_t r, const char *col, double v, int di
 	return mgpu_tab_setf(t, r, col, "%.*g", digits, v);
 }
 
+int mgpu_tab_fill(struct mgpu_tab *t, const char *col, const char *v)
+{
+	size_t r;
+
+	if (mgpu_tab_col(t, col) < 0)
+		return mgpu_err(MGPU_EINVAL, "table: no column '%s'", col);
+	for (r = 0; r < t->nrows; r++)
+		MGPU_TRY(mgpu_tab_set(t, r, col, v));
+	return 0;
+}
+
 const char *mgpu_tab_get(const struct mgpu_tab *t, size_t r, const char *col)
 {
 	int c = mgpu_tab_col(t, col);

@@ -47,6 +47,8 @@ int mgpu_tab_setf(struct mgpu_tab *t, size_t r, const char *col, const char *fmt
 	__attribute__((format(printf, 4, 5)));
 /* A number with digits significant digits; NaN and inf become missing. */
 int mgpu_tab_num(struct mgpu_tab *t, size_t r, const char *col, double v, int digits);
+/* Set column col of every row to v (a fact of the whole run). */
+int mgpu_tab_fill(struct mgpu_tab *t, const char *col, const char *v);
 /* Cell text of row r, column name; NULL when missing or no such column. */
 const char *mgpu_tab_get(const struct mgpu_tab *t, size_t r, const char *col);
 /* The cell as a number; NAN when missing or not a number. */

@@ -66,6 +66,42 @@ static int detect(struct mgpu_rank_env *e, const char **rank_v, const char **siz
 	return e->launcher;
 }
 
+/* Slurm writes SLURM_NTASKS_PER_NODE as "2" or "2(x3)"; without it the
+ * tasks are spread evenly over SLURM_NNODES. */
+static int slurm_local_world(struct mgpu_rank_env *e)
+{
+	const char *v = getenv("SLURM_NTASKS_PER_NODE");
+	char *end;
+	long x;
+	int nodes;
+
+	if (v) {
+		x = strtol(v, &end, 10);
+		if (end == v || x < 1 || x > e->world || (*end && *end != '('))
+			return mgpu_err(MGPU_EINVAL, "environment: SLURM_NTASKS_PER_NODE='%s' is "
+					"not a task count", v);
+		e->local_world = (int)x;
+		return 0;
+	}
+	MGPU_TRY(env_int("SLURM_NNODES", 1, e->world, 1, &nodes));
+	e->local_world = e->world / nodes;
+	return 0;
+}
+
+/* Node by node placement, checked: ranks of a node are consecutive. */
+static int place(struct mgpu_rank_env *e)
+{
+	if (e->world % e->local_world != 0 || e->local_rank != e->rank % e->local_world)
+		return mgpu_err(MGPU_EINVAL, "environment: rank %d is local rank %d of %d on "
+				"its node, in a world of %d: ranks must be placed node by node "
+				"(rank = node x ranks per node + local rank; mpirun --map-by "
+				"slot, the default)", e->rank, e->local_rank, e->local_world,
+				e->world);
+	e->nnodes = e->world / e->local_world;
+	e->node = e->rank / e->local_world;
+	return 0;
+}
+
 /* Ranks of one job derive the same token from what their launcher shares. */
 static void derive_token(struct mgpu_rank_env *e)
 {
@@ -91,7 +127,7 @@ int mgpu_launch_env(struct mgpu_rank_env *e)
 
 	memset(e, 0, sizeof *e);
 	e->listen_fd = -1;
-	e->world = e->local_world = 1;
+	e->world = e->local_world = e->nnodes = 1;
 	snprintf(e->addr, sizeof e->addr, "127.0.0.1");
 	e->port = 29500;
 	if (detect(e, &rank_v, &size_v, &local_v, &local_size_v) == MGPU_LAUNCH_NONE)
@@ -99,7 +135,11 @@ int mgpu_launch_env(struct mgpu_rank_env *e)
 	MGPU_TRY(env_int(size_v, 1, 1 << 20, 1, &e->world));
 	MGPU_TRY(env_int(rank_v, 0, e->world - 1, 0, &e->rank));
 	MGPU_TRY(env_int(local_v, 0, e->world - 1, e->rank, &e->local_rank));
-	MGPU_TRY(env_int(local_size_v, 1, e->world, e->world, &e->local_world));
+	if (e->launcher == MGPU_LAUNCH_SLURM)
+		MGPU_TRY(slurm_local_world(e));
+	else
+		MGPU_TRY(env_int(local_size_v, 1, e->world, e->world, &e->local_world));
+	MGPU_TRY(place(e));
 	MGPU_TRY(env_int("MASTER_PORT", 0, 65535, 29500, &e->port));
 	MGPU_TRY(env_int("MGPU_RDZV_FD", 0, INT_MAX, -1, &e->listen_fd));
 	if ((v = getenv("MASTER_ADDR")) && *v)
@@ -122,27 +162,39 @@ static void set_env_int(const char *name, int v)
 	setenv(name, buf, 1);
 }
 
-/* In the child: become rank r and re-execute; never returns. */
-static void exec_rank(int r, int world, int port, const char *token, int lfd,
-		      pid_t parent, char *const argv[])
+/* What every rank of this launcher gets. */
+struct job {
+	int local, world, node;
+	char addr[256];
+	int port;
+	char token[MGPU_TOKEN_LEN + 1];
+	int lfd;               /* node 0: the rendezvous socket, for rank 0 */
+	pid_t parent;
+};
+
+/* In the child: become local rank r and re-execute; never returns. */
+static void exec_rank(const struct job *j, int r, char *const argv[])
 {
+	int rank = j->node * j->local + r;
+
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
+	if (getppid() != j->parent)
 		_exit(1);
 	setenv("MGPU_LAUNCHED", "1", 1);
-	set_env_int("RANK", r);
-	set_env_int("WORLD_SIZE", world);
+	set_env_int("RANK", rank);
+	set_env_int("WORLD_SIZE", j->world);
 	set_env_int("LOCAL_RANK", r);
-	set_env_int("LOCAL_WORLD_SIZE", world);
-	setenv("MASTER_ADDR", "127.0.0.1", 1);
-	set_env_int("MASTER_PORT", port);
-	setenv("MGPU_JOB_TOKEN", token, 1);
+	set_env_int("LOCAL_WORLD_SIZE", j->local);
+	set_env_int("GROUP_RANK", j->node); /* torchrun's name for the node */
+	setenv("MASTER_ADDR", j->addr, 1);
+	set_env_int("MASTER_PORT", j->port);
+	setenv("MGPU_JOB_TOKEN", j->token, 1);
 	/* One BLAS thread per rank: without this OpenBLAS starts a pool of
 	 * idle threads in every rank, as many as the machine has cores. */
 	setenv("OPENBLAS_NUM_THREADS", "1", 0);
 	unsetenv("MGPU_RDZV_FD");
-	if (r == 0) {
-		int fd = dup(lfd); /* without FD_CLOEXEC, so it survives exec */
+	if (rank == 0) {
+		int fd = dup(j->lfd); /* without FD_CLOEXEC, so it survives exec */
 		set_env_int("MGPU_RDZV_FD", fd);
 	}
 	execv("/proc/self/exe", argv);
@@ -159,7 +211,8 @@ static void describe(int status, char *why, size_t len)
 }
 
 struct kids {
-	int world, alive;
+	int world, alive;           /* world: this launcher's ranks */
+	int first, nnodes, node;    /* global number of local rank 0; for messages */
 	pid_t pid[4096];
 	int status[4096];
 	int done[4096];
@@ -280,12 +333,19 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 	if (r >= 0) {
 		res->status = 1;
 		res->quiet = WIFEXITED(k->status[r]) && WEXITSTATUS(k->status[r]) == MGPU_EXIT_PIPE;
-		res->failed_rank = r;
+		res->failed_rank = k->first + r;
 		describe(k->status[r], res->why, sizeof res->why);
 		if ((i = silent_rank(k, r)) >= 0) {
-			res->failed_rank = i;
+			res->failed_rank = k->first + i;
 			snprintf(res->why, sizeof res->why, "stopped answering (rank %d gave up "
-				 "waiting for it)", r);
+				 "waiting for it)", k->first + r);
+		} else if (k->nnodes > 1 && peer_exit(k->status[r])) {
+			snprintf(res->why, sizeof res->why, "stopped after a rank on another node "
+				 "failed or stopped answering (its error above)");
+		}
+		if (k->nnodes > 1) {
+			size_t len = strlen(res->why);
+			snprintf(res->why + len, sizeof res->why - len, " on node %d", k->node);
 		}
 		stop_all(k);
 		return;
@@ -295,37 +355,113 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 			res->status = 130;
 }
 
-int mgpu_launch_run(int world, char *const argv[], volatile sig_atomic_t *stop,
-		    struct mgpu_launch_result *res)
+/* Fork j's local ranks and supervise them. */
+static int run(struct job *j, volatile sig_atomic_t *stop, struct mgpu_launch_result *res,
+	       char *const argv[])
 {
 	static struct kids k;
-	char token[MGPU_TOKEN_LEN + 1];
-	pid_t self = getpid();
-	int port = 0, lfd, r;
+	int r;
 
-	memset(res, 0, sizeof *res);
-	res->failed_rank = -1;
-	if (world < 1 || world > 4096)
-		return mgpu_err(MGPU_EINVAL, "launch: %d ranks", world);
-	MGPU_TRY(mgpu_rdzv_new_token(token));
-	MGPU_TRY(mgpu_rdzv_listen("127.0.0.1", &port, &lfd));
 	memset(&k, 0, sizeof k);
-	k.world = world;
+	k.world = j->local;
+	k.first = j->node * j->local;
+	k.nnodes = j->world / j->local;
+	k.node = j->node;
 	fflush(NULL);
-	for (r = 0; r < world; r++) {
+	for (r = 0; r < j->local; r++) {
 		k.pid[r] = fork();
 		if (k.pid[r] == 0)
-			exec_rank(r, world, port, token, lfd, self, argv);
+			exec_rank(j, r, argv);
 		if (k.pid[r] < 0) {
-			mgpu_err_errno(MGPU_EIO, "launch: cannot fork rank %d", r);
+			mgpu_err_errno(MGPU_EIO, "launch: cannot fork rank %d", k.first + r);
 			k.world = r;
-			close(lfd);
+			if (j->lfd >= 0)
+				close(j->lfd);
 			stop_all(&k);
 			return MGPU_EIO;
 		}
 		k.alive++;
 	}
-	close(lfd);
+	if (j->lfd >= 0)
+		close(j->lfd);
 	supervise(&k, stop, res);
 	return 0;
+}
+
+int mgpu_launch_run(int world, char *const argv[], volatile sig_atomic_t *stop,
+		    struct mgpu_launch_result *res)
+{
+	struct job j;
+
+	memset(res, 0, sizeof *res);
+	res->failed_rank = -1;
+	if (world < 1 || world > 4096)
+		return mgpu_err(MGPU_EINVAL, "launch: %d ranks", world);
+	memset(&j, 0, sizeof j);
+	j.local = j.world = world;
+	j.parent = getpid();
+	snprintf(j.addr, sizeof j.addr, "127.0.0.1");
+	MGPU_TRY(mgpu_rdzv_new_token(j.token));
+	MGPU_TRY(mgpu_rdzv_listen(j.addr, &j.port, &j.lfd));
+	return run(&j, stop, res, argv);
+}
+
+int mgpu_launch_nodes_env(struct mgpu_launch_nodes *n, int nnodes, int node_rank, int local)
+{
+	struct mgpu_rank_env e;
+	const char *v;
+
+	memset(n, 0, sizeof *n);
+	n->nnodes = nnodes;
+	n->node_rank = node_rank;
+	if (nnodes < 1 || node_rank < 0 || node_rank >= nnodes)
+		return mgpu_err(MGPU_EINVAL, "--node-rank %d is not in [0, %d) (--nnodes %d)",
+				node_rank, nnodes, nnodes);
+	if (!(v = getenv("MASTER_ADDR")) || !*v)
+		return mgpu_err(MGPU_EINVAL, "--nnodes %d needs MASTER_ADDR, the address of node "
+				"0, in the environment of every node", nnodes);
+	if (strlen(v) >= sizeof n->addr)
+		return mgpu_err(MGPU_EINVAL, "environment: MASTER_ADDR is too long");
+	snprintf(n->addr, sizeof n->addr, "%s", v);
+	MGPU_TRY(env_int("MASTER_PORT", 1, 65535, 29500, &n->port));
+	if ((v = getenv("MGPU_JOB_TOKEN")) && *v) {
+		if (strlen(v) > MGPU_TOKEN_LEN)
+			return mgpu_err(MGPU_EINVAL, "environment: MGPU_JOB_TOKEN is longer than "
+					"%d characters", MGPU_TOKEN_LEN);
+		snprintf(n->token, sizeof n->token, "%s", v);
+		return 0;
+	}
+	memset(&e, 0, sizeof e);
+	snprintf(e.addr, sizeof e.addr, "%s", n->addr);
+	e.port = n->port;
+	e.world = nnodes * local;
+	derive_token(&e);
+	snprintf(n->token, sizeof n->token, "%s", e.token);
+	return 0;
+}
+
+int mgpu_launch_run_nodes(int local, const struct mgpu_launch_nodes *n, char *const argv[],
+			  volatile sig_atomic_t *stop, struct mgpu_launch_result *res)
+{
+	struct job j;
+
+	memset(res, 0, sizeof *res);
+	res->failed_rank = -1;
+	if (local < 1 || local > 4096 || (long)local * n->nnodes > 1 << 20)
+		return mgpu_err(MGPU_EINVAL, "launch: %d ranks on each of %d nodes", local,
+				n->nnodes);
+	memset(&j, 0, sizeof j);
+	j.local = local;
+	j.world = local * n->nnodes;
+	j.node = n->node_rank;
+	j.port = n->port;
+	j.lfd = -1;
+	j.parent = getpid();
+	snprintf(j.addr, sizeof j.addr, "%s", n->addr);
+	snprintf(j.token, sizeof j.token, "%s", n->token);
+	/* node 0 takes the rendezvous port before any rank starts: a port in
+	 * use fails here, once, with its number */
+	if (j.node == 0)
+		MGPU_TRY(mgpu_rdzv_listen("0.0.0.0", &j.port, &j.lfd));
+	return run(&j, stop, res, argv);
 }

@@ -10,10 +10,18 @@
  * one. The job token is MGPU_JOB_TOKEN, or else derived from the launcher's
  * job id and the rendezvous address, so ranks of two jobs never mix.
  *
+ * Ranks are numbered node by node: node k holds ranks k x local_world ..
+ * k x local_world + local_world - 1 (mpirun's and srun's default block
+ * placement, and torchrun's); another placement is an error naming it.
+ *
  * mgpu_launch_run() forks the ranks, each re-executing this program with
  * those variables set, and supervises them: the first rank that fails makes
  * it stop the others and report that rank. Children die with the launcher
- * (PR_SET_PDEATHSIG), so none outlives it.
+ * (PR_SET_PDEATHSIG), so none outlives it. Across nodes one launcher runs
+ * on each node (--nnodes, --node-rank, MASTER_ADDR, MASTER_PORT as
+ * torchrun takes them): node 0's listens for the rendezvous on every
+ * interface at MASTER_PORT, and the job token is MGPU_JOB_TOKEN or else
+ * derived from the address, port and world size, the same on every node.
  */
 #ifndef MGPU_COMM_LAUNCH_H
 #define MGPU_COMM_LAUNCH_H
@@ -34,6 +42,7 @@ struct mgpu_rank_env {
 	int launcher;          /* enum mgpu_launcher */
 	int rank, world;
 	int local_rank, local_world;
+	int node, nnodes;      /* rank / local_world, world / local_world */
 	char addr[256];
 	int port;
 	char token[MGPU_TOKEN_LEN + 1];
@@ -62,5 +71,22 @@ struct mgpu_launch_result {
  * all ended. A raised *stop is forwarded to the ranks as SIGINT. */
 int mgpu_launch_run(int world, char *const argv[], volatile sig_atomic_t *stop,
 		    struct mgpu_launch_result *res);
+
+/* This node's part of a job of nnodes nodes of local ranks each. */
+struct mgpu_launch_nodes {
+	int nnodes, node_rank;
+	char addr[256];        /* MASTER_ADDR: node 0's address */
+	int port;              /* MASTER_PORT */
+	char token[MGPU_TOKEN_LEN + 1];
+};
+
+/* Fill n from --nnodes, --node-rank and the environment (MASTER_ADDR must
+ * be set when nnodes > 1; MASTER_PORT defaults to 29500). */
+int mgpu_launch_nodes_env(struct mgpu_launch_nodes *n, int nnodes, int node_rank,
+			  int local);
+/* Fork this node's local ranks of the job of n (ranks node_rank x local ..);
+ * the result names ranks by their global number. */
+int mgpu_launch_run_nodes(int local, const struct mgpu_launch_nodes *n, char *const argv[],
+			  volatile sig_atomic_t *stop, struct mgpu_launch_result *res);
 
 #endif

@@ -22,14 +22,14 @@
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err */
 
-#define MAGIC "MGPURDV1"
+#define MAGIC "MGPURDV2"
 
 enum { ST_OK = 0, ST_TOKEN = 1, ST_RANK = 2, ST_WORLD = 3, ST_DUP = 4 };
 
 struct hello {
 	char magic[8];
 	char token[MGPU_TOKEN_LEN];
-	uint32_t rank, world;
+	uint32_t rank, world, local_world;
 	char host[64];
 };
 
@@ -111,7 +111,8 @@ static void my_host(char host[64])
 }
 
 /* Check one hello; ST_OK records the rank as joined. */
-static int judge(const struct hello *h, int world, const char *token, char *joined)
+static int judge(const struct hello *h, int world, int local_world, const char *token,
+		 char *joined)
 {
 	char want[MGPU_TOKEN_LEN] = { 0 };
 	unsigned diff = 0;
@@ -122,7 +123,7 @@ static int judge(const struct hello *h, int world, const char *token, char *join
 		diff |= (unsigned)(want[i] ^ h->token[i]);
 	if (memcmp(h->magic, MAGIC, 8) != 0 || diff)
 		return ST_TOKEN;
-	if ((int)h->world != world)
+	if ((int)h->world != world || (int)h->local_world != local_world)
 		return ST_WORLD;
 	if (h->rank < 1 || (int)h->rank >= world)
 		return ST_RANK;
@@ -132,59 +133,119 @@ static int judge(const struct hello *h, int world, const char *token, char *join
 	return ST_OK;
 }
 
-/* Serve one connection: read its hello, answer it; 1 when a rank joined. */
-static int serve_one(int c, int world, const char *token, struct mgpu_rdzv_info *info,
-		     char *joined, const char *host0)
+/* A rank whose connection stays open: a leader of another node. */
+static int is_leader(int rank, int world, int local_world)
 {
-	struct hello h;
-	struct reply rep;
-	double deadline = mgpu_now_ms() + 5000;
-	int st;
+	return local_world < world && rank > 0 && rank % local_world == 0;
+}
 
-	if (xfer(c, &h, sizeof h, 0, deadline) != 0)
-		return 0;
-	st = judge(&h, world, token, joined);
-	h.host[63] = '\0';
-	if (st == ST_OK && strcmp(h.host, host0) != 0)
-		info->single_node = 0;
+static int send_reply(int c, int st, const struct mgpu_rdzv_info *info, double deadline)
+{
+	struct reply rep;
+
 	memset(&rep, 0, sizeof rep);
 	memcpy(rep.magic, MAGIC, 8);
 	rep.status = (uint32_t)st;
 	rep.single_node = (uint32_t)info->single_node;
 	memcpy(rep.shm_name, info->shm_name, sizeof rep.shm_name);
 	memcpy(rep.nccl_id, info->nccl_id, sizeof rep.nccl_id);
-	if (xfer(c, &rep, sizeof rep, 1, deadline) != 0 && st == ST_OK)
-		joined[h.rank] = 0;
-	return st == ST_OK && joined[h.rank];
+	return xfer(c, &rep, sizeof rep, 1, deadline);
 }
 
-int mgpu_rdzv_serve(int listen_fd, int world, const char *token,
+/* Read one connection's hello: the rank it joins as (its connection kept
+ * in conn[]), or -1 after refusing it. */
+static int admit(int c, int world, int local_world, const char *token,
+		 struct mgpu_rdzv_info *info, char *joined, int *conn, const char *host0)
+{
+	struct hello h;
+	double deadline = mgpu_now_ms() + 5000;
+	int st;
+
+	if (xfer(c, &h, sizeof h, 0, deadline) != 0) {
+		close(c);
+		return -1;
+	}
+	st = judge(&h, world, local_world, token, joined);
+	if (st != ST_OK) {
+		send_reply(c, st, info, deadline);
+		close(c);
+		return -1;
+	}
+	h.host[63] = '\0';
+	if (strcmp(h.host, host0) != 0)
+		info->single_node = 0;
+	conn[h.rank] = c;
+	return (int)h.rank;
+}
+
+/* Everyone joined: answer each; keep the leaders' connections. */
+static void answer_all(int world, int local_world, struct mgpu_rdzv_info *info, int *conn)
+{
+	double deadline = mgpu_now_ms() + 5000;
+	int r, one = 1;
+
+	info->nleader_fds = local_world < world ? world / local_world : 0;
+	for (r = 0; r < info->nleader_fds; r++)
+		info->leader_fd[r] = -1;
+	for (r = 1; r < world; r++) {
+		if (send_reply(conn[r], ST_OK, info, deadline) == 0 &&
+		    is_leader(r, world, local_world)) {
+			setsockopt(conn[r], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+			info->leader_fd[r / local_world] = conn[r];
+		} else {
+			close(conn[r]);
+		}
+		conn[r] = -1;
+	}
+}
+
+int mgpu_rdzv_serve(int listen_fd, int world, int local_world, const char *token,
 		    struct mgpu_rdzv_info *info, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+	static int conn[4096];
 	char joined[4096] = { 0 }, host0[64];
 	double deadline = mgpu_now_ms() + timeout_ms;
-	int n = 1, c, left, k;
+	int n = 1, c, left, k, r;
 
 	if (world > (int)sizeof joined)
 		return mgpu_err(MGPU_EINVAL, "rendezvous: world size %d too large", world);
+	if (local_world < 1 || world % local_world || world / local_world > MGPU_MAX_NODES)
+		return mgpu_err(MGPU_EINVAL, "rendezvous: %d ranks do not make nodes of %d (at "
+				"most %d nodes)", world, local_world, MGPU_MAX_NODES);
 	my_host(host0);
 	info->single_node = 1;
+	for (r = 0; r < world; r++)
+		conn[r] = -1;
 	while (n < world) {
 		left = (int)(deadline - mgpu_now_ms());
 		k = left > 0 ? poll(&pfd, 1, left) : 0;
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k <= 0)
+		if (k <= 0) {
+			for (r = 1; r < world; r++)
+				if (conn[r] >= 0)
+					close(conn[r]);
 			return mgpu_err(MGPU_ETIMEOUT, "rendezvous: %d of %d ranks joined within "
 					"%d s", n, world, timeout_ms / 1000);
+		}
 		c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		n += serve_one(c, world, token, info, joined, host0);
-		close(c);
+		n += admit(c, world, local_world, token, info, joined, conn, host0) > 0;
 	}
+	answer_all(world, local_world, info, conn);
 	return 0;
+}
+
+void mgpu_rdzv_close_leaders(struct mgpu_rdzv_info *info)
+{
+	int i;
+
+	for (i = 0; i < info->nleader_fds; i++)
+		if (info->leader_fd[i] >= 0)
+			close(info->leader_fd[i]);
+	info->nleader_fds = 0;
 }
 
 static int connect_retry(const struct sockaddr_in *sa, const char *addr, int port,
@@ -213,15 +274,15 @@ static const char *refusal(uint32_t st)
 {
 	switch (st) {
 	case ST_TOKEN: return "bad job token (set the same MGPU_JOB_TOKEN on every rank)";
-	case ST_WORLD: return "another world size";
+	case ST_WORLD: return "another world size or number of ranks per node";
 	case ST_RANK: return "rank out of range";
 	case ST_DUP: return "rank already joined";
 	}
 	return "unknown refusal";
 }
 
-int mgpu_rdzv_join(const char *addr, int port, int rank, int world, const char *token,
-		   struct mgpu_rdzv_info *info, int timeout_ms)
+int mgpu_rdzv_join(const char *addr, int port, int rank, int world, int local_world,
+		   const char *token, struct mgpu_rdzv_info *info, int timeout_ms)
 {
 	struct sockaddr_in sa;
 	struct hello h;
@@ -238,12 +299,21 @@ int mgpu_rdzv_join(const char *addr, int port, int rank, int world, const char *
 	memcpy(h.token, token, strnlen(token, sizeof h.token));
 	h.rank = (uint32_t)rank;
 	h.world = (uint32_t)world;
+	h.local_world = (uint32_t)local_world;
 	my_host(h.host);
 	rc = xfer(s, &h, sizeof h, 1, deadline) || xfer(s, &rep, sizeof rep, 0, deadline);
-	close(s);
-	if (rc || memcmp(rep.magic, MAGIC, 8) != 0)
-		return mgpu_err(MGPU_EPEER, "rendezvous at %s:%d: no answer from rank 0", addr,
-				port);
+	info->nleader_fds = 0;
+	if (rc == 0 && rep.status == ST_OK && is_leader(rank, world, local_world)) {
+		info->nleader_fds = 1;
+		info->leader_fd[0] = s;
+	} else {
+		close(s);
+	}
+	if (rc || memcmp(rep.magic, MAGIC, 8) != 0) {
+		mgpu_rdzv_close_leaders(info);
+		return mgpu_err(MGPU_EPEER, "rendezvous at %s:%d: no answer from rank 0 within "
+				"%d s", addr, port, timeout_ms / 1000);
+	}
 	if (rep.status != ST_OK)
 		return mgpu_err(MGPU_EINVAL, "rendezvous at %s:%d refused rank %d: %s", addr,
 				port, rank, refusal(rep.status));

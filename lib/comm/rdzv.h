@@ -2,12 +2,21 @@
  * rdzv.h - TCP rendezvous of the ranks of one job.
  *
  * Rank 0 listens on MASTER_ADDR:MASTER_PORT; every other rank connects and
- * sends a hello (rank, world size, job token, host name). Rank 0 answers
- * each with what the backends need: the shared-memory segment name, the
- * NCCL unique id, and whether every rank so far runs on its host. A hello
- * with the wrong token, a rank out of range or twice, or another world size
- * is refused (the connection gets a refusal and is closed) and rank 0 keeps
- * waiting for the real ranks. Every wait is bounded by timeout_ms.
+ * sends a hello (rank, world size, ranks per node, job token, host name).
+ * A hello with the wrong token, a rank out of range or twice, or another
+ * world size is refused at once (the connection gets a refusal and is
+ * closed) and rank 0 keeps waiting for the real ranks. Once every rank has
+ * joined, rank 0 answers each with what the backends need: the
+ * shared-memory segment name, the NCCL unique id, and whether every rank
+ * runs on its host. So a rank that has its answer knows that every rank
+ * got as far as joining (node leaders create their node's segment first).
+ * Every wait is bounded by timeout_ms.
+ *
+ * In a job of several nodes (local_world < world) the connections of the
+ * node leaders (local rank 0 of nodes 1..) stay open after the answer:
+ * rank 0 keeps one per node in info->leader_fd[node], each leader its own
+ * in info->leader_fd[0]; comm/leaders.h moves gradients over them. Nodes
+ * hold ranks node * local_world .. + local_world - 1.
  */
 #ifndef MGPU_COMM_RDZV_H
 #define MGPU_COMM_RDZV_H
@@ -15,22 +24,27 @@
 #include <stdint.h> /* uint8_t */
 
 #define MGPU_TOKEN_LEN 64 /* hex characters, NUL-padded */
+#define MGPU_MAX_NODES 256
 
 struct mgpu_rdzv_info {
 	char shm_name[64];
 	uint8_t nccl_id[128];
 	int single_node;      /* every rank reported rank 0's host name */
+	int nleader_fds;      /* leader_fd[0..nleader_fds) are open (or -1) */
+	int leader_fd[MGPU_MAX_NODES]; /* see above */
 };
 
 /* Rank 0: listen on addr:port (port 0: any free port, read back in *port). */
 int mgpu_rdzv_listen(const char *addr, int *port, int *fd);
 /* Rank 0: accept world - 1 ranks presenting token; refused hellos do not
- * count. info->single_node is filled in. */
-int mgpu_rdzv_serve(int listen_fd, int world, const char *token,
+ * count. info->single_node and the leaders' connections are filled in. */
+int mgpu_rdzv_serve(int listen_fd, int world, int local_world, const char *token,
 		    struct mgpu_rdzv_info *info, int timeout_ms);
 /* Ranks 1..world-1: connect (retrying while rank 0 starts) and get info. */
-int mgpu_rdzv_join(const char *addr, int port, int rank, int world, const char *token,
-		   struct mgpu_rdzv_info *info, int timeout_ms);
+int mgpu_rdzv_join(const char *addr, int port, int rank, int world, int local_world,
+		   const char *token, struct mgpu_rdzv_info *info, int timeout_ms);
+/* Close the leaders' connections info holds. */
+void mgpu_rdzv_close_leaders(struct mgpu_rdzv_info *info);
 /* A random token of 32 hex digits. */
 int mgpu_rdzv_new_token(char token[MGPU_TOKEN_LEN + 1]);
 

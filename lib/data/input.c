@@ -148,6 +148,12 @@ static int npy_rows(const char *path, const struct mgpu_npy *a, struct mgpu_samp
 	else
 		for (i = 0; i < a->count; i++)
 			((float *)(void *)t->x)[i] = (float)mgpu_npy_value(a, i);
+	i = a->kind == 'u' ? a->count :
+		mgpu_f32_first_nonfinite((const float *)(const void *)t->x, a->count);
+	if (i < a->count)
+		return mgpu_err(MGPU_EFORMAT, "'%s': sample %zu, element %zu is %g; features "
+				"must be finite", path, i / t->d, i % t->d,
+				(double)((const float *)(const void *)t->x)[i]);
 	return 0;
 }
 

@@ -9,7 +9,8 @@
  * (mgpu-probe and `mgpu-train --gpus auto` both call mgpu_gpu_select);
  * the resolution of a --gpus argument into CUDA ordinals; the facts of
  * `mgpu-probe --system` (versions, P2P matrix, host, checklist inputs);
- * and whether this binary carries code a GPU can run (gpu_arch.c).
+ * whether this binary carries code a GPU can run (gpu_arch.c); and whether
+ * OpenBLAS's kernels fit the host CPU (gpu_blas.c).
  *
  * Invariants:
  * - gpu[i].index is the CUDA ordinal this process passes to cudaSetDevice,
@@ -202,6 +203,65 @@ const char *mgpu_gpu_build_archs(void);
  * MGPU_EINVAL names a malformed word or an invalid compute capability.
  */
 int mgpu_gpu_code_fit(int cc_major, int cc_minor, const char *archs, struct mgpu_gpu_fit *fit);
+
+/* CPU vector features as OpenBLAS's x86-64 kernel families need them. */
+enum { MGPU_SIMD_UNKNOWN = -1, MGPU_SIMD_SSE = 0, MGPU_SIMD_AVX = 1, MGPU_SIMD_AVX2 = 2,
+       MGPU_SIMD_AVX512 = 3 };
+
+/* The BLAS facts of this host (`mgpu-probe --system`, mgpu-bench tables). */
+struct mgpu_gpu_blas {
+	char core[48];          /* openblas_get_corename(): "Haswell", "SkylakeX" */
+	char config[160];       /* openblas_get_config(): version and build options */
+	int threads;            /* openblas_get_num_threads() of this process */
+	int rank_threads;       /* the same in a rank of the CPU backend; -1 unknown */
+	int cpu_simd;           /* MGPU_SIMD_* of /proc/cpuinfo's flags */
+	char cpu_features[160]; /* the vector flags found: "avx avx2 fma" */
+	int fits;               /* 1 kernels fit the CPU, 0 they do not, -1 not judged */
+	char verdict[320];      /* one line saying so, naming OPENBLAS_CORETYPE on a misfit */
+};
+
+/* Fill b from OpenBLAS and /proc/cpuinfo; never fails. */
+void mgpu_gpu_blas_host(struct mgpu_gpu_blas *b);
+/* openblas_get_corename(), "unknown" when it says nothing. */
+const char *mgpu_gpu_blas_core(void);
+/* openblas_get_num_threads(): the threads a BLAS call of this process uses. */
+int mgpu_gpu_blas_threads(void);
+/* The threads a BLAS call uses in a rank of the CPU backend (mgpu-train's
+ * CPU ranks): its device is opened and closed to ask, and this process's
+ * own count restored; -1 when it cannot be opened. */
+int mgpu_gpu_blas_rank_threads(void);
+/* The MGPU_SIMD_* tier of a /proc/cpuinfo flags line (avx; avx2 + fma;
+ * avx512f + bw + vl + dq); the vector flags found go to names. Pure. */
+int mgpu_gpu_cpu_simd(const char *flags, char *names, size_t len);
+/* The tier an OpenBLAS core's kernels need, any case ("HASWELL");
+ * MGPU_SIMD_UNKNOWN for a core of another architecture. Pure. */
+int mgpu_gpu_blas_core_simd(const char *core);
+/*
+ * Do OpenBLAS's kernels (core) fit the CPU (flags)? 1 yes, 0 no, -1 the
+ * core is unknown (not judged); msg says so in one line, and on a misfit
+ * names the OPENBLAS_CORETYPE that fits (kernels below the CPU: slow;
+ * above it: illegal instructions). Pure.
+ */
+int mgpu_gpu_blas_verdict(const char *core, const char *flags, char *msg, size_t len);
+
+/*
+ * Sampling NVML during a run (mgpu-bench train): open a session on the
+ * GPUs named by UUID (entries NVML does not know read as unknown), read
+ * utilisation (percent of the last sample period in which a kernel ran,
+ * as nvidia-smi shows it) and device memory in use (all processes), close.
+ * open fails with MGPU_EUNSUP and why when NVML cannot be loaded or knows
+ * none of the GPUs. One thread may read while the session is open.
+ */
+struct mgpu_gpu_nvml_mon {
+	int n, open;
+	struct nvml_device_st *dev[MGPU_GPU_MAX]; /* NVML handles; NULL: unknown */
+};
+int mgpu_gpu_nvml_open(struct mgpu_gpu_nvml_mon *m, const char *const *uuids, int n, char *why,
+		       size_t whylen);
+/* GPU i's utilisation and memory in use; -1 each when NVML does not say. */
+void mgpu_gpu_nvml_read(const struct mgpu_gpu_nvml_mon *m, int i, int *util_pct,
+			int64_t *mem_used_bytes);
+void mgpu_gpu_nvml_close(struct mgpu_gpu_nvml_mon *m);
 
 /* 1 when a TCP socket can bind 127.0.0.1:port (then closed), 0 when not,
  * with why. */

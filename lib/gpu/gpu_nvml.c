@@ -3,7 +3,8 @@
  * say (a display is active, utilisation, memory in use, processes,
  * NVLink) and the driver's own version.
  *
- * Provides mgpu_gpu_nvml_fill and mgpu_gpu_nvml_system (gpu_int.h).
+ * Provides mgpu_gpu_nvml_fill and mgpu_gpu_nvml_system (gpu_int.h), and
+ * the sampling calls mgpu_gpu_nvml_open/read/close (gpu.h).
  * libnvidia-ml.so.1 ships with the driver, not the toolkit, so it is
  * opened with dlopen when present and never linked: a machine without a
  * driver runs the same binary. The few NVML types used are declared here
@@ -13,7 +14,9 @@
  *
  * Invariants: the library handle is opened once and kept (NVML should not
  * be unloaded while the process runs); each public call does its own
- * nvmlInit_v2 / nvmlShutdown pair. Not thread-safe.
+ * nvmlInit_v2 / nvmlShutdown pair (NVML counts them), a sampling session
+ * one from open to close. Loading is not thread-safe; once a session is
+ * open, one thread may read it while no other thread loads NVML.
  */
 #include <dlfcn.h>  /* dlopen, dlsym, dlerror */
 #include <stdio.h>  /* snprintf */
@@ -216,6 +219,57 @@ static void nvlink_matrix(const struct mgpu_gpu_list *list, struct mgpu_gpu_syst
 			if (i != j && ok[i] && ok[j] &&
 			    nv.p2p(d[i], d[j], NVML_P2P_CAPS_INDEX_NVLINK, &st) == NVML_SUCCESS)
 				s->nvlink[i][j] = (signed char)(st == NVML_P2P_STATUS_OK);
+}
+
+int mgpu_gpu_nvml_open(struct mgpu_gpu_nvml_mon *m, const char *const *uuids, int n, char *why,
+		       size_t whylen)
+{
+	nvml_dev d;
+	int i, found = 0;
+
+	memset(m, 0, sizeof *m);
+	if (n < 0 || n > MGPU_GPU_MAX)
+		return mgpu_err(MGPU_EINVAL, "NVML: %d GPUs to sample", n);
+	MGPU_TRY(start(why, whylen));
+	for (i = 0; i < n; i++) {
+		if (uuids[i] && uuids[i][0] && nv.by_uuid(uuids[i], &d) == NVML_SUCCESS) {
+			m->dev[i] = d;
+			found++;
+		}
+	}
+	if (n > 0 && !found) {
+		nv.shutdown();
+		snprintf(why, whylen, "NVML knows none of the %d GPU%s by UUID", n,
+			 n == 1 ? "" : "s");
+		return MGPU_EUNSUP;
+	}
+	m->n = n;
+	m->open = 1;
+	return 0;
+}
+
+void mgpu_gpu_nvml_read(const struct mgpu_gpu_nvml_mon *m, int i, int *util_pct,
+			int64_t *mem_used_bytes)
+{
+	struct nvml_memory mem;
+	struct nvml_util u;
+	nvml_dev d = i >= 0 && i < m->n ? m->dev[i] : NULL;
+
+	*util_pct = -1;
+	*mem_used_bytes = -1;
+	if (!m->open || !d)
+		return;
+	if (nv.util && nv.util(d, &u) == NVML_SUCCESS)
+		*util_pct = (int)u.gpu;
+	if (memory_of(d, &mem) == NVML_SUCCESS)
+		*mem_used_bytes = (int64_t)mem.used;
+}
+
+void mgpu_gpu_nvml_close(struct mgpu_gpu_nvml_mon *m)
+{
+	if (m->open)
+		nv.shutdown();
+	memset(m, 0, sizeof *m);
 }
 
 void mgpu_gpu_nvml_system(const struct mgpu_gpu_list *list, struct mgpu_gpu_system *s)

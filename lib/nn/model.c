@@ -1,5 +1,6 @@
 /*
- * model.c - MLP forward and backward through the ops interface (model.h).
+ * model.c - MLP forward and backward through the ops interface (model.h);
+ * a gpt: spec's model is nn/gpt.c's, reached through the same functions.
  *
  * Row-major activations meet column-major sgemm through the identity in
  * ops.h: a row-major (R, K) matrix is a column-major (K, R) one, lda = K.
@@ -17,6 +18,7 @@
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
 #include "core/rng.h" /* struct mgpu_rng */
+#include "nn/gpt.h"   /* mgpu_gpt_*: the transformer behind a gpt: spec */
 #include "ops/elem.h" /* mgpu_hash64 */
 
 static struct mgpu_param *add_param(struct mgpu_model *m, int layer, const char *what,
@@ -129,8 +131,12 @@ int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 	m->g = g;
 	m->ext_w = w != NULL;
 	m->ext_g = g != NULL;
-	layout(m);
-	rc = alloc_all(m);
+	if (spec->kind == MGPU_MODEL_GPT) {
+		rc = mgpu_gpt_create(m);
+	} else {
+		layout(m);
+		rc = alloc_all(m);
+	}
 	if (rc < 0)
 		mgpu_model_free(m);
 	return rc;
@@ -147,6 +153,8 @@ size_t mgpu_model_count(const struct mgpu_spec *spec)
 	size_t n = 0;
 	int l;
 
+	if (spec->kind == MGPU_MODEL_GPT)
+		return mgpu_gpt_count(spec);
 	for (l = 0; l < spec->nlayers; l++) {
 		n += (size_t)spec->dims[l + 1] * (size_t)(spec->dims[l] + 1);
 		if (spec->layernorm && l + 1 < spec->nlayers)
@@ -168,6 +176,11 @@ void mgpu_model_free(struct mgpu_model *m)
 
 	if (!m->dev)
 		return;
+	if (m->gpt) {
+		mgpu_gpt_free(m);
+		memset(m, 0, sizeof *m);
+		return;
+	}
 	for (l = 0; l < m->spec.nlayers; l++) {
 		struct mgpu_layer *L = &m->layers[l];
 		free_buf(m, L->lin);
@@ -202,6 +215,8 @@ int mgpu_model_init(struct mgpu_model *m, uint64_t seed)
 	size_t i;
 	int l, rc;
 
+	if (m->gpt)
+		return mgpu_gpt_init(m, seed);
 	h = malloc(m->nparams * sizeof(float));
 	if (!h)
 		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
@@ -238,6 +253,8 @@ int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 {
 	size_t n = (size_t)B * (size_t)m->spec.dims[0];
 
+	if (m->gpt) /* byte tokens: no labels, no normalisation */
+		return mgpu_gpt_load_batch(m, x_host, B);
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
@@ -286,6 +303,8 @@ int mgpu_model_forward(struct mgpu_model *m, int B, int train)
 	const float *X = m->x;
 	int l;
 
+	if (m->gpt)
+		return mgpu_gpt_forward(m, B, train);
 	for (l = 0; l < m->spec.nlayers; l++) {
 		MGPU_TRY(layer_forward(m, l, X, B, train));
 		X = m->layers[l].hidden ? m->layers[l].y : m->layers[l].lin;
@@ -299,6 +318,8 @@ int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale
 	const struct mgpu_layer *top = &m->layers[m->spec.nlayers - 1];
 	int i;
 
+	if (m->gpt)
+		return mgpu_gpt_loss(m, B, want_grad, grad_scale, loss_sum, correct);
 	MGPU_TRY(m->dev->ops->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss,
 				   m->row_correct, top->lin, m->labels, B, top->out,
 				   grad_scale));
@@ -347,6 +368,8 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
 	float acc = accumulate ? 1.0f : 0.0f, *dY = m->dlogits, *dlin, *dX;
 	int l;
 
+	if (m->gpt)
+		return mgpu_gpt_backward(m, B, accumulate);
 	for (l = m->spec.nlayers - 1; l >= 0; l--) {
 		struct mgpu_layer *L = &m->layers[l];
 		const float *X = l ? m->layers[l - 1].y : m->x;
@@ -379,6 +402,9 @@ int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
 {
 	size_t n = (size_t)B * (size_t)m->spec.dims[0];
 
+	if (m->gpt)
+		return mgpu_err(MGPU_EINVAL, "model: a gpt reads byte tokens, not float32 "
+				"features");
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);

@@ -19,6 +19,11 @@
  * Dropout masks are a pure function of (dropout_seed, layer, global row,
  * column): a batch split over ranks or micro-steps (row0 = its first row in
  * the global batch) drops exactly what the whole batch on one device would.
+ *
+ * A "gpt:" spec builds the transformer of nn/gpt.h behind the same
+ * functions: a row is a sample of T+1 bytes (labels unused), layers[] holds
+ * its gradient buckets only (w and b: the first and last parameter of each;
+ * see gpt.h) and the activations live in m->gpt.
  */
 #ifndef MGPU_NN_MODEL_H
 #define MGPU_NN_MODEL_H
@@ -29,7 +34,8 @@
 #include "nn/spec.h" /* struct mgpu_spec */
 #include "ops/ops.h" /* struct mgpu_dev */
 
-#define MGPU_MAX_PARAMS (4 * MGPU_MAX_LAYERS)
+/* an mlp has 4 per layer, a gpt 12 per block and 4 more */
+#define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
 
 struct mgpu_param {
 	char name[48];   /* safetensors name, e.g. "layers.0.weight" */
@@ -73,6 +79,7 @@ struct mgpu_model {
 	void *grad_ctx;
 	uint64_t dropout_seed;       /* set per step by the caller */
 	uint64_t row0;               /* global row of the batch's first row */
+	struct mgpu_gpt *gpt;        /* a gpt spec's state (nn/gpt.h), else NULL */
 };
 
 int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,

@@ -1,11 +1,12 @@
 /*
- * spec.c - parse and print model specifications (see spec.h).
+ * spec.c - parse and print model specifications (see spec.h): mlp:... and
+ * gpt:... strings, and spec files holding either.
  */
 #include "nn/spec.h"
 
 #include <errno.h>  /* errno */
 #include <stdlib.h> /* strtol, strtof, free */
-#include <string.h> /* strncmp, strchr */
+#include <string.h> /* strncmp, strchr, strcspn */
 
 #include "core/err.h" /* mgpu_err */
 #include "core/io.h"  /* mgpu_read_file */
@@ -88,15 +89,103 @@ static int parse_option(struct mgpu_spec *s, const char *opt, size_t len,
 	return mgpu_err(MGPU_EINVAL, "%s: unknown option '%s'", origin, buf);
 }
 
+/* One gpt option, NAME=VALUE, into the spec. */
+static int gpt_option(struct mgpu_spec *s, const char *opt, size_t len, const char *origin)
+{
+	static const struct {
+		const char *name;
+		long lo, hi;
+	} ints[] = {
+		{ "layers", 1, MGPU_GPT_MAX_BLOCKS }, { "heads", 1, 1024 }, { "dim", 1, 1 << 16 },
+		{ "ctx", 1, 1 << 16 },               { "vocab", 2, 1 << 20 },
+	};
+	int *const field[] = { &s->blocks, &s->heads, &s->dim, &s->ctx, &s->vocab };
+	char buf[64], *e;
+	const char *val;
+	size_t i;
+	long v;
+
+	if (len >= sizeof buf)
+		return mgpu_err(MGPU_EINVAL, "%s: option '%.*s' too long", origin, (int)len, opt);
+	memcpy(buf, opt, len);
+	buf[len] = '\0';
+	val = strchr(buf, '=');
+	if (!val)
+		return mgpu_err(MGPU_EINVAL, "%s: gpt option '%s' lacks '=VALUE'", origin, buf);
+	val++;
+	if (strncmp(buf, "dropout=", 8) == 0) {
+		s->dropout = strtof(val, &e);
+		if (*val == '\0' || *e != '\0' || !(s->dropout >= 0.0f && s->dropout < 1.0f))
+			return mgpu_err(MGPU_EINVAL, "%s: dropout '%s' is not in [0, 1)", origin, val);
+		return 0;
+	}
+	for (i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+		size_t nl = strlen(ints[i].name);
+		if (strncmp(buf, ints[i].name, nl) != 0 || buf[nl] != '=')
+			continue;
+		errno = 0;
+		v = strtol(val, &e, 10);
+		if (*val < '0' || *val > '9' || *e != '\0' || errno || v < ints[i].lo ||
+		    v > ints[i].hi)
+			return mgpu_err(MGPU_EINVAL, "%s: %s '%s' is not an integer in [%ld, %ld]",
+					origin, ints[i].name, val, ints[i].lo, ints[i].hi);
+		*field[i] = (int)v;
+		return 0;
+	}
+	return mgpu_err(MGPU_EINVAL, "%s: unknown gpt option '%s'", origin, buf);
+}
+
+/* The mlp-style description of a gpt (see spec.h). */
+static int gpt_finish(struct mgpu_spec *s, const char *origin)
+{
+	int l;
+
+	if (!s->blocks || !s->heads || !s->dim || !s->ctx)
+		return mgpu_err(MGPU_EINVAL, "%s: a gpt needs layers=, heads=, dim= and ctx=",
+				origin);
+	if (s->dim % s->heads != 0)
+		return mgpu_err(MGPU_EINVAL, "%s: dim %d is not a multiple of heads %d", origin,
+				s->dim, s->heads);
+	s->nlayers = s->blocks + 2;
+	s->dims[0] = s->ctx + 1;
+	for (l = 1; l < s->nlayers; l++)
+		s->dims[l] = s->dim;
+	s->dims[s->nlayers] = s->vocab;
+	return 0;
+}
+
+static int gpt_parse(struct mgpu_spec *s, const char *text, const char *origin)
+{
+	const char *p = text + 4, *end;
+
+	s->kind = MGPU_MODEL_GPT;
+	s->act = MGPU_ACT_GELU;
+	s->layernorm = 1;
+	s->vocab = 256;
+	while (*p) {
+		end = p + strcspn(p, ",");
+		if (end == p)
+			return mgpu_err(MGPU_EINVAL, "%s: empty option in '%s'", origin, text);
+		MGPU_TRY(gpt_option(s, p, (size_t)(end - p), origin));
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return mgpu_err(MGPU_EINVAL, "%s: empty option in '%s'", origin, text);
+	}
+	return gpt_finish(s, origin);
+}
+
 int mgpu_spec_parse(struct mgpu_spec *s, const char *text, const char *origin)
 {
 	const char *p, *end;
 
 	memset(s, 0, sizeof *s);
 	s->act = MGPU_ACT_RELU;
+	if (strncmp(text, "gpt:", 4) == 0)
+		return gpt_parse(s, text, origin);
 	if (strncmp(text, "mlp:", 4) != 0)
-		return mgpu_err(MGPU_EINVAL, "%s: model spec '%s' does not start with 'mlp:'",
-				origin, text);
+		return mgpu_err(MGPU_EINVAL,
+				"%s: model spec '%s' does not start with 'mlp:' or 'gpt:'", origin,
+				text);
 	p = text + 4;
 	end = p + strcspn(p, ",");
 	MGPU_TRY(parse_dims(s, p, end, origin));
@@ -141,11 +230,11 @@ int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 	size_t len;
 	int rc;
 
-	if (strncmp(arg, "mlp:", 4) == 0)
+	if (strncmp(arg, "mlp:", 4) == 0 || strncmp(arg, "gpt:", 4) == 0)
 		return mgpu_spec_parse(s, arg, "--model");
 	rc = mgpu_read_file(arg, &data, &len);
 	if (rc < 0)
-		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:...) and ");
+		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:... or gpt:...) and ");
 	if (len >= sizeof norm || strlen((char *)data) != len) {
 		free(data);
 		return mgpu_err(MGPU_EINVAL, "'%s': not a model spec file", arg);
@@ -156,10 +245,26 @@ int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 	return mgpu_spec_parse(s, norm, origin);
 }
 
+static int gpt_format(const struct mgpu_spec *s, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "gpt:layers=%d,heads=%d,dim=%d,ctx=%d,vocab=%d", s->blocks,
+			 s->heads, s->dim, s->ctx, s->vocab);
+
+	if (n >= 0 && (size_t)n < len && s->dropout > 0.0f)
+		n += snprintf(buf + n, len - (size_t)n, ",dropout=%g", (double)s->dropout);
+	if (n < 0 || (size_t)n >= len)
+		return mgpu_err(MGPU_EINVAL, "model spec too long to print");
+	return 0;
+}
+
 int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 {
-	size_t o = (size_t)snprintf(buf, len, "mlp:");
+	size_t o;
 	int i;
+
+	if (s->kind == MGPU_MODEL_GPT)
+		return gpt_format(s, buf, len);
+	o = (size_t)snprintf(buf, len, "mlp:");
 
 	for (i = 0; i <= s->nlayers && o < len; i++)
 		o += (size_t)snprintf(buf + o, len - o, "%s%d", i ? "-" : "", s->dims[i]);

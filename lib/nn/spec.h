@@ -3,9 +3,19 @@
  *
  * Grammar: mlp:D0-D1-...-Dn[,OPTION...] where OPTION is act=relu|gelu|tanh,
  * dropout=P (0 <= P < 1, after each hidden activation), layernorm (or
- * layernorm=0|1, before each hidden activation). A --model argument that
- * does not start with "mlp:" names a file holding a spec: '#' starts a
- * comment, and whitespace or newlines separate the options like commas.
+ * layernorm=0|1, before each hidden activation).
+ *
+ * Or gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]: a decoder-only
+ * transformer over byte tokens (V = 256 unless given; see nn/gpt.h), whose
+ * samples are T+1 bytes (inputs 0..T-1, next-token targets 1..T). Its
+ * nlayers and dims describe it the way the rest of mgpu reads a model:
+ * nlayers = L + 2 (embeddings, L blocks, final LayerNorm with the tied
+ * head), dims = { T+1, D, ..., D, V }: dims[0] is the sample width and
+ * dims[nlayers] the number of classes (token values), as for an mlp.
+ *
+ * A --model argument that starts with neither "mlp:" nor "gpt:" names a file
+ * holding a spec: '#' starts a comment, and whitespace or newlines separate
+ * the options like commas.
  */
 #ifndef MGPU_NN_SPEC_H
 #define MGPU_NN_SPEC_H
@@ -14,12 +24,20 @@
 
 #define MGPU_MAX_LAYERS 16
 
+enum mgpu_model_kind { MGPU_MODEL_MLP = 0, MGPU_MODEL_GPT = 1 };
+
+/* The most transformer blocks: two of the layers go to the embeddings and
+ * the final LayerNorm. */
+#define MGPU_GPT_MAX_BLOCKS (MGPU_MAX_LAYERS - 2)
+
 struct mgpu_spec {
 	int nlayers;                  /* linear layers: dims has nlayers + 1 */
 	int dims[MGPU_MAX_LAYERS + 1];
 	int act;                      /* enum mgpu_act */
 	float dropout;
 	int layernorm;
+	int kind;                     /* enum mgpu_model_kind */
+	int blocks, heads, dim, ctx, vocab; /* gpt only: L, H, D, T, V */
 };
 
 int mgpu_spec_parse(struct mgpu_spec *s, const char *text, const char *origin);

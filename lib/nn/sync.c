@@ -13,6 +13,7 @@
 #include <string.h> /* memset */
 #include <unistd.h> /* close */
 
+#include "comm/mpi.h"    /* mgpu_mpi_in_build */
 #include "core/err.h"    /* mgpu_err, MGPU_TRY */
 #include "nn/sync_int.h" /* struct mgpu_sync_strategy */
 
@@ -21,6 +22,8 @@ static const struct mgpu_sync_strategy *const strategies[] = {
 	[MGPU_SYNC_NONE] = &mgpu_sync_none,
 	[MGPU_SYNC_CPU] = &mgpu_sync_shm,
 	[MGPU_SYNC_NCCL] = &mgpu_sync_nccl,
+	[MGPU_SYNC_MPI] = &mgpu_sync_mpi,
+	[MGPU_SYNC_NODES] = &mgpu_sync_nodes,
 };
 #define NSTRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
@@ -45,6 +48,11 @@ int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kin
 	s->rank = env->rank;
 	s->world = env->world;
 	s->kind = env->world > 1 ? kind : MGPU_SYNC_NONE;
+	/* CPU ranks on several nodes: shared memory within each, and between
+	 * the nodes MPI when mpirun started them, else TCP */
+	if (s->kind == MGPU_SYNC_CPU && env->nnodes > 1)
+		s->kind = env->launcher == MGPU_LAUNCH_OMPI && mgpu_mpi_in_build() ?
+				  MGPU_SYNC_MPI : MGPU_SYNC_NODES;
 	s->loads_state = s->owns_optimizer = 1;
 	if (s->kind < 0 || s->kind >= NSTRATEGIES)
 		return mgpu_err(MGPU_EINVAL, "sync backend %d does not exist", kind);
@@ -62,11 +70,11 @@ int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args 
 	int fd = env->listen_fd, port = env->port, rc;
 
 	if (s->rank != 0)
-		return mgpu_rdzv_join(env->addr, env->port, s->rank, s->world, env->token, info,
-				      a->timeout_ms);
+		return mgpu_rdzv_join(env->addr, env->port, s->rank, s->world, env->local_world,
+				      env->token, info, a->timeout_ms);
 	if (fd < 0)
 		MGPU_TRY(mgpu_rdzv_listen(env->addr, &port, &fd));
-	rc = mgpu_rdzv_serve(fd, s->world, env->token, info, a->timeout_ms);
+	rc = mgpu_rdzv_serve(fd, s->world, env->local_world, env->token, info, a->timeout_ms);
 	close(fd);
 	return rc;
 }

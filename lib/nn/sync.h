@@ -20,6 +20,12 @@
  * - nccl (sync_nccl.c, mode ddp, GPUs): in-place ncclAllReduce of each
  *   bucket on a communication stream as backward produces it; each rank
  *   then steps its own replica.
+ * - mpi, and cpu on several nodes (sync_nodes.c, CPU ranks): shared memory
+ *   within each node as cpu does, and each bucket all-reduced between the
+ *   node leaders as backward produces it, over MPI (ranks of mpirun) or
+ *   over TCP (mgpu-train's own launcher, torchrun, Slurm). mgpu_sync_open
+ *   turns cpu into one of them when the job spans nodes: mpi under mpirun
+ *   in a build with MPI, else TCP.
  *
  * The bytes move through lib/comm (shared memory, NCCL, rendezvous); what
  * the bytes mean (buckets of layers, the optimizer step) is decided here.
@@ -38,7 +44,11 @@
 
 enum mgpu_mode { MGPU_MODE_DDP = 0, MGPU_MODE_DP = 1 };
 /* One per strategy; the value indexes the table in sync.c. */
-enum mgpu_sync_kind { MGPU_SYNC_NONE = 0, MGPU_SYNC_CPU = 1, MGPU_SYNC_NCCL = 2 };
+enum mgpu_sync_kind {
+	MGPU_SYNC_NONE = 0, MGPU_SYNC_CPU = 1, MGPU_SYNC_NCCL = 2,
+	MGPU_SYNC_MPI = 3,            /* CPU ranks, node leaders over MPI */
+	MGPU_SYNC_NODES = 4,          /* CPU ranks, node leaders over TCP */
+};
 
 struct mgpu_sync_strategy;
 

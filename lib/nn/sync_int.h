@@ -3,7 +3,8 @@
  * sync_shm.c, sync_nccl.c), and the helpers of sync.c they share; not a
  * public header.
  *
- * A new strategy is one file defining a const struct mgpu_sync_strategy,
+ * A new strategy is one file defining a const struct mgpu_sync_strategy
+ * (sync_nodes.c defines two, mpi and cpu across nodes, one per transport),
  * plus its line in the table of sync.c (and its enum mgpu_sync_kind value).
  *
  * Call order on a rank: init once; bind once, after the model and
@@ -50,7 +51,8 @@ struct mgpu_sync_strategy {
 	void (*free)(struct mgpu_sync *s);
 };
 
-extern const struct mgpu_sync_strategy mgpu_sync_none, mgpu_sync_shm, mgpu_sync_nccl;
+extern const struct mgpu_sync_strategy mgpu_sync_none, mgpu_sync_shm, mgpu_sync_nccl,
+	mgpu_sync_mpi, mgpu_sync_nodes;
 
 /* Mode ddp rendezvous: rank 0 listens (unless its launcher did), hands
  * info to every rank and learns whether all run on its host; the others

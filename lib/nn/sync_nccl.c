@@ -20,6 +20,7 @@ static int nccl_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
 	if (s->rank == 0)
 		MGPU_TRY(mgpu_nccl_unique_id(info.nccl_id));
 	MGPU_TRY(mgpu_sync_rendezvous(s, a, &info));
+	mgpu_rdzv_close_leaders(&info); /* NCCL connects the nodes itself */
 	return mgpu_nccl_open(&s->priv, a->dev, s->rank, s->world, info.nccl_id,
 			      a->timeout_ms);
 }

@@ -141,24 +141,22 @@ static void shard(const struct mgpu_sync *s, int b, size_t *a, size_t *e)
 }
 
 /* dst[a, e) = sum over ranks of slot[a, e), in rank order: the same bits on
- * every rank and every run. Returns the sum of squares of the result. */
+ * every rank and every run. dst may be one of the slots (a rank's own, for
+ * rank >= 2 too): each element is summed before it is stored. Returns the
+ * sum of squares of the result. */
 static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
 {
 	float *const *g = priv(s)->shm.g;
 	double sq = 0;
 	size_t i;
+	float x;
 	int r;
 
-	if (s->world == 1) {
-		if (dst != g[0])
-			memcpy(dst + a, g[0] + a, (e - a) * sizeof(float));
-	} else {
-		/* pairwise first, then one rank at a time: ((g0 + g1) + g2) + ... */
-		for (i = a; i < e; i++)
-			dst[i] = g[0][i] + g[1][i];
-		for (r = 2; r < s->world; r++)
-			for (i = a; i < e; i++)
-				dst[i] += g[r][i];
+	for (i = a; i < e; i++) {
+		/* ((g0 + g1) + g2) + ... */
+		for (x = g[0][i], r = 1; r < s->world; r++)
+			x += g[r][i];
+		dst[i] = x;
 	}
 	if (priv(s)->clip)
 		for (i = a; i < e; i++)

@@ -11,10 +11,12 @@ common="--data d --model mlp:64-48-32-4,act=gelu --epochs 1 --max-steps 50 --log
 # Clipping takes the other path (the update waits for the global norm); SGD.
 "$BIN/mgpu-train" $common --batch-size 64 --clip-grad-norm 0.3 --nesterov >one-clip.tsv
 "$BIN/mgpu-train" $common --batch-size 32 --cpu-ranks 2 --clip-grad-norm 0.3 --nesterov >ddp-clip.tsv
+# 4 ranks: ranks 2 and 3 sum the slots into their own (once summed twice)
+"$BIN/mgpu-train" $common --batch-size 16 --cpu-ranks 4 --clip-grad-norm 0.3 --nesterov >ddp4-clip.tsv
 losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
-for f in ddp dp acc ddp-clip; do
+for f in ddp dp acc ddp-clip ddp4-clip; do
 	ref=one.tsv
-	[ $f = ddp-clip ] && ref=one-clip.tsv
+	case $f in *-clip) ref=one-clip.tsv ;; esac
 	[ "$(losses $f.tsv | wc -l)" = 50 ] || fail "$f: $(losses $f.tsv | wc -l) step records, want 50"
 	paste -d ' ' <(losses $ref) <(losses $f.tsv) | awk -v f=$f '
 		{ d = $2 - $4; if (d < 0) d = -d; r = d / ($2 > 0 ? $2 : 1)

@@ -1,7 +1,9 @@
 # mgpu-probe --system on GPUs it cannot see here: --from gives the GPUs of
 # an nvidia-smi CSV, and the checklist says for each whether this binary
 # carries code for its compute capability (SASS, PTX the driver compiles,
-# or none), from the GPU code list the build recorded.
+# or none), from the GPU code list the build recorded. Then the OpenBLAS
+# kernel check: the core OpenBLAS chose against the CPU's vector features,
+# made to disagree with OPENBLAS_CORETYPE.
 . tests/cli/lib.sh
 unset CUDA_VISIBLE_DEVICES MASTER_PORT
 P=$BIN/mgpu-probe
@@ -48,4 +50,34 @@ assert len(codes) == 8 and all(r["check"] in ("pass", "fail") for r in codes), c
 ' sys.json || fail "--system --json code rows"
 expect 1 "'missing.csv': cannot open" "$P" --system --from missing.csv
 expect 1 "'$D/empty.csv': empty input" "$P" --system --from "$D/empty.csv"
+
+# OpenBLAS: the core, its threads and the CPU's vector features.
+unset OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS
+"$P" --system >sys.tsv 2>err.txt || fail "--system exited $?"
+core=$(awk -F '\t' '$2 == "blas_core" { print $3 }' sys.tsv)
+[ -n "$core" ] || fail "no blas_core row"
+grep -q "^host	blas_threads	1 in each CPU rank of mgpu-train, [0-9]* in this process	" sys.tsv ||
+	fail "blas_threads: $(grep blas_threads sys.tsv)"
+grep -q "^host	cpu_vector	" sys.tsv || fail "no cpu_vector row"
+grep -q "^checklist	blas_fits_cpu	" sys.tsv || fail "no blas_fits_cpu check"
+OPENBLAS_NUM_THREADS=1 "$P" --system | grep -q "	1 in each CPU rank of mgpu-train, 1 in this process (OPENBLAS_NUM_THREADS)	" ||
+	fail "OPENBLAS_NUM_THREADS=1 not reported"
+# Generic SSE kernels forced on a CPU with AVX: a failed check naming the
+# fix, and a warning on stderr (none with -q). Only a DYNAMIC_ARCH OpenBLAS
+# (Debian's) takes OPENBLAS_CORETYPE.
+if grep -qw avx /proc/cpuinfo 2>/dev/null && grep -q "DYNAMIC_ARCH" sys.tsv; then
+	OPENBLAS_CORETYPE=Prescott "$P" --system >slow.tsv 2>err.txt || fail "exit $?"
+	grep -q "^host	blas_core	Prescott " slow.tsv || fail "core: $(grep blas_core slow.tsv)"
+	grep -q "^checklist	blas_fits_cpu	OpenBLAS chose Prescott kernels (SSE only) but the CPU has .*; set OPENBLAS_CORETYPE=[A-Za-z]*	fail$" slow.tsv ||
+		fail "no misfit: $(grep blas_fits_cpu slow.tsv)"
+	[ "$(wc -l <err.txt)" = 1 ] && grep -q "^mgpu-probe: warning: OpenBLAS chose Prescott kernels.*OPENBLAS_CORETYPE=" err.txt ||
+		fail "misfit warning: $(cat err.txt)"
+	OPENBLAS_CORETYPE=Prescott "$P" --system -q >/dev/null 2>err.txt || fail "-q exit $?"
+	[ ! -s err.txt ] || fail "-q warned: $(cat err.txt)"
+	# The fix it names makes the check pass.
+	fix=$(sed -n 's/.*set OPENBLAS_CORETYPE=\([A-Za-z]*\).*/\1/p' slow.tsv)
+	OPENBLAS_CORETYPE=$fix "$P" --system 2>err.txt | grep -q "^checklist	blas_fits_cpu	.*	pass$" ||
+		fail "OPENBLAS_CORETYPE=$fix does not pass"
+	[ ! -s err.txt ] || fail "warned after the fix: $(cat err.txt)"
+fi
 exit 0

@@ -1,7 +1,9 @@
 # mgpu-bench train: the sweep's rows and arithmetic, the recorded commands
 # (they run), --save / --compare (a planted regression is named and exits 1;
-# an unchanged run passes), --plot, Markdown, and GPU configurations failing
-# as row errors on a machine without GPUs. Timings are never asserted.
+# an unchanged run passes; a table of other OpenBLAS kernels is named),
+# --plot, Markdown, the BLAS and GPU-utilisation columns (NA for CPU ranks),
+# and GPU configurations failing as row errors on a machine without GPUs.
+# Timings are never asserted.
 . tests/cli/lib.sh
 B="$BIN/mgpu-bench"
 mkidx d 1200 100 8 4
@@ -23,6 +25,8 @@ for r in rows:
     assert abs(float(r["efficiency"]) - thr / base / n) < 1e-3, r
     assert len(r["peak_bytes"].split(",")) == n and int(r["effective_batch"]) == 16 * n, r
     assert "--log-every 1" in r["command"] and "--max-steps 24" in r["command"], r
+    assert r["blas_core"] not in ("", "NA") and r["blas_threads"] == "1", r
+    assert r["gpu_util_pct"] == "NA" and r["gpu_mem_used_bytes"] == "NA", r  # CPU ranks
 assert float(rows[0]["speedup"]) == 1
 assert rows[1]["mode"] == "ddp" and rows[2]["mode"] == "dp" and rows[1]["sync_backend"] == "cpu"
 dp = [int(x) for x in rows[2]["peak_bytes"].split(",")]
@@ -38,6 +42,13 @@ grep -q '^<svg' p.svg && grep -q 'stroke-dasharray' p.svg && grep -q '</svg>' p.
 	fail "unchanged run flagged: $(cat err.txt)"
 grep -q 'no regression beyond the tolerance' err.txt || fail "compare: $(cat err.txt)"
 [ "$(wc -l <new.tsv)" = 4 ] || fail "compare output: $(cat new.tsv)"
+! grep -q 'OpenBLAS' err.txt || fail "same BLAS core warned: $(cat err.txt)"
+# a table from a machine whose OpenBLAS chose other kernels: said, not failed
+awk -F '\t' 'BEGIN { OFS = "\t" } NR > 1 { $21 = "Prescott" } { print }' s.tsv >other.tsv
+"$B" train --compare other.tsv --tolerance 95% --repeat 1 >/dev/null 2>err.txt ||
+	fail "other BLAS core: $(cat err.txt)"
+grep -q "^mgpu-bench: warning: 'other.tsv' was measured with OpenBLAS Prescott kernels, this run uses .*OPENBLAS_CORETYPE" err.txt ||
+	fail "other BLAS core: $(cat err.txt)"
 # ... a planted throughput regression (old 1000x faster) and a memory one (old
 # peak 1000 bytes) are each named, and exit 1
 awk -F '\t' 'BEGIN { OFS = "\t" } NR == 3 { $8 = $8 * 1000 } NR == 4 { $16 = "1000,1000" } { print }' \
@@ -55,7 +66,8 @@ grep -q '^mgpu-bench: regression: 2 CPU ranks (DP): peak_bytes .* -> ' err.txt |
 	fail "markdown"
 grep -q '^| Configuration ' md.txt && grep -q '^| 2 CPU ranks (DP) ' md.txt &&
 	grep -q '^| Devices | Mode | dev 0 (MiB) | dev 1 (MiB) |' md.txt &&
-	grep -q '^- 2 CPU ranks (DP): `.*mgpu-train ' md.txt || fail "markdown: $(cat md.txt)"
+	grep -q '^- 2 CPU ranks (DP): `.*mgpu-train ' md.txt &&
+	grep -q '^OpenBLAS kernels: .*, 1 BLAS thread per CPU rank\.$' md.txt || fail "markdown: $(cat md.txt)"
 # GPUs on a machine without any: a row error, exit 1, no hang
 if ! "$BIN/mgpu-probe" --ids >/dev/null 2>&1; then
 	set +e

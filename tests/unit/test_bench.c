@@ -10,6 +10,7 @@
 #include <string.h>  /* strstr */
 
 #include "bench/allreduce.h" /* mgpu_bench_ar_rank */
+#include "bench/gpumon.h"    /* mgpu_gpumon_acc */
 #include "bench/spawn.h"     /* mgpu_spawn_capture */
 #include "bench/stats.h"     /* mgpu_bench_median */
 #include "bench/svg.h"       /* mgpu_bench_plot_svg */
@@ -201,10 +202,13 @@ static void test_tables(void)
 	free(s);
 	mgpu_tab_free(&t);
 	/* the data schema round-trips through TSV; JSON types its cells */
+	snprintf(rows[1].blas_core, sizeof rows[1].blas_core, "SkylakeX");
+	rows[1].blas_threads = 1;
 	T_OK(mgpu_bench_trows_tab(rows, n, &t));
 	s = render(&t, MGPU_FMT_JSON);
 	T_CHECK(s && strstr(s, "\"devices\":2,") && strstr(s, "\"peak_bytes\":[7000000,5000000]") &&
-		strstr(s, "\"speedup\":1.8,") && strstr(s, "\"status\":\"error\""), "%s", s);
+		strstr(s, "\"speedup\":1.8,") && strstr(s, "\"status\":\"error\"") &&
+		strstr(s, "\"blas_core\":\"SkylakeX\",\"blas_threads\":1}"), "%s", s);
 	free(s);
 	s = render(&t, MGPU_FMT_TSV);
 	mgpu_tab_free(&t);
@@ -213,6 +217,8 @@ static void test_tables(void)
 	T_OK(mgpu_bench_trows_from_tab(&t, "again", &rows, &n));
 	T_CHECK(n == 4 && rows && fabs(rows[1].speedup - 1.8) < 1e-12 &&
 		strcmp(rows[3].command, "mgpu-train -q --gpus 0,1,2,3 --mode ddp") == 0, "n %d", n);
+	T_CHECK(rows && strcmp(rows[1].blas_core, "SkylakeX") == 0 && rows[1].blas_threads == 1 &&
+		!rows[0].blas_core[0] && rows[0].blas_threads == 0, "blas columns");
 	mgpu_tab_free(&t);
 	free(rows);
 	free(s);
@@ -234,6 +240,11 @@ static void test_tab_errors(void)
 	T_FAILS(mgpu_bench_trows_from_tab(&t, "x.tsv", &rows, &n), MGPU_EFORMAT,
 		"not an mgpu-bench train table");
 	T_FAILS(mgpu_tab_set(&t, 0, "zz", "1"), MGPU_EINVAL, "no column 'zz'");
+	T_FAILS(mgpu_tab_fill(&t, "zz", "1"), MGPU_EINVAL, "no column 'zz'");
+	T_OK(mgpu_tab_add_row(&t));
+	T_OK(mgpu_tab_fill(&t, "b", "Zen"));
+	T_CHECK(strcmp(mgpu_tab_get(&t, 0, "b"), "Zen") == 0 &&
+		strcmp(mgpu_tab_get(&t, 1, "b"), "Zen") == 0, "fill");
 	mgpu_tab_free(&t);
 }
 
@@ -288,6 +299,214 @@ static void test_quote_split(void)
 	T_FAILS(mgpu_bench_quote_argv(argv, buf, 20), MGPU_EINVAL, "longer than");
 	snprintf(buf, sizeof buf, "a 'b");
 	T_FAILS(mgpu_bench_split_command(buf, back, 16, &n), MGPU_EFORMAT, "unbalanced");
+}
+
+/* The x and width of every <rect ... width="10" height="10"> (legend keys)
+ * and the largest right edge of the bars (every other filled rect in the
+ * memory panel, x >= 580). */
+static void svg_extents(const char *svg, double *legend_min_x, double *bar_max_x, int *nkeys)
+{
+	const char *p = svg;
+	double x, w;
+
+	*legend_min_x = 1e9;
+	*bar_max_x = 0;
+	*nkeys = 0;
+	while ((p = strstr(p, "<rect x=\"")) != NULL) {
+		p += 9;
+		if (sscanf(p, "%lf\" y=\"%*f\" width=\"%lf\"", &x, &w) != 2)
+			continue;
+		if (strncmp(strstr(p, "height=\"") + 8, "10\"", 3) == 0 && w == 10) {
+			*legend_min_x = x < *legend_min_x ? x : *legend_min_x;
+			(*nkeys)++;
+		} else if (x >= 580 && x + w > *bar_max_x) {
+			*bar_max_x = x + w;
+		}
+	}
+}
+
+/* Eight devices with tall bars on every device: the legend must not sit on
+ * them (it did, inside the panel's top right corner), nor may value labels
+ * wider than their bars. */
+static void test_svg_legend(void)
+{
+	struct mgpu_bench_trow rows[2];
+	double legend_x, bars_x;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+	int i, d, keys;
+
+	memset(rows, 0, sizeof rows);
+	for (i = 0; i < 2; i++) {
+		snprintf(rows[i].kind, sizeof rows[i].kind, "gpu");
+		snprintf(rows[i].mode, sizeof rows[i].mode, "ddp");
+		rows[i].devices = rows[i].ndev = i ? 8 : 1;
+		rows[i].samples_per_s = i ? 7000 : 1000;
+		for (d = 0; d < rows[i].ndev; d++)
+			rows[i].peak_bytes[d] = (int64_t)(100 + d) << 20;
+		mgpu_bench_label(&rows[i], 0);
+	}
+	mgpu_bench_trows_finish(rows, 2);
+	fp = open_memstream(&buf, &len);
+	T_OK(mgpu_bench_plot_svg(fp, rows, 2, NULL));
+	fclose(fp);
+	svg_extents(buf ? buf : "", &legend_x, &bars_x, &keys);
+	T_CHECK(keys == 8, "%d legend keys", keys);
+	T_CHECK(bars_x > 580 && legend_x > bars_x, "legend at x %.1f, bars reach x %.1f", legend_x,
+		bars_x);
+	T_CHECK(buf && strstr(buf, ">dev 7</text>") && legend_x + 60 <= 1040, "legend off the page");
+	/* bars 18 px wide: value labels would run into each other, so none */
+	T_CHECK(buf && !strstr(buf, ">100.0</text>") && !strstr(buf, ">107.0</text>"),
+		"value labels on narrow bars");
+	free(buf);
+}
+
+/* The busy-window mean: idle start-up and tear-down left out, idle samples
+ * between busy ones counted, unknown readings skipped, memory the most. */
+static void test_gpumon_acc(void)
+{
+	static const int util[] = { 0, 0, -1, 80, 100, 0, 60, 0, 0 };
+	struct mgpu_gpumon_acc a;
+	size_t i;
+
+	mgpu_gpumon_acc_init(&a);
+	T_CHECK(isnan(mgpu_gpumon_acc_util(&a)) && mgpu_gpumon_acc_mem(&a) == -1, "empty");
+	for (i = 0; i < sizeof util / sizeof util[0]; i++)
+		mgpu_gpumon_acc_add(&a, util[i], i == 4 ? 9000 : i == 2 ? -1 : (int64_t)i * 100);
+	/* window 80, 100, 0, 60: (80 + 100 + 0 + 60) / 4 */
+	T_NEAR(mgpu_gpumon_acc_util(&a), 60, 1e-12);
+	T_CHECK(mgpu_gpumon_acc_mem(&a) == 9000 && a.nsamples == 8, "mem %lld samples %lld",
+		(long long)mgpu_gpumon_acc_mem(&a), (long long)a.nsamples);
+	/* never busy: 0, not unknown */
+	mgpu_gpumon_acc_init(&a);
+	mgpu_gpumon_acc_add(&a, 0, 5);
+	mgpu_gpumon_acc_add(&a, 0, -1);
+	T_CHECK(mgpu_gpumon_acc_util(&a) == 0 && mgpu_gpumon_acc_mem(&a) == 5, "idle");
+	/* only unknown readings: NAN */
+	mgpu_gpumon_acc_init(&a);
+	mgpu_gpumon_acc_add(&a, -1, -1);
+	T_CHECK(isnan(mgpu_gpumon_acc_util(&a)) && mgpu_gpumon_acc_mem(&a) == -1, "unknown");
+	/* one busy sample */
+	mgpu_gpumon_acc_add(&a, 37, 1);
+	T_NEAR(mgpu_gpumon_acc_util(&a), 37, 0);
+}
+
+/* A fake device: a repeating utilisation pattern, every reading logged. */
+struct fake_gpu {
+	int calls[2], log[2][4096];
+};
+
+static void fake_read(void *ctx, int dev, int *util, int64_t *mem)
+{
+	static const int pattern[] = { 0, 0, 90, 0, 100, 70, 0 };
+	struct fake_gpu *f = ctx;
+	int k = f->calls[dev]++;
+
+	*util = pattern[k % 7] / (dev + 1);
+	*mem = (int64_t)(dev + 1) << 20;
+	if (k < 4096)
+		f->log[dev][k] = *util;
+}
+
+/* The sampler thread feeds every reading of every device to its
+ * accumulator: compared with the same readings added by hand. */
+static void test_gpumon_thread(void)
+{
+	static struct fake_gpu f;
+	struct mgpu_gpumon m;
+	struct mgpu_gpumon_acc want;
+	struct timespec ms = { 0, 3000000 };
+	int d, k;
+
+	T_FAILS(mgpu_gpumon_start(&m, 0, 1, fake_read, &f), MGPU_EINVAL, "GPU sampler");
+	T_FAILS(mgpu_gpumon_start(&m, 2, 0, fake_read, &f), MGPU_EINVAL, "GPU sampler");
+	T_OK(mgpu_gpumon_start(&m, 2, 1, fake_read, &f));
+	for (k = 0; k < 10; k++)
+		nanosleep(&ms, NULL);
+	mgpu_gpumon_stop(&m);
+	mgpu_gpumon_stop(&m); /* twice is harmless */
+	T_CHECK(f.calls[0] >= 2 && f.calls[0] == f.calls[1] && f.calls[0] < 4096, "calls %d/%d",
+		f.calls[0], f.calls[1]);
+	for (d = 0; d < 2; d++) {
+		mgpu_gpumon_acc_init(&want);
+		for (k = 0; k < f.calls[d]; k++)
+			mgpu_gpumon_acc_add(&want, f.log[d][k], (int64_t)(d + 1) << 20);
+		T_CHECK(m.acc[d].nsamples == f.calls[d], "dev %d: %lld samples of %d", d,
+			(long long)m.acc[d].nsamples, f.calls[d]);
+		T_CHECK(memcmp(&m.acc[d], &want, sizeof want) == 0, "dev %d: %g, by hand %g", d,
+			mgpu_gpumon_acc_util(&m.acc[d]), mgpu_gpumon_acc_util(&want));
+		T_CHECK(mgpu_gpumon_acc_mem(&m.acc[d]) == (int64_t)(d + 1) << 20, "dev %d mem", d);
+	}
+	/* stop takes a last sample: a long interval still gives the first and the last */
+	memset(&f, 0, sizeof f);
+	T_OK(mgpu_gpumon_start(&m, 1, 60000, fake_read, &f));
+	mgpu_gpumon_stop(&m);
+	T_CHECK(f.calls[0] == 2, "%d samples with a 60 s interval", f.calls[0]);
+}
+
+/* Repeats fold to the mean utilisation and the most memory; the columns
+ * are lists per device, NA for rows that were not sampled (CPU), and
+ * survive a TSV round trip; Markdown gets a utilisation table. */
+static void test_gpumon_columns(void)
+{
+	static struct mgpu_bench_run runs[2];
+	static struct mgpu_bench_trow rows[2], *back;
+	struct mgpu_tab t;
+	char *s;
+	int i, n;
+
+	for (i = 0; i < 2; i++) {
+		runs[i].samples_per_s = 1000;
+		runs[i].ndev = runs[i].ngpumon = 2;
+		runs[i].gpu_util_pct[0] = i ? 90 : 80;
+		runs[i].gpu_util_pct[1] = i ? NAN : 50;
+		runs[i].gpu_mem_used_bytes[0] = i ? 700 : 900;
+		runs[i].gpu_mem_used_bytes[1] = -1;
+	}
+	snprintf(rows[0].config, sizeof rows[0].config, "2 devices (DDP)");
+	snprintf(rows[0].kind, sizeof rows[0].kind, "gpu");
+	snprintf(rows[0].command, sizeof rows[0].command, "mgpu-train --gpus 0,1");
+	rows[0].devices = 2;
+	mgpu_bench_trow_fold(&rows[0], runs, 2);
+	T_CHECK(rows[0].ngpumon == 2, "ngpumon %d", rows[0].ngpumon);
+	T_NEAR(rows[0].gpu_util_pct[0], 85, 1e-12);
+	T_NEAR(rows[0].gpu_util_pct[1], 50, 1e-12);
+	T_CHECK(rows[0].gpu_mem_used_bytes[0] == 900 && rows[0].gpu_mem_used_bytes[1] == -1, "mem");
+	memset(&runs[0], 0, sizeof runs[0]);
+	runs[0].samples_per_s = 500;
+	snprintf(rows[1].config, sizeof rows[1].config, "1 CPU rank");
+	snprintf(rows[1].kind, sizeof rows[1].kind, "cpu");
+	snprintf(rows[1].command, sizeof rows[1].command, "mgpu-train --cpu-ranks 1");
+	rows[1].devices = 1;
+	mgpu_bench_trow_fold(&rows[1], runs, 1);
+	T_CHECK(rows[1].ngpumon == 0, "a CPU row was sampled");
+	T_OK(mgpu_bench_trows_tab(rows, 2, &t));
+	T_CHECK(strcmp(mgpu_tab_get(&t, 0, "gpu_util_pct"), "85,50") == 0 &&
+		strcmp(mgpu_tab_get(&t, 0, "gpu_mem_used_bytes"), "900,-1") == 0 &&
+		!mgpu_tab_get(&t, 1, "gpu_util_pct") && !mgpu_tab_get(&t, 1, "gpu_mem_used_bytes"),
+		"cells '%s' '%s'", mgpu_tab_get(&t, 0, "gpu_util_pct"),
+		mgpu_tab_get(&t, 0, "gpu_mem_used_bytes"));
+	s = render(&t, MGPU_FMT_JSON);
+	T_CHECK(s && strstr(s, "\"gpu_util_pct\":[85,50],\"gpu_mem_used_bytes\":[900,-1]}"),
+		"%s", s);
+	T_CHECK(s && !strstr(strchr(s, '\n'), "gpu_util_pct"), "CPU row: %s", s);
+	free(s);
+	s = render(&t, MGPU_FMT_TSV);
+	mgpu_tab_free(&t);
+	T_OK(mgpu_tab_parse_tsv(&t, s, strlen(s), "g.tsv"));
+	T_OK(mgpu_bench_trows_from_tab(&t, "g.tsv", &back, &n));
+	T_CHECK(back && n == 2 && back[0].ngpumon == 2 && back[0].gpu_util_pct[0] == 85 &&
+		back[0].gpu_mem_used_bytes[1] == -1 && back[1].ngpumon == 0, "round trip");
+	free(back);
+	mgpu_tab_free(&t);
+	free(s);
+	T_OK(mgpu_bench_util_tab(rows, 2, &t));
+	s = render(&t, MGPU_FMT_MD);
+	T_CHECK(t.nrows == 1 && s && strstr(s, "| dev 0 (%) |") && strstr(s, " 85 | ") &&
+		strstr(s, " 50 |\n"), "%s", s);
+	free(s);
+	mgpu_tab_free(&t);
 }
 
 static void test_svg(void)
@@ -416,7 +635,11 @@ int main(void)
 	T_RUN(test_tab_errors);
 	T_RUN(test_compare);
 	T_RUN(test_quote_split);
+	T_RUN(test_gpumon_acc);
+	T_RUN(test_gpumon_thread);
+	T_RUN(test_gpumon_columns);
 	T_RUN(test_svg);
+	T_RUN(test_svg_legend);
 	T_RUN(test_spawn);
 	T_RUN(test_allreduce_check);
 	return T_DONE();

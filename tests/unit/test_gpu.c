@@ -1,9 +1,10 @@
 /*
  * test_gpu.c - unit tests of lib/gpu through gpu.h: the nvidia-smi CSV
  * parser (every format and every documented error), CUDA_VISIBLE_DEVICES,
- * the selection policy, --gpus resolution, and enumeration and the system
+ * the selection policy, --gpus resolution, enumeration and the system
  * report on whatever machine runs them (no GPU here: zero GPUs with a
- * reason, never a crash).
+ * reason, never a crash), the GPU-code fit rule, and the OpenBLAS kernel
+ * check (CPU flags, core tiers, the verdict).
  *
  * CSV inputs are built in memory in nvidia-smi's documented formats; the
  * CLI tests run the same rules on the fixture files in tests/data/smi/.
@@ -434,6 +435,89 @@ static void test_build_archs(void)
 	T_CHECK(f.code != MGPU_GPU_CODE_NONE || !strstr(a, "sm_"), "no code for cc 9.0 in '%s'", a);
 }
 
+/* /proc/cpuinfo flags lines of real machines (trimmed to what matters). */
+#define F_SSE "fpu vme sse sse2 ssse3 sse4_1 sse4_2 popcnt"
+#define F_AVX F_SSE " xsave avx"
+#define F_AVX2 F_AVX " fma avx2 bmi2"
+#define F_AVX512 F_AVX2 " avx512f avx512dq avx512cd avx512bw avx512vl"
+
+static void test_cpu_simd(void)
+{
+	char names[160];
+
+	T_CHECK(mgpu_gpu_cpu_simd(F_SSE, names, sizeof names) == MGPU_SIMD_SSE, "sse");
+	T_CHECK(strcmp(names, "sse4_2") == 0, "names '%s'", names);
+	T_CHECK(mgpu_gpu_cpu_simd(F_AVX, names, sizeof names) == MGPU_SIMD_AVX, "avx");
+	T_CHECK(mgpu_gpu_cpu_simd(F_AVX2, names, sizeof names) == MGPU_SIMD_AVX2, "avx2");
+	T_CHECK(strcmp(names, "sse4_2 avx avx2 fma") == 0, "names '%s'", names);
+	T_CHECK(mgpu_gpu_cpu_simd(F_AVX512 " avx512_bf16", names, sizeof names) ==
+		MGPU_SIMD_AVX512, "avx512");
+	T_CHECK(strstr(names, "avx512f avx512bw avx512vl avx512dq avx512_bf16") != NULL,
+		"names '%s'", names);
+	/* avx2 without fma, or avx512f alone (Knights Landing lacks bw/vl), is the tier below */
+	T_CHECK(mgpu_gpu_cpu_simd(F_AVX " avx2", names, sizeof names) == MGPU_SIMD_AVX, "no fma");
+	T_CHECK(mgpu_gpu_cpu_simd(F_AVX2 " avx512f avx512cd", names, sizeof names) ==
+		MGPU_SIMD_AVX2, "avx512f only");
+	/* words, not substrings: "avx512_vnni" is not "avx", "xavx" is nothing */
+	T_CHECK(mgpu_gpu_cpu_simd("sse2 avx512_vnni xavx", names, sizeof names) == MGPU_SIMD_SSE,
+		"substring matched");
+	T_CHECK(mgpu_gpu_cpu_simd("", names, sizeof names) == MGPU_SIMD_SSE && !names[0], "empty");
+}
+
+static void test_blas_core_simd(void)
+{
+	T_CHECK(mgpu_gpu_blas_core_simd("SkylakeX") == MGPU_SIMD_AVX512, "SkylakeX");
+	T_CHECK(mgpu_gpu_blas_core_simd("COOPERLAKE") == MGPU_SIMD_AVX512, "COOPERLAKE");
+	T_CHECK(mgpu_gpu_blas_core_simd("Haswell") == MGPU_SIMD_AVX2, "Haswell");
+	T_CHECK(mgpu_gpu_blas_core_simd("Zen") == MGPU_SIMD_AVX2, "Zen");
+	T_CHECK(mgpu_gpu_blas_core_simd("Sandybridge") == MGPU_SIMD_AVX, "Sandybridge");
+	T_CHECK(mgpu_gpu_blas_core_simd("Prescott") == MGPU_SIMD_SSE, "Prescott");
+	T_CHECK(mgpu_gpu_blas_core_simd("NEOVERSEN1") == MGPU_SIMD_UNKNOWN, "arm");
+	T_CHECK(mgpu_gpu_blas_core_simd("") == MGPU_SIMD_UNKNOWN, "empty");
+}
+
+static void test_blas_verdict(void)
+{
+	char m[320];
+
+	/* the case: AVX-512 Xeon, OpenBLAS fell back to Haswell kernels */
+	T_CHECK(mgpu_gpu_blas_verdict("Haswell", F_AVX512, m, sizeof m) == 0, "%s", m);
+	T_CHECK(strstr(m, "chose Haswell kernels (AVX2 and FMA) but the CPU has AVX-512") &&
+		strstr(m, "set OPENBLAS_CORETYPE=SkylakeX"), "%s", m);
+	T_CHECK(mgpu_gpu_blas_verdict("Prescott", F_AVX2, m, sizeof m) == 0, "%s", m);
+	T_CHECK(strstr(m, "set OPENBLAS_CORETYPE=Haswell") != NULL, "%s", m);
+	T_CHECK(mgpu_gpu_blas_verdict("Sandybridge", F_AVX512, m, sizeof m) == 0, "%s", m);
+	T_CHECK(mgpu_gpu_blas_verdict("Nehalem", F_AVX, m, sizeof m) == 0, "%s", m);
+	T_CHECK(strstr(m, "OPENBLAS_CORETYPE=Sandybridge") != NULL, "%s", m);
+	/* kernels above the CPU: forced by OPENBLAS_CORETYPE, will crash */
+	T_CHECK(mgpu_gpu_blas_verdict("SkylakeX", F_AVX2, m, sizeof m) == 0, "%s", m);
+	T_CHECK(strstr(m, "illegal instructions; unset OPENBLAS_CORETYPE or set it to Haswell"),
+		"%s", m);
+	/* agreement */
+	T_CHECK(mgpu_gpu_blas_verdict("SkylakeX", F_AVX512, m, sizeof m) == 1, "%s", m);
+	T_CHECK(mgpu_gpu_blas_verdict("COOPERLAKE", F_AVX512 " avx512_bf16", m, sizeof m) == 1,
+		"%s", m);
+	T_CHECK(mgpu_gpu_blas_verdict("Zen", F_AVX2, m, sizeof m) == 1, "%s", m);
+	T_CHECK(strstr(m, "OPENBLAS_CORETYPE") == NULL, "a fit names the fix: %s", m);
+	T_CHECK(mgpu_gpu_blas_verdict("Prescott", F_SSE, m, sizeof m) == 1, "%s", m);
+	/* another architecture: not judged */
+	T_CHECK(mgpu_gpu_blas_verdict("NEOVERSEN1", "fp asimd", m, sizeof m) == -1, "%s", m);
+	T_CHECK(strstr(m, "not judged") != NULL, "%s", m);
+}
+
+/* This host: the facts are there, whatever they are. */
+static void test_blas_host(void)
+{
+	struct mgpu_gpu_blas b;
+
+	mgpu_gpu_blas_host(&b);
+	T_CHECK(b.core[0] && b.config[0], "core '%s' config '%s'", b.core, b.config);
+	T_CHECK(b.threads >= 1, "threads %d", b.threads);
+	T_CHECK(b.rank_threads == 1, "a CPU rank uses %d BLAS threads", b.rank_threads);
+	T_CHECK(mgpu_gpu_blas_threads() == b.threads, "the count was not restored");
+	T_CHECK(b.fits >= -1 && b.fits <= 1 && b.verdict[0], "fits %d '%s'", b.fits, b.verdict);
+}
+
 /* Whatever this machine has: a list, never an error or a crash. */
 static void test_enumerate_here(void)
 {
@@ -511,5 +595,9 @@ int main(void)
 	T_RUN(test_port_free);
 	T_RUN(test_code_fit);
 	T_RUN(test_build_archs);
+	T_RUN(test_cpu_simd);
+	T_RUN(test_blas_core_simd);
+	T_RUN(test_blas_verdict);
+	T_RUN(test_blas_host);
 	return T_DONE();
 }

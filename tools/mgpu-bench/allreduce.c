@@ -4,7 +4,11 @@
  * does the measuring), and this machine's memcpy bandwidth as the limit.
  *
  * Ranks are processes forked from this one on one shared-memory segment;
- * rank 0 is this process and reports. For nccl the GPU count is asked in
+ * rank 0 is this process and reports. The mpi backend needs processes
+ * that mpirun started: run under mpirun (`mpirun -np 4 mgpu-bench allreduce
+ * --backends mpi`), each process is one rank and rank 0 writes the table;
+ * otherwise this process runs mpirun on itself that way and reads the
+ * rows back. For nccl the GPU count is asked in
  * a child process first, so CUDA is never initialised before the fork.
  * Any wrong element, or a backend that cannot run, makes the exit status 1.
  * Test hook: MGPU_BENCH_CORRUPT=1 in the environment changes one element
@@ -19,8 +23,11 @@
 #include "../common.h"       /* die, usage_error */
 #include "bench.h"           /* struct common */
 #include "bench/allreduce.h" /* mgpu_bench_ar_rank */
+#include "bench/spawn.h"     /* mgpu_spawn_capture */
+#include "bench/sweep.h"     /* mgpu_bench_split_command */
 #include "bench/stats.h"     /* mgpu_bench_sizes */
 #include "bench/tab.h"       /* struct mgpu_tab */
+#include "comm/mpi.h"        /* mgpu_mpi_open */
 #include "comm/shm.h"        /* mgpu_shm_create */
 #include "core/cli.h"        /* mgpu_cli_choice */
 #include "core/err.h"        /* mgpu_errmsg */
@@ -38,13 +45,16 @@ static const char *const backend_words[] = { "cpu", "nccl", "mpi", NULL };
 enum { B_CPU, B_NCCL, B_MPI };
 
 static const char *const cols[] = { "backend", "ranks", "size_bytes", "count", "time_us",
-				    "algbw_gbps", "busbw_gbps", "wrong" };
+				    "algbw_gbps", "busbw_gbps", "wrong", "blas_core",
+				    "blas_threads" };
 static const int types[] = { MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
-			     MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM };
+			     MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
+			     MGPU_TAB_STR, MGPU_TAB_NUM };
 
 struct aopts {
 	struct common co;
 	int ranks, backends[3], nbackends, iters, timeout_s;
+	int ranks_set;
 	size_t sizes[MAX_SIZES];
 	int nsizes;
 };
@@ -233,6 +243,146 @@ static int run_backend(const struct aopts *o, int b, struct mgpu_tab *t, int64_t
 	return rc < 0 || bad ? -1 : 0;
 }
 
+/* Whether mpirun started this process (Open MPI's variables). */
+static int under_mpirun(void)
+{
+	return getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+}
+
+/* Search PATH for prog; 0 and the path in buf when found. */
+static int find_in_path(const char *prog, char *buf, size_t cap)
+{
+	const char *p = getenv("PATH"), *e;
+
+	for (; p && *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ':');
+		if (!e)
+			e = p + strlen(p);
+		snprintf(buf, cap, "%.*s/%s", (int)(e - p), p, prog);
+		if (e > p && access(buf, X_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* The rows of the mpi run's TSV output, through the table's callback. */
+static int take_rows(const char *out, size_t len, struct sink *sk, int64_t *wrong)
+{
+	struct mgpu_tab in;
+	struct mgpu_bench_ar_row row;
+	size_t i;
+	int rc = 0;
+
+	if (mgpu_tab_init(&in, NULL, NULL, 0) < 0 || mgpu_tab_parse_tsv(&in, out, len, "mpirun") < 0)
+		return -1;
+	for (i = 0; i < in.nrows && rc == 0; i++) {
+		const char *b = mgpu_tab_get(&in, i, "backend");
+		if (!b || strcmp(b, "mpi") != 0)
+			continue;
+		memset(&row, 0, sizeof row);
+		row.nbytes = (size_t)mgpu_tab_getnum(&in, i, "size_bytes");
+		row.count = (size_t)mgpu_tab_getnum(&in, i, "count");
+		row.time_us = mgpu_tab_getnum(&in, i, "time_us");
+		row.algbw_gbps = mgpu_tab_getnum(&in, i, "algbw_gbps");
+		row.busbw_gbps = mgpu_tab_getnum(&in, i, "busbw_gbps");
+		row.wrong = (int64_t)mgpu_tab_getnum(&in, i, "wrong");
+		*wrong += row.wrong;
+		rc = on_row(sk, &row);
+	}
+	mgpu_tab_free(&in);
+	return rc;
+}
+
+/* The comma list of o's sizes in bytes, for the command line of mpirun. */
+static void size_list(const struct aopts *o, char *buf, size_t cap)
+{
+	size_t len = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < o->nsizes && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%zu", i ? "," : "", o->sizes[i]);
+}
+
+/* Not under mpirun: run mpirun -np ranks on this program's mpi sweep. */
+static int run_mpirun(const struct aopts *o, struct mgpu_tab *t, int64_t *wrong)
+{
+	struct sink sk = { t, "mpi", o->ranks, common_progress(&o->co) };
+	struct mgpu_spawn_result res;
+	char mpirun[2048], self[2048], sizes[MAX_SIZES * 24], cmd[8192], line[512], *argv[32],
+		iters[32] = "";
+	int n = 0, rc;
+	ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+
+	if (find_in_path("mpirun", mpirun, sizeof mpirun) < 0 || k <= 0) {
+		fprintf(stderr, "mgpu-bench: error: allreduce mpi: mpirun not found on PATH "
+			"(install openmpi-bin)\n");
+		return -1;
+	}
+	self[k] = '\0';
+	size_list(o, sizes, sizeof sizes);
+	if (o->iters)
+		snprintf(iters, sizeof iters, "--iters %d", o->iters);
+	/* More ranks than cores is what a benchmark on 2 cores does; unbound,
+	 * so that the ranks do not pile onto one core. Root: asked for by the
+	 * user who ran this as root. */
+	snprintf(cmd, sizeof cmd, "'%s' -np %d --oversubscribe --bind-to none %s '%s' allreduce "
+		 "--backends mpi --sizes %s --timeout %d %s --format tsv -q", mpirun, o->ranks,
+		 geteuid() == 0 ? "--allow-run-as-root" : "", self, sizes, o->timeout_s, iters);
+	if (mgpu_bench_split_command(cmd, argv, 32, &n) < 0)
+		die_lib();
+	if (mgpu_spawn_capture(argv, 1000 * (o->timeout_s + 600), &mgpu_interrupted, &res) < 0) {
+		fprintf(stderr, "mgpu-bench: error: allreduce mpi: %s\n", mgpu_errmsg());
+		return -1;
+	}
+	/* rows with wrong elements make mpirun fail: they are still the result */
+	rc = res.out_len > 0 ? take_rows(res.out, res.out_len, &sk, wrong) : -1;
+	if (rc == 0 && !(res.exited && res.status == 0) && *wrong == 0)
+		rc = -1;
+	if (rc < 0) {
+		mgpu_spawn_err_line(&res, line, sizeof line);
+		fprintf(stderr, "mgpu-bench: error: allreduce mpi: mpirun %s %d: %s\n",
+			res.exited ? "exited with status" : "killed by signal", res.status, line);
+	}
+	free(res.out);
+	return rc;
+}
+
+/* Under mpirun: this process is one rank of the mpi sweep; rank 0 reports. */
+static int run_mpi_rank(const struct aopts *o, struct mgpu_tab *t, int64_t *wrong,
+			int *root)
+{
+	struct sink sk = { t, "mpi", 0, common_progress(&o->co) };
+	struct mgpu_bench_ar_cfg cfg = { MGPU_AR_MPI, o->sizes, o->nsizes, o->iters, 0,
+					 on_row, &sk };
+	const char *corrupt = getenv("MGPU_BENCH_CORRUPT");
+	struct mgpu_mpi *m;
+	int rc;
+
+	cfg.corrupt = corrupt && strcmp(corrupt, "1") == 0;
+	*root = 1;
+	if (mgpu_mpi_open(&m, 1, 1000 * o->timeout_s) < 0) {
+		fprintf(stderr, "mgpu-bench: error: allreduce mpi: %s\n", mgpu_errmsg());
+		return -1;
+	}
+	sk.ranks = mgpu_mpi_world_size(m);
+	*root = mgpu_mpi_world_rank(m) == 0;
+	if (o->ranks_set && o->ranks != sk.ranks) {
+		fprintf(stderr, "mgpu-bench: error: allreduce mpi: --ranks %d, but mpirun started "
+			"%d\n", o->ranks, sk.ranks);
+		mgpu_mpi_close(m);
+		return -1;
+	}
+	rc = mgpu_bench_ar_rank_mpi(m, &cfg, wrong);
+	if (rc < 0) {
+		fprintf(stderr, "mgpu-bench: rank %d: error: allreduce mpi: %s\n",
+			mgpu_mpi_world_rank(m), mgpu_errmsg());
+		mgpu_mpi_abort(m, 1);
+	}
+	mgpu_mpi_close(m);
+	return rc < 0 ? -1 : 0;
+}
+
 /* Can backend b run here? 0, or -1 after printing why not. */
 static int available(const struct aopts *o, int b)
 {
@@ -240,8 +390,10 @@ static int available(const struct aopts *o, int b)
 	int n;
 
 	if (b == B_MPI) {
-		error_msg("allreduce mpi: no MPI all-reduce in this build (lib/comm has no MPI "
-			  "backend yet)");
+		if (mgpu_mpi_in_build())
+			return 0;
+		error_msg("allreduce mpi: this build has no MPI (install libopenmpi-dev and "
+			  "rebuild)");
 		return -1;
 	}
 	if (b != B_NCCL)
@@ -273,6 +425,7 @@ static void write_out(struct aopts *o, struct mgpu_tab *t, double gbps, size_t n
 
 	if (o->co.fmt != MGPU_FMT_MD)
 		add_limit(t, gbps, nbytes);
+	bench_blas_fill(t);
 	if (mgpu_tab_write(t, fp, o->co.fmt) < 0)
 		die_lib();
 	if (o->co.fmt == MGPU_FMT_MD)
@@ -280,6 +433,36 @@ static void write_out(struct aopts *o, struct mgpu_tab *t, double gbps, size_t n
 			"copies of %zu MiB).\nalgbw = bytes / time; busbw = algbw x 2(n-1)/n "
 			"(nccl-tests).\n", gbps, nbytes >> 20);
 	common_close(&o->co);
+}
+
+static int report_wrong(int64_t wrong)
+{
+	if (wrong)
+		error_msg("allreduce: %lld wrong element%s", (long long)wrong,
+			  wrong > 1 ? "s" : "");
+	return wrong != 0;
+}
+
+/* Under mpirun: only the mpi backend, rank 0 writes the table (no memcpy
+ * limit line: the process that ran mpirun adds its own). */
+static int mpi_main(struct aopts *o, struct mgpu_tab *t)
+{
+	int64_t wrong = 0;
+	int root = 1, failed;
+
+	if (o->nbackends != 1 || o->backends[0] != B_MPI)
+		usage_error("under mpirun only --backends mpi runs");
+	failed = available(o, B_MPI) < 0 || run_mpi_rank(o, t, &wrong, &root) < 0;
+	if (root && !failed) {
+		FILE *fp = common_open(&o->co);
+		if (mgpu_tab_write(t, fp, o->co.fmt) < 0)
+			die_lib();
+		common_close(&o->co);
+	}
+	mgpu_tab_free(t);
+	if (root && report_wrong(wrong))
+		failed = 1;
+	return failed ? 1 : 0;
 }
 
 int bench_allreduce(int argc, char **argv)
@@ -292,11 +475,15 @@ int bench_allreduce(int argc, char **argv)
 	int i, failed = 0;
 
 	parse(&o, argc, argv);
-	if (mgpu_tab_init(&t, cols, types, 8) < 0)
+	if (mgpu_tab_init(&t, cols, types, 10) < 0)
 		die_lib();
+	if (under_mpirun())
+		return mpi_main(&o, &t);
 	for (i = 0; i < o.nbackends && !mgpu_interrupted; i++) {
+		wrong = 0;
 		if (available(&o, o.backends[i]) < 0 ||
-		    run_backend(&o, o.backends[i], &t, &wrong) < 0) {
+		    (o.backends[i] == B_MPI ? run_mpirun(&o, &t, &wrong) :
+					      run_backend(&o, o.backends[i], &t, &wrong)) < 0) {
 			failed = 1;
 			continue;
 		}
@@ -306,9 +493,7 @@ int bench_allreduce(int argc, char **argv)
 		die_lib();
 	write_out(&o, &t, gbps, cp);
 	mgpu_tab_free(&t);
-	if (wrong_all)
-		error_msg("allreduce: %lld wrong element%s", (long long)wrong_all,
-			  wrong_all > 1 ? "s" : "");
+	report_wrong(wrong_all);
 	if (mgpu_interrupted)
 		return 130;
 	return failed || wrong_all ? 1 : 0;

@@ -13,8 +13,9 @@
 
 #include <stdio.h>  /* FILE */
 
-#include "../common.h" /* struct tool_cli, struct output */
-#include "core/opt.h"  /* struct mgpu_common_opts, MGPU_OPT_COMMON */
+#include "../common.h"  /* struct tool_cli, struct output */
+#include "bench/tab.h"  /* struct mgpu_tab */
+#include "core/opt.h"   /* struct mgpu_common_opts, MGPU_OPT_COMMON */
 
 struct common {
 	struct mgpu_common_opts opts; /* the MGPU_OPT_COMMON rows parse into this */
@@ -40,6 +41,12 @@ void common_close(struct common *co);
 int common_progress(const struct common *co);
 /* The directory of this executable, for finding mgpu-train beside it. */
 void self_dir(char *buf, size_t cap);
+/* The OpenBLAS kernels and the BLAS threads of a CPU rank, asked once:
+ * the same library and environment as the mgpu-train runs get. */
+const char *bench_blas_core(void);
+int bench_blas_threads(void);
+/* Fill the blas_core and blas_threads columns of every row of t. */
+void bench_blas_fill(struct mgpu_tab *t);
 /* A comma list of ints in [min_v, max_v] (exits 2 naming the option). */
 int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v);
 

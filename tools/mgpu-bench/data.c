@@ -32,10 +32,11 @@ static const char help[] =
 	"[/usr/share/datasets/fashion-mnist].\n";
 
 static const char *const cols[] = { "test", "source", "prefetch", "batch_size", "rows",
-				    "data_bytes", "time_s", "samples_per_s", "gbps", "repeats" };
+				    "data_bytes", "time_s", "samples_per_s", "gbps", "repeats",
+				    "blas_core", "blas_threads" };
 static const int types[] = { MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_NUM,
 			     MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
-			     MGPU_TAB_NUM, MGPU_TAB_NUM };
+			     MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_NUM };
 
 struct dopts {
 	struct common co;
@@ -184,7 +185,7 @@ int bench_data(int argc, char **argv)
 		die("'%s': no train split to load", o.path);
 	if (s.kind == MGPU_SOURCE_CACHE && o.budget)
 		mgpu_cache_set_budget(&s.cache, (size_t)o.budget);
-	if (mgpu_tab_init(&t, cols, types, 10) < 0)
+	if (mgpu_tab_init(&t, cols, types, 12) < 0)
 		die_lib();
 	if (s.kind == MGPU_SOURCE_CACHE)
 		decode(&o, &s, &t);
@@ -200,6 +201,7 @@ int bench_data(int argc, char **argv)
 		loader(&o, &s, &t, o.prefetch[i], order);
 	free(order);
 	mgpu_source_close(&s);
+	bench_blas_fill(&t);
 	fp = common_open(&o.co);
 	if (mgpu_tab_write(&t, fp, o.co.fmt) < 0)
 		die_lib();

@@ -15,6 +15,7 @@
 #include "bench/tab.h"  /* MGPU_FMT_* */
 #include "core/cli.h"   /* mgpu_cli_choice, mgpu_cli_int_list */
 #include "core/err.h"   /* mgpu_errmsg */
+#include "gpu/gpu.h"    /* mgpu_gpu_blas_core */
 
 const char *const mgpu_tool_name = "mgpu-bench";
 
@@ -74,6 +75,34 @@ void self_dir(char *buf, size_t cap)
 	slash = strrchr(buf, '/');
 	if (slash)
 		*slash = '\0';
+}
+
+const char *bench_blas_core(void)
+{
+	static char core[48];
+
+	if (!core[0])
+		snprintf(core, sizeof core, "%s", mgpu_gpu_blas_core());
+	return core;
+}
+
+int bench_blas_threads(void)
+{
+	static int n;
+
+	if (!n)
+		n = mgpu_gpu_blas_rank_threads();
+	return n;
+}
+
+void bench_blas_fill(struct mgpu_tab *t)
+{
+	char n[16];
+
+	snprintf(n, sizeof n, "%d", bench_blas_threads());
+	if (mgpu_tab_fill(t, "blas_core", bench_blas_core()) < 0 ||
+	    mgpu_tab_fill(t, "blas_threads", bench_blas_threads() > 0 ? n : NULL) < 0)
+		die_lib();
 }
 
 int bench_list(const char *opt, const char *arg, int *out, int max, int min_v, int max_v)

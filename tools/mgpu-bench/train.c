@@ -15,6 +15,7 @@
 
 #include "../common.h"     /* die, usage_error, mgpu_interrupted */
 #include "bench.h"         /* struct common */
+#include "bench/gpumon.h"  /* mgpu_gpumon_start */
 #include "bench/spawn.h"   /* mgpu_spawn_capture */
 #include "bench/stats.h"   /* mgpu_bench_tolerance */
 #include "bench/svg.h"     /* mgpu_bench_plot_svg */
@@ -22,9 +23,13 @@
 #include "core/cli.h"      /* mgpu_cli_choice */
 #include "core/err.h"      /* mgpu_errmsg */
 #include "core/io.h"       /* mgpu_afile, mgpu_read_file */
+#include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_nvml_open */
 
 #define MAX_ROWS 256
 #define MAX_REPEAT 100
+/* NVML's utilisation covers the last 1/6 to 1 s; sampling faster only
+ * repeats it, slower misses the short runs of a sweep. */
+#define GPUMON_INTERVAL_MS 100
 
 static const char help[] =
 	"usage: mgpu-bench train [options] [-- MGPU-TRAIN-OPTIONS...]\n"
@@ -262,16 +267,79 @@ static void run_failed(struct mgpu_bench_trow *r, const struct mgpu_spawn_result
 			 "exited with status" : "was killed by signal", res->status);
 }
 
+/* NVML sampling of the GPUs a run uses, as `nvidia-smi dmon` would. */
+struct sampler {
+	struct mgpu_gpu_nvml_mon nv;
+	struct mgpu_gpumon mon;
+	int on;
+};
+
+/* Start sampling CUDA ordinals 0..n-1 (what `--gpus 0,..,n-1` uses);
+ * when that cannot be, s->on stays 0 and why says so. */
+static void sampler_start(struct sampler *s, int n, char *why, size_t whylen)
+{
+	static struct mgpu_gpu_list list;
+	static int listed;
+	const char *uuids[MGPU_GPU_MAX];
+	int i;
+
+	memset(s, 0, sizeof *s);
+	if (!listed && mgpu_gpu_enumerate(&list) < 0)
+		list.nvisible = 0;
+	listed = 1;
+	if (n > list.nvisible || n > MGPU_GPU_MAX) {
+		snprintf(why, whylen, "%d GPU%s visible to mgpu-bench", list.nvisible,
+			 list.nvisible == 1 ? "" : "s");
+		return;
+	}
+	for (i = 0; i < n; i++)
+		uuids[i] = list.gpu[i].uuid;
+	if (mgpu_gpu_nvml_open(&s->nv, uuids, n, why, whylen) < 0)
+		return;
+	if (mgpu_gpumon_start(&s->mon, n, GPUMON_INTERVAL_MS, mgpu_gpumon_read_nvml, &s->nv) < 0) {
+		snprintf(why, whylen, "%s", mgpu_errmsg());
+		mgpu_gpu_nvml_close(&s->nv);
+		return;
+	}
+	s->on = 1;
+}
+
+/* Stop sampling and keep the figures in run (after its output is parsed). */
+static void sampler_stop(struct sampler *s, struct mgpu_bench_run *run)
+{
+	int d;
+
+	if (!s->on)
+		return;
+	mgpu_gpumon_stop(&s->mon);
+	mgpu_gpu_nvml_close(&s->nv);
+	run->ngpumon = s->mon.ndev;
+	for (d = 0; d < s->mon.ndev; d++) {
+		run->gpu_util_pct[d] = mgpu_gpumon_acc_util(&s->mon.acc[d]);
+		run->gpu_mem_used_bytes[d] = mgpu_gpumon_acc_mem(&s->mon.acc[d]);
+	}
+	s->on = 0;
+}
+
 /* Run one configuration repeats times into r; a failure fills r->error. */
 static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **args, int repeats)
 {
 	static struct mgpu_bench_run runs[MAX_REPEAT];
+	static int warned;
 	struct mgpu_spawn_result res;
-	int k;
+	struct sampler smp;
+	char why[200] = "";
+	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0;
 
+	snprintf(r->blas_core, sizeof r->blas_core, "%s", bench_blas_core());
+	r->blas_threads = bench_blas_threads();
 	if (mgpu_bench_quote_argv(args, r->command, sizeof r->command) < 0)
 		die_lib();
 	for (k = 0; k < repeats && !mgpu_interrupted; k++) {
+		if (gpu) {
+			sampler_start(&smp, r->devices, why, sizeof why);
+			unsampled |= !smp.on;
+		}
 		if (mgpu_spawn_capture(args, 1000 * o->timeout_s, &mgpu_interrupted, &res) < 0)
 			die_lib();
 		if (!res.exited || res.status != 0 || res.timed_out)
@@ -279,6 +347,8 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 		else if (mgpu_bench_run_parse(res.out, res.out_len, r->warmup_steps,
 					      "mgpu-train output", &runs[k]) < 0)
 			snprintf(r->error, sizeof r->error, "%s", mgpu_errmsg());
+		if (gpu)
+			sampler_stop(&smp, &runs[k]);
 		free(res.out);
 		if (r->error[0])
 			break;
@@ -286,6 +356,9 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 			note("%s: run %d/%d: %.0f samples/s", r->config, k + 1, repeats,
 			     runs[k].samples_per_s);
 	}
+	/* said once, and only of a run that worked: a failed row says enough */
+	if (unsampled && !r->error[0] && !warned++ && !o->co.quiet)
+		warn("GPU utilisation not sampled (gpu_util_pct NA): %s", why);
 	mgpu_bench_trow_fold(r, runs, r->error[0] ? 0 : k);
 	if (!r->mode[0] && !r->error[0] && k > 0)
 		snprintf(r->mode, sizeof r->mode, "%s", runs[k - 1].mode);
@@ -353,9 +426,20 @@ static void write_md(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 	if (mgpu_bench_memory_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
 		die_lib();
 	mgpu_tab_free(&t);
+	if (mgpu_bench_util_tab(rows, n, &t) < 0)
+		die_lib();
+	if (t.nrows) {
+		fputs("\nGPU utilisation per device (mean %, NVML, from the first to the last busy "
+		      "sample):\n\n", fp);
+		if (mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
+			die_lib();
+	}
+	mgpu_tab_free(&t);
 	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
-		"of each left out.\nCommands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
-		rows[0].warmup_steps);
+		"of each left out.\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
+		"Commands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
+		rows[0].warmup_steps, rows[0].blas_core, rows[0].blas_threads,
+		rows[0].blas_threads == 1 ? "" : "s");
 	for (i = 0; i < n; i++)
 		fprintf(fp, "- %s: `%s`\n", rows[i].config, rows[i].command);
 }
@@ -411,6 +495,10 @@ static int verdict(const struct topts *o, const struct mgpu_bench_trow *old, int
 	for (i = 0; i < n; i++)
 		if (rows[i].error[0] && ++nerr)
 			error_msg("%s: %s", rows[i].config, rows[i].error);
+	if (old && old[0].blas_core[0] && strcmp(old[0].blas_core, bench_blas_core()) != 0)
+		warn("'%s' was measured with OpenBLAS %s kernels, this run uses %s: throughput "
+		     "differences may come from that (OPENBLAS_CORETYPE)", o->compare,
+		     old[0].blas_core, bench_blas_core());
 	if (old) {
 		mgpu_bench_compare(old, nold, rows, n, o->tol, reg, 2 * MAX_ROWS, &nreg);
 		for (i = 0; i < nreg && i < 2 * MAX_ROWS; i++)

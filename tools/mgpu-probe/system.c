@@ -1,16 +1,18 @@
 /*
  * system.c - `mgpu-probe --system`: the CUDA, cuBLAS, NCCL and driver
- * versions, the visible GPUs, the P2P matrix, the host and a checklist of
- * what multi-GPU training needs, as section/item/value/check rows (TSV,
+ * versions and the GPU code this binary carries, the visible GPUs (or
+ * those of a --from CSV), the P2P matrix, the host with OpenBLAS's kernels,
+ * and a checklist of what multi-GPU training needs (code for each GPU, BLAS
+ * kernels that fit the CPU, ...), as section/item/value/check rows (TSV,
  * JSON Lines) or grouped text on a terminal. Always exits 0: a failed
- * check is a finding, not an error.
+ * check is a finding, not an error (a BLAS misfit is also a warning).
  */
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* getenv */
 #include <string.h> /* strcmp */
 
-#include "../common.h"  /* die_lib */
+#include "../common.h"  /* die_lib, warn */
 #include "core/table.h" /* struct mgpu_table */
 #include "gpu/gpu.h"    /* mgpu_gpu_system */
 #include "probe.h"      /* struct out, out_open */
@@ -186,7 +188,8 @@ static void report_p2p(struct report *r, const struct mgpu_gpu_system *s)
 			}
 }
 
-static void report_host(struct report *r, const struct mgpu_gpu_system *s)
+static void report_host(struct report *r, const struct mgpu_gpu_system *s,
+			const struct mgpu_gpu_blas *b)
 {
 	row(r, "host", "cpu_model", NULL, "%s", s->cpu_model[0] ? s->cpu_model : "NA");
 	row(r, "host", "cpu_cores", NULL, "%d", s->cpu_cores);
@@ -198,6 +201,12 @@ static void report_host(struct report *r, const struct mgpu_gpu_system *s)
 		    gib(s->shm_total_bytes), gib(s->shm_free_bytes));
 	else
 		row(r, "host", "dev_shm", NULL, "missing");
+	row(r, "host", "cpu_vector", NULL, "%s", b->cpu_features[0] ? b->cpu_features :
+	    b->cpu_simd == MGPU_SIMD_UNKNOWN ? "unknown" : "no AVX");
+	row(r, "host", "blas_core", NULL, "%s (%s)", b->core, b->config);
+	row(r, "host", "blas_threads", NULL, "%d in each CPU rank of mgpu-train, %d in this "
+	    "process%s", b->rank_threads, b->threads, getenv("OPENBLAS_NUM_THREADS") ?
+	    " (OPENBLAS_NUM_THREADS)" : "");
 }
 
 /* One check per visible GPU: does this binary carry code it runs? */
@@ -233,7 +242,7 @@ static void code_check(struct report *r, int i, const struct mgpu_gpu *g)
 }
 
 static void report_checks(struct report *r, const struct mgpu_gpu_list *list,
-			  const struct mgpu_gpu_system *s)
+			  const struct mgpu_gpu_system *s, const struct mgpu_gpu_blas *b)
 {
 	int drv = s->cuda_driver_version, rt = s->cuda_runtime_version;
 	int shm_ok = s->shm_free_bytes >= SHM_MIN_BYTES;
@@ -258,6 +267,8 @@ static void report_checks(struct report *r, const struct mgpu_gpu_list *list,
 	row(r, "checklist", "shm_large_enough", shm_ok ? "pass" : "fail",
 	    "/dev/shm %.0f MiB free, want >= %lld MiB",
 	    s->shm_free_bytes >= 0 ? (double)s->shm_free_bytes / 1048576 : 0.0, SHM_MIN_BYTES >> 20);
+	row(r, "checklist", "blas_fits_cpu", b->fits < 0 ? NULL : b->fits ? "pass" : "fail", "%s",
+	    b->verdict);
 }
 
 /* The GPUs and the facts of this machine. With --from the GPUs are those
@@ -282,10 +293,12 @@ int system_report(const struct opts *o)
 {
 	static struct mgpu_gpu_list list;
 	static struct mgpu_gpu_system s;
+	struct mgpu_gpu_blas b;
 	struct report r;
 	struct out out;
 
 	gather(o, &list, &s);
+	mgpu_gpu_blas_host(&b);
 	out_open(&out, o);
 	memset(&r, 0, sizeof r);
 	r.out = &out;
@@ -293,9 +306,12 @@ int system_report(const struct opts *o)
 	report_versions(&r, &s);
 	report_gpus(&r, &list, &s, o->from);
 	report_p2p(&r, &s);
-	report_host(&r, &s);
-	report_checks(&r, &list, &s);
+	report_host(&r, &s, &b);
+	report_checks(&r, &list, &s, &b);
 	out_close(&out);
+	/* stdout may be a file nobody reads soon: a slow BLAS deserves a word now */
+	if (b.fits == 0 && !o->com.quiet)
+		warn("%s", b.verdict);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "core/clock.h"    /* mgpu_now_s */
 #include "core/table.h"    /* struct mgpu_table */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
+#include "comm/mpi.h"      /* mgpu_mpi_in_build */
 #include "nn/sync.h"       /* mgpu_sync_name */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/train.h"      /* mgpu_train_run */
@@ -239,6 +240,17 @@ static void resolve_world(struct train_opts *o)
 	if (mgpu_launch_env(&c->env) < 0)
 		usage_error("%s", mgpu_errmsg());
 	c->world = asked;
+	if (o->nnodes < 1)
+		o->nnodes = 1;
+	if (o->node_rank >= o->nnodes)
+		usage_error("--node-rank %d is not below --nnodes %d", o->node_rank, o->nnodes);
+	if (o->nnodes > 1 && c->env.launcher != MGPU_LAUNCH_NONE &&
+	    c->env.launcher != MGPU_LAUNCH_SELF)
+		usage_error("--nnodes is for mgpu-train's own launcher; %s placed the ranks",
+			    mgpu_launcher_name(c->env.launcher));
+	if (o->nnodes > 1 && c->mode == MGPU_MODE_DP)
+		usage_error("--mode dp runs in one process; it cannot span --nnodes %d", o->nnodes);
+	c->world = asked * o->nnodes;
 	if (c->env.launcher != MGPU_LAUNCH_NONE) {
 		/* the devices listed are this node's; other nodes have their own */
 		if ((o->cpu_ranks || c->ndevices > 1) && asked != c->env.local_world)
@@ -257,6 +269,13 @@ static void resolve_world(struct train_opts *o)
 		c->sync = o->sync;
 	if (c->sync == MGPU_SYNC_NCCL && strcmp(c->backend, "cuda") != 0)
 		usage_error("--sync-backend nccl needs GPU devices (--gpus)");
+	if (c->sync == MGPU_SYNC_MPI && (strcmp(c->backend, "cuda") == 0 ||
+					 c->mode == MGPU_MODE_DP))
+		usage_error("--sync-backend mpi is for CPU ranks in mode ddp (GPU ranks on "
+			    "several nodes: nccl)");
+	if (c->sync == MGPU_SYNC_MPI && !mgpu_mpi_in_build())
+		die("--sync-backend mpi: this build has no MPI (install libopenmpi-dev and "
+		    "rebuild)");
 }
 
 static void resolve_batch(struct train_opts *o)
@@ -296,9 +315,15 @@ static int launch(struct train_opts *o, char **argv)
 {
 	struct mgpu_launch_result res;
 
+	struct mgpu_launch_nodes nodes;
+	int local = o->cfg.world / o->nnodes;
+
 	if (mgpu_train_precheck(&o->cfg) < 0)
 		die_lib();
-	if (mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res) < 0)
+	if (o->nnodes > 1 && mgpu_launch_nodes_env(&nodes, o->nnodes, o->node_rank, local) < 0)
+		usage_error("%s", mgpu_errmsg());
+	if ((o->nnodes > 1 ? mgpu_launch_run_nodes(local, &nodes, argv, &mgpu_interrupted, &res) :
+			     mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res)) < 0)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
 		exit(1);

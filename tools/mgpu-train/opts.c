@@ -18,6 +18,7 @@
 #include "../common.h"   /* parse_options, usage_error, note */
 #include "core/table.h"  /* MGPU_FMT_* */
 #include "comm/launch.h" /* mgpu_launch_env */
+#include "comm/rdzv.h"   /* MGPU_MAX_NODES */
 #include "nn/ckpt.h"     /* mgpu_ckpt_load_state */
 #include "ops/ops.h"     /* mgpu_ops_find */
 
@@ -26,7 +27,7 @@ _Static_assert(MGPU_PATH_MAX >= MGPU_OPT_PATH_MAX, "PATH rows fill cfg's path fi
 static const char *const opt_words[] = { "sgd", "adamw", NULL };
 static const char *const sched_words[] = { "constant", "cosine", "step", NULL };
 static const char *const mode_words[] = { "ddp", "dp", NULL };
-static const char *const sync_words[] = { "auto", "cpu", "nccl", NULL };
+static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
 static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
 static const char *const uneven_words[] = { "drop", "pad", NULL };
 
@@ -145,8 +146,12 @@ static const struct mgpu_opt options[] = {
 		      "backend of the devices", "cpu, or cuda with --gpus", 0),
 	MGPU_OPT_WORDS("mode", O, cfg.mode, mode_words, "ddp|dp",
 		       "a process per device, or DataParallel threads", 0),
-	MGPU_OPT_WORDS("sync-backend", O, sync, sync_words, "auto|cpu|nccl",
+	MGPU_OPT_WORDS("sync-backend", O, sync, sync_words, "auto|cpu|nccl|mpi",
 		       "gradient all-reduce", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "nnodes", 0, O, nnodes, 1, MGPU_MAX_NODES, "N",
+		     "nodes, one launcher each (MASTER_ADDR, MASTER_PORT name node 0)", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "node-rank", 0, O, node_rank, 0, MGPU_MAX_NODES - 1, "I",
+		     "this launcher's node, 0 to --nnodes - 1", 0),
 	MGPU_OPT_WORDS("uneven", O, cfg.pad_tail, uneven_words, "drop|pad",
 		       "the epoch's last partial global batch", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
@@ -182,6 +187,7 @@ static void defaults(struct train_opts *o)
 	memset(o, 0, sizeof *o);
 	mgpu_train_defaults(&o->cfg);
 	o->timeout_s = o->cfg.timeout_ms / 1000;
+	o->nnodes = 1;
 }
 
 /* One command line (or a checkpoint's argv) into o, over what o holds. */

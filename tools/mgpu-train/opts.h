@@ -24,6 +24,7 @@ struct train_opts {
 	int cpu_fallback;               /* CPU ranks when --gpus finds none; 0: fail */
 	int sync;                       /* --sync-backend: 0 auto, else enum mgpu_sync_kind */
 	int timeout_s;
+	int nnodes, node_rank;          /* this launcher's place: --nnodes, --node-rank */
 	int64_t global_batch;           /* 0: not given */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */

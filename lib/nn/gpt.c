@@ -1,0 +1,592 @@
+/*
+ * gpt.c - the "gpt:" model's layout, forward and backward over the ops
+ * table (see gpt.h for the architecture, names and buckets).
+ *
+ * Letters: B sequences, T positions, N = B*T token rows, D width, H heads of
+ * Dh = D/H, V vocabulary. Activations are row-major (N, width); the
+ * attention works per head on (B*H, T, Dh) copies and (B*H, T, T) scores.
+ * Row-major products use ops.h's identity, as model.c does: with W (out,in)
+ *   Y = X W^T   -> sgemm(T, N, out, N, in, 1, W, in, X, in, 0, Y, out)
+ *   dX = dY W   -> sgemm(N, N, in, N, out, 1, W, in, dY, out, 0, dX, in)
+ *   dW += dY^T X-> sgemm(N, T, in, out, N, 1, X, in, dY, out, acc, dW, in)
+ * and per head (strided over B*H, q k v (T,Dh), P (T,T), row-major):
+ *   S = q k^T   -> sgemm_strided(T, N, T, T, Dh, 1, k, Dh, q, Dh, 0, S, T)
+ *   y = P v     -> sgemm_strided(N, N, Dh, T, T, 1, v, Dh, P, T, 0, y, Dh)
+ *   dP = dy v^T -> sgemm_strided(T, N, T, T, Dh, 1, v, Dh, dy, Dh, 0, dP, T)
+ *   dv = P^T dy -> sgemm_strided(N, T, Dh, T, T, 1, dy, Dh, P, T, 0, dv, Dh)
+ *   dq = dS k   -> sgemm_strided(N, N, Dh, T, T, 1, k, Dh, dS, T, 0, dq, Dh)
+ *   dk = dS^T q -> sgemm_strided(N, T, Dh, T, T, 1, q, Dh, dS, T, 0, dk, Dh)
+ *
+ * Memory: every buffer is sized for max_batch sequences and owned here
+ * (listed in struct mgpu_gpt's bufs for one release loop); the saved
+ * activations per block are ln1, qkv, q, k, v, P, merged y, the mid
+ * residual, ln2, the MLP's pre-activation and GELU output.
+ */
+#include "nn/gpt.h"
+
+#include <math.h>   /* sqrtf */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, malloc, free */
+#include <string.h> /* strstr */
+
+#include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "core/rng.h" /* struct mgpu_rng */
+#include "ops/elem.h" /* mgpu_hash64 */
+
+#define GPT_MAX_BUFS (24 * MGPU_GPT_MAX_BLOCKS + 32)
+#define LN_EPS 1e-5f
+
+struct gpt_block {
+	struct mgpu_param *ln1g, *ln1b, *wqkv, *bqkv, *wproj, *bproj;
+	struct mgpu_param *ln2g, *ln2b, *wfc, *bfc, *wmp, *bmp;
+	float *a1, *mean1, *rstd1; /* ln1 output (N,D), stats (N) */
+	float *qkv;                /* (N,3D) */
+	float *q, *k, *v;          /* (B*H,T,Dh) each */
+	float *P;                  /* (B*H,T,T) attention weights */
+	float *y;                  /* (N,D) heads merged */
+	float *mid;                /* (N,D) residual after attention */
+	float *a2, *mean2, *rstd2; /* ln2 */
+	float *fc, *h;             /* (N,4D) pre-activation, GELU output */
+	float *out;                /* (N,D) residual after the MLP */
+};
+
+struct mgpu_gpt {
+	int L, H, D, T, V, Dh;
+	struct mgpu_param *wte, *wpe, *lnfg, *lnfb;
+	struct gpt_block blk[MGPU_GPT_MAX_BLOCKS];
+	float *emb;                 /* (N,D) embedding sum: the first residual */
+	float *xf, *meanf, *rstdf;  /* final LayerNorm */
+	float *logits;              /* (N,V) */
+	int32_t *ids;               /* (N) input tokens, device */
+	int32_t *h_ids, *h_tgt;     /* (N) host staging of inputs, targets */
+	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
+	float *dq, *dk, *dv;        /* (N,D) */
+	float *big;                 /* (N,4D): dh, then dqkv */
+	float *dP;                  /* (B*H,T,T) */
+	int nbufs;
+	void *bufs[GPT_MAX_BUFS];
+};
+
+/* ---- layout ---------------------------------------------------------- */
+
+static struct mgpu_param *param(struct mgpu_model *m, const char *name, int rows, int cols)
+{
+	struct mgpu_param *p = &m->params[m->nparam++];
+
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->off = m->nparams;
+	p->ndim = cols ? 2 : 1;
+	p->shape[0] = rows;
+	p->shape[1] = cols;
+	p->count = (size_t)rows * (size_t)(cols ? cols : 1);
+	p->decay = cols != 0; /* matrices (embeddings too), as nanoGPT */
+	m->nparams += p->count;
+	return p;
+}
+
+static struct mgpu_param *bparam(struct mgpu_model *m, int l, const char *what, int rows,
+				 int cols)
+{
+	char name[48];
+
+	snprintf(name, sizeof name, "blocks.%d.%s", l, what);
+	return param(m, name, rows, cols);
+}
+
+/* Bucket b spans parameters first..last (model.h's layers[b].w .. .b). */
+static void bucket(struct mgpu_model *m, int b, struct mgpu_param *first,
+		   struct mgpu_param *last, int in, int out)
+{
+	struct mgpu_layer *L = &m->layers[b];
+
+	L->in = in;
+	L->out = out;
+	L->hidden = b + 1 < m->spec.nlayers;
+	L->w = first;
+	L->b = last;
+}
+
+static void layout(struct mgpu_model *m, struct mgpu_gpt *g)
+{
+	int l, D = g->D;
+
+	g->wte = param(m, "wte.weight", g->V, D);
+	g->wpe = param(m, "wpe.weight", g->T, D);
+	bucket(m, 0, g->wte, g->wpe, g->T + 1, D);
+	for (l = 0; l < g->L; l++) {
+		struct gpt_block *k = &g->blk[l];
+		k->ln1g = bparam(m, l, "ln1.weight", D, 0);
+		k->ln1b = bparam(m, l, "ln1.bias", D, 0);
+		k->wqkv = bparam(m, l, "attn.qkv.weight", 3 * D, D);
+		k->bqkv = bparam(m, l, "attn.qkv.bias", 3 * D, 0);
+		k->wproj = bparam(m, l, "attn.proj.weight", D, D);
+		k->bproj = bparam(m, l, "attn.proj.bias", D, 0);
+		k->ln2g = bparam(m, l, "ln2.weight", D, 0);
+		k->ln2b = bparam(m, l, "ln2.bias", D, 0);
+		k->wfc = bparam(m, l, "mlp.fc.weight", 4 * D, D);
+		k->bfc = bparam(m, l, "mlp.fc.bias", 4 * D, 0);
+		k->wmp = bparam(m, l, "mlp.proj.weight", D, 4 * D);
+		k->bmp = bparam(m, l, "mlp.proj.bias", D, 0);
+		bucket(m, l + 1, k->ln1g, k->bmp, D, D);
+	}
+	g->lnfg = param(m, "ln_f.weight", D, 0);
+	g->lnfb = param(m, "ln_f.bias", D, 0);
+	bucket(m, g->L + 1, g->lnfg, g->lnfb, D, g->V);
+}
+
+size_t mgpu_gpt_count(const struct mgpu_spec *s)
+{
+	size_t D = (size_t)s->dim, blk = 12 * D * D + 13 * D;
+
+	return (size_t)s->vocab * D + (size_t)s->ctx * D + (size_t)s->blocks * blk + 2 * D;
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+static int dalloc(struct mgpu_model *m, void *pp, size_t count, size_t elem)
+{
+	struct mgpu_gpt *g = m->gpt;
+	size_t nbytes = count * elem;
+
+	if (g->nbufs == GPT_MAX_BUFS)
+		return mgpu_err(MGPU_EINVAL, "gpt: too many buffers");
+	MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)pp, nbytes));
+	g->bufs[g->nbufs++] = *(void **)pp;
+	m->dev_bytes += nbytes;
+	return 0;
+}
+
+#define F sizeof(float)
+
+static int alloc_block(struct mgpu_model *m, struct gpt_block *k, size_t N, size_t D,
+		       size_t PT)
+{
+	MGPU_TRY(dalloc(m, &k->a1, N * D, F));
+	MGPU_TRY(dalloc(m, &k->mean1, N, F));
+	MGPU_TRY(dalloc(m, &k->rstd1, N, F));
+	MGPU_TRY(dalloc(m, &k->qkv, N * 3 * D, F));
+	MGPU_TRY(dalloc(m, &k->q, N * D, F));
+	MGPU_TRY(dalloc(m, &k->k, N * D, F));
+	MGPU_TRY(dalloc(m, &k->v, N * D, F));
+	MGPU_TRY(dalloc(m, &k->P, PT, F));
+	MGPU_TRY(dalloc(m, &k->y, N * D, F));
+	MGPU_TRY(dalloc(m, &k->mid, N * D, F));
+	MGPU_TRY(dalloc(m, &k->a2, N * D, F));
+	MGPU_TRY(dalloc(m, &k->mean2, N, F));
+	MGPU_TRY(dalloc(m, &k->rstd2, N, F));
+	MGPU_TRY(dalloc(m, &k->fc, N * 4 * D, F));
+	MGPU_TRY(dalloc(m, &k->h, N * 4 * D, F));
+	return dalloc(m, &k->out, N * D, F);
+}
+
+static int alloc_scratch(struct mgpu_model *m, struct mgpu_gpt *g, size_t N, size_t D,
+			 size_t PT)
+{
+	MGPU_TRY(dalloc(m, &g->dres, N * D, F));
+	MGPU_TRY(dalloc(m, &g->dt, N * D, F));
+	MGPU_TRY(dalloc(m, &g->da, N * D, F));
+	MGPU_TRY(dalloc(m, &g->dx, N * D, F));
+	MGPU_TRY(dalloc(m, &g->dq, N * D, F));
+	MGPU_TRY(dalloc(m, &g->dk, N * D, F));
+	MGPU_TRY(dalloc(m, &g->dv, N * D, F));
+	MGPU_TRY(dalloc(m, &g->big, N * 4 * D, F));
+	return dalloc(m, &g->dP, PT, F);
+}
+
+static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
+{
+	size_t N = (size_t)m->max_batch * (size_t)g->T, D = (size_t)g->D, V = (size_t)g->V;
+	size_t PT = (size_t)m->max_batch * (size_t)g->H * (size_t)g->T * (size_t)g->T;
+	int l;
+
+	if (!m->ext_w)
+		MGPU_TRY(dalloc(m, &m->w, m->nparams, F));
+	if (!m->ext_g)
+		MGPU_TRY(dalloc(m, &m->g, m->nparams, F));
+	MGPU_TRY(m->dev->ops->zero(m->dev, m->g, m->nparams * F));
+	MGPU_TRY(dalloc(m, &g->ids, N, sizeof(int32_t)));
+	MGPU_TRY(dalloc(m, &m->labels, N, sizeof(int32_t)));
+	MGPU_TRY(dalloc(m, &g->emb, N * D, F));
+	for (l = 0; l < g->L; l++)
+		MGPU_TRY(alloc_block(m, &g->blk[l], N, D, PT));
+	MGPU_TRY(dalloc(m, &g->xf, N * D, F));
+	MGPU_TRY(dalloc(m, &g->meanf, N, F));
+	MGPU_TRY(dalloc(m, &g->rstdf, N, F));
+	MGPU_TRY(dalloc(m, &g->logits, N * V, F));
+	MGPU_TRY(dalloc(m, &m->dlogits, N * V, F));
+	MGPU_TRY(dalloc(m, &m->row_loss, N, F));
+	MGPU_TRY(dalloc(m, &m->row_correct, N, F));
+	MGPU_TRY(alloc_scratch(m, g, N, D, PT));
+	m->h_loss = calloc(N, F);
+	m->h_correct = calloc(N, F);
+	g->h_ids = calloc(N, sizeof(int32_t));
+	g->h_tgt = calloc(N, sizeof(int32_t));
+	if (!m->h_loss || !m->h_correct || !g->h_ids || !g->h_tgt)
+		return mgpu_err(MGPU_ENOMEM, "gpt: out of host memory");
+	return 0;
+}
+
+int mgpu_gpt_create(struct mgpu_model *m)
+{
+	const struct mgpu_spec *s = &m->spec;
+	struct mgpu_gpt *g = calloc(1, sizeof *g);
+
+	if (!g)
+		return mgpu_err(MGPU_ENOMEM, "gpt: out of host memory");
+	m->gpt = g;
+	g->L = s->blocks;
+	g->H = s->heads;
+	g->D = s->dim;
+	g->T = s->ctx;
+	g->V = s->vocab;
+	g->Dh = s->dim / s->heads;
+	layout(m, g);
+	return alloc_all(m, g);
+}
+
+void mgpu_gpt_free(struct mgpu_model *m)
+{
+	struct mgpu_gpt *g = m->gpt;
+	int i;
+
+	if (!g)
+		return;
+	/* w and g are in bufs only when this model allocated them */
+	for (i = 0; i < g->nbufs; i++)
+		if (g->bufs[i])
+			m->dev->ops->release(m->dev, g->bufs[i]);
+	m->dev->bytes_cur -= m->dev_bytes;
+	free(m->h_loss);
+	free(m->h_correct);
+	free(g->h_ids);
+	free(g->h_tgt);
+	free(g);
+	m->gpt = NULL;
+}
+
+/* ---- init and data ------------------------------------------------------ */
+
+/* Uniform draws with standard deviation sd: U(-sd*sqrt(3), sd*sqrt(3)). */
+static void fill_sd(struct mgpu_rng *r, float *x, size_t n, float sd)
+{
+	float a = sd * 1.7320508f;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = (2.0f * mgpu_rng_float(r) - 1.0f) * a;
+}
+
+static void fill_val(float *x, size_t n, float v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = v;
+}
+
+/* ln1.weight, ln2.weight, ln_f.weight: LayerNorm gains start at 1. */
+static int is_ln_gain(const char *name)
+{
+	return strstr(name, "ln") && strstr(name, ".weight");
+}
+
+int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed)
+{
+	struct mgpu_gpt *g = m->gpt;
+	float *h = malloc(m->nparams * sizeof(float)), sd_out;
+	struct mgpu_rng r;
+	int i, rc;
+
+	if (!h)
+		return mgpu_err(MGPU_ENOMEM, "gpt: out of host memory");
+	sd_out = 0.02f / sqrtf(2.0f * (float)g->L);
+	mgpu_rng_seed(&r, seed, 1);
+	for (i = 0; i < m->nparam; i++) {
+		const struct mgpu_param *p = &m->params[i];
+		if (p->ndim == 2) /* the residual branches' output projections are smaller */
+			fill_sd(&r, h + p->off, p->count,
+				strstr(p->name, ".proj.weight") ? sd_out : 0.02f);
+		else
+			fill_val(h + p->off, p->count, is_ln_gain(p->name) ? 1.0f : 0.0f);
+	}
+	rc = mgpu_model_set(m, h);
+	free(h);
+	return rc;
+}
+
+int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
+{
+	struct mgpu_gpt *g = m->gpt;
+	size_t T = (size_t)g->T, N = (size_t)B * T, b, t;
+	const uint8_t *row;
+
+	if (B < 1 || B > m->max_batch)
+		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
+				m->max_batch);
+	for (b = 0; b < (size_t)B; b++) {
+		row = x_host + b * (T + 1);
+		for (t = 0; t <= T; t++)
+			if (row[t] >= g->V)
+				return mgpu_err(MGPU_ERANGE,
+						"gpt: byte %d at position %zu of sample %zu is not "
+						"below vocab %d",
+						row[t], t, b, g->V);
+		for (t = 0; t < T; t++) {
+			g->h_ids[b * T + t] = row[t];
+			g->h_tgt[b * T + t] = row[t + 1];
+		}
+	}
+	MGPU_TRY(mgpu_dev_to_dev(m->dev, g->ids, g->h_ids, N * sizeof(int32_t)));
+	return mgpu_dev_to_dev(m->dev, m->labels, g->h_tgt, N * sizeof(int32_t));
+}
+
+/* ---- forward ------------------------------------------------------------ */
+
+/* Dropout site s: 0 the embeddings, 1 + 2l block l's attention, 2 + 2l its
+ * MLP. Masks are a pure function of (seed, site, global token row, column),
+ * so a batch split over ranks drops what the whole batch would. */
+static int drop(struct mgpu_model *m, float *Y, const float *X, int N, int site)
+{
+	struct mgpu_gpt *g = m->gpt;
+	size_t n = (size_t)N * (size_t)g->D;
+
+	return m->dev->ops->dropout(m->dev, Y, X, n, m->spec.dropout,
+				    mgpu_hash64(m->dropout_seed, 1000 + (uint64_t)site),
+				    m->row0 * (uint64_t)g->T * (uint64_t)g->D);
+}
+
+/* Y (N,out) = X (N,in) W^T + b. */
+static int linear(struct mgpu_model *m, float *Y, const float *X, const struct mgpu_param *w,
+		  const struct mgpu_param *b, int N)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	int out = w->shape[0], in = w->shape[1];
+
+	MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, out, N, in, 1.0f, m->w + w->off, in, X, in,
+			  0.0f, Y, out));
+	return o->bias_act(m->dev, MGPU_ACT_NONE, Y, Y, m->w + b->off, N, out);
+}
+
+/* k->y (N,D) = causal multi-head attention of k->qkv; yh is scratch. */
+static int attention(struct mgpu_model *m, struct gpt_block *k, int B, float *yh)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_gpt *g = m->gpt;
+	int T = g->T, Dh = g->Dh, BH = B * g->H, D3 = 3 * g->D;
+	long long sT = (long long)T * Dh, sP = (long long)T * T;
+
+	MGPU_TRY(o->heads_split(m->dev, k->q, k->qkv, D3, B, T, g->H, Dh));
+	MGPU_TRY(o->heads_split(m->dev, k->k, k->qkv + g->D, D3, B, T, g->H, Dh));
+	MGPU_TRY(o->heads_split(m->dev, k->v, k->qkv + 2 * g->D, D3, B, T, g->H, Dh));
+	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->k, Dh, sT, k->q,
+				  Dh, sT, 0.0f, k->P, T, sP, BH));
+	MGPU_TRY(o->attn_softmax(m->dev, k->P, k->P, BH, T, 1.0f / sqrtf((float)Dh)));
+	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->v, Dh, sT, k->P,
+				  T, sP, 0.0f, yh, Dh, sT, BH));
+	return o->heads_merge(m->dev, k->y, g->D, yh, B, T, g->H, Dh);
+}
+
+/* One block: x (N,D) -> k->out. */
+static int block_forward(struct mgpu_model *m, int l, const float *x, int B, int train)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_gpt *g = m->gpt;
+	struct gpt_block *k = &g->blk[l];
+	const float *w = m->w;
+	int N = B * g->T, D = g->D, dropping = train && m->spec.dropout > 0.0f;
+	size_t n = (size_t)N * (size_t)D;
+
+	MGPU_TRY(o->ln_fwd(m->dev, k->a1, k->mean1, k->rstd1, x, w + k->ln1g->off,
+			   w + k->ln1b->off, N, D, LN_EPS));
+	MGPU_TRY(linear(m, k->qkv, k->a1, k->wqkv, k->bqkv, N));
+	MGPU_TRY(attention(m, k, B, g->dx));
+	MGPU_TRY(linear(m, g->dt, k->y, k->wproj, k->bproj, N));
+	if (dropping)
+		MGPU_TRY(drop(m, g->dt, g->dt, N, 1 + 2 * l));
+	MGPU_TRY(o->add(m->dev, k->mid, x, g->dt, n));
+	MGPU_TRY(o->ln_fwd(m->dev, k->a2, k->mean2, k->rstd2, k->mid, w + k->ln2g->off,
+			   w + k->ln2b->off, N, D, LN_EPS));
+	MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, 4 * D, N, D, 1.0f, w + k->wfc->off, D, k->a2,
+			  D, 0.0f, k->fc, 4 * D));
+	MGPU_TRY(o->bias_act(m->dev, MGPU_ACT_GELU, k->h, k->fc, w + k->bfc->off, N, 4 * D));
+	MGPU_TRY(linear(m, g->dt, k->h, k->wmp, k->bmp, N));
+	if (dropping)
+		MGPU_TRY(drop(m, g->dt, g->dt, N, 2 + 2 * l));
+	return o->add(m->dev, k->out, k->mid, g->dt, n);
+}
+
+int mgpu_gpt_forward(struct mgpu_model *m, int B, int train)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_gpt *g = m->gpt;
+	const float *x = g->emb, *w = m->w;
+	int l, N = B * g->T, D = g->D;
+
+	MGPU_TRY(o->emb_fwd(m->dev, g->emb, g->ids, w + g->wte->off, w + g->wpe->off, B, g->T,
+			    g->V, D));
+	if (train && m->spec.dropout > 0.0f)
+		MGPU_TRY(drop(m, g->emb, g->emb, N, 0));
+	for (l = 0; l < g->L; l++) {
+		MGPU_TRY(block_forward(m, l, x, B, train));
+		x = g->blk[l].out;
+	}
+	MGPU_TRY(o->ln_fwd(m->dev, g->xf, g->meanf, g->rstdf, x, w + g->lnfg->off,
+			   w + g->lnfb->off, N, D, LN_EPS));
+	/* the tied head: logits = xf wte^T */
+	return o->sgemm(m->dev, MGPU_T, MGPU_N, g->V, N, D, 1.0f, w + g->wte->off, D, g->xf, D,
+			0.0f, g->logits, g->V);
+}
+
+/* Per sample: the mean over its T positions. */
+int mgpu_gpt_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		  double *loss_sum, double *correct)
+{
+	struct mgpu_gpt *g = m->gpt;
+	int i, N = B * g->T;
+	double l = 0.0, c = 0.0;
+
+	MGPU_TRY(m->dev->ops->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss,
+				   m->row_correct, g->logits, m->labels, N, g->V,
+				   grad_scale / (float)g->T));
+	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_loss, m->row_loss, (size_t)N * sizeof(float)));
+	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_correct, m->row_correct,
+				  (size_t)N * sizeof(float)));
+	for (i = 0; i < N; i++) {
+		l += m->h_loss[i];
+		c += m->h_correct[i];
+	}
+	*loss_sum = l / g->T;
+	*correct = c / g->T;
+	return 0;
+}
+
+/* ---- backward ----------------------------------------------------------- */
+
+/* Gradients of Y = X W^T + b from dY: dW, db (acc), and dX when wanted. */
+static int linear_bwd(struct mgpu_model *m, float *dX, const float *dY, const float *X,
+		      const struct mgpu_param *w, const struct mgpu_param *b, int N, float acc)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	int out = w->shape[0], in = w->shape[1];
+
+	MGPU_TRY(o->col_sum(m->dev, m->g + b->off, dY, N, out, acc));
+	MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, in, out, N, 1.0f, X, in, dY, out, acc,
+			  m->g + w->off, in));
+	return o->sgemm(m->dev, MGPU_N, MGPU_N, in, N, out, 1.0f, m->w + w->off, in, dY, out,
+			0.0f, dX, in);
+}
+
+/* The branch gradient: dres through the site's dropout (or dres itself). */
+static const float *branch_grad(struct mgpu_model *m, int N, int site, int *rc)
+{
+	struct mgpu_gpt *g = m->gpt;
+
+	*rc = 0;
+	if (m->spec.dropout <= 0.0f)
+		return g->dres;
+	*rc = drop(m, g->dt, g->dres, N, site);
+	return g->dt;
+}
+
+/* dqkv (N,3D, in g->big) from dy (N,D) of the merged heads. */
+static int attention_bwd(struct mgpu_model *m, struct gpt_block *k, int B, const float *dy)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_gpt *g = m->gpt;
+	int T = g->T, Dh = g->Dh, H = g->H, BH = B * H, D = g->D;
+	long long sT = (long long)T * Dh, sP = (long long)T * T;
+	float *dyh = g->dx, *dqkv = g->big;
+
+	MGPU_TRY(o->heads_split(m->dev, dyh, dy, D, B, T, H, Dh));
+	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->v, Dh, sT, dyh, Dh,
+				  sT, 0.0f, g->dP, T, sP, BH));
+	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_T, Dh, T, T, 1.0f, dyh, Dh, sT, k->P, T,
+				  sP, 0.0f, g->dv, Dh, sT, BH));
+	MGPU_TRY(o->attn_softmax_bwd(m->dev, g->dP, g->dP, k->P, BH, T,
+				     1.0f / sqrtf((float)Dh)));
+	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->k, Dh, sT, g->dP, T,
+				  sP, 0.0f, g->dq, Dh, sT, BH));
+	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_T, Dh, T, T, 1.0f, k->q, Dh, sT, g->dP, T,
+				  sP, 0.0f, g->dk, Dh, sT, BH));
+	MGPU_TRY(o->heads_merge(m->dev, dqkv, 3 * D, g->dq, B, T, H, Dh));
+	MGPU_TRY(o->heads_merge(m->dev, dqkv + D, 3 * D, g->dk, B, T, H, Dh));
+	return o->heads_merge(m->dev, dqkv + 2 * D, 3 * D, g->dv, B, T, H, Dh);
+}
+
+/* g->dres holds dL/d(out of block l); leaves dL/d(input of block l). */
+static int block_backward(struct mgpu_model *m, int l, const float *x, int B, float acc)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_gpt *g = m->gpt;
+	struct gpt_block *k = &g->blk[l];
+	int N = B * g->T, D = g->D, rc;
+	size_t n = (size_t)N * (size_t)D;
+	const float *dt;
+
+	/* MLP branch: out = mid + drop(h Wmp^T + bmp), h = gelu(fc) */
+	dt = branch_grad(m, N, 2 + 2 * l, &rc);
+	MGPU_TRY(rc);
+	MGPU_TRY(linear_bwd(m, g->big, dt, k->h, k->wmp, k->bmp, N, acc));
+	MGPU_TRY(o->act_bwd(m->dev, MGPU_ACT_GELU, g->big, g->big, k->fc, n * 4));
+	MGPU_TRY(linear_bwd(m, g->da, g->big, k->a2, k->wfc, k->bfc, N, acc));
+	MGPU_TRY(o->ln_bwd(m->dev, g->dx, m->g + k->ln2g->off, m->g + k->ln2b->off, g->da,
+			   k->mid, k->mean2, k->rstd2, m->w + k->ln2g->off, N, D, acc));
+	MGPU_TRY(o->add(m->dev, g->dres, g->dres, g->dx, n));
+	/* attention branch: mid = x + drop(y Wproj^T + bproj) */
+	dt = branch_grad(m, N, 1 + 2 * l, &rc);
+	MGPU_TRY(rc);
+	MGPU_TRY(linear_bwd(m, g->da, dt, k->y, k->wproj, k->bproj, N, acc));
+	MGPU_TRY(attention_bwd(m, k, B, g->da));
+	MGPU_TRY(linear_bwd(m, g->da, g->big, k->a1, k->wqkv, k->bqkv, N, acc));
+	MGPU_TRY(o->ln_bwd(m->dev, g->dx, m->g + k->ln1g->off, m->g + k->ln1b->off, g->da, x,
+			   k->mean1, k->rstd1, m->w + k->ln1g->off, N, D, acc));
+	return o->add(m->dev, g->dres, g->dres, g->dx, n);
+}
+
+static int ready(struct mgpu_model *m, int b)
+{
+	const struct mgpu_layer *L = &m->layers[b];
+
+	if (!m->grad_ready)
+		return 0;
+	return m->grad_ready(m->grad_ctx, b, L->w->off, L->b->off + L->b->count - L->w->off);
+}
+
+/* The tied head and the final LayerNorm: dlogits -> g->dres. */
+static int head_backward(struct mgpu_model *m, int N, const float *x, float acc)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_gpt *g = m->gpt;
+	int D = g->D, V = g->V;
+
+	MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, D, N, V, 1.0f, m->w + g->wte->off, D,
+			  m->dlogits, V, 0.0f, g->da, D));
+	MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, D, V, N, 1.0f, g->xf, D, m->dlogits, V, acc,
+			  m->g + g->wte->off, D));
+	return o->ln_bwd(m->dev, g->dres, m->g + g->lnfg->off, m->g + g->lnfb->off, g->da, x,
+			 g->meanf, g->rstdf, m->w + g->lnfg->off, N, D, acc);
+}
+
+int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_gpt *g = m->gpt;
+	float acc = accumulate ? 1.0f : 0.0f;
+	int l, N = B * g->T, rc;
+	const float *dt;
+
+	MGPU_TRY(head_backward(m, N, g->L ? g->blk[g->L - 1].out : g->emb, acc));
+	MGPU_TRY(ready(m, g->L + 1));
+	for (l = g->L - 1; l >= 0; l--) {
+		MGPU_TRY(block_backward(m, l, l ? g->blk[l - 1].out : g->emb, B, acc));
+		MGPU_TRY(ready(m, l + 1));
+	}
+	dt = branch_grad(m, N, 0, &rc);
+	MGPU_TRY(rc);
+	/* wte already holds the head's part: the embedding adds to it */
+	if (!accumulate)
+		MGPU_TRY(o->zero(m->dev, m->g + g->wpe->off, g->wpe->count * sizeof(float)));
+	MGPU_TRY(o->emb_bwd(m->dev, m->g + g->wte->off, m->g + g->wpe->off, dt, g->ids, B, g->T,
+			    g->V, g->D, 1.0f));
+	return ready(m, 0);
+}

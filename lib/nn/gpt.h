@@ -1,0 +1,55 @@
+/*
+ * gpt.h - the decoder-only transformer behind a "gpt:" spec, internal to
+ * lib/nn: model.c's public functions (model.h) call these when
+ * m->spec.kind is MGPU_MODEL_GPT, so training, sync and checkpoints see one
+ * struct mgpu_model whatever the architecture.
+ *
+ * The model (GPT-2's layout): token and position embeddings, L pre-LayerNorm
+ * blocks (x += proj(attn(ln1(x))); x += mlp(ln2(x)) with a 4*D GELU MLP and
+ * causal multi-head self-attention), a final LayerNorm, and an output head
+ * tied to the token embedding (logits = ln_f(x) wte^T), trained with
+ * cross-entropy over the next byte. Dropout (the spec's P) follows the
+ * embedding sum and each branch's output projection.
+ *
+ * Data: a sample is T+1 bytes; inputs are bytes 0..T-1, targets 1..T. The
+ * loss of a sample is the mean over its T positions (nats per token), its
+ * "correct" the fraction of positions whose argmax is the next byte.
+ *
+ * Parameters sit in the flat buffers (model.h) in this order, with these
+ * safetensors names (row-major, as torch.nn.Linear stores weight (out, in)):
+ *   wte.weight (V,D), wpe.weight (T,D),
+ *   blocks.I.{ln1,ln2}.{weight,bias} (D),
+ *   blocks.I.attn.qkv.weight (3D,D) .bias (3D)   q, k, v stacked in that order
+ *   blocks.I.attn.proj.weight (D,D) .bias (D)
+ *   blocks.I.mlp.fc.weight (4D,D) .bias (4D)
+ *   blocks.I.mlp.proj.weight (D,4D) .bias (D)
+ *   ln_f.weight, ln_f.bias (D)
+ * Gradient buckets (m->layers[b].w .. m->layers[b].b, what grad_ready
+ * reports): 0 = both embeddings (ready last: the tied head adds to wte
+ * first), 1..L = block b-1, L+1 = ln_f (ready first).
+ */
+#ifndef MGPU_NN_GPT_H
+#define MGPU_NN_GPT_H
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* uint8_t, uint64_t */
+
+#include "nn/model.h" /* struct mgpu_model */
+#include "nn/spec.h"  /* struct mgpu_spec */
+
+/* Parameters of a gpt spec, without building it. */
+size_t mgpu_gpt_count(const struct mgpu_spec *s);
+/* Lay out and allocate; m->spec, dev, max_batch, w, g, ext_* are set. */
+int mgpu_gpt_create(struct mgpu_model *m);
+void mgpu_gpt_free(struct mgpu_model *m);
+/* GPT-2's init (std 0.02, output projections 0.02 / sqrt(2L), as uniform
+ * draws of that deviation), biases 0, LayerNorm 1 and 0; seeded. */
+int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed);
+/* B samples of T+1 bytes; a byte >= V is an error naming the sample. */
+int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B);
+int mgpu_gpt_forward(struct mgpu_model *m, int B, int train);
+int mgpu_gpt_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		  double *loss_sum, double *correct);
+int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate);
+
+#endif
