@@ -156,6 +156,12 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(B)
 
+# mgpu against PyTorch on the byte-level gpt (CPU ranks; bench/lm.sh): PyTorch
+# goes into $(B)/torch-venv from PyPI when missing, or is skipped offline.
+bench-torch: deps
+	@$(MAKE) --no-print-directory all
+	@sh bench/lm.sh $(B)
+
 # The check to run on a new GPU machine: selftest, conformance (cuda rows),
 # memcheck when compute-sanitizer exists, a 10-epoch training.
 gpu-check: deps
@@ -177,11 +183,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, bench, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, bench, bench-torch, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo demo-lm bench gpu-check lint-man install clean help
+.PHONY: all deps test test-bins demo demo-lm bench bench-torch gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
