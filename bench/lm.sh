@@ -38,10 +38,32 @@ torch_python() {
 	echo "$VENV/bin/python"
 }
 
+# cpu_secs CMD...: the user + system CPU seconds CMD and every process it
+# started used (what a loaded machine cannot inflate, unlike wall time).
+cpu_secs() {
+	python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime + r.ru_stime)' "$@"
+}
+
+# cpu_per_step NAME RANKS CMD...: CPU seconds per training step of CMD, as
+# the difference of a run of LM_STEPS steps and one of LM_WARMUP (CMD ends
+# with the option that takes the step count), so start-up, data set-up and
+# evaluation cancel out; printed as a table row with tokens per CPU second.
+cpu_per_step() {
+	name=$1 ranks=$2
+	shift 2
+	long=$(cpu_secs "$@" "$STEPS") && short=$(cpu_secs "$@" "$WARMUP") ||
+		{ echo "| $name | failed | |"; return 0; }
+	awk -v n="$name" -v a="$long" -v b="$short" -v s="$((STEPS - WARMUP))" \
+		-v tok="$((ranks * BATCH * ctx))" 'BEGIN { c = (a - b) / s
+		printf "| %s | %.4f | %.0f |\n", n, c, (c > 0 ? tok / c : 0) }'
+}
+
 for f in $TEXT; do
 	[ -r "$f" ] || { echo "lm.sh: '$f' missing: run make deps (fortunes-min)" >&2; exit 1; }
 done
-# shellcheck disable=SC2086 # word splitting of the lists is intended
 PYT=$(torch_python) || PYT=
 for spec in $MODELS; do
 	ctx=${spec##*ctx=}
@@ -55,7 +77,7 @@ for spec in $MODELS; do
 		--warmup-steps "$WARMUP" --format markdown -- --data "$W/ctx$ctx/cache" \
 		--model "$spec" --optimizer adamw --lr 3e-4 --batch-size "$BATCH" \
 		--max-steps "$STEPS" | sed '/^Commands:/,$d'
-	echo "## PyTorch (bench/torch_gpt.py, median of $REPEAT)"
+	echo "## PyTorch (bench/torch_gpt.py, median of $REPEAT; CPU time of the timed steps, all ranks)"
 	if [ -z "$PYT" ]; then
 		echo "skipped: no PyTorch (see above)"
 		continue
@@ -66,13 +88,25 @@ for spec in $MODELS; do
 			--steps "$STEPS" --warmup-steps "$WARMUP" --ranks 1,2 >"$W/t$r.tsv" 2>"$W/err"
 		best="$best $W/t$r.tsv"
 	done
-	# the median run of each configuration, as mgpu-bench reports its rows
+	# each configuration's median over the runs, as mgpu-bench reports its rows
 	# shellcheck disable=SC2086
-	awk -F '\t' 'FNR == 1 { next } { v[$1] = v[$1] " " $3; n[$1]++; if (!($1 in o)) o[$1] = k++ }
-		END { print "| Configuration | Tokens/s (median) | runs |"; print "|---|---:|---|"
+	awk -F '\t' 'function med(s,   a, m, x, y, t) { m = split(s, a, " ")
+			for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++)
+				if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
+			return a[int((m + 1) / 2)] }
+		FNR == 1 { next }
+		{ tok[$1] = tok[$1] " " $3; cpu[$1] = cpu[$1] " " $8; if (!($1 in o)) o[$1] = k++ }
+		END { print "| Configuration | Tokens/s | Tokens per CPU s |"; print "|---|---:|---:|"
 		      for (c in o) keys[o[c]] = c
-		      for (i = 0; i < k; i++) { c = keys[i]; m = split(v[c], a, " ")
-			for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++) if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
-			printf "| %s | %.0f |%s |\n", c, a[int((m + 1) / 2)], v[c] } }' $best
+		      for (i = 0; i < k; i++)
+			printf "| %s | %.0f | %.0f |\n", keys[i], med(tok[keys[i]]), med(cpu[keys[i]]) }' $best
 	tail -n 1 "$W/err"
+	echo "## mgpu: CPU seconds per step (all ranks; a run of $STEPS steps minus one of $WARMUP)"
+	echo "| Configuration | CPU s/step | Tokens per CPU s |"
+	echo "|---|---:|---:|"
+	for r in 1 2; do
+		cpu_per_step "mgpu $r CPU rank(s)" "$r" "$B/bin/mgpu-train" -q --data "$W/ctx$ctx/cache" \
+			--model "$spec" --optimizer adamw --lr 3e-4 --batch-size "$BATCH" \
+			--cpu-ranks "$r" --log-every 1000 --max-steps
+	done
 done
