@@ -1,6 +1,6 @@
 /*
- * manifest.c - reading shard manifests (see manifest.h). Writing is the
- * tool's job (a core/table.h table with the same columns).
+ * manifest.c - writing and reading shard manifests (see manifest.h): both
+ * sides take the columns from mgpu_manifest_cols.
  */
 #include "data/manifest.h"
 
@@ -13,7 +13,24 @@
 
 #include "core/err.h"   /* mgpu_err */
 #include "core/io.h"    /* mgpu_read_file */
-#include "data/split.h" /* mgpu_split_from_name */
+#include "data/split.h" /* mgpu_split_from_name, mgpu_split_name */
+
+const char *const mgpu_manifest_cols[MGPU_MANIFEST_NCOLS] = {
+	"split", "path", "samples", "bytes", "sha256",
+};
+
+/* The column names joined by sep: the header line, or a list for messages. */
+static const char *cols_joined(const char *sep, char *buf, size_t cap)
+{
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < MGPU_MANIFEST_NCOLS && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? sep : "",
+				      mgpu_manifest_cols[i]);
+	return buf;
+}
 
 int mgpu_manifest_sniff(const void *text, size_t len)
 {
@@ -114,7 +131,7 @@ static int add(struct mgpu_manifest *m, const char *name)
 int mgpu_manifest_parse(const char *text, size_t len, const char *name, const char *dir,
 			struct mgpu_manifest *m)
 {
-	char line[8192];
+	char line[8192], want[64];
 	const char *p = text, *end = text + len, *nl;
 	long ln = 0;
 	int rc = 0;
@@ -136,10 +153,10 @@ int mgpu_manifest_parse(const char *text, size_t len, const char *name, const ch
 		if (n && line[n - 1] == '\r')
 			line[--n] = '\0';
 		if (ln == 1) {
-			if (strcmp(line, MGPU_MANIFEST_HEADER) != 0)
+			if (strcmp(line, cols_joined("\t", want, sizeof want)) != 0)
 				rc = mgpu_err(MGPU_EFORMAT, "'%s': line 1: not a shard manifest "
 					      "(want the header '%s')", name,
-					      "split, path, samples, bytes, sha256");
+					      cols_joined(", ", want, sizeof want));
 			if (rc < 0)
 				goto out;
 			continue;
@@ -198,4 +215,22 @@ void mgpu_manifest_free(struct mgpu_manifest *m)
 {
 	free(m->e);
 	memset(m, 0, sizeof *m);
+}
+
+int mgpu_manifest_writer_init(struct mgpu_manifest_writer *w, FILE *fp, int format)
+{
+	return mgpu_table_init(&w->t, fp, format, mgpu_manifest_cols, MGPU_MANIFEST_NCOLS);
+}
+
+int mgpu_manifest_write(struct mgpu_manifest_writer *w, int split, const char *path,
+			uint64_t samples, uint64_t nbytes, const char *sha_hex)
+{
+	const char *const *c = mgpu_manifest_cols;
+
+	mgpu_table_str(&w->t, c[0], mgpu_split_name(split));
+	mgpu_table_str(&w->t, c[1], path);
+	mgpu_table_int(&w->t, c[2], (int64_t)samples);
+	mgpu_table_int(&w->t, c[3], (int64_t)nbytes);
+	mgpu_table_str(&w->t, c[4], sha_hex);
+	return mgpu_table_emit(&w->t);
 }

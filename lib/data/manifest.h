@@ -1,5 +1,6 @@
 /*
- * manifest.h - the shard manifest of mgpu-shard: TSV with the header
+ * manifest.h - the shard manifest of mgpu-shard, written and read here
+ * (the one definition of the format): TSV with the header
  * "split<TAB>path<TAB>samples<TAB>bytes<TAB>sha256" and one line per shard.
  *
  * split is train, val or test; path is the shard file, relative to the
@@ -14,9 +15,14 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */
 
-#include "core/sha256.h" /* MGPU_SHA256_HEX */
+#include <stdio.h>  /* FILE */
 
-#define MGPU_MANIFEST_HEADER "split\tpath\tsamples\tbytes\tsha256"
+#include "core/sha256.h" /* MGPU_SHA256_HEX */
+#include "core/table.h"  /* struct mgpu_table */
+
+/* The columns of the header and of every line, in order. */
+#define MGPU_MANIFEST_NCOLS 5
+extern const char *const mgpu_manifest_cols[MGPU_MANIFEST_NCOLS];
 
 struct mgpu_manifest_entry {
 	int split;                  /* MGPU_SPLIT_* */
@@ -45,5 +51,19 @@ int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *s
 /* Read and parse a manifest file. */
 int mgpu_manifest_load(const char *path, struct mgpu_manifest *m);
 void mgpu_manifest_free(struct mgpu_manifest *m);
+
+/*
+ * Writing: rows go to fp in format (enum mgpu_format; TSV is the manifest
+ * the readers take, JSON Lines and Markdown show the same rows), the header
+ * before the first row. path is written as the readers will resolve it.
+ */
+struct mgpu_manifest_writer {
+	struct mgpu_table t;
+};
+
+int mgpu_manifest_writer_init(struct mgpu_manifest_writer *w, FILE *fp, int format);
+/* One shard's line; fails when fp does (MGPU_ECLOSED: its reader went away). */
+int mgpu_manifest_write(struct mgpu_manifest_writer *w, int split, const char *path,
+			uint64_t samples, uint64_t nbytes, const char *sha_hex);
 
 #endif
