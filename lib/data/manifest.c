@@ -4,7 +4,7 @@
  */
 #include "data/manifest.h"
 
-#include <errno.h>  /* errno */
+#include <errno.h>  /* errno, EPIPE */
 #include <libgen.h> /* dirname */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* realloc, free, strtoull */
@@ -13,6 +13,7 @@
 
 #include "core/err.h"   /* mgpu_err */
 #include "core/io.h"    /* mgpu_read_file */
+#include "core/json.h"  /* mgpu_json_escape */
 #include "data/split.h" /* mgpu_split_from_name, mgpu_split_name */
 
 const char *const mgpu_manifest_cols[MGPU_MANIFEST_NCOLS] = {
@@ -219,18 +220,73 @@ void mgpu_manifest_free(struct mgpu_manifest *m)
 
 int mgpu_manifest_writer_init(struct mgpu_manifest_writer *w, FILE *fp, int format)
 {
+	memset(w, 0, sizeof *w);
+	w->fp = fp;
+	w->format = format;
 	return mgpu_table_init(&w->t, fp, format, mgpu_manifest_cols, MGPU_MANIFEST_NCOLS);
 }
 
-int mgpu_manifest_write(struct mgpu_manifest_writer *w, int split, const char *path,
+/* A path the readers get back as written: no control character (a tab or
+ * line end would cut the line), and one their entries can hold. */
+static int path_ok(const char *path)
+{
+	const unsigned char *p = (const unsigned char *)path;
+
+	for (; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return mgpu_err(MGPU_EINVAL, "shard path '%s': a control character "
+					"(tab, line end) cannot go in a manifest", path);
+	if ((size_t)(p - (const unsigned char *)path) >=
+	    sizeof ((struct mgpu_manifest_entry *)0)->path)
+		return mgpu_err(MGPU_EINVAL, "shard path '%.64s...': too long for a manifest",
+				path);
+	return 0;
+}
+
+static int markdown_row(struct mgpu_manifest_writer *w, const char *split, const char *path,
 			uint64_t samples, uint64_t nbytes, const char *sha_hex)
 {
 	const char *const *c = mgpu_manifest_cols;
 
-	mgpu_table_str(&w->t, c[0], mgpu_split_name(split));
+	mgpu_table_str(&w->t, c[0], split);
 	mgpu_table_str(&w->t, c[1], path);
 	mgpu_table_int(&w->t, c[2], (int64_t)samples);
 	mgpu_table_int(&w->t, c[3], (int64_t)nbytes);
 	mgpu_table_str(&w->t, c[4], sha_hex);
 	return mgpu_table_emit(&w->t);
+}
+
+static void json_row(FILE *fp, const char *split, const char *path, uint64_t samples,
+		     uint64_t nbytes, const char *sha_hex)
+{
+	const char *const *c = mgpu_manifest_cols;
+
+	fprintf(fp, "{\"%s\":\"%s\",\"%s\":", c[0], split, c[1]);
+	mgpu_json_escape(fp, path);
+	fprintf(fp, ",\"%s\":%llu,\"%s\":%llu,\"%s\":\"%s\"}\n", c[2],
+		(unsigned long long)samples, c[3], (unsigned long long)nbytes, c[4], sha_hex);
+}
+
+int mgpu_manifest_write(struct mgpu_manifest_writer *w, int split, const char *path,
+			uint64_t samples, uint64_t nbytes, const char *sha_hex)
+{
+	const char *s = mgpu_split_name(split);
+	char head[64];
+
+	MGPU_TRY(path_ok(path));
+	if (w->format == MGPU_FMT_MARKDOWN)
+		return markdown_row(w, s, path, samples, nbytes, sha_hex);
+	if (w->format == MGPU_FMT_JSON) {
+		json_row(w->fp, s, path, samples, nbytes, sha_hex);
+	} else {
+		if (!w->rows)
+			fprintf(w->fp, "%s\n", cols_joined("\t", head, sizeof head));
+		fprintf(w->fp, "%s\t%s\t%llu\t%llu\t%s\n", s, path,
+			(unsigned long long)samples, (unsigned long long)nbytes, sha_hex);
+	}
+	w->rows++;
+	if (fflush(w->fp) != 0 || ferror(w->fp))
+		return mgpu_err_errno(errno == EPIPE ? MGPU_ECLOSED : MGPU_EIO,
+				      "cannot write output");
+	return 0;
 }

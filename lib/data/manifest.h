@@ -53,12 +53,19 @@ int mgpu_manifest_load(const char *path, struct mgpu_manifest *m);
 void mgpu_manifest_free(struct mgpu_manifest *m);
 
 /*
- * Writing: rows go to fp in format (enum mgpu_format; TSV is the manifest
- * the readers take, JSON Lines and Markdown show the same rows), the header
- * before the first row. path is written as the readers will resolve it.
+ * Writing: rows go to fp in format (enum mgpu_format), the header before
+ * the first row. TSV is the manifest the readers take; JSON Lines carry the
+ * same fields (the path as a JSON string); Markdown shows them to people
+ * (through core/table.h, so a path there is cut at its cell size). path is
+ * written whole, as the readers will resolve it; a path a TSV line cannot
+ * hold (a control character: tab, line end) or one longer than the
+ * readers' is refused (MGPU_EINVAL), never written altered.
  */
 struct mgpu_manifest_writer {
-	struct mgpu_table t;
+	FILE *fp;
+	int format;
+	int rows;               /* rows written so far */
+	struct mgpu_table t;    /* Markdown */
 };
 
 int mgpu_manifest_writer_init(struct mgpu_manifest_writer *w, FILE *fp, int format);

@@ -63,6 +63,39 @@ static void test_write_json(void)
 	free(buf);
 }
 
+/* A path of any length the readers take comes back whole (a table cell
+ * would cut it); one a line cannot hold is refused, not altered. */
+static void test_write_paths(void)
+{
+	struct mgpu_manifest_writer w;
+	struct mgpu_manifest m;
+	char path[600], *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+
+	memset(path, 'd', sizeof path - 1);
+	path[sizeof path - 1] = '\0';
+	memcpy(path + 100, "/\"quoted\" \\ a|b/", 17);
+	T_OK(mgpu_manifest_writer_init(&w, fp, MGPU_FMT_TSV));
+	T_OK(mgpu_manifest_write(&w, MGPU_SPLIT_TEST, path, 1, 2, sha_a));
+	T_FAILS(mgpu_manifest_write(&w, MGPU_SPLIT_TRAIN, "a\tb.tar", 1, 2, sha_a),
+		MGPU_EINVAL, "shard path 'a\tb.tar': a control character");
+	T_FAILS(mgpu_manifest_write(&w, MGPU_SPLIT_TRAIN, "a\nb.tar", 1, 2, sha_a),
+		MGPU_EINVAL, "cannot go in a manifest");
+	fclose(fp);
+	T_OK(mgpu_manifest_parse(buf, len, "m.tsv", "", &m));
+	T_CHECK(m.n == 1 && strcmp(m.e[0].path, path) == 0, "%zu rows, path %.120s", m.n,
+		m.n ? m.e[0].path : "");
+	mgpu_manifest_free(&m);
+	free(buf);
+	fp = open_memstream(&buf, &len);
+	T_OK(mgpu_manifest_writer_init(&w, fp, MGPU_FMT_JSON));
+	T_OK(mgpu_manifest_write(&w, MGPU_SPLIT_TEST, "a\"b\\c.tar", 1, 2, sha_a));
+	fclose(fp);
+	T_CHECK(strstr(buf, "\"path\":\"a\\\"b\\\\c.tar\",") != NULL, "json: %s", buf);
+	free(buf);
+}
+
 static void test_parse_errors(void)
 {
 	static const char good[] = "split\tpath\tsamples\tbytes\tsha256\n"
@@ -106,6 +139,7 @@ int main(void)
 {
 	T_RUN(test_write_read);
 	T_RUN(test_write_json);
+	T_RUN(test_write_paths);
 	T_RUN(test_parse_errors);
 	T_RUN(test_listed_twice);
 	return T_DONE();
