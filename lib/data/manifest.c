@@ -15,6 +15,7 @@
 #include "core/io.h"    /* mgpu_read_file */
 #include "core/json.h"  /* mgpu_json_escape */
 #include "data/split.h" /* mgpu_split_from_name, mgpu_split_name */
+#include "data/wds.h"   /* mgpu_wds_read */
 
 const char *const mgpu_manifest_cols[MGPU_MANIFEST_NCOLS] = {
 	"split", "path", "samples", "bytes", "sha256",
@@ -31,12 +32,6 @@ static const char *cols_joined(const char *sep, char *buf, size_t cap)
 		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? sep : "",
 				      mgpu_manifest_cols[i]);
 	return buf;
-}
-
-int mgpu_manifest_sniff(const void *text, size_t len)
-{
-	/* the first column name is enough: a wrong header then gets its error */
-	return len >= 6 && memcmp(text, "split\t", 6) == 0;
 }
 
 static int u64_field(const char *s, uint64_t *v)
@@ -176,8 +171,9 @@ out:
 	return rc;
 }
 
-int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *sha_hex,
-			      uint64_t nsamples)
+/* A shard read for entry e against it: size on disk, sha256, samples. */
+static int check_shard(const struct mgpu_manifest_entry *e, const char *sha_hex,
+		       uint64_t nsamples)
 {
 	struct stat st;
 
@@ -194,6 +190,24 @@ int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *s
 		return mgpu_err(MGPU_EFORMAT, "'%s': %llu samples, the manifest says %llu",
 				e->path, (unsigned long long)nsamples,
 				(unsigned long long)e->samples);
+	return 0;
+}
+
+int mgpu_manifest_read_shard(const struct mgpu_manifest_entry *e, struct mgpu_samples *out)
+{
+	char sha[MGPU_SHA256_HEX];
+	size_t before = out->n;
+
+	MGPU_TRY(mgpu_wds_read(e->path, out, sha));
+	return check_shard(e, sha, out->n - before);
+}
+
+int mgpu_manifest_read(const struct mgpu_manifest *m, struct mgpu_samples split[MGPU_NSPLITS])
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		MGPU_TRY(mgpu_manifest_read_shard(&m->e[i], &split[m->e[i].split]));
 	return 0;
 }
 

@@ -19,6 +19,8 @@
 
 #include "core/sha256.h" /* MGPU_SHA256_HEX */
 #include "core/table.h"  /* struct mgpu_table */
+#include "data/samples.h" /* struct mgpu_samples */
+#include "data/split.h"   /* MGPU_NSPLITS */
 
 /* The columns of the header and of every line, in order. */
 #define MGPU_MANIFEST_NCOLS 5
@@ -36,21 +38,22 @@ struct mgpu_manifest {
 	struct mgpu_manifest_entry *e;  /* malloc'ed */
 };
 
-/* Does text start like a manifest ("split<TAB>")? */
-int mgpu_manifest_sniff(const void *text, size_t len);
 /* Parse text; name labels messages, dir ("" for none) resolves paths. */
 int mgpu_manifest_parse(const char *text, size_t len, const char *name, const char *dir,
 			struct mgpu_manifest *m);
-/*
- * Check a shard read for entry e against it: size on disk (bytes), sha256
- * (sha_hex, of the bytes read) and sample count. The error names the shard
- * and says what differs.
- */
-int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *sha_hex,
-			      uint64_t nsamples);
 /* Read and parse a manifest file. */
 int mgpu_manifest_load(const char *path, struct mgpu_manifest *m);
 void mgpu_manifest_free(struct mgpu_manifest *m);
+
+/*
+ * The verified reader: read the shard of entry e, APPENDING its samples to
+ * out, and check it against e: its size on disk, the sha256 of the bytes
+ * read and its sample count. The error names the shard and says what
+ * differs ("'s.tar': sha256 differs from the manifest's ...").
+ */
+int mgpu_manifest_read_shard(const struct mgpu_manifest_entry *e, struct mgpu_samples *out);
+/* Every shard of m, each into split[its split], each checked as above. */
+int mgpu_manifest_read(const struct mgpu_manifest *m, struct mgpu_samples split[MGPU_NSPLITS]);
 
 /*
  * Writing: rows go to fp in format (enum mgpu_format), the header before

@@ -1,34 +1,21 @@
 /*
  * source.c - data sources for the trainer (see source.h).
  *
- * What a path is gets decided by looking at it: a directory by the files
- * it holds, a file by its first bytes (cache magic, manifest header), else
- * it is handed to libarchive as a WebDataset archive.
+ * What a path is gets decided by looking at it (data/sniff.h): a directory
+ * by the files it holds, a file by its first bytes (cache magic, manifest
+ * header), else it is handed to libarchive as a WebDataset archive.
  */
 #include "data/source.h"
 
-#include <errno.h>    /* errno, ENOENT, ENOTDIR */
-#include <fcntl.h>    /* open */
 #include <math.h>     /* sqrt */
-#include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free */
-#include <string.h>   /* memcpy, memset, strcmp */
-#include <sys/stat.h> /* stat */
-#include <unistd.h>   /* read, close */
+#include <string.h>   /* memcpy, memset, strcpy */
 
 #include "core/err.h"      /* mgpu_err */
 #include "data/dataset.h"  /* mgpu_dataset_load_dir */
-#include "data/manifest.h" /* mgpu_manifest_load */
+#include "data/manifest.h" /* mgpu_manifest_load, mgpu_manifest_read */
+#include "data/sniff.h"    /* mgpu_sniff_path */
 #include "data/wds.h"      /* mgpu_wds_read */
-
-static int exists(const char *dir, const char *name)
-{
-	char p[4200];
-	struct stat st;
-
-	snprintf(p, sizeof p, "%s/%s", dir, name);
-	return stat(p, &st) == 0;
-}
 
 /* An IDX pair set as u8 samples of shape (d). */
 static int from_dataset(struct mgpu_samples *out, struct mgpu_dataset *ds)
@@ -58,71 +45,41 @@ static int open_idx(struct mgpu_source *s, const char *dir)
 static int open_manifest(struct mgpu_source *s, const char *file)
 {
 	struct mgpu_manifest m;
-	char sha[MGPU_SHA256_HEX];
-	size_t i;
-	int rc = 0;
+	int rc;
 
 	MGPU_TRY(mgpu_manifest_load(file, &m));
-	for (i = 0; i < m.n; i++) {
-		struct mgpu_manifest_entry *e = &m.e[i];
-		size_t before = s->mem[e->split].n;
-		MGPU_CHECK(mgpu_wds_read(e->path, &s->mem[e->split], sha));
-		MGPU_CHECK(mgpu_manifest_check_shard(e, sha, s->mem[e->split].n - before));
-	}
-	s->what = "manifest";
-out:
+	rc = mgpu_manifest_read(&m, s->mem);
 	mgpu_manifest_free(&m);
+	s->what = "manifest";
 	return rc;
-}
-
-/* First bytes of a file, to tell caches and manifests from archives. */
-static size_t head(const char *path, unsigned char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t got;
-
-	if (fd < 0)
-		return 0;
-	got = read(fd, buf, cap);
-	close(fd);
-	return got > 0 ? (size_t)got : 0;
 }
 
 /* What a data path may be, for the errors about one that is none. */
 #define KINDS "a cache (DIR or DIR/" MGPU_CACHE_FILE "), a shard manifest (FILE or " \
-	"DIR/manifest.tsv), a WebDataset archive (tar, tar.gz, tar.zst, zip) or an IDX " \
-	"directory (train-images-idx3-ubyte[.gz] ...)"
+	"DIR/" MGPU_SNIFF_MANIFEST_FILE "), a WebDataset archive (tar, tar.gz, tar.zst, " \
+	"zip) or an IDX directory (train-images-idx3-ubyte[.gz] ...)"
 
 static int open_path(struct mgpu_source *s, const char *path)
 {
-	unsigned char b[64];
-	char sub[4200];
-	struct stat st;
-	size_t n;
+	char file[4200];
+	int kind = mgpu_sniff_path(path, file, sizeof file);
 
-	if (stat(path, &st) != 0)
-		return errno == ENOENT || errno == ENOTDIR ?
-			mgpu_err(MGPU_EIO, "'%s': does not exist; want " KINDS, path) :
-			mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
-	if (S_ISDIR(st.st_mode)) {
-		if (exists(path, MGPU_CACHE_FILE))
-			return MGPU_SOURCE_CACHE;
-		if (exists(path, "manifest.tsv")) {
-			snprintf(sub, sizeof sub, "%s/manifest.tsv", path);
-			return open_manifest(s, sub);
-		}
-		if (!exists(path, "train-images-idx3-ubyte") &&
-		    !exists(path, "train-images-idx3-ubyte.gz"))
-			return mgpu_err(MGPU_EIO, "'%s': holds no data; want " KINDS, path);
-		return open_idx(s, path); /* it names an IDX file that is missing */
-	}
-	n = head(path, b, sizeof b);
-	if (n >= 8 && memcmp(b, MGPU_CACHE_MAGIC, 8) == 0)
+	switch (kind) {
+	case MGPU_SNIFF_MISSING:
+		return mgpu_err(MGPU_EIO, "'%s': does not exist; want " KINDS, path);
+	case MGPU_SNIFF_NONE:
+		return mgpu_err(MGPU_EIO, "'%s': holds no data; want " KINDS, path);
+	case MGPU_SNIFF_CACHE:
 		return MGPU_SOURCE_CACHE;
-	if (mgpu_manifest_sniff(b, n))
-		return open_manifest(s, path);
-	s->what = "archive";
-	return mgpu_wds_read(path, &s->mem[MGPU_SPLIT_TRAIN], NULL);
+	case MGPU_SNIFF_MANIFEST:
+		return open_manifest(s, file);
+	case MGPU_SNIFF_IDX_DIR:
+		return open_idx(s, path);
+	case MGPU_SNIFF_ARCHIVE:
+		s->what = "archive";
+		return mgpu_wds_read(path, &s->mem[MGPU_SPLIT_TRAIN], NULL);
+	}
+	return kind; /* < 0: the path could not be looked at */
 }
 
 static int open_cache(struct mgpu_source *s)

@@ -1,18 +1,27 @@
 /*
- * test_manifest.c - unit tests of the shard manifest (data/manifest.h):
- * what the writer prints the parser reads back field for field, in the
- * header the format defines; JSON Lines carry the same rows; and every
- * malformed manifest gets its error naming the file and the line.
+ * test_manifest.c - unit tests of the shard manifest (data/manifest.h) and
+ * of telling inputs apart (data/sniff.h): what the writer prints the parser
+ * reads back field for field, in the header the format defines; JSON Lines
+ * carry the same rows; every malformed manifest gets its error naming the
+ * file and the line; the verified reader refuses a shard that differs
+ * from its line; caches, manifests, archives and directories sniff as
+ * what they are.
  */
 #include <stdio.h>  /* open_memstream, fclose */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strlen, strncmp */
+#include <sys/stat.h> /* mkdir */
+#include <unistd.h>   /* truncate */
 
 #include "core/err.h"      /* mgpu_errmsg, MGPU_E* */
 #include "core/table.h"    /* MGPU_FMT_* */
+#include "data/cache.h"    /* MGPU_CACHE_MAGIC, MGPU_CACHE_FILE */
 #include "data/manifest.h" /* mgpu_manifest_* */
+#include "data/shard.h"    /* mgpu_shard_write */
+#include "data/sniff.h"    /* mgpu_sniff_* */
 #include "data/split.h"    /* MGPU_SPLIT_* */
 #include "../t.h"          /* T_RUN, T_CHECK, T_OK, T_FAILS */
+#include "../tmpdir.h"     /* tmpdir, tpath, t_tmpdir_make */
 
 static const char sha_a[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 static const char sha_b[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -135,12 +144,99 @@ static void test_listed_twice(void)
 		"'m.tsv': line 4: shard 'a.tar' is listed twice");
 }
 
+static void put(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	T_CHECK(fp != NULL, "cannot write %s", path);
+	if (fp) {
+		fputs(text, fp);
+		fclose(fp);
+	}
+}
+
+/* A shard of 3 rows and its manifest line; then the line lies in each
+ * field the reader checks, and the shard changes under it. */
+static void test_read_shard(void)
+{
+	struct mgpu_samples s, got[MGPU_NSPLITS] = { { 0 } };
+	struct mgpu_manifest_entry e = { .split = MGPU_SPLIT_VAL };
+	struct mgpu_manifest m = { 1, &e };
+	uint32_t shape = 2, idx[3] = { 0, 1, 2 };
+	unsigned char row[2] = { 1, 2 };
+	int k;
+
+	T_OK(mgpu_samples_init(&s, MGPU_DTYPE_U8, 1, &shape));
+	for (k = 0; k < 3; k++)
+		T_OK(mgpu_samples_push(&s, row, k));
+	snprintf(e.path, sizeof e.path, "%s", tpath("val-000000.tar"));
+	T_OK(mgpu_shard_write(e.path, &s, idx, 3, &e.nbytes, e.sha256));
+	e.samples = 3;
+	T_OK(mgpu_manifest_read(&m, got));
+	T_CHECK(got[MGPU_SPLIT_VAL].n == 3 && got[MGPU_SPLIT_TRAIN].n == 0 &&
+		got[MGPU_SPLIT_VAL].y[2] == 2, "val %zu rows", got[MGPU_SPLIT_VAL].n);
+	e.samples = 4;
+	T_FAILS(mgpu_manifest_read_shard(&e, &got[0]), MGPU_EFORMAT,
+		"val-000000.tar': 3 samples, the manifest says 4");
+	e.samples = 3;
+	e.sha256[0] = e.sha256[0] == '0' ? '1' : '0';
+	T_FAILS(mgpu_manifest_read_shard(&e, &got[0]), MGPU_EFORMAT,
+		"sha256 differs from the manifest's");
+	e.nbytes++;
+	T_FAILS(mgpu_manifest_read_shard(&e, &got[0]), MGPU_EFORMAT,
+		"bytes, the manifest says");
+	T_CHECK(truncate(e.path, 1000) == 0, "truncate");
+	T_FAILS(mgpu_manifest_read_shard(&e, &got[0]), MGPU_EFORMAT, "val-000000.tar'");
+	for (k = 0; k < MGPU_NSPLITS; k++)
+		mgpu_samples_free(&got[k]);
+	mgpu_samples_free(&s);
+}
+
+static void test_sniff(void)
+{
+	char file[4200];
+
+	T_CHECK(mgpu_sniff_head(MGPU_CACHE_MAGIC "xx", 10) == MGPU_SNIFF_CACHE, "magic");
+	T_CHECK(mgpu_sniff_head("split\tpa", 8) == MGPU_SNIFF_MANIFEST, "header");
+	T_CHECK(mgpu_sniff_head("splits\t", 8) == MGPU_SNIFF_ARCHIVE, "splits");
+	T_CHECK(mgpu_sniff_head("split", 5) == MGPU_SNIFF_ARCHIVE, "short");
+	T_CHECK(mgpu_sniff_head("", 0) == MGPU_SNIFF_ARCHIVE, "empty");
+	put(tpath("m.tsv"), "split\tpath\n");
+	put(tpath("c"), MGPU_CACHE_MAGIC "rest");
+	put(tpath("a.tar"), "not really a tar");
+	T_CHECK(mgpu_sniff_file(tpath("m.tsv")) == MGPU_SNIFF_MANIFEST, "m.tsv");
+	T_CHECK(mgpu_sniff_file(tpath("c")) == MGPU_SNIFF_CACHE, "c");
+	T_CHECK(mgpu_sniff_file(tpath("a.tar")) == MGPU_SNIFF_ARCHIVE, "a.tar");
+	T_CHECK(mgpu_sniff_file(tpath("none")) == MGPU_SNIFF_ARCHIVE, "none");
+	T_CHECK(mgpu_sniff_path(tpath("none"), file, sizeof file) == MGPU_SNIFF_MISSING, "missing");
+	T_CHECK(mgpu_sniff_path(tpath("a.tar/x"), file, sizeof file) == MGPU_SNIFF_MISSING,
+		"under a file");
+	T_CHECK(mgpu_sniff_path(tpath("m.tsv"), file, sizeof file) == MGPU_SNIFF_MANIFEST &&
+		strcmp(file, tpath("m.tsv")) == 0, "file %s", file);
+	mkdir(tpath("d"), 0755);
+	T_CHECK(mgpu_sniff_path(tpath("d"), file, sizeof file) == MGPU_SNIFF_NONE, "empty dir");
+	put(tpath("d/train-images-idx3-ubyte.gz"), "");
+	T_CHECK(mgpu_sniff_path(tpath("d"), file, sizeof file) == MGPU_SNIFF_IDX_DIR &&
+		strcmp(file, tpath("d")) == 0, "idx: %s", file);
+	put(tpath("d/" MGPU_SNIFF_MANIFEST_FILE), "split\t");
+	T_CHECK(mgpu_sniff_path(tpath("d"), file, sizeof file) == MGPU_SNIFF_MANIFEST &&
+		strcmp(file, tpath("d/manifest.tsv")) == 0, "manifest: %s", file);
+	put(tpath("d/" MGPU_CACHE_FILE), MGPU_CACHE_MAGIC);
+	T_CHECK(mgpu_sniff_path(tpath("d"), file, sizeof file) == MGPU_SNIFF_CACHE &&
+		strcmp(file, tpath("d/mgpu.cache")) == 0, "cache: %s", file);
+}
+
 int main(void)
 {
+	if (t_tmpdir_make("manifest") < 0)
+		return 1;
 	T_RUN(test_write_read);
 	T_RUN(test_write_json);
 	T_RUN(test_write_paths);
 	T_RUN(test_parse_errors);
 	T_RUN(test_listed_twice);
+	T_RUN(test_read_shard);
+	T_RUN(test_sniff);
+	t_tmpdir_remove();
 	return T_DONE();
 }
