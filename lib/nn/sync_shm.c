@@ -13,7 +13,7 @@
 #include <math.h>   /* sqrt */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
-#include <string.h> /* memcpy, memset */
+#include <string.h> /* memset */
 #include <unistd.h> /* getpid */
 
 #include "comm/shm.h" /* mgpu_shm_* */
@@ -55,23 +55,23 @@ static void share_buffers(struct mgpu_sync *s)
 }
 
 /* Rank 0: the segment, named after this process and the job. */
-static int create(struct mgpu_sync *s, const struct mgpu_sync_args *a,
-		  struct mgpu_rdzv_info *info)
+static int create(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		  struct mgpu_shm *shm, int nstate, struct mgpu_rdzv_info *info)
 {
 	snprintf(info->shm_name, sizeof info->shm_name, "/mgpu-%ld-%.16s", (long)getpid(),
 		 a->env->token);
-	return mgpu_shm_create(&priv(s)->shm, info->shm_name, s->world, a->nparams, a->nstate,
+	return mgpu_shm_create(shm, info->shm_name, s->world, a->nparams, nstate,
 			       a->timeout_ms);
 }
 
 /* After the rendezvous: rank 0 checks that everyone shares its host, the
  * others attach. */
-static int join(struct mgpu_sync *s, const struct mgpu_sync_args *a,
-		const struct mgpu_rdzv_info *info)
+static int join(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		struct mgpu_shm *shm, int nstate, const struct mgpu_rdzv_info *info)
 {
 	if (s->rank == 0 && !info->single_node) {
 		/* the ranks on this host attached already: stop them now */
-		mgpu_shm_abort(&priv(s)->shm, 0);
+		mgpu_shm_abort(shm, 0);
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu needs every rank on one node "
 				"(some ranks run on another host): use --sync-backend nccl");
 	}
@@ -80,31 +80,37 @@ static int join(struct mgpu_sync *s, const struct mgpu_sync_args *a,
 	if (!info->single_node)
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu needs every rank on one node "
 				"(rank 0 runs on another host)");
-	return mgpu_shm_attach(&priv(s)->shm, info->shm_name, s->rank, s->world, a->nparams,
-			       a->nstate, a->timeout_ms);
+	return mgpu_shm_attach(shm, info->shm_name, s->rank, s->world, a->nparams, nstate,
+			       a->timeout_ms);
 }
 
-static int shm_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
+int mgpu_sync_shm_join(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		       struct mgpu_shm *shm, int nstate)
 {
 	struct mgpu_rdzv_info info;
 	int rc;
 
 	memset(&info, 0, sizeof info);
-	MGPU_TRY(new_priv(s));
-	rc = s->rank == 0 ? create(s, a, &info) : 0;
+	rc = s->rank == 0 ? create(s, a, shm, nstate, &info) : 0;
 	if (rc == 0)
 		rc = mgpu_sync_rendezvous(s, a, &info);
 	if (rc == 0)
-		rc = join(s, a, &info);
+		rc = join(s, a, shm, nstate, &info);
 	if (rc == 0)
-		rc = mgpu_shm_barrier(&priv(s)->shm);
+		rc = mgpu_shm_barrier(shm);
 	/* Once everyone is attached (or on failure) the name can go: nothing
 	 * outlives a crash. */
 	if (s->rank == 0 && info.shm_name[0])
 		mgpu_shm_unlink(info.shm_name);
-	if (rc == 0)
-		share_buffers(s);
 	return rc;
+}
+
+static int shm_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
+{
+	MGPU_TRY(new_priv(s));
+	MGPU_TRY(mgpu_sync_shm_join(s, a, &priv(s)->shm, a->nstate));
+	share_buffers(s);
+	return 0;
 }
 
 int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank)
@@ -126,57 +132,54 @@ int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank)
 	return 0;
 }
 
-static void shard(const struct mgpu_sync *s, int b, size_t *a, size_t *e)
+void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t *e)
 {
 	size_t off = s->boff[b], cnt = s->bcnt[b];
 
-	*a = off + cnt * (size_t)s->rank / (size_t)s->world;
-	*e = off + cnt * (size_t)(s->rank + 1) / (size_t)s->world;
+	*a = off + cnt * (size_t)r / (size_t)s->world;
+	*e = off + cnt * (size_t)(r + 1) / (size_t)s->world;
 }
 
-/* Whether dst is the gradient slot of rank 2 or later (mode ddp with
- * clipping sums a rank's shard into its own slot). */
-static int slot_after_first_two(const struct mgpu_sync *s, const float *dst)
+static void shard(const struct mgpu_sync *s, int b, size_t *a, size_t *e)
 {
+	mgpu_sync_shard(s, b, s->rank, a, e);
+}
+
+/* In chunks that stay in L1: a chunk is summed whole before it is stored,
+ * since dst may be g[2], which a rank-by-rank pass over dst would overwrite
+ * before adding it. The loops vectorise (this file is built with -O3). */
+#define SUM_CHUNK 512
+
+void mgpu_sync_sum_slots(float *dst, const float *const *g, int world, size_t a, size_t e)
+{
+	float acc[SUM_CHUNK];
+	size_t i, j, n;
 	int r;
 
-	for (r = 2; r < s->world; r++)
-		if (dst == priv(s)->shm.g[r])
-			return 1;
-	return 0;
+	for (i = a; i < e; i += n) {
+		n = e - i < SUM_CHUNK ? e - i : SUM_CHUNK;
+		for (j = 0; j < n; j++)
+			acc[j] = world > 1 ? g[0][i + j] + g[1][i + j] : g[0][i + j];
+		for (r = 2; r < world; r++)
+			for (j = 0; j < n; j++)
+				acc[j] += g[r][i + j];
+		for (j = 0; j < n; j++)
+			dst[i + j] = acc[j];
+	}
 }
 
 /* dst[a, e) = sum over ranks of slot[a, e), in rank order: the same bits on
- * every rank and every run. dst may be one of the slots (a rank's own, for
- * rank >= 2 too). Returns the sum of squares of the result. */
+ * every rank and every run. dst may be any rank's slot: each element is
+ * summed whole before it is stored. Returns the sum of squares of the
+ * result. */
 static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
 {
-	float *const *g = priv(s)->shm.g;
+	struct shm_sync *p = priv(s);
 	double sq = 0;
 	size_t i;
-	int r;
 
-	if (s->world == 1) {
-		if (dst != g[0])
-			memcpy(dst + a, g[0] + a, (e - a) * sizeof(float));
-	} else if (!slot_after_first_two(s, dst)) {
-		/* pairwise first, then one rank at a time: ((g0 + g1) + g2) + ... */
-		for (i = a; i < e; i++)
-			dst[i] = g[0][i] + g[1][i];
-		for (r = 2; r < s->world; r++)
-			for (i = a; i < e; i++)
-				dst[i] += g[r][i];
-	} else {
-		/* dst is rank 2's slot or later: the pass above would overwrite it
-		 * before adding it, so sum each element whole, in the same order */
-		for (i = a; i < e; i++) {
-			float x = g[0][i] + g[1][i];
-			for (r = 2; r < s->world; r++)
-				x += g[r][i];
-			dst[i] = x;
-		}
-	}
-	if (priv(s)->clip)
+	mgpu_sync_sum_slots(dst, (const float *const *)p->shm.g, s->world, a, e);
+	if (p->clip)
 		for (i = a; i < e; i++)
 			sq += (double)dst[i] * dst[i];
 	return sq;

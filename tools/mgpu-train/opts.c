@@ -138,7 +138,7 @@ static const struct mgpu_opt options[] = {
 		      "CPU ranks", "1", MGPU_OPT_UNSET0),
 	MGPU_OPT_CALL("gpus", 0, set_gpus, show_gpus, "LIST|all|auto|-",
 		      "CUDA devices, one rank each (auto: as mgpu-probe selects; -: the list "
-		      "on standard input)", "", 0),
+		      "on standard input; 0,0: two ranks share GPU 0, cpu sync)", "", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "cpu-fallback", 0, O, cpu_fallback, 1, MGPU_MAX_DEVICES, "N",
 		     "with --gpus - or auto: N CPU ranks when there is no GPU",
 		     MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
