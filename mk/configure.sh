@@ -1,13 +1,14 @@
 #!/bin/sh
-# configure.sh CUDA MPI OUTDIR [CUDA_ARCHS] - detect optional parts by trial
+# configure.sh CUDA MPI OUTDIR [CUDA_ARCHS [SUM]] - detect optional parts by trial
 # compiles and write OUTDIR/config.h and OUTDIR/config.mk. CUDA/MPI: auto, 0
 # or 1; 1 makes a missing part an error, so CI can insist on it.
 # CUDA_ARCHS: the compute capabilities to build GPU code for ("80,90" or
 # "80 90"); empty: every architecture of DEFAULT_ARCHS that this nvcc can
 # build. SASS for each, PTX for the newest (the driver compiles it for GPUs
-# newer than the list).
+# newer than the list). SUM: the checksum of this script, recorded so that
+# make reconfigures when the script changes.
 set -eu
-want_cuda=$1 want_mpi=$2 out=$3 want_archs=${4:-}
+want_cuda=$1 want_mpi=$2 out=$3 want_archs=${4:-} script_sum=${5:-}
 # The cards users have: T4, A100, A10/RTX 30, L4/RTX 40, H100, B200, RTX 50.
 DEFAULT_ARCHS="75 80 86 89 90 100 120"
 mkdir -p "$out/conftest"
@@ -120,7 +121,7 @@ fi
 		echo "MPI_CFLAGS := $mpi_cflags"
 		echo "MPI_LIBS := $mpi_libs"
 	fi
-	echo "CONFIG_REQ := $want_cuda-$want_mpi-$want_archs"
+	echo "CONFIG_REQ := $want_cuda-$want_mpi-$want_archs-$script_sum"
 } >"$out/config.mk"
 echo "configure: cuda=$has_cuda nccl=$has_cuda mpi=$has_mpi${arch_words:+ gpu code: $arch_words}" >&2
 if [ "$has_mpi" = 0 ] && [ "$want_mpi" != 0 ]; then

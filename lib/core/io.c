@@ -3,8 +3,10 @@
  */
 #include "core/io.h"
 
-#include <errno.h>    /* errno, EEXIST, EINTR */
+#include <dirent.h>   /* opendir, readdir */
+#include <errno.h>    /* errno, EEXIST, EINTR, ESRCH */
 #include <fcntl.h>    /* open */
+#include <signal.h>   /* kill */
 #include <libgen.h>   /* dirname */
 #include <stdlib.h>   /* malloc, free */
 #include <string.h>   /* strlen, memcpy */
@@ -190,4 +192,92 @@ int mgpu_path_join(char *buf, size_t len, const char *dir, const char *name)
 	if (n < 0 || (size_t)n >= len)
 		return mgpu_err(MGPU_EINVAL, "'%s/%s': path too long", dir, name);
 	return 0;
+}
+
+long mgpu_tmp_pid(const char *name, const char *stem)
+{
+	const char *t = strstr(name, ".tmp.");
+	long pid = 0;
+
+	if (stem)
+		t = strncmp(name, stem, strlen(stem)) == 0 ? name + strlen(stem) : NULL;
+	else
+		while (t && strstr(t + 1, ".tmp."))
+			t = strstr(t + 1, ".tmp.");
+	if (!t || strncmp(t, ".tmp.", 5) != 0 || t == name)
+		return 0;
+	for (t += 5; *t >= '0' && *t <= '9' && pid < 1L << 40; t++)
+		pid = pid * 10 + (*t - '0');
+	return *t == '\0' ? pid : 0;
+}
+
+int mgpu_tmp_sweep(const char *dir, const char *stem)
+{
+	char path[4096];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(dir);
+	long pid;
+	int n = 0;
+
+	while (d && (de = readdir(d))) {
+		pid = mgpu_tmp_pid(de->d_name, stem);
+		if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH || mgpu_path_join(path, sizeof path, dir, de->d_name) < 0 ||
+		    lstat(path, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode) ? mgpu_rmdir_flat(path) == 0 : unlink(path) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	mgpu_err_clear();
+	return n;
+}
+
+int mgpu_rmdir_flat(const char *dir)
+{
+	char path[4096];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open directory", dir);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    mgpu_path_join(path, sizeof path, dir, de->d_name) == 0)
+			unlink(path);
+	closedir(d);
+	if (rmdir(dir) != 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot remove directory", dir);
+	return 0;
+}
+
+int mgpu_same_bytes(const char *a, const char *b)
+{
+	enum { BUF = 1 << 16 };
+	unsigned char *ba = malloc(2 * BUF), *bb = ba + BUF;
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	size_t na, nb;
+	int same = fa && fb && ba;
+
+	while (same) {
+		na = fread(ba, 1, BUF, fa);
+		nb = fread(bb, 1, BUF, fb);
+		same = na == nb && memcmp(ba, bb, na) == 0;
+		if (na < BUF)
+			break;
+	}
+	if (!ba)
+		same = mgpu_err(MGPU_ENOMEM, "out of memory");
+	else if (!fa || !fb)
+		same = mgpu_err_errno(MGPU_EIO, "'%s': cannot open", fa ? b : a);
+	else if (ferror(fa) || ferror(fb))
+		same = mgpu_err_errno(MGPU_EIO, "'%s': read failed", ferror(fa) ? a : b);
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	free(ba);
+	return same;
 }

@@ -47,4 +47,20 @@ int mgpu_mkdirs(const char *path);
  * so that a caller can remove what it made and no more. */
 int mgpu_mkdirs_made(const char *path, size_t *made);
 
+/*
+ * Temporaries are named "STEM.tmp.PID". The pid in name when it is such a
+ * temporary of stem (any stem when stem is NULL), else 0.
+ */
+long mgpu_tmp_pid(const char *name, const char *stem);
+/*
+ * Remove the temporaries of stem (NULL: any) in dir whose process is gone
+ * (kill(pid, 0) fails with ESRCH): what a killed run left. A temporary
+ * directory goes with the files in it. Best effort; returns how many went.
+ */
+int mgpu_tmp_sweep(const char *dir, const char *stem);
+/* Remove a directory and the files directly in it (no subdirectories). */
+int mgpu_rmdir_flat(const char *dir);
+/* Do files a and b hold the same bytes? 1 yes, 0 no, or an error. */
+int mgpu_same_bytes(const char *a, const char *b);
+
 #endif

@@ -249,6 +249,25 @@ static int chunk_error(const struct mgpu_cache *c, uint64_t k, const char *what)
 			(unsigned long long)(e->first_row + e->rows - 1), what);
 }
 
+/* Every label of decoded chunk k must be below the header's class count:
+ * a bad one is an error naming the cache, not a failure inside the loss. */
+static int check_labels(const struct mgpu_cache *c, uint64_t k, const unsigned char *chunk)
+{
+	const struct mgpu_cache_chunk *e = &c->ix[k];
+	const unsigned char *y = chunk + (size_t)e->rows * c->row_nbytes;
+	char what[128];
+	uint64_t i;
+
+	for (i = 0; i < e->rows; i++)
+		if (y[i] >= c->h.classes) {
+			snprintf(what, sizeof what, "label %u of row %llu is not below the "
+				 "header's %u classes", y[i],
+				 (unsigned long long)(e->first_row + i), c->h.classes);
+			return chunk_error(c, k, what);
+		}
+	return 0;
+}
+
 /* Check chunk k and decode it into buf (raw: point into the map). */
 static int decode_chunk(const struct mgpu_cache *c, uint64_t k, unsigned char *buf,
 			const unsigned char **ptr)
@@ -262,7 +281,7 @@ static int decode_chunk(const struct mgpu_cache *c, uint64_t k, unsigned char *b
 		return chunk_error(c, k, "checksum mismatch");
 	if (c->h.flags & MGPU_CACHE_RAW) {
 		*ptr = src;
-		return 0;
+		return check_labels(c, k, src);
 	}
 	dctx = ZSTD_createDCtx();
 	if (!dctx)
@@ -274,7 +293,7 @@ static int decode_chunk(const struct mgpu_cache *c, uint64_t k, unsigned char *b
 	if (got != want)
 		return chunk_error(c, k, "decoded size differs from the index");
 	*ptr = buf;
-	return 0;
+	return check_labels(c, k, buf);
 }
 
 /* Free unpinned decoded chunks, least recently used first, down to the budget. */

@@ -523,6 +523,7 @@ int mgpu_cache_ensure(const char *dir, const struct mgpu_cache_opts *o, mgpu_cac
 		return mgpu_err(MGPU_EIO, "'%s': not a directory", dir);
 	MGPU_TRY(mgpu_mkdirs(dir));
 	MGPU_CHECK(lock_dir(dir, &fd));
+	mgpu_tmp_sweep(dir, MGPU_CACHE_FILE); /* what killed builders left */
 	if (!o->force && mgpu_cache_is_current(dir, o->key))
 		goto out;
 	MGPU_CHECK(load(ctx, sets));

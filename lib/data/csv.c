@@ -88,6 +88,10 @@ static int header(struct rd *r, const char *sel, int *ncols, int *label)
 		MGPU_TRY(next_field(r, &eol));
 		if (n == 0)
 			strcpy(first, r->field);
+		if (want < 0 && *label >= 0 && strcmp(r->field, sel ? sel : "label") == 0)
+			return mgpu_err(MGPU_EFORMAT, "'%s': line 1: columns %d and %d are both "
+					"named '%s': which is the label?", r->name, *label, n,
+					r->field);
 		if ((want >= 0 && n == want) ||
 		    (want < 0 && strcmp(r->field, sel ? sel : "label") == 0))
 			*label = n;

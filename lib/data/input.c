@@ -13,6 +13,7 @@
 #include "data/dataset.h" /* mgpu_dataset_* */
 #include "data/idx.h"     /* mgpu_idx_load */
 #include "data/npy.h"     /* mgpu_npy_load */
+#include "data/text.h"    /* mgpu_text_load */
 #include "data/wds.h"     /* mgpu_wds_read */
 
 static int ends(const char *s, const char *suffix)
@@ -147,6 +148,12 @@ static int npy_rows(const char *path, const struct mgpu_npy *a, struct mgpu_samp
 	else
 		for (i = 0; i < a->count; i++)
 			((float *)(void *)t->x)[i] = (float)mgpu_npy_value(a, i);
+	i = a->kind == 'u' ? a->count :
+		mgpu_f32_first_nonfinite((const float *)(const void *)t->x, a->count);
+	if (i < a->count)
+		return mgpu_err(MGPU_EFORMAT, "'%s': sample %zu, element %zu is %g; features "
+				"must be finite", path, i / t->d, i % t->d,
+				(double)((const float *)(const void *)t->x)[i]);
 	return 0;
 }
 
@@ -217,6 +224,8 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 {
 	struct stat st;
 
+	if (o->text_context)
+		return mgpu_text_load(path, (size_t)o->text_context, out);
 	if (strcmp(path, "-") == 0)
 		return archive(path, out);
 	if (stat(path, &st) != 0)

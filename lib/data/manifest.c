@@ -9,6 +9,7 @@
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* realloc, free, strtoull */
 #include <string.h> /* strncmp, memchr */
+#include <sys/stat.h> /* stat */
 
 #include "core/err.h"   /* mgpu_err */
 #include "core/io.h"    /* mgpu_read_file */
@@ -83,6 +84,19 @@ static int entry(char *line, const char *name, long ln, const char *dir,
 	return 0;
 }
 
+/* The last entry must not name a shard an earlier line named. */
+static int no_repeat(const struct mgpu_manifest *m, const char *name, long ln)
+{
+	const struct mgpu_manifest_entry *e = &m->e[m->n - 1];
+	size_t i;
+
+	for (i = 0; i + 1 < m->n; i++)
+		if (strcmp(m->e[i].path, e->path) == 0)
+			return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: shard '%s' is listed "
+					"twice", name, ln, e->path);
+	return 0;
+}
+
 static int add(struct mgpu_manifest *m, const char *name)
 {
 	struct mgpu_manifest_entry *ne;
@@ -134,6 +148,7 @@ int mgpu_manifest_parse(const char *text, size_t len, const char *name, const ch
 			continue;
 		MGPU_CHECK(add(m, name));
 		MGPU_CHECK(entry(line, name, ln, dir, &m->e[m->n - 1]));
+		MGPU_CHECK(no_repeat(m, name, ln));
 	}
 	if (ln == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': empty manifest", name);
@@ -141,6 +156,27 @@ out:
 	if (rc < 0)
 		mgpu_manifest_free(m);
 	return rc;
+}
+
+int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *sha_hex,
+			      uint64_t nsamples)
+{
+	struct stat st;
+
+	if (stat(e->path, &st) != 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", e->path);
+	if ((uint64_t)st.st_size != e->nbytes)
+		return mgpu_err(MGPU_EFORMAT, "'%s': %llu bytes, the manifest says %llu",
+				e->path, (unsigned long long)st.st_size,
+				(unsigned long long)e->nbytes);
+	if (strcmp(sha_hex, e->sha256) != 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': sha256 differs from the manifest's (shard "
+				"changed or corrupt)", e->path);
+	if (nsamples != e->samples)
+		return mgpu_err(MGPU_EFORMAT, "'%s': %llu samples, the manifest says %llu",
+				e->path, (unsigned long long)nsamples,
+				(unsigned long long)e->samples);
+	return 0;
 }
 
 int mgpu_manifest_load(const char *path, struct mgpu_manifest *m)

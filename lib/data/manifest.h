@@ -6,7 +6,7 @@
  * manifest's directory (relative to the working directory when the manifest
  * is read from standard input); samples and bytes are decimal; sha256 is 64
  * lower-case hex digits. Parsing is strict: every error names the manifest
- * and the line.
+ * and the line; a shard listed twice is an error too.
  */
 #ifndef MGPU_DATA_MANIFEST_H
 #define MGPU_DATA_MANIFEST_H
@@ -35,6 +35,13 @@ int mgpu_manifest_sniff(const void *text, size_t len);
 /* Parse text; name labels messages, dir ("" for none) resolves paths. */
 int mgpu_manifest_parse(const char *text, size_t len, const char *name, const char *dir,
 			struct mgpu_manifest *m);
+/*
+ * Check a shard read for entry e against it: size on disk (bytes), sha256
+ * (sha_hex, of the bytes read) and sample count. The error names the shard
+ * and says what differs.
+ */
+int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *sha_hex,
+			      uint64_t nsamples);
 /* Read and parse a manifest file. */
 int mgpu_manifest_load(const char *path, struct mgpu_manifest *m);
 void mgpu_manifest_free(struct mgpu_manifest *m);

@@ -3,6 +3,7 @@
  */
 #include "data/samples.h"
 
+#include <math.h>   /* isfinite */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* realloc, free */
 #include <string.h> /* memset, memcpy */
@@ -12,6 +13,16 @@
 size_t mgpu_dtype_nbytes(int dtype)
 {
 	return dtype == MGPU_DTYPE_U8 ? 1 : dtype == MGPU_DTYPE_F32 ? 4 : 0;
+}
+
+size_t mgpu_f32_first_nonfinite(const float *x, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		if (!isfinite(x[i]))
+			return i;
+	return count;
 }
 
 const char *mgpu_dtype_name(int dtype)

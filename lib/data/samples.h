@@ -41,6 +41,11 @@ size_t mgpu_dtype_nbytes(int dtype);
 /* "u8", "f32" or "?". */
 const char *mgpu_dtype_name(int dtype);
 
+/* Index of the first NaN or infinity among x[0..count), or count when all
+ * are finite: float features must be finite (one NaN turns every weight of
+ * a model trained on it into NaN). */
+size_t mgpu_f32_first_nonfinite(const float *x, size_t count);
+
 /* Empty set of the given row shape; EINVAL for a bad shape or dtype. */
 int mgpu_samples_init(struct mgpu_samples *s, int dtype, int ndim, const uint32_t *shape);
 /* Reserve room for n rows in total. */

@@ -7,6 +7,7 @@
  */
 #include "data/source.h"
 
+#include <errno.h>    /* errno, ENOENT, ENOTDIR */
 #include <fcntl.h>    /* open */
 #include <math.h>     /* sqrt */
 #include <stdio.h>    /* snprintf */
@@ -66,17 +67,7 @@ static int open_manifest(struct mgpu_source *s, const char *file)
 		struct mgpu_manifest_entry *e = &m.e[i];
 		size_t before = s->mem[e->split].n;
 		MGPU_CHECK(mgpu_wds_read(e->path, &s->mem[e->split], sha));
-		if (strcmp(sha, e->sha256) != 0) {
-			rc = mgpu_err(MGPU_EFORMAT, "'%s': sha256 differs from the manifest '%s' "
-				      "(shard changed or corrupt)", e->path, file);
-			goto out;
-		}
-		if (s->mem[e->split].n - before != e->samples) {
-			rc = mgpu_err(MGPU_EFORMAT, "'%s': %zu samples, the manifest says %llu",
-				      e->path, s->mem[e->split].n - before,
-				      (unsigned long long)e->samples);
-			goto out;
-		}
+		MGPU_CHECK(mgpu_manifest_check_shard(e, sha, s->mem[e->split].n - before));
 	}
 	s->what = "manifest";
 out:
@@ -97,6 +88,11 @@ static size_t head(const char *path, unsigned char *buf, size_t cap)
 	return got > 0 ? (size_t)got : 0;
 }
 
+/* What a data path may be, for the errors about one that is none. */
+#define KINDS "a cache (DIR or DIR/" MGPU_CACHE_FILE "), a shard manifest (FILE or " \
+	"DIR/manifest.tsv), a WebDataset archive (tar, tar.gz, tar.zst, zip) or an IDX " \
+	"directory (train-images-idx3-ubyte[.gz] ...)"
+
 static int open_path(struct mgpu_source *s, const char *path)
 {
 	unsigned char b[64];
@@ -104,9 +100,10 @@ static int open_path(struct mgpu_source *s, const char *path)
 	struct stat st;
 	size_t n;
 
-	if (stat(path, &st) != 0) /* say which IDX files are missing, as before */
-		return strchr(path, '.') ? mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path) :
-			open_idx(s, path);
+	if (stat(path, &st) != 0)
+		return errno == ENOENT || errno == ENOTDIR ?
+			mgpu_err(MGPU_EIO, "'%s': does not exist; want " KINDS, path) :
+			mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode)) {
 		if (exists(path, MGPU_CACHE_FILE))
 			return MGPU_SOURCE_CACHE;
@@ -114,7 +111,10 @@ static int open_path(struct mgpu_source *s, const char *path)
 			snprintf(sub, sizeof sub, "%s/manifest.tsv", path);
 			return open_manifest(s, sub);
 		}
-		return open_idx(s, path);
+		if (!exists(path, "train-images-idx3-ubyte") &&
+		    !exists(path, "train-images-idx3-ubyte.gz"))
+			return mgpu_err(MGPU_EIO, "'%s': holds no data; want " KINDS, path);
+		return open_idx(s, path); /* it names an IDX file that is missing */
 	}
 	n = head(path, b, sizeof b);
 	if (n >= 8 && memcmp(b, MGPU_CACHE_MAGIC, 8) == 0)

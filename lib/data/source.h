@@ -10,8 +10,9 @@
  *     its sha256 checked against the manifest;
  *   - a WebDataset archive (tar, tar.gz, tar.zst, zip): all train;
  *   - an IDX directory (train-*-ubyte[.gz], t10k-*-ubyte[.gz]): train, and
- *     test from t10k. A path that does not exist and has no dot in it is
- *     reported as a missing IDX directory ("'d': missing train-images...").
+ *     test from t10k.
+ * A path that does not exist, or a directory that holds none of these, is
+ * an error that says so and lists the kinds of input above.
  * Absent splits have n[split] == 0; then the trainer keeps its own seeded
  * validation split of train and has no test set unless the source has one.
  *

@@ -200,13 +200,16 @@ static int npy_input(struct rd *r)
 		r->shape[k] = (uint32_t)a.dims[k];
 	r->dtype = a.kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
 	MGPU_TRY(grow_row(r, a.count * mgpu_dtype_nbytes(r->dtype)));
-	if (a.kind == 'u' || a.elem_nbytes == 4) {
-		memcpy(r->row, a.data, a.count * a.elem_nbytes);
-		return 0;
-	}
 	f = (float *)(void *)r->row;
-	for (i = 0; i < a.count; i++)
-		f[i] = (float)mgpu_npy_value(&a, i);
+	if (a.kind == 'u' || a.elem_nbytes == 4)
+		memcpy(r->row, a.data, a.count * a.elem_nbytes);
+	else
+		for (i = 0; i < a.count; i++)
+			f[i] = (float)mgpu_npy_value(&a, i);
+	i = a.kind == 'u' ? a.count : mgpu_f32_first_nonfinite(f, a.count);
+	if (i < a.count)
+		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': element %zu is %g; features "
+				"must be finite", r->name, r->entry, i, (double)f[i]);
 	return 0;
 }
 

@@ -222,7 +222,7 @@ int mgpu_stage_to_dev(struct mgpu_stage *st, void *dst, const void *src_host, si
 {
 	MGPU_TRY(in_range(st, src_host, nbytes));
 	if (!st->impl)
-		return mgpu_dev_to_dev(st->dev, dst, src_host, nbytes);
+		return mgpu_dev_from_host(st->dev, dst, src_host, nbytes);
 	return cu_to_dev(st, dst, src_host, nbytes);
 }
 

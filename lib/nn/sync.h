@@ -33,8 +33,11 @@
  *   turns cpu into one of them when the job spans nodes: mpi under mpirun
  *   in a build with MPI, else TCP.
  *
- * The bytes move through lib/comm (shared memory, NCCL, rendezvous); what
- * the bytes mean (buckets of layers, the optimizer step) is decided here.
+ * Each rank's gradient arrives already scaled by 1 / global batch (the
+ * batch plan, nn/batch.h), so its sum over the ranks is the mean: a
+ * strategy sums, it never scales. The bytes move through lib/comm (shared
+ * memory, NCCL, rendezvous); what they mean (buckets of layers, the
+ * optimizer step) is decided here.
  * Every strategy ends a step with a barrier that also agrees on whether to
  * stop (any rank interrupted), so all ranks stop after the same step.
  */

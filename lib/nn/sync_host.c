@@ -21,7 +21,8 @@
  * After each bucket of backward the stages advance as far as they can
  * without waiting, so copies and reductions overlap the rest of backward.
  * The last step waits for everything; then each rank steps its own
- * replica with the gradient scaled by 1 / world, as sync_nccl.c does.
+ * replica on the sum (the loss already averaged over the global batch),
+ * as sync_nccl.c does.
  *
  * Every rank initialises (or loads from a checkpoint) its own weights and
  * optimizer state: identical by seed, so no broadcast is needed.
@@ -225,7 +226,7 @@ static int host_finish(struct mgpu_sync *s, double *vals, int n)
 	/* the device gradient is the sum now; the slots may be rewritten
 	 * after the closing barrier */
 	MGPU_TRY(mgpu_stage_drain(&p->stage));
-	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f / (float)s->world));
+	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
 	return mgpu_sync_close_step(s, vals, n,
 				    s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0);
 }

@@ -6,6 +6,8 @@
  * A new strategy is one file defining a const struct mgpu_sync_strategy
  * (sync_nodes.c defines two, mpi and cpu across nodes, one per transport),
  * plus its line in the table of sync.c (and its enum mgpu_sync_kind value).
+ * It sums the ranks' gradients and steps the optimizer with grad_scale 1:
+ * the averaging is done once, by the loss (nn/batch.h).
  *
  * Call order on a rank: init once; bind once, after the model and
  * optimizer exist; per optimizer step, begin before the backward of the

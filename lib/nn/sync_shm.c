@@ -219,7 +219,7 @@ static int ddp_process(struct mgpu_sync *s, int b)
 	shard(s, b, &a, &e);
 	if (!p->clip) {
 		p->sumsq += sumsq_slots(s, a, e);
-		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f / (float)s->world, a, e,
+		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f, a, e,
 						 (const float *const *)p->shm.g, s->world);
 	}
 	p->sumsq += sum_slots(s, p->shm.g[s->rank], a, e);
@@ -272,7 +272,8 @@ static int shm_bind(struct mgpu_sync *s)
 		MGPU_TRY(mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float)));
 	MGPU_TRY(mgpu_shm_barrier(&p->shm));
 	if (s->rank != 0 && p->shm.w != m->w)
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, p->shm.w, m->nparams * sizeof(float)));
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->w, p->shm.w,
+					    m->nparams * sizeof(float)));
 	return 0;
 }
 
@@ -302,8 +303,8 @@ static int ddp_step(struct mgpu_sync *s)
 	/* (the fused updates above already counted this step: see begin) */
 	v = p->sumsq;
 	MGPU_TRY(mgpu_shm_allreduce_f64(&p->shm, &v, 1));
-	s->opt->last_norm = sqrt(v) / s->world;
-	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm) / (float)s->world;
+	s->opt->last_norm = sqrt(v);
+	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm);
 	for (i = 0; i < s->nbuckets; i++) {
 		shard(s, bucket_at(s, i), &a, &e);
 		MGPU_TRY(mgpu_optim_step_range(s->opt, s->lr, scale, a, e));
@@ -324,8 +325,9 @@ static int dp_step_master(struct mgpu_sync *s)
 		sum_slots(s, p->shm.g[0], s->boff[b], s->boff[b] + s->bcnt[b]);
 	}
 	if (m->g != p->shm.g[0])
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->g, p->shm.g[0], m->nparams * sizeof(float)));
-	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f / (float)s->world));
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->g, p->shm.g[0],
+					    m->nparams * sizeof(float)));
+	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
 	return mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float));
 }
 
@@ -334,10 +336,8 @@ static int dp_step_master(struct mgpu_sync *s)
  * (the others know it too, or in mode dp do not). */
 static double norm2_share(const struct mgpu_sync *s)
 {
-	double w = (double)s->world;
-
 	if (s->mode == MGPU_MODE_DDP && !priv(s)->clip)
-		return priv(s)->sumsq / (w * w);
+		return priv(s)->sumsq;
 	return s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0;
 }
 
@@ -353,7 +353,7 @@ static int shm_finish(struct mgpu_sync *s, double *vals, int n)
 		MGPU_TRY(dp_step_master(s));
 	MGPU_TRY(mgpu_sync_close_step(s, vals, n, norm2_share(s)));
 	if (s->rank != 0)
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, priv(s)->shm.w,
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->w, priv(s)->shm.w,
 					 m->nparams * sizeof(float)));
 	return 0;
 }

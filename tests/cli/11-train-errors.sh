@@ -1,7 +1,7 @@
 # mgpu-train: every bad input gives one line naming the problem, exit 1.
 . tests/cli/lib.sh
 mkidx good 300 50 8 4
-expect 1 "'missing': missing train-images-idx3-ubyte" "$BIN/mgpu-train" --data missing
+expect 1 "'missing': does not exist; want a cache" "$BIN/mgpu-train" --data missing
 mkidx trunc 300 50 8 4 truncate
 expect 1 "trunc/train-images-idx3-ubyte.gz" "$BIN/mgpu-train" --data trunc --model mlp:64-4
 grep -q "truncated" err.txt || fail "truncated IDX: $(cat err.txt)"

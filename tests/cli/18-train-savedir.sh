@@ -36,13 +36,13 @@ train --save-dir ck --max-steps 2 >/dev/null || fail "a stale lock blocked the n
 
 # Failures before training leave nothing: not the directories the run made,
 # not a lock in a directory that was there.
-expect 1 "'missing': missing train-images-idx3-ubyte" train --data missing --save-dir new/sub
+expect 1 "'missing': does not exist; want a cache" train --data missing --save-dir new/sub
 [ ! -e new ] || fail "a failed run left $(find new)"
 expect 1 "samples have 64 features but the model takes 32" train --model mlp:32-4 --save-dir new
 [ ! -e new ] || fail "a failed run (bad model) left $(find new)"
 ! train --data missing --save-dir new --cpu-ranks 2 2>/dev/null || fail "2 ranks, no data: exit 0"
 [ ! -e new ] || fail "a failed 2-rank run left $(find new)"
 mkdir there
-expect 1 "'missing': missing train-images-idx3-ubyte" train --data missing --save-dir there
+expect 1 "'missing': does not exist; want a cache" train --data missing --save-dir there
 [ -d there ] && [ -z "$(ls -A there)" ] || fail "the save dir that was there: $(ls -A there)"
 exit 0

@@ -126,11 +126,30 @@ badtar shape.tar "[('a.npy', $npy + b'abcd'), ('a.cls', b'1'), ('b.npy', $npy.re
 expect 1 "'shape.tar': entry 'b.npy': shape 2 differs from the first sample's 4" "$S" -o o1/m.tsv shape.tar
 badtar huge.tar "[('a.npy', $npy.replace(b'(4,)', b'(9999999999999,9999999999)') + b'abcd'), ('a.cls', b'1')]"
 expect 1 "'huge.tar': entry 'a.npy': npy header claims an absurd size" "$S" -o o1/m.tsv huge.tar
+# Non-finite float features are refused, naming file and sample (or entry).
+f4='(b"\x93NUMPY\x01\x00v\x00" + b"{\x27descr\x27: \x27<f4\x27, \x27fortran_order\x27: False, \x27shape\x27: (2,), }".ljust(117) + b"\n")'
+badtar nan.tar "[('a.npy', $f4 + b'\x00\x00\x80\x3f\x00\x00\xc0\x7f'), ('a.cls', b'1')]"
+expect 1 "'nan.tar': entry 'a.npy': element 1 is nan; features must be finite" "$S" -o o1/m.tsv nan.tar
+"$PY" - <<'PY'
+import numpy as np
+x = np.ones((5, 3), np.float32); x[3, 1] = np.nan
+np.save("nan.npy", x)
+x = np.ones((5, 3), np.float64); x[2, 0] = 1e300
+np.save("big.npy", x)
+np.save("lab.npy", np.arange(5, dtype=np.int64) % 2)
+PY
+expect 1 "'nan.npy': sample 3, element 1 is nan; features must be finite" \
+	"$S" --labels lab.npy -o o1/m.tsv nan.npy
+expect 1 "'big.npy': sample 2, element 0 is inf; features must be finite" \
+	"$S" --labels lab.npy -o o1/m.tsv big.npy
 head -c 3000 a/train-000000.tar >cut.tar
 expect 1 "'cut.tar': entry '" "$S" -o o1/m.tsv cut.tar
 printf 'f0,label\n1,2\nx,1\n' >bad.csv
 expect 1 "'bad.csv': line 3: column 'f0': 'x' is not a number" "$S" -o o1/m.tsv bad.csv
 expect 1 "'d.csv': line 1: no label column 'lbl'" "$S" --label-column lbl -o o1/m.tsv d.csv
+printf 'label,f0,label\n1,2,3\n' >dup.csv
+expect 1 "'dup.csv': line 1: columns 0 and 2 are both named 'label': which is the label?" \
+	"$S" -o o1/m.tsv dup.csv
 mkidx idx 50 10 4 3 truncate
 expect 1 "idx/train-images-idx3-ubyte.gz" "$S" -o o1/m.tsv idx
 expect 1 "'nothing.tar': cannot open" "$S" -o o1/m.tsv nothing.tar
@@ -144,10 +163,49 @@ mkdir o3
 interrupted TERM 0.7 143 "$S" -q --shard-size 20 -o o3/m.tsv big
 [ -z "$(ls -A o3)" ] || fail "SIGTERM left in o3/: $(ls -A o3 | head -3)"
 rm -rf big o3
-# A failure after some shards were written removes them again.
-chmod 0555 a 2>/dev/null
-if [ "$(id -u)" != 0 ]; then
-	expect 1 "cannot create" "$S" -o a/manifest2.tsv d.csv
-fi
-chmod 0755 a
+# A write error part way (a file size limit, its signal ignored: EFBIG)
+# leaves nothing: no shard, no manifest temporary, no directory made.
+(trap '' XFSZ; ulimit -f 20; exec "$S" -q --shard-size 16 -o w/deep/m.tsv d.csv) \
+	>out.txt 2>err.txt && fail "a write error went unnoticed"
+grep -q "write failed: File too large" err.txt || fail "write error: $(cat err.txt)"
+[ ! -e w ] || fail "a write error left: $(find w)"
+# The manifest to a full stdout: the same.
+expect 1 "cannot write to standard output" sh -c "exec '$S' -q -d full d.csv >/dev/full"
+[ "$(ls -d full* 2>/dev/null)" = "" ] || fail "stdout error left: $(ls -d full*)"
+# A run killed part way (SIGXFSZ) leaves its temporary; the next run
+# removes it, as the process that made it is gone.
+mkdir k
+(ulimit -f 20; exec "$S" -q --shard-size 16 -o k/set/m.tsv d.csv) 2>/dev/null &&
+	fail "not killed by SIGXFSZ"
+ls -d k/set.tmp.* >/dev/null 2>&1 || fail "the killed run left no temporary: $(ls -a k)"
+"$S" -q --shard-size 16 -o k/set/m.tsv d.csv
+[ "$(ls k)" = set ] || fail "stale temporaries stay: $(ls k)"
+
+# Re-sharding into the same directory: an identical rerun changes nothing
+# and says so; another set is refused (naming --force) and the old set
+# stays; --force replaces the whole set, leaving no shard of the old one.
+"$S" -q --shard-size 16 -o r/manifest.tsv d.csv
+ino=$(stat -c %i r/manifest.tsv)
+dead=$(sh -c 'echo $$')
+touch "r/train-000000.tar.tmp.$dead" # as an older, killed version left it
+"$S" --shard-size 16 -o r/manifest.tsv d.csv 2>err.txt
+grep -q "'r' already holds this shard set" err.txt || fail "rerun: $(cat err.txt)"
+[ "$(stat -c %i r/manifest.tsv)" = "$ino" ] || fail "an identical rerun rewrote the set"
+[ ! -e "r/train-000000.tar.tmp.$dead" ] || fail "a dead run's temporary in r stays"
+cp -r r r.saved
+expect 1 "'r': holds another shard set; --force replaces it" \
+	"$S" -q --shard-size 50 --seed 3 -o r/manifest.tsv d.csv
+diff -r r r.saved >/dev/null || fail "a refused run changed r"
+[ "$(ls -d r.tmp.* 2>/dev/null)" = "" ] || fail "a refused run left its temporary"
+"$S" -q --force --shard-size 50 --seed 3 -o r/manifest.tsv d.csv
+[ "$(ls r | wc -l)" = "$(($(wc -l <r/manifest.tsv)))" ] || fail "--force left old shards: $(ls r)"
+cut -f 2 r/manifest.tsv | tail -n +2 | while read -r f; do [ -f "r/$f" ] || fail "no r/$f"; done
+"$BIN/mgpu-cache" -q -o rc r/manifest.tsv >/dev/null || fail "the replaced set does not read"
+mkdir f && touch f/notes.txt
+expect 1 "'f': holds 'notes.txt', which is no part of a shard set" "$S" -q -d f d.csv
+expect 1 "'.': shards need a directory of their own (-d DIR)" "$S" -q -o m.tsv d.csv
+# -d apart from -o: the manifest names the shards by absolute path.
+mkdir man && "$S" -q -d apart -o man/m.tsv d.csv
+grep -q "	$PWD/apart/train-000000.tar	" man/m.tsv || fail "paths: $(cat man/m.tsv)"
+"$BIN/mgpu-cache" -q -o ac man/m.tsv >/dev/null || fail "a manifest apart does not read"
 exit 0

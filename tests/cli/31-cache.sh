@@ -36,6 +36,11 @@ touch -d '2001-01-01' sh/val-000001.tar
 "$C" -q -o c2 --chunk-size 2K m.tsv | grep -q "	built	" || fail "a touched shard did not rebuild"
 "$C" -q -o c2 --chunk-size 2K --force m.tsv | grep -q "	built	" || fail "--force"
 ls -a c2 | grep -q tmp && fail "temporaries left: $(ls -a c2)"
+# A temporary of a builder that was killed is removed by the next build.
+dead=$(sh -c 'echo $$')
+touch "c2/mgpu.cache.tmp.$dead"
+"$C" -q -o c2 --chunk-size 2K --force m.tsv >/dev/null
+[ ! -e "c2/mgpu.cache.tmp.$dead" ] || fail "a dead builder's temporary stays"
 
 # Shard files by name, and a tar stream on stdin (all train).
 "$C" -q -o c3 --raw sh/train-*.tar sh/val-*.tar | cut -f 1,2,8 >b3.tsv
@@ -49,7 +54,10 @@ cat sh/train-000000.tar | "$C" -q -o c4 - | cut -f 1,2 | grep -qx "$(printf 'tra
 cut -f 1,2 b1.tsv | cmp - b8.tsv || fail "manifest file on stdin: $(cat b8.tsv)"
 "$C" -q -o c9 - <sh/train-000000.tar | cut -f 1,2 | grep -qx "$(printf 'train\t60')" ||
 	fail "tar file on stdin"
-cat sh/train-000000.tar | zstd -q | "$C" -q -o c5 - | cut -f 1,2 |
+# (.zst made with libzstd by a helper make builds: no zstd program needed)
+ZST=$(dirname "$BIN")/tests/drv/zst_drv
+[ -x "$ZST" ] || fail "$ZST is missing: make builds it"
+"$ZST" <sh/train-000000.tar | "$C" -q -o c5 - | cut -f 1,2 |
 	grep -qx "$(printf 'train\t60')" || fail "tar.zst stream"
 "$C" --info --json c1 | grep -q '"split":"val","samples":60,"shape":"36","dtype":"u8"' ||
 	fail "--info: $("$C" --info --json c1)"
@@ -98,8 +106,30 @@ expect 1 "'./sh/train-000001.tar': sha256 differs from the manifest's" "$C" -o b
 cp saved.tar sh/train-000001.tar
 head -c 5000 sh/train-000000.tar >cut.tar
 expect 1 "'cut.tar': entry '" "$C" -o bad cut.tar
+python3 - <<'PY'
+import io, struct, tarfile
+hdr = b"\x93NUMPY\x01\x00v\x00" + b"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }".ljust(117) + b"\n"
+with tarfile.open("nan.tar", "w") as t:
+    for name, data in (("k.npy", hdr + struct.pack("<ff", 1.0, float("inf"))), ("k.cls", b"0")):
+        m = tarfile.TarInfo(name); m.size = len(data); t.addfile(m, io.BytesIO(data))
+PY
+expect 1 "'nan.tar': entry 'k.npy': element 1 is inf; features must be finite" "$C" -o bad nan.tar
 printf 'split\tpath\tsamples\tbytes\tsha256\ntrain\tnone.tar\t1\t1\t%064d\n' 0 >m2.tsv
 expect 1 "none.tar" "$C" -o bad m2.tsv
+# A shard listed twice, a wrong bytes column, no train split, and options
+# that contradict each other are refused.
+{ cat m.tsv; tail -n 1 m.tsv; } >dup.tsv
+expect 1 "'dup.tsv': line $(($(wc -l <m.tsv) + 1)): shard './$(tail -n 1 m.tsv | cut -f 2)' is listed twice" \
+	"$C" -o bad dup.tsv
+awk -F '\t' -v OFS='\t' 'NR == 2 { want = $4; $4 = $4 + 1 } { print }
+	END { print want > "want.txt" }' m.tsv >bytes.tsv
+expect 1 "'./$(sed -n 2p m.tsv | cut -f 2)': $(cat want.txt) bytes, the manifest says $(($(cat want.txt) + 1))" \
+	"$C" -o bad bytes.tsv
+grep -v '^train' m.tsv >notrain.tsv
+expect 1 "'notrain.tsv': no training samples to cache" "$C" -o bad notrain.tsv
+: | expect 1 "'-': no training samples to cache" "$C" -o bad -
+expect 2 "--normalize stores float32; it does not go with --dtype u8" \
+	"$C" --normalize --dtype u8 -o bad m.tsv
 printf 'split\tpath\n' >m3.tsv
 expect 1 "'m3.tsv': line 1: not a shard manifest" "$C" -o bad m3.tsv
 echo 'not a tar' | expect 1 "'-': not a readable tar or zip archive" "$C" -o bad -

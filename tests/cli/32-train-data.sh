@@ -28,5 +28,13 @@ b[off + n // 2] ^= 1
 open(sys.argv[1], "wb").write(b)
 PY
 expect 1 "'c/mgpu.cache': chunk 0 (train rows 0..539): checksum mismatch" "$TR" --data c --prefetch 2 $args
-expect 1 "'nothing.tar': cannot open" "$TR" --data nothing.tar $args
+expect 1 "'nothing.tar': does not exist; want a cache" "$TR" --data nothing.tar $args
+# A missing data path says so and lists the kinds of input, in mgpu-train
+# and mgpu-bench data alike; so does a directory of something else.
+kinds="a shard manifest (FILE or DIR/manifest.tsv), a WebDataset archive"
+expect 1 "'cache/': does not exist; want a cache (DIR or DIR/mgpu.cache), $kinds" \
+	"$TR" --data cache/ $args
+expect 1 "'cache/': does not exist; want a cache" "$BIN/mgpu-bench" data cache/
+mkdir other && touch other/notes.txt
+expect 1 "'other': holds no data; want a cache" "$TR" --data other $args
 exit 0

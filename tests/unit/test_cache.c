@@ -352,6 +352,41 @@ static void test_cancel(void)
 	T_CHECK(no_file_like(".tmp."), "left a temporary");
 }
 
+/* A label at or above the header's class count (a cache written from
+ * samples whose class count was wrong) is an error naming the cache, the
+ * chunk and the row, compressed and raw alike; --verify finds it too. */
+static void test_bad_label(void)
+{
+	struct mgpu_cache_opts o = base;
+	struct mgpu_cache_stats st;
+	struct mgpu_samples s = { 0 };
+	struct mgpu_samples *sp[MGPU_NSPLITS] = { &s, NULL, NULL };
+	struct mgpu_cache c;
+	unsigned char x[50 * 20];
+	int32_t y[20];
+	uint32_t idx[20];
+	size_t n;
+	int raw, i;
+
+	make_set(&s, MGPU_DTYPE_U8, 20, 50, 0);
+	s.y[9] = 255;
+	s.classes = 10;
+	for (i = 0; i < 20; i++)
+		idx[i] = (uint32_t)i;
+	for (raw = 0; raw < 2; raw++) {
+		o.raw = raw;
+		o.chunk_nbytes = 1 << 20;
+		T_OK(mgpu_cache_write(tpath("lab.cache"), sp, &o, &st));
+		T_OK(mgpu_cache_open(&c, tpath("lab.cache")));
+		T_FAILS(mgpu_cache_rows(&c, 0, idx, 20, x, y), MGPU_EFORMAT,
+			"lab.cache': chunk 0 (train rows 0..19): label 255 of row 9 is not "
+			"below the header's 10 classes");
+		T_FAILS(mgpu_cache_verify(&c, &n), MGPU_EFORMAT, "label 255 of row 9");
+		mgpu_cache_close(&c);
+	}
+	mgpu_samples_free(&s);
+}
+
 struct thr {
 	struct mgpu_cache *c;
 	int rc;
@@ -408,6 +443,7 @@ int main(void)
 	T_RUN(test_corruption);
 	T_RUN(test_ensure);
 	T_RUN(test_cancel);
+	T_RUN(test_bad_label);
 	T_RUN(test_budget_threads);
 	t_tmpdir_remove();
 	return T_DONE();

@@ -6,6 +6,7 @@
 #include <fcntl.h>  /* open */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* memcmp, memcpy */
+#include <sys/stat.h> /* mkdir */
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h> /* pipe, fork, read, write, close */
 
@@ -24,6 +25,17 @@ static void put_text(const char *path)
 		printf("cannot write fixture %s\n", path);
 	if (fp)
 		fclose(fp);
+}
+
+/* The first n bytes of text at path. */
+static void put_file_n(const char *path, size_t n)
+{
+	FILE *fp = fopen(path, "wb");
+
+	if (fp) {
+		fwrite(text, 1, n, fp);
+		fclose(fp);
+	}
 }
 
 /* A regular file whose first bytes a sniffer already read: the rest comes
@@ -109,6 +121,51 @@ static void test_read_file(void)
 	T_CHECK(buf == NULL && len == 0, "out-parameters after failure");
 }
 
+static void test_tmp_names(void)
+{
+	T_CHECK(mgpu_tmp_pid("m.tsv.tmp.123", "m.tsv") == 123, "stem");
+	T_CHECK(mgpu_tmp_pid("m.tsv.tmp.123", NULL) == 123, "any stem");
+	T_CHECK(mgpu_tmp_pid("a.tmp.b.tmp.7", NULL) == 7, "last .tmp.");
+	T_CHECK(mgpu_tmp_pid("m.tsv.tmp.123", "x.tsv") == 0, "other stem");
+	T_CHECK(mgpu_tmp_pid("m.tsv.tmp.12x", NULL) == 0, "not digits");
+	T_CHECK(mgpu_tmp_pid("m.tsv", NULL) == 0, "no .tmp.");
+	T_CHECK(mgpu_tmp_pid(".tmp.5", NULL) == 0, "no stem at all");
+	T_CHECK(mgpu_tmp_pid("m.tsv.tmp.", "m.tsv") == 0, "no pid");
+}
+
+/* Temporaries of a process that is gone are swept; a live one's, another
+ * stem's, and ordinary files stay. */
+static void test_tmp_sweep(void)
+{
+	char dead[600], live[600], dir[600];
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, &st, 0); /* pid is now free: no such process */
+	snprintf(dead, sizeof dead, "%s.tmp.%ld", tpath("s.tsv"), (long)pid);
+	snprintf(live, sizeof live, "%s.tmp.%ld", tpath("s.tsv"), (long)getppid());
+	snprintf(dir, sizeof dir, "%s.tmp.%ld", tpath("set"), (long)pid);
+	put_text(dead);
+	put_text(live);
+	put_text(tpath("s.tsv"));
+	T_CHECK(mkdir(dir, 0777) == 0, "mkdir");
+	put_text(tpath("x"));
+	snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%s", "a.tar");
+	put_text(dir);
+	T_CHECK(mgpu_tmp_sweep(tmpdir, "s.tsv") == 1, "one dead temporary of s.tsv");
+	T_CHECK(access(dead, F_OK) != 0 && access(live, F_OK) == 0 &&
+		access(tpath("s.tsv"), F_OK) == 0, "swept the wrong files");
+	T_CHECK(mgpu_tmp_sweep(tmpdir, "set") == 1, "a dead temporary directory");
+	T_CHECK(access(dir, F_OK) != 0, "the directory stayed");
+	unlink(live);
+	T_CHECK(mgpu_same_bytes(tpath("s.tsv"), tpath("x")) == 1, "same bytes");
+	put_file_n(tpath("y"), 5);
+	T_CHECK(mgpu_same_bytes(tpath("s.tsv"), tpath("y")) == 0, "other bytes");
+	T_FAILS(mgpu_same_bytes(tpath("s.tsv"), tpath("none")), MGPU_EIO, "none': cannot open");
+}
+
 int main(void)
 {
 	if (t_tmpdir_make("io") < 0)
@@ -117,6 +174,8 @@ int main(void)
 	T_RUN(test_read_fd_pipe);
 	T_RUN(test_read_fd_errors);
 	T_RUN(test_read_file);
+	T_RUN(test_tmp_names);
+	T_RUN(test_tmp_sweep);
 	t_tmpdir_remove();
 	return T_DONE();
 }

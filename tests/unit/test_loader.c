@@ -8,6 +8,7 @@
  */
 #include <stdio.h>  /* snprintf, FILE */
 #include <string.h> /* memcmp */
+#include <sys/stat.h> /* mkdir */
 
 #include "core/err.h"    /* mgpu_errmsg, MGPU_E* */
 #include "data/cache.h"  /* mgpu_cache_write */
@@ -192,8 +193,21 @@ static void test_corrupt_chunk(void)
 		mgpu_loader_free(&l);
 	}
 	mgpu_source_close(&s);
-	T_FAILS(mgpu_source_open(&s, tpath("nothing.tar")), MGPU_EIO, "nothing.tar': cannot open");
-	T_FAILS(mgpu_source_open(&s, tpath("nodir")), MGPU_EIO, "missing train-images-idx3-ubyte");
+	/* A path that is not there, or a directory of something else, says so
+	 * and lists what a data path may be. */
+	T_FAILS(mgpu_source_open(&s, tpath("nothing.tar")), MGPU_EIO,
+		"nothing.tar': does not exist; want a cache (DIR or DIR/mgpu.cache), a shard "
+		"manifest (FILE or DIR/manifest.tsv), a WebDataset archive (tar, tar.gz, "
+		"tar.zst, zip) or an IDX directory");
+	T_FAILS(mgpu_source_open(&s, tpath("nodir/")), MGPU_EIO, "nodir/': does not exist; want");
+	T_CHECK(mkdir(tpath("other"), 0777) == 0, "mkdir");
+	T_FAILS(mgpu_source_open(&s, tpath("other")), MGPU_EIO,
+		"other': holds no data; want a cache");
+	/* An IDX directory missing one file names it. */
+	T_CHECK(mkdir(tpath("half"), 0777) == 0 && fclose(fopen(tpath(
+		"half/train-images-idx3-ubyte.gz"), "w")) == 0, "fixture");
+	T_FAILS(mgpu_source_open(&s, tpath("half")), MGPU_EIO,
+		"half': missing train-labels-idx1-ubyte");
 }
 
 static void test_idx_dir(void)

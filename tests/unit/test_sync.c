@@ -1,329 +1,255 @@
 /*
- * test_sync.c - gradient sync on host buffers: the rank-order sum of the
- * slots (also into one of its own terms), the host side of gpu/stage.h,
- * and the cpu strategies run for real between forked ranks (rendezvous on
- * loopback, the node's shared segment): the staged strategy of GPU ranks
- * (sync_host.c, on CPU ranks through MGPU_SYNC_STAGED=1) must give exactly
- * the weights of one process stepping on the rank-order sum, and the
- * shared-buffer strategy (sync_shm.c) the same within rounding.
+ * test_sync.c - gradient sync strategies (nn/sync.h): the table's names,
+ * one rank, mode dp threads and mode ddp processes over shared memory.
+ *
+ * Each rank sets a known gradient (small multiples of 1/16, so every sum
+ * is exact) and hands its buckets to the strategy as backward would, last
+ * layer first. A rank's gradient is its share of the mean (the loss scaled
+ * it by 1 / global batch), so after the step every replica must hold the
+ * same weights, those of one SGD step on the sum of the ranks' gradients,
+ * and every rank must report that sum's norm.
  */
-#include <stdint.h>   /* uint64_t */
-#include <stdio.h>    /* fprintf */
-#include <stdlib.h>   /* setenv, calloc */
-#include <string.h>   /* memset, memcmp */
-#include <sys/mman.h> /* mmap */
+#include <math.h>     /* sqrt */
+#include <pthread.h>  /* pthread_create */
+#include <stdio.h>    /* snprintf, fflush */
+#include <stdlib.h>   /* malloc */
+#include <string.h>   /* memcmp */
 #include <sys/wait.h> /* waitpid */
-#include <unistd.h>   /* fork, _exit, close */
+#include <unistd.h>   /* fork, _exit */
 
-#include "../t.h"        /* T_RUN, T_CHECK, T_OK, T_FAILS */
-#include "comm/launch.h" /* struct mgpu_rank_env */
-#include "comm/rdzv.h"   /* mgpu_rdzv_listen, mgpu_rdzv_new_token */
-#include "core/err.h"    /* mgpu_errmsg */
-#include "gpu/stage.h"   /* mgpu_stage_* */
-#include "nn/model.h"    /* mgpu_model_* */
-#include "nn/optim.h"    /* mgpu_optim_* */
-#include "nn/spec.h"     /* mgpu_spec_parse */
-#include "nn/sync.h"     /* mgpu_sync_* */
-#include "nn/sync_int.h" /* mgpu_sync_sum_slots */
+#include "comm/rdzv.h" /* mgpu_rdzv_listen */
+#include "comm/shm.h"  /* mgpu_shm_create_private */
+#include "core/err.h"  /* mgpu_errmsg */
+#include "nn/model.h"  /* struct mgpu_model */
+#include "nn/optim.h"  /* struct mgpu_optim */
+#include "nn/spec.h"   /* mgpu_spec_parse */
+#include "nn/sync.h"   /* mgpu_sync_* */
+#include "t.h"
 
-#define SPEC "mlp:7-6-5-3"
-#define STEPS 3
-#define MAXW 3
+#define SPEC "mlp:4-3-2"
+#define LR 0.5f
+#define MAXP 64
 
-/* ---- the rank-order sum --------------------------------------------------- */
-
-static void test_sum_slots_in_place(void)
+/* Rank r's gradient element i: a multiple of 1/16 in [-0.5, 0.5]. */
+static float grad_of(int r, size_t i)
 {
-	enum { N = 1300 }; /* more than one chunk */
-	static float g[3][N], want[N];
-	const float *const gs[3] = { g[0], g[1], g[2] };
-	size_t i;
-	int r;
-
-	for (r = 0; r < 3; r++)
-		for (i = 0; i < N; i++)
-			g[r][i] = (float)((i * 37 + (size_t)r * 101) % 97) * 0.013f - 0.6f;
-	for (i = 0; i < N; i++)
-		want[i] = (g[0][i] + g[1][i]) + g[2][i];
-	/* rank 2 reduces [5, 1299) into its own slot, one of the terms */
-	mgpu_sync_sum_slots(g[2], gs, 3, 5, N - 1);
-	T_CHECK(memcmp(g[2] + 5, want + 5, (N - 6) * sizeof(float)) == 0,
-		"sum into slot 2 differs from ((g0 + g1) + g2)");
-	T_CHECK(g[2][4] == (float)((4 * 37 + 202) % 97) * 0.013f - 0.6f &&
-		g[2][N - 1] == (float)(((N - 1) * 37 + 202) % 97) * 0.013f - 0.6f,
-		"the sum wrote outside [a, e)");
-	mgpu_sync_sum_slots(g[0], gs, 1, 0, N); /* one rank: a copy onto itself */
-	T_CHECK(g[0][7] == (float)((7 * 37) % 97) * 0.013f - 0.6f, "one slot changed");
+	return (float)((int)((r * 7 + (int)i * 5) % 17) - 8) / 16.0f;
 }
 
-/* ---- gpu/stage.h on a host device --------------------------------------- */
-
-static void test_stage_host(void)
-{
-	static float seg[64], devbuf[16];
-	struct mgpu_stage st;
-	struct mgpu_dev dev;
-	int i;
-
-	T_OK(mgpu_dev_open(&dev, &mgpu_ops_cpu, 0));
-	T_FAILS(mgpu_stage_open(&st, &dev, seg, sizeof seg, 0), MGPU_EINVAL, "0 tickets");
-	T_OK(mgpu_stage_open(&st, &dev, seg, sizeof seg, 2));
-	for (i = 0; i < 16; i++)
-		devbuf[i] = (float)i;
-	T_OK(mgpu_stage_to_host(&st, 1, seg + 48, devbuf, 16 * sizeof(float)));
-	T_CHECK(mgpu_stage_done(&st, 1) == 1, "a host copy is done on return");
-	T_OK(mgpu_stage_wait(&st, 1));
-	T_CHECK(seg[48] == 0.0f && seg[63] == 15.0f, "copied %g %g", seg[48], seg[63]);
-	T_FAILS(mgpu_stage_to_host(&st, 0, seg + 49, devbuf, 16 * sizeof(float)), MGPU_EINVAL,
-		"outside the staged");
-	T_FAILS(mgpu_stage_to_host(&st, 2, seg, devbuf, 4), MGPU_EINVAL, "ticket 2 of 2");
-	T_FAILS(mgpu_stage_done(&st, -1), MGPU_EINVAL, "ticket -1");
-	T_FAILS(mgpu_stage_to_dev(&st, devbuf, devbuf, 4), MGPU_EINVAL, "outside the staged");
-	seg[0] = 42.0f;
-	T_OK(mgpu_stage_to_dev(&st, devbuf + 3, seg, sizeof(float)));
-	T_OK(mgpu_stage_drain(&st));
-	T_CHECK(devbuf[3] == 42.0f, "copied back %g", devbuf[3]);
-	mgpu_stage_close(&st);
-	mgpu_dev_close(&dev);
-}
-
-/* ---- ranks stepping through a strategy --------------------------------- */
-
-/* What every rank writes back: its weights, summed values and norm. */
-struct result {
-	float w[MAXW][128];
-	double vals[MAXW];
-	double norm[MAXW];
-	int shared[MAXW];           /* the rank's weights were the node's one copy */
-};
-
-static float grad_of(int rank, int step, size_t i)
-{
-	return (float)((i * 31 + (size_t)rank * 7919 + (size_t)step * 104729) % 1000) * 1e-3f -
-	       0.5f;
-}
-
-static struct mgpu_optim_cfg optim_cfg(float clip)
-{
-	struct mgpu_optim_cfg c;
-
-	memset(&c, 0, sizeof c);
-	c.kind = MGPU_OPT_SGD;
-	c.momentum = 0.9f;
-	c.weight_decay = 0.01f;
-	c.clip_norm = clip;
-	return c;
-}
-
-static size_t nparams(void)
-{
-	struct mgpu_spec spec;
-
-	return mgpu_spec_parse(&spec, SPEC, "test") < 0 ? 0 : mgpu_model_count(&spec);
-}
-
-struct job {
-	int world, port, listen_fd;
-	char token[MGPU_TOKEN_LEN + 1];
-	float clip;
-};
-
-/* Build the rank's model and optimizer on the buffers the strategy asks. */
-static int build(struct mgpu_sync *s, struct mgpu_dev *dev, struct mgpu_model *m,
-		 struct mgpu_optim *o, const struct mgpu_optim_cfg *oc)
-{
-	struct mgpu_spec spec;
-	float *w, *g, *s0, *s1;
-
-	MGPU_TRY(mgpu_spec_parse(&spec, SPEC, "test"));
-	mgpu_sync_model_buffers(s, 1, &w, &g, &s0, &s1);
-	MGPU_TRY(mgpu_model_create_ext(m, &spec, dev, 4, w, g));
-	if (s0 || s1 || !mgpu_sync_owns_optimizer(s))
-		MGPU_TRY(mgpu_optim_create_ext(o, m, oc, s0, s1));
-	else
-		MGPU_TRY(mgpu_optim_create(o, m, oc));
-	if (mgpu_sync_loads_state(s))
-		MGPU_TRY(mgpu_model_init(m, 1));
-	return mgpu_sync_bind(s, m, o);
-}
-
-/* One optimizer step: this rank's gradient, its buckets as backward would
- * hand them over (last layer first), then the step. */
-static int step(struct mgpu_sync *s, struct mgpu_model *m, int rank, int t, double *val)
-{
-	size_t i;
-	int l;
-
-	for (i = 0; i < m->nparams; i++)
-		m->g[i] = grad_of(rank, t, i);
-	mgpu_sync_micro(s, 1, 0.1f);
-	for (l = m->spec.nlayers - 1; l >= 0; l--)
-		MGPU_TRY(m->grad_ready(m->grad_ctx, l, s->boff[l], s->bcnt[l]));
-	*val = rank + 1;
-	return mgpu_sync_step(s, val, 1);
-}
-
-static int rank_run(const struct job *j, int rank, struct result *res)
-{
-	struct mgpu_optim_cfg oc = optim_cfg(j->clip);
-	struct mgpu_rank_env env;
+/* What one rank of a job does, and what it saw. */
+struct rank_run {
 	struct mgpu_sync s;
+	const struct mgpu_shm *dp_seg; /* mode dp; else ddp through env */
+	struct mgpu_rank_env env;
+	int kind;
+	float clip;
+	float w0[MAXP], w1[MAXP];      /* weights before and after the step */
+	size_t nparams;
+	double grad_norm;
+	double vals[2];
+	int rc;
+};
+
+static int rank_step(struct rank_run *x)
+{
+	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_SGD, .clip_norm = x->clip };
+	struct mgpu_spec spec;
 	struct mgpu_dev dev;
 	struct mgpu_model m;
 	struct mgpu_optim o;
-	int t;
+	float *w, *g, *s0, *s1;
+	size_t i;
+	int l, rank = x->env.rank;
 
-	memset(&env, 0, sizeof env);
 	memset(&m, 0, sizeof m);
 	memset(&o, 0, sizeof o);
-	env.launcher = MGPU_LAUNCH_SELF;
-	env.rank = env.local_rank = rank;
-	env.world = env.local_world = j->world;
-	snprintf(env.addr, sizeof env.addr, "127.0.0.1");
-	env.port = j->port;
-	memcpy(env.token, j->token, sizeof env.token);
-	env.listen_fd = rank == 0 ? j->listen_fd : -1;
-	MGPU_TRY(mgpu_dev_open(&dev, &mgpu_ops_cpu, 0));
-	MGPU_TRY(mgpu_sync_open(&s, &env, MGPU_SYNC_CPU, nparams(), mgpu_optim_nstate_for(&oc),
-				&dev, 20000));
-	MGPU_TRY(build(&s, &dev, &m, &o, &oc));
-	for (t = 0; t < STEPS; t++)
-		MGPU_TRY(step(&s, &m, rank, t, &res->vals[rank]));
-	memcpy(res->w[rank], m.w, m.nparams * sizeof(float));
-	res->norm[rank] = s.grad_norm;
-	res->shared[rank] = s.shared_w != NULL;
-	mgpu_sync_close(&s);
-	return 0;
-}
-
-/* Fork world ranks of one job; 0 when all succeeded. */
-static int run_job(int world, const char *staged, float clip, struct result *res)
-{
-	struct job j;
-	pid_t pid[MAXW];
-	int r, st, bad = 0;
-
-	memset(&j, 0, sizeof j);
-	j.world = world;
-	j.clip = clip;
-	if (mgpu_rdzv_new_token(j.token) < 0 || mgpu_rdzv_listen("127.0.0.1", &j.port,
-								&j.listen_fd) < 0)
-		return -1;
-	setenv("MGPU_SYNC_STAGED", staged, 1);
-	for (r = 0; r < world; r++) {
-		pid[r] = fork();
-		if (pid[r] == 0) {
-			if (rank_run(&j, r, res) < 0) {
-				fprintf(stderr, "rank %d: %s\n", r, mgpu_errmsg());
-				_exit(1);
-			}
-			_exit(0);
-		}
-	}
-	close(j.listen_fd);
-	for (r = 0; r < world; r++)
-		if (pid[r] < 0 || waitpid(pid[r], &st, 0) < 0 || !WIFEXITED(st) ||
-		    WEXITSTATUS(st) != 0)
-			bad = 1;
-	return bad ? -1 : 0;
-}
-
-/* One process stepping on the rank-order sum, scaled by 1 / world. */
-static int reference(int world, float clip, float *w, double *norm)
-{
-	struct mgpu_optim_cfg oc = optim_cfg(clip);
-	struct mgpu_spec spec;
-	struct mgpu_dev dev;
-	struct mgpu_model m;
-	struct mgpu_optim o;
-	size_t i;
-	int t, r;
-
-	MGPU_TRY(mgpu_dev_open(&dev, &mgpu_ops_cpu, 0));
 	MGPU_TRY(mgpu_spec_parse(&spec, SPEC, "test"));
-	MGPU_TRY(mgpu_model_create(&m, &spec, &dev, 4));
-	MGPU_TRY(mgpu_optim_create(&o, &m, &oc));
-	MGPU_TRY(mgpu_model_init(&m, 1));
-	for (t = 0; t < STEPS; t++) {
-		for (i = 0; i < m.nparams; i++) {
-			float x = grad_of(0, t, i);
-			for (r = 1; r < world; r++)
-				x += grad_of(r, t, i);
-			m.g[i] = x;
-		}
-		MGPU_TRY(mgpu_optim_step(&o, 0.1f, 1.0f / (float)world));
-	}
-	memcpy(w, m.w, m.nparams * sizeof(float));
-	*norm = o.last_norm;
+	MGPU_TRY(mgpu_dev_open(&dev, mgpu_ops_find("cpu"), 0));
+	if (x->dp_seg)
+		MGPU_TRY(mgpu_sync_open_dp(&x->s, x->dp_seg, rank));
+	else
+		MGPU_TRY(mgpu_sync_open(&x->s, &x->env, x->kind, mgpu_model_count(&spec),
+					mgpu_optim_nstate_for(&oc), &dev, 10000));
+	mgpu_sync_model_buffers(&x->s, 1, &w, &g, &s0, &s1);
+	MGPU_TRY(mgpu_model_create_ext(&m, &spec, &dev, 1, w, g));
+	MGPU_TRY(mgpu_optim_create_ext(&o, &m, &oc, s0, s1));
+	if (mgpu_sync_loads_state(&x->s))
+		MGPU_TRY(mgpu_model_init(&m, 5));
+	MGPU_TRY(mgpu_sync_bind(&x->s, &m, &o));
+	x->nparams = m.nparams;
+	memcpy(x->w0, m.w, m.nparams * sizeof(float));
+	mgpu_sync_micro(&x->s, 1, LR);
+	for (i = 0; i < m.nparams; i++)
+		m.g[i] = grad_of(rank, i);
+	for (l = spec.nlayers - 1; l >= 0; l--) /* as backward: last layer first */
+		MGPU_TRY(m.grad_ready(m.grad_ctx, l, x->s.boff[l], x->s.bcnt[l]));
+	x->vals[0] = rank;
+	x->vals[1] = 1;
+	MGPU_TRY(mgpu_sync_step(&x->s, x->vals, 2));
+	x->grad_norm = x->s.grad_norm;
+	memcpy(x->w1, m.w, m.nparams * sizeof(float));
 	mgpu_optim_free(&o);
 	mgpu_model_free(&m);
+	mgpu_sync_close(&x->s);
 	mgpu_dev_close(&dev);
 	return 0;
 }
 
-static void check_job(int world, const char *staged, float clip, int exact)
+/* The weights and gradient norm every rank of a world-rank job must end
+ * with: SGD on the sum of the ranks' gradients, clipped to clip. */
+static void check_result(const struct rank_run *x, int world, float clip)
 {
-	struct result *res = mmap(NULL, sizeof *res, PROT_READ | PROT_WRITE,
-				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	float want[128];
-	double norm = 0;
-	size_t n = nparams(), i;
+	double sq = 0, norm, f;
+	float sum[MAXP];
+	size_t i;
 	int r;
 
-	T_CHECK(res != MAP_FAILED && n > 0 && n <= 128, "mmap, or %zu parameters", n);
-	if (res == MAP_FAILED || n == 0 || n > 128)
-		return;
-	memset(res, 0, sizeof *res);
-	T_OK(reference(world, clip, want, &norm));
-	T_CHECK(run_job(world, staged, clip, res) == 0, "%d ranks (staged=%s, clip %g) failed",
-		world, staged, clip);
+	for (i = 0; i < x->nparams; i++) {
+		sum[i] = 0;
+		for (r = 0; r < world; r++)
+			sum[i] += grad_of(r, i);
+		sq += (double)sum[i] * sum[i];
+	}
+	norm = sqrt(sq);
+	f = clip > 0 && norm > clip ? clip / norm : 1.0;
+	T_NEAR(x->grad_norm, norm, 1e-6 * norm);
+	for (i = 0; i < x->nparams; i++)
+		T_NEAR(x->w1[i], x->w0[i] - LR * (float)(sum[i] * f), 1e-6);
+	T_NEAR(x->vals[0], world * (world - 1) / 2.0, 0);
+	T_NEAR(x->vals[1], world, 0);
+}
+
+static void test_names(void)
+{
+	struct mgpu_rank_env env = { .rank = 0, .world = 2, .listen_fd = -1 };
+	struct mgpu_sync s;
+
+	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_NONE), "none") == 0, "none");
+	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_CPU), "cpu") == 0, "cpu");
+	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_NCCL), "nccl") == 0, "nccl");
+	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_MPI), "mpi") == 0, "mpi");
+	T_CHECK(strcmp(mgpu_sync_name(MGPU_SYNC_NODES), "cpu") == 0, "cpu across nodes");
+	T_CHECK(strcmp(mgpu_sync_name(99), "?") == 0, "past the table");
+	T_CHECK(strcmp(mgpu_sync_name(-1), "?") == 0, "negative");
+	T_FAILS(mgpu_sync_open(&s, &env, 9, 10, 0, NULL, 100), MGPU_EINVAL,
+		"sync backend 9 does not exist");
+}
+
+/* One rank: strategy none whatever was asked, its own buffers. */
+static void test_one_rank(void)
+{
+	struct rank_run x = { .env = { .world = 1, .local_world = 1, .listen_fd = -1 },
+			      .kind = MGPU_SYNC_CPU };
+	float *w, *g, *s0, *s1;
+
+	T_OK(rank_step(&x));
+	check_result(&x, 1, 0);
+	T_OK(mgpu_sync_open(&x.s, &x.env, MGPU_SYNC_CPU, 10, 0, NULL, 100));
+	T_CHECK(x.s.kind == MGPU_SYNC_NONE, "kind %d", x.s.kind);
+	mgpu_sync_model_buffers(&x.s, 1, &w, &g, &s0, &s1);
+	T_CHECK(!w && !g && !s0 && !s1, "one rank uses shared buffers");
+	T_CHECK(mgpu_sync_loads_state(&x.s) && mgpu_sync_owns_optimizer(&x.s), "state");
+	mgpu_sync_close(&x.s);
+}
+
+static void *dp_thread(void *arg)
+{
+	struct rank_run *x = arg;
+
+	x->rc = rank_step(x);
+	return NULL;
+}
+
+/* Mode dp: threads of one process; rank 0 steps, the others copy back. */
+static void dp_job(int world, float clip)
+{
+	struct rank_run *x = calloc((size_t)world, sizeof *x);
+	pthread_t tid[4];
+	struct mgpu_shm seg;
+	struct mgpu_spec spec;
+	int r;
+
+	memset(&seg, 0, sizeof seg);
+	T_OK(mgpu_spec_parse(&spec, SPEC, "test"));
+	T_OK(mgpu_shm_create_private(&seg, world, mgpu_model_count(&spec), 0, 10000));
 	for (r = 0; r < world; r++) {
-		T_CHECK(res->vals[r] == world * (world + 1) / 2.0, "rank %d: summed value %g", r,
-			res->vals[r]);
-		T_CHECK(memcmp(res->w[r], res->w[0], n * sizeof(float)) == 0,
-			"rank %d's weights differ from rank 0's", r);
-		T_NEAR(res->norm[r], norm, 1e-6 * norm);
-		T_CHECK(res->shared[r] == !exact, "rank %d ran the %s strategy", r,
-			res->shared[r] ? "shared-buffer" : "staged");
+		x[r].dp_seg = &seg;
+		x[r].env.rank = r;
+		x[r].clip = clip;
+		T_CHECK(pthread_create(&tid[r], NULL, dp_thread, &x[r]) == 0, "thread %d", r);
 	}
-	for (i = 0; i < n; i++) {
-		if (exact)
-			T_CHECK(res->w[0][i] == want[i], "w[%zu] = %.9g, one process %.9g", i,
-				res->w[0][i], want[i]);
-		else
-			T_NEAR(res->w[0][i], want[i], 1e-6);
+	for (r = 0; r < world; r++)
+		pthread_join(tid[r], NULL);
+	for (r = 0; r < world; r++) {
+		T_CHECK(x[r].rc == 0, "rank %d: %s", r, mgpu_errmsg());
+		check_result(&x[r], world, clip);
+		T_CHECK(memcmp(x[r].w1, x[0].w1, x[0].nparams * sizeof(float)) == 0,
+			"rank %d's replica differs from rank 0's", r);
 	}
-	munmap(res, sizeof *res);
+	mgpu_shm_close(&seg);
+	free(x);
 }
 
-/* The strategy of GPU ranks, on CPU ranks: each rank steps its replica on
- * the rank-order sum, bit for bit what one process does. */
-static void test_staged_two_ranks(void)
+static void test_dp(void)
 {
-	check_job(2, "1", 0.0f, 1);
+	dp_job(2, 0);
+	dp_job(3, 0);
+	dp_job(3, 0.05f);
 }
 
-/* Three ranks (a rank reduces into its own slot, a term of the sum), with
- * clipping. */
-static void test_staged_three_ranks_clip(void)
+/* Mode ddp: world processes meeting through the rendezvous and a named
+ * segment; the fused, sharded reduce + update (and with clip, the update
+ * after the global norm). Children report through their exit status. */
+static void ddp_job(int world, float clip)
 {
-	check_job(3, "1", 0.05f, 1);
+	struct rank_run x = { .kind = MGPU_SYNC_CPU, .clip = clip };
+	pid_t pid[4];
+	int r, port = 0, fd = -1, status, bad;
+
+	T_OK(mgpu_rdzv_listen("127.0.0.1", &port, &fd));
+	x.env = (struct mgpu_rank_env){ .world = world, .local_world = world, .port = port,
+					.listen_fd = -1 };
+	snprintf(x.env.addr, sizeof x.env.addr, "127.0.0.1");
+	snprintf(x.env.token, sizeof x.env.token, "test-sync-%d", (int)getpid());
+	for (r = 1; r < world; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			close(fd);
+			x.env.rank = x.env.local_rank = r;
+			t_cur_failed = 0;
+			if (rank_step(&x) < 0) {
+				printf("  rank %d: %s\n", r, mgpu_errmsg());
+				fflush(stdout);
+				_exit(2);
+			}
+			check_result(&x, world, clip);
+			fflush(stdout);
+			_exit(t_cur_failed ? 1 : 0);
+		}
+	}
+	x.env.listen_fd = fd;
+	T_OK(rank_step(&x));
+	check_result(&x, world, clip);
+	for (r = 1; r < world; r++) {
+		waitpid(pid[r], &status, 0);
+		bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+		T_CHECK(!bad, "ddp rank %d of %d (clip %g) failed", r, world, (double)clip);
+	}
 }
 
-/* The shared-buffer strategy of CPU ranks agrees within rounding: the GPU
- * ranks' results equal the CPU ranks'. */
-static void test_shm_agrees(void)
+static void test_ddp(void)
 {
-	check_job(2, "0", 0.0f, 0);
-	check_job(3, "0", 0.05f, 0);
+	fflush(stdout);
+	ddp_job(2, 0);
+	ddp_job(3, 0);
+	ddp_job(3, 0.05f);
 }
 
 int main(void)
 {
-	T_RUN(test_sum_slots_in_place);
-	T_RUN(test_stage_host);
-	T_RUN(test_staged_two_ranks);
-	T_RUN(test_staged_three_ranks_clip);
-	T_RUN(test_shm_agrees);
+	T_RUN(test_names);
+	T_RUN(test_one_rank);
+	T_RUN(test_dp);
+	T_RUN(test_ddp);
 	return T_DONE();
 }

@@ -120,6 +120,8 @@ static void parse(struct opts *o, int argc, char **argv)
 		usage_error("no cache directory (-o DIR)");
 	if (!o->verify && !o->info && o->nin == 0)
 		usage_error("no INPUT given");
+	if (o->c.normalise && o->c.dtype == MGPU_DTYPE_U8)
+		usage_error("--normalize stores float32; it does not go with --dtype u8");
 }
 
 /* A failure, or SIGINT/SIGTERM: the library removed what it wrote. */
@@ -179,19 +181,16 @@ static int split_of_name(const char *path)
 	return MGPU_SPLIT_TRAIN;
 }
 
-static void read_shard(struct inputs *in, const char *path, int split, const char *want_sha,
-		       uint64_t want_n)
+/* Read a shard into its split; e (or NULL) is its manifest line to check. */
+static void read_shard(struct inputs *in, const char *path, int split,
+		       const struct mgpu_manifest_entry *e)
 {
 	struct mgpu_samples t = { 0 };
 	char sha[MGPU_SHA256_HEX];
 
-	if (mgpu_wds_read(path, &t, want_sha ? sha : NULL) < 0 || mgpu_cancel_check() < 0)
+	if (mgpu_wds_read(path, &t, e ? sha : NULL) < 0 || mgpu_cancel_check() < 0 ||
+	    (e && mgpu_manifest_check_shard(e, sha, t.n) < 0))
 		fail();
-	if (want_sha && strcmp(sha, want_sha) != 0)
-		die("'%s': sha256 differs from the manifest's (shard changed or corrupt)", path);
-	if (want_sha && t.n != want_n)
-		die("'%s': %zu samples, the manifest says %llu", path, t.n,
-		    (unsigned long long)want_n);
 	if (mgpu_samples_append(&in->set[split], &t, path) < 0)
 		fail();
 	mgpu_samples_free(&t);
@@ -208,7 +207,7 @@ static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
 				e->samples);
 			key_file(in, e->path);
 		} else {
-			read_shard(in, e->path, e->split, e->sha256, e->samples);
+			read_shard(in, e->path, e->split, e);
 		}
 	}
 }
@@ -281,7 +280,7 @@ static void inputs(const struct opts *o, struct inputs *in, int read)
 			manifest(in, &m, read);
 			mgpu_manifest_free(&m);
 		} else if (read) {
-			read_shard(in, p, split_of_name(p), NULL, 0);
+			read_shard(in, p, split_of_name(p), NULL);
 		} else {
 			key_file(in, p);
 		}
@@ -364,6 +363,20 @@ static int verify(const struct opts *o)
 	return 0;
 }
 
+/* "'a', 'b'": the inputs, for messages about all of them. */
+static const char *input_names(const struct opts *o)
+{
+	static char buf[512];
+	size_t n = 0;
+	int i, k;
+
+	for (i = 0; i < o->nin && n < sizeof buf; i++) {
+		k = snprintf(buf + n, sizeof buf - n, "%s'%s'", i ? ", " : "", o->in[i]);
+		n += k > 0 ? (size_t)k : 0;
+	}
+	return buf;
+}
+
 static int build(struct opts *o)
 {
 	static struct inputs in;
@@ -382,6 +395,9 @@ static int build(struct opts *o)
 		return 0;
 	}
 	inputs(o, &in, 1);
+	if (in.set[MGPU_SPLIT_TRAIN].n == 0)
+		die("%s: no training samples to cache (want train shards, or a tar stream "
+		    "on stdin)", input_names(o));
 	o->c.force = o->force;
 	if (mgpu_cache_ensure(o->com.output, &o->c, hand_over, &in, &st, &built) < 0)
 		fail();

@@ -5,33 +5,40 @@
  * Flow: load every SOURCE into one pool of samples (an IDX directory's
  * t10k files become the test split as they are), split the pool, cut each
  * split into shards (a multiple of --ranks, sizes differing by at most
- * one), write each shard atomically, then the manifest. On any failure the
- * shards this run wrote are removed again, and a shard directory it
- * created too: nothing half-written stays.
+ * one), write every shard (and the manifest when it lives beside them) into
+ * a temporary directory beside the shard directory, then put the set in
+ * place with one rename (data/shardset.h): an identical rerun changes
+ * nothing, another set already there is refused without --force. On any
+ * failure, or SIGINT/SIGTERM, the temporary directory and the parents this
+ * run created are removed: nothing half-written stays.
+ *
+ * With --text the SOURCEs are plain text, cut into byte-level samples of
+ * --context + 1 bytes (data/text.h) that go through the same split, shards
+ * and manifest as any labelled set (label 0).
  */
 #include <errno.h>    /* errno, EPIPE */
-#include <libgen.h>   /* dirname */
+#include <libgen.h>   /* dirname, basename */
 #include <stdio.h>    /* printf, fprintf */
 #include <stdlib.h>   /* malloc, free, realpath */
-#include <string.h>   /* strcmp, strlen */
-#include <sys/stat.h> /* stat */
-#include <unistd.h>   /* unlink, rmdir */
+#include <string.h>   /* strcmp, strerror */
 
 #include "../common.h"      /* die, usage_error */
 #include "core/cancel.h"    /* mgpu_cancel_check */
-#include "core/io.h"        /* mgpu_afile_* */
+#include "core/io.h"        /* mgpu_afile_*, mgpu_tmp_sweep */
 #include "core/table.h"     /* struct mgpu_table */
 #include "data/input.h"     /* mgpu_input_load */
 #include "data/manifest.h"  /* MGPU_MANIFEST_HEADER columns */
 #include "data/shard.h"     /* mgpu_shard_write */
+#include "data/shardset.h"  /* mgpu_shardset_* */
 #include "data/split.h"     /* mgpu_split_* */
+#include "data/text.h"      /* MGPU_TEXT_MAX_CONTEXT */
 
 const char *const mgpu_tool_name = "mgpu-shard";
 
 struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
-	int stratify, ranks;
+	int stratify, ranks, force, text;
 	const char *shard_dir;
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
@@ -46,6 +53,11 @@ static const struct mgpu_opt options[] = {
 		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
 		      "CSV label column", "label", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
+		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
+		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
+		     "(the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_HEAD("split"),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
@@ -60,6 +72,8 @@ static const struct mgpu_opt options[] = {
 		     "shard count of each split a multiple of N", 0),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "shard-dir", 'd', O, shard_dir, 0, 0, "DIR",
 		      "where shards go", "directory of -o, else shards", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "force", 0, O, force, 0, 0, NULL,
+		     "replace another shard set in DIR", 0),
 	MGPU_OPT_COMMON_OUT(O, com, "FILE", "write the manifest to FILE (atomically), the "
 			    "shards beside it unless -d"),
 	MGPU_OPT_TABLE_END,
@@ -71,24 +85,40 @@ static const char synopsis[] =
 	"Split a labelled data set and write WebDataset tar shards; the manifest\n"
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
-	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin).\n";
+	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
+	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
 
 static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
 
 /* What this run wrote, to undo on failure. */
 struct written {
-	char (*path)[4200];
-	size_t n, cap;
-	char made_dir[4096];
+	struct mgpu_shardset set;     /* the temporary shard directory */
+	int begun;
 	struct mgpu_afile *manifest;  /* open under its temporary name, or NULL */
 };
 
 static struct written wr;
 
+/* --text and --context go together; labels mean nothing for text. */
+static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
+{
+	if (!o->text) {
+		if (o->in.text_context)
+			usage_error("--context needs --text");
+		return;
+	}
+	if (!o->in.text_context)
+		usage_error("--text needs --context T (the model's context, ctx=T)");
+	if (mgpu_opt_was_given(options, g, "labels") ||
+	    mgpu_opt_was_given(options, g, "label-column"))
+		usage_error("--text samples have no labels: drop --labels and --label-column");
+}
+
 static void parse(struct opts *o, int argc, char **argv)
 {
 	const struct tool_cli cli = { options, synopsis, &defaults };
-	int first = parse_options(&cli, o, &o->com, argc, argv, 0, NULL);
+	struct mgpu_opt_given given = { { 0 } };
+	int first = parse_options(&cli, o, &o->com, argc, argv, 0, &given);
 
 	o->src = argv + first;
 	o->nsrc = argc - first;
@@ -96,18 +126,17 @@ static void parse(struct opts *o, int argc, char **argv)
 		usage_error("no SOURCE given");
 	if (o->val + o->test >= 1.0)
 		usage_error("--val-fraction + --test-fraction must stay below 1");
+	check_text(o, &given);
 }
 
 static void undo(void)
 {
-	size_t i;
-
 	if (wr.manifest)
 		mgpu_afile_abort(wr.manifest);
-	for (i = 0; i < wr.n; i++)
-		unlink(wr.path[i]);
-	if (wr.made_dir[0])
-		rmdir(wr.made_dir);
+	wr.manifest = NULL;
+	if (wr.begun)
+		mgpu_shardset_abort(&wr.set);
+	wr.begun = 0;
 }
 
 /* A failure, or SIGINT/SIGTERM (exit 130/143): nothing of the run stays. */
@@ -116,17 +145,6 @@ static _Noreturn void fail(void)
 	undo();
 	exit_if_interrupted();
 	die_lib();
-}
-
-static void remember(const char *path)
-{
-	if (wr.n == wr.cap) {
-		wr.cap = wr.cap ? 2 * wr.cap : 64;
-		wr.path = realloc(wr.path, wr.cap * sizeof *wr.path);
-		if (!wr.path)
-			die("out of memory");
-	}
-	snprintf(wr.path[wr.n++], sizeof wr.path[0], "%s", path);
 }
 
 /* Load every source: the pool, and the predefined test set. */
@@ -147,89 +165,153 @@ static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_sa
 		die("the test set's samples differ in shape from the training samples");
 }
 
-static void prepare_dir(const char *dir)
-{
-	struct stat st;
-
-	if (stat(dir, &st) == 0) {
-		if (!S_ISDIR(st.st_mode))
-			die("'%s': not a directory", dir);
-		return;
-	}
-	if (mgpu_mkdirs(dir) < 0)
-		die_lib();
-	snprintf(wr.made_dir, sizeof wr.made_dir, "%s", dir);
-}
-
 struct plan {
 	const struct mgpu_samples *set[MGPU_NSPLITS];
 	const uint32_t *idx[MGPU_NSPLITS];
 	size_t n[MGPU_NSPLITS];
 };
 
-/* Write the shards of one split; a manifest row each. */
-static void write_split(const struct opts *o, const struct plan *p, int s, const char *dir,
-			int rel, struct mgpu_table *t)
+/* Where the manifest goes and what its paths are relative to. */
+struct out {
+	char dir[4096];       /* the shard directory */
+	char shown[4200];     /* how the manifest names it ("" when beside it) */
+	char mname[4096];     /* -o: the manifest's file name inside dir, or "" */
+	struct mgpu_afile af; /* the manifest file (-o) */
+	char *buf;            /* the manifest for stdout, printed once in place */
+	size_t nbuf;
+	FILE *fp;             /* where rows go: af.fp or a memory stream on buf */
+};
+
+/* Write the shards of one split into the temporary directory; a row each. */
+static void write_split(const struct opts *o, const struct plan *p, int s, struct out *w,
+			struct mgpu_table *t)
 {
 	size_t k, nsh = mgpu_split_nshards(p->n[s], o->shard_size, o->ranks), first, len;
-	char path[4200], name[64], sha[MGPU_SHA256_HEX];
+	char path[4200], shown[4300], name[64], sha[MGPU_SHA256_HEX];
 	uint64_t nbytes;
 
 	for (k = 0; k < nsh; k++) {
 		mgpu_split_shard_range(p->n[s], nsh, k, &first, &len);
 		snprintf(name, sizeof name, "%s-%06zu.tar", mgpu_split_name(s), k);
-		snprintf(path, sizeof path, "%s/%s", dir, name);
-		remember(path);
+		snprintf(path, sizeof path, "%s/%s", wr.set.tmp, name);
+		snprintf(shown, sizeof shown, "%s%s%s", w->shown, w->shown[0] ? "/" : "", name);
 		if (mgpu_shard_write(path, p->set[s], p->idx[s] + first, len, &nbytes, sha) < 0)
 			fail();
 		mgpu_table_str(t, "split", mgpu_split_name(s));
-		mgpu_table_str(t, "path", rel ? name : path);
+		mgpu_table_str(t, "path", shown);
 		mgpu_table_int(t, "samples", (int64_t)len);
 		mgpu_table_int(t, "bytes", (int64_t)nbytes);
 		mgpu_table_str(t, "sha256", sha);
-		if (mgpu_table_emit(t) < 0) {
-			if (errno == EPIPE) { /* the reader went away: quietly undo */
-				undo();
-				exit(1);
-			}
+		if (mgpu_table_emit(t) < 0)
 			fail();
-		}
 	}
 	if (o->com.verbose)
 		note("%s: %zu samples in %zu shards", mgpu_split_name(s), p->n[s], nsh);
 }
 
-static void write_all(const struct opts *o, const struct plan *p)
+/* The shard directory, and how manifest rows name it: by file name when
+ * the manifest (-o) lives in it; else, with -o elsewhere, by absolute path
+ * (the manifest's readers resolve against the manifest's directory); else
+ * (stdout) as given. */
+static void place(const struct opts *o, struct out *w)
+{
+	char a[4096], b[4096], real[4096];
+
+	snprintf(a, sizeof a, "%s", o->com.output ? o->com.output : "");
+	snprintf(w->dir, sizeof w->dir, "%s", o->shard_dir ? o->shard_dir :
+		 o->com.output ? dirname(a) : "shards");
+	if (o->com.output) {
+		snprintf(a, sizeof a, "%s", o->com.output);
+		snprintf(b, sizeof b, "%s", o->com.output);
+		if (!o->shard_dir || strcmp(w->dir, dirname(a)) == 0)
+			snprintf(w->mname, sizeof w->mname, "%s", basename(b));
+	}
+	if (mgpu_shardset_begin(&wr.set, w->dir) < 0)
+		fail();
+	wr.begun = 1;
+	if (o->com.output && !w->mname[0]) { /* what killed runs left beside -o */
+		snprintf(a, sizeof a, "%s", o->com.output);
+		snprintf(b, sizeof b, "%s", o->com.output);
+		mgpu_tmp_sweep(dirname(a), basename(b));
+	}
+	if (w->mname[0] || !o->com.output)
+		snprintf(w->shown, sizeof w->shown, "%s", w->mname[0] ? "" : w->dir);
+	else if (realpath(wr.set.parent, real))
+		snprintf(w->shown, sizeof w->shown, "%s/%s", real, basename(wr.set.dir));
+	else
+		die("'%s': cannot resolve: %s", wr.set.parent, strerror(errno));
+}
+
+/* Open where the rows go: the manifest beside the shards (in the temporary
+ * directory), the -o file elsewhere, or a buffer for stdout. */
+static void open_rows(const struct opts *o, struct out *w)
+{
+	char path[8300];
+
+	if (o->com.output) {
+		if (w->mname[0])
+			snprintf(path, sizeof path, "%s/%s", wr.set.tmp, w->mname);
+		if (mgpu_afile_open(&w->af, w->mname[0] ? path : o->com.output) < 0)
+			fail();
+		wr.manifest = &w->af;
+		w->fp = w->af.fp;
+		return;
+	}
+	w->fp = open_memstream(&w->buf, &w->nbuf);
+	if (!w->fp)
+		die("out of memory");
+}
+
+/* stdout gets the manifest before the set is put in place (a failure to
+ * write it still leaves nothing; readers such as mgpu-cache - read to the
+ * end, which comes when this process exits, after the rename). */
+static void print_rows(struct out *w)
+{
+	if (fclose(w->fp) != 0)
+		die("out of memory");
+	if (w->nbuf && fwrite(w->buf, 1, w->nbuf, stdout) != w->nbuf)
+		errno = errno ? errno : EIO;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno == EPIPE) { /* the reader went away: quietly undo */
+			undo();
+			exit(1);
+		}
+		mgpu_err_errno(MGPU_EIO, "cannot write to standard output");
+		fail();
+	}
+	free(w->buf);
+}
+/* Returns 1 when the directory already held this very set. */
+static int write_all(const struct opts *o, const struct plan *p)
 {
 	static const char *const cols[] = { "split", "path", "samples", "bytes", "sha256" };
-	char mdir[4096], dir[4096];
-	struct mgpu_afile af = { .fp = NULL };
+	static struct out w;
 	struct mgpu_table t;
-	FILE *fp = stdout;
-	int s, rel = 0;
+	int s, same;
 
-	snprintf(mdir, sizeof mdir, "%s", o->com.output ? o->com.output : ".");
-	snprintf(dir, sizeof dir, "%s", o->shard_dir ? o->shard_dir :
-		 o->com.output ? dirname(mdir) : "shards");
-	if (o->com.output) {
-		snprintf(mdir, sizeof mdir, "%s", o->com.output);
-		rel = !o->shard_dir || strcmp(dir, dirname(mdir)) == 0;
-	}
-	prepare_dir(dir);
-	if (o->com.output) {
-		if (mgpu_afile_open(&af, o->com.output) < 0)
-			fail();
-		wr.manifest = &af;
-		fp = af.fp;
-	}
-	mgpu_table_init(&t, fp, o->com.format, cols, 5);
+	place(o, &w);
+	open_rows(o, &w);
+	mgpu_table_init(&t, w.fp, o->com.format, cols, 5);
 	for (s = 0; s < MGPU_NSPLITS; s++)
-		write_split(o, p, s, dir, rel, &t);
+		write_split(o, p, s, &w, &t);
+	if (w.mname[0]) {
+		if (mgpu_afile_commit(&w.af) < 0)
+			fail();
+		wr.manifest = NULL;
+	}
 	if (mgpu_cancel_check() < 0) /* the last moment a stop leaves nothing */
 		fail();
-	if (o->com.output && mgpu_afile_commit(&af) < 0)
+	if (!o->com.output)
+		print_rows(&w);
+	if (mgpu_shardset_commit(&wr.set, o->force, &same) < 0)
 		fail();
-	wr.manifest = NULL;
+	wr.begun = 0;
+	if (o->com.output && !w.mname[0]) { /* the manifest elsewhere: the set is there */
+		if (mgpu_afile_commit(&w.af) < 0)
+			fail();
+		wr.manifest = NULL;
+	}
+	return same;
 }
 
 int cmd_main(int argc, char **argv)
@@ -262,12 +344,12 @@ int cmd_main(int argc, char **argv)
 		p.idx[MGPU_SPLIT_TEST] = tidx;
 		p.n[MGPU_SPLIT_TEST] = test.n;
 	}
-	write_all(&o, &p);
+	if (write_all(&o, &p) && !o.com.quiet)
+		note("'%s' already holds this shard set", wr.set.dir);
 	if (!o.com.quiet)
 		note("%zu train, %zu val, %zu test samples (seed %llu%s)", p.n[0], p.n[1], p.n[2],
 		     o.seed, o.stratify ? ", stratified" : "");
 	free(tidx);
-	free(wr.path);
 	mgpu_split_free(&sp);
 	mgpu_samples_free(&pool);
 	mgpu_samples_free(&test);

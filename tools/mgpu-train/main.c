@@ -298,17 +298,12 @@ static void resolve_world(struct train_opts *o)
 static void resolve_batch(struct train_opts *o)
 {
 	struct mgpu_train_cfg *c = &o->cfg;
-	long long per = (long long)c->world * c->accum;
 
-	if (!o->global_batch)
-		return;
-	if (train_opts_given(o, "batch-size"))
+	if (o->global_batch && train_opts_given(o, "batch-size"))
 		usage_error("--batch-size and --global-batch-size exclude each other");
-	if (o->global_batch % per != 0)
-		usage_error("--global-batch-size %lld does not split evenly over %d device%s x %d "
-			    "accumulation step%s", (long long)o->global_batch, c->world,
-			    c->world > 1 ? "s" : "", c->accum, c->accum > 1 ? "s" : "");
-	c->batch = (int)(o->global_batch / per);
+	if (mgpu_batch_plan_make(&c->plan, c->batch, o->global_batch, c->accum, c->world) < 0)
+		usage_error("%s", mgpu_errmsg());
+	c->batch = c->plan.batch;
 }
 
 /* An option contradicting the checkpoint is a usage error, whether it is

@@ -316,7 +316,7 @@ void train_opts_show(const struct train_opts *o)
 	else if (!s.cpu_ranks && s.cfg.env.launcher == MGPU_LAUNCH_NONE)
 		s.cpu_ranks = s.cfg.world;
 	s.sync = s.cfg.sync;
-	s.global_batch = (int64_t)s.cfg.batch * s.cfg.accum * s.cfg.world;
+	s.global_batch = s.cfg.plan.global;
 	if (mgpu_opt_settings_argv(options, &s, &a) < 0)
 		die_lib();
 	line[0] = '\0';
