@@ -12,32 +12,14 @@
 #include <string.h>   /* memcpy, memset, strcpy */
 
 #include "core/err.h"      /* mgpu_err */
-#include "data/dataset.h"  /* mgpu_dataset_load_dir */
+#include "data/idx.h"      /* mgpu_idx_load_dir */
 #include "data/manifest.h" /* mgpu_manifest_load, mgpu_manifest_read */
 #include "data/sniff.h"    /* mgpu_sniff_path */
 #include "data/wds.h"      /* mgpu_wds_read */
 
-/* An IDX pair set as u8 samples of shape (d). */
-static int from_dataset(struct mgpu_samples *out, struct mgpu_dataset *ds)
-{
-	uint32_t d = (uint32_t)ds->d;
-
-	MGPU_TRY(mgpu_samples_init(out, MGPU_DTYPE_U8, 1, &d));
-	out->x = ds->x;
-	out->y = ds->y;
-	out->n = out->cap = ds->n;
-	out->classes = ds->classes;
-	memset(ds, 0, sizeof *ds);
-	return 0;
-}
-
 static int open_idx(struct mgpu_source *s, const char *dir)
 {
-	struct mgpu_dataset tr, te;
-
-	MGPU_TRY(mgpu_dataset_load_dir(&tr, &te, dir));
-	from_dataset(&s->mem[MGPU_SPLIT_TRAIN], &tr);
-	from_dataset(&s->mem[MGPU_SPLIT_TEST], &te);
+	MGPU_TRY(mgpu_idx_load_dir(dir, &s->mem[MGPU_SPLIT_TRAIN], &s->mem[MGPU_SPLIT_TEST]));
 	s->what = "IDX";
 	return 0;
 }
