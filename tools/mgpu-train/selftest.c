@@ -17,6 +17,7 @@
 #include "nn/spec.h"    /* mgpu_spec_parse */
 #include "ops/check.h"  /* mgpu_ops_compare */
 #include "ops/elem.h"   /* mgpu_hash64 */
+#include "ops/ops_cpu.h" /* mgpu_cpu_bf16_gemm_path */
 
 /* A few SGD steps of a small MLP on both backends from the same weights and
  * seeded data: the relative difference of the final weights. */
@@ -132,6 +133,8 @@ int train_selftest(FILE *fp, int format, int quiet)
 
 	mgpu_table_init(&t, fp, format, scols, 7);
 	bad = selftest_backend(&t, cpu, ref);
+	if (!quiet)
+		note("selftest: the cpu bf16 GEMM runs on %s", mgpu_cpu_bf16_gemm_path());
 	for (o = mgpu_ops_all(); *o; o++) {
 		char why[256] = "";
 		int n = 0;
