@@ -54,7 +54,7 @@ static int open_sync(struct train_rank *r)
 					c->timeout_ms));
 	}
 	r->sync_open = 1;
-	return 0;
+	return mgpu_sync_set_grad_prec(&r->sync, c->grad_prec);
 }
 
 /* Count the shared buffers a rank uses against its device: its gradient

@@ -5,7 +5,9 @@
 # accumulation steps x 8 agree with 1 rank x 16 (step 1 to 1e-6, then on
 # average to 3e-3: a weight that differs in its last fp32 bit may round to
 # the other bf16 neighbour, so runs split differently are not bit-identical
-# as in fp32); a resumed bf16 run is bit-identical, its checkpoint is fp32
+# as in fp32); --grad-dtype bf16 all-reduces bf16 gradients (ddp and dp
+# alike, near 1 rank, refused where unsupported); a resumed bf16 run is
+# bit-identical, its checkpoint is fp32
 # safetensors that records --dtype, and a resume may not change it; fp16 is
 # refused, naming bf16.
 . tests/cli/lib.sh
@@ -106,6 +108,30 @@ for f in ddp dp acc; do
 		END { if (sum / NR > 3e-3) { print "mean", sum / NR; bad = 1 }; exit bad }' ||
 		fail "$f differs from 1 rank x 16 in bf16"
 done
+
+# --grad-dtype bf16: 2 ranks x 8 (ddp, dp; fp32 products) round their
+# gradients to bf16 and sum them in fp32: the same reduction in both modes,
+# close to 1 rank x 16 (which has nothing to reduce), not the fp32 one.
+gpt --max-steps 20 --batch-size 16 >one32.tsv
+gpt --max-steps 20 --batch-size 8 --cpu-ranks 2 >ddp32.tsv
+gpt --max-steps 20 --batch-size 8 --cpu-ranks 2 --grad-dtype bf16 >gddp.tsv
+gpt --max-steps 20 --global-batch-size 16 --cpu-ranks 2 --mode dp --grad-dtype bf16 >gdp.tsv
+[ "$(losses gddp.tsv)" = "$(losses gdp.tsv)" ] || fail "--grad-dtype bf16: ddp and dp differ"
+[ "$(losses gddp.tsv)" != "$(losses ddp32.tsv)" ] || fail "--grad-dtype bf16 reduced fp32"
+paste -d ' ' <(losses one32.tsv) <(losses gddp.tsv) | awk '
+	{ d = $2 - $4; if (d < 0) d = -d; r = d / $2; sum += r
+	  if ($1 != $3 || ($1 == 1 && r > 1e-6)) { print; bad = 1 } }
+	END { if (NR != 20 || sum / NR > 3e-3) { print "mean", sum / NR; bad = 1 }; exit bad }' ||
+	fail "--grad-dtype bf16 strays from 1 rank x 16"
+# (each rank says so; the launcher then names the failed rank)
+set +e
+MGPU_SYNC_STAGED=1 "$BIN/mgpu-train" --data g --model gpt:layers=1,heads=2,dim=16,ctx=16,vocab=128 \
+	--cpu-ranks 2 --grad-dtype bf16 --max-steps 1 -q >out.txt 2>err.txt
+rc=$?
+set -e
+[ $rc = 1 ] && [ ! -s out.txt ] &&
+	grep -q "rank 0: error: --grad-dtype bf16 needs sync backend cpu on one node or nccl" err.txt ||
+	fail "staged cpu sync with --grad-dtype bf16: exit $rc: $(cat err.txt)"
 
 # Resume: 10 + 10 steps end where 20 do, bit for bit; the resumed run takes
 # bf16 from the checkpoint, which keeps fp32 tensors and records the dtype.

@@ -31,6 +31,7 @@ static const char *const mode_words[] = { "ddp", "dp", NULL };
 static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
 static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
 static const char *const uneven_words[] = { "drop", "pad", NULL };
+static const char *const grad_dtype_words[] = { "fp32", "bf16", NULL }; /* enum mgpu_prec */
 
 static int set_model(void *t, const char *arg)
 {
@@ -176,6 +177,8 @@ static const struct mgpu_opt options[] = {
 		       "a process per device, or DataParallel threads", 0),
 	MGPU_OPT_WORDS("sync-backend", O, sync, sync_words, "auto|cpu|nccl|mpi",
 		       "gradient all-reduce", 0),
+	MGPU_OPT_WORDS("grad-dtype", O, cfg.grad_prec, grad_dtype_words, "fp32|bf16",
+		       "all-reduce gradients in bf16 (half the bytes)", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "nnodes", 0, O, nnodes, 1, MGPU_MAX_NODES, "N",
 		     "nodes, one launcher each (MASTER_ADDR, MASTER_PORT name node 0)", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "node-rank", 0, O, node_rank, 0, MGPU_MAX_NODES - 1, "I",
