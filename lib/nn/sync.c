@@ -170,6 +170,28 @@ void mgpu_sync_micro(struct mgpu_sync *s, int last, float lr)
 		s->st->begin(s);
 }
 
+int mgpu_sync_bucket_at(const struct mgpu_sync *s, int i)
+{
+	return s->nbuckets - 1 - i;
+}
+
+int mgpu_sync_drain_buckets(struct mgpu_sync *s, struct mgpu_shm *shm, int *next,
+			    int published, int block, int (*process)(struct mgpu_sync *s, int b))
+{
+	int b;
+
+	while (*next < (block ? s->nbuckets : published)) {
+		b = mgpu_sync_bucket_at(s, *next);
+		if (block)
+			MGPU_TRY(mgpu_shm_bucket_wait(shm, b));
+		else if (!mgpu_shm_bucket_poll(shm, b))
+			return 0;
+		MGPU_TRY(process(s, b));
+		(*next)++;
+	}
+	return 0;
+}
+
 int mgpu_sync_step(struct mgpu_sync *s, double *vals, int n)
 {
 	return s->st->finish(s, vals, n);

@@ -65,6 +65,14 @@ extern const struct mgpu_sync_strategy mgpu_sync_host;
  * connect and receive info. Rank 0 fills info before the call. */
 int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
 			 struct mgpu_rdzv_info *info);
+/* The bucket processed i-th in a step: backward's order, last layer first. */
+int mgpu_sync_bucket_at(const struct mgpu_sync *s, int i);
+/* Hand process() each bucket from *next on, in that order, once every rank
+ * of the segment shm has marked it ready: without waiting up to bucket
+ * `published` (stopping at the first not ready), or with block all of
+ * them, waiting. *next counts the buckets processed this step. */
+int mgpu_sync_drain_buckets(struct mgpu_sync *s, struct mgpu_shm *shm, int *next,
+			    int published, int block, int (*process)(struct mgpu_sync *s, int b));
 /* The closing barrier of a step: sum vals[0..n) over the ranks together
  * with norm2, this rank's share of the squared norm of the averaged
  * gradient, and set s->grad_norm from that sum. */

@@ -140,12 +140,6 @@ int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank)
 	return 0;
 }
 
-/* Bucket b of the processing order: the last layer first. */
-static int bucket_at(const struct mgpu_sync *s, int i)
-{
-	return s->nbuckets - 1 - i;
-}
-
 void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t *e)
 {
 	size_t off = s->boff[b], cnt = s->bcnt[b];
@@ -275,18 +269,8 @@ static int ddp_process(struct mgpu_sync *s, int b)
 static int ddp_progress(struct mgpu_sync *s, int block)
 {
 	struct shm_sync *p = priv(s);
-	int b;
 
-	while (p->next < (block ? s->nbuckets : p->published)) {
-		b = bucket_at(s, p->next);
-		if (block)
-			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
-		else if (!mgpu_shm_bucket_poll(&p->shm, b))
-			return 0;
-		MGPU_TRY(ddp_process(s, b));
-		p->next++;
-	}
-	return 0;
+	return mgpu_sync_drain_buckets(s, &p->shm, &p->next, p->published, block, ddp_process);
 }
 
 /* bf16: this rank's gradient [off, off + cnt), rounded, into its slot. */
@@ -373,7 +357,7 @@ static int ddp_step(struct mgpu_sync *s)
 	s->opt->last_norm = sqrt(v);
 	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm);
 	for (i = 0; i < s->nbuckets; i++) {
-		shard(s, bucket_at(s, i), &a, &e);
+		shard(s, mgpu_sync_bucket_at(s, i), &a, &e);
 		MGPU_TRY(mgpu_optim_step_range(s->opt, s->lr, scale, a, e));
 	}
 	return 0;
@@ -389,7 +373,7 @@ static int dp_step_master(struct mgpu_sync *s)
 	float *sum = s->grad_prec != MGPU_PREC_BF16 ? p->shm.g[0] : p->sum32 ? p->sum32 : m->g;
 
 	for (i = 0; i < s->nbuckets; i++) {
-		b = bucket_at(s, i);
+		b = mgpu_sync_bucket_at(s, i);
 		MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
 		if (s->grad_prec == MGPU_PREC_BF16)
 			mgpu_sync_sum_slots_bf16(sum, slots16(s), s->world, s->boff[b],
