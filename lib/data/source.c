@@ -7,7 +7,6 @@
  */
 #include "data/source.h"
 
-#include <math.h>     /* sqrt */
 #include <stdlib.h>   /* malloc, free */
 #include <string.h>   /* memcpy, memset, strcpy */
 
@@ -115,6 +114,7 @@ int mgpu_source_open(struct mgpu_source *s, const char *path)
 	if (strlen(path) >= sizeof s->path)
 		return mgpu_err(MGPU_EINVAL, "'%s': path too long", path);
 	strcpy(s->path, path);
+	s->norm.scale = 1.0f; /* the identity until the caller sets one */
 	rc = open_path(s, path);
 	if (rc == MGPU_SOURCE_CACHE)
 		rc = open_cache(s);
@@ -125,8 +125,9 @@ int mgpu_source_open(struct mgpu_source *s, const char *path)
 	return rc;
 }
 
-int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
-		     void *x, int32_t *y)
+/* Rows as stored: no normalisation. */
+static int rows_raw(struct mgpu_source *s, int split, const uint32_t *idx, size_t n, void *x,
+		    int32_t *y)
 {
 	const struct mgpu_samples *m;
 	unsigned char *xo = x;
@@ -148,70 +149,66 @@ int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size
 	return 0;
 }
 
-static void to_norm(double mean, double sd, float *scale, float *shift)
+int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
+		     void *x, int32_t *y)
 {
-	if (!(sd > 1e-6))
-		sd = 1.0;
-	*scale = (float)(1.0 / sd);
-	*shift = (float)(-mean / sd);
+	MGPU_TRY(rows_raw(s, split, idx, n, x, y));
+	if (s->dtype == MGPU_DTYPE_F32 && !mgpu_norm_is_identity(&s->norm))
+		mgpu_norm_apply(&s->norm, x, n * (size_t)s->d);
+	return 0;
 }
 
-/* Sum and sum of squares of rows, a block at a time (u8 by histogram). */
-static int moments(struct mgpu_source *s, const uint32_t *idx, size_t n, double *sum,
-		   double *sq)
+void mgpu_source_set_norm(struct mgpu_source *s, const struct mgpu_norm *norm)
+{
+	s->norm = *norm;
+}
+
+/* The moments of rows idx[0..n) of train (idx NULL: rows 0..n), a block at
+ * a time. */
+static int train_moments(struct mgpu_source *s, const uint32_t *idx, size_t n,
+			 struct mgpu_moments *mo)
 {
 	enum { BLOCK = 256 };
-	uint64_t hist[256] = { 0 };
 	unsigned char *x = malloc(BLOCK * s->row_nbytes);
 	int32_t y[BLOCK];
 	uint32_t ib[BLOCK];
-	size_t i, j, k, m, cnt = (size_t)s->d;
-	int rc = 0, v;
+	size_t i, k, m, cnt = (size_t)s->d;
+	int rc = 0;
 
 	if (!x)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
-	*sum = *sq = 0;
 	for (i = 0; i < n; i += m) {
 		m = n - i < BLOCK ? n - i : BLOCK;
 		for (k = 0; k < m; k++)
 			ib[k] = idx ? idx[i + k] : (uint32_t)(i + k);
-		MGPU_CHECK(mgpu_source_rows(s, MGPU_SPLIT_TRAIN, ib, m, x, y));
-		for (j = 0; j < m * cnt; j++) {
-			if (s->dtype == MGPU_DTYPE_U8) {
-				hist[x[j]]++;
-			} else {
-				double f = ((const float *)(const void *)x)[j];
-				*sum += f;
-				*sq += f * f;
-			}
-		}
-	}
-	for (v = 0; v < 256; v++) {
-		*sum += (double)hist[v] * v;
-		*sq += (double)hist[v] * v * v;
+		MGPU_CHECK(rows_raw(s, MGPU_SPLIT_TRAIN, ib, m, x, y));
+		if (s->dtype == MGPU_DTYPE_U8)
+			mgpu_moments_add_u8(mo, x, m * cnt);
+		else
+			mgpu_moments_add_f32(mo, (const float *)(const void *)x, m * cnt);
 	}
 out:
 	free(x);
 	return rc;
 }
 
-int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n, float *scale,
-		     float *shift)
+int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n,
+		     struct mgpu_norm *norm)
 {
-	double sum, sq, cnt, mean;
+	struct mgpu_moments mo = { 0 };
+	double mean, sd;
 
 	if (s->kind == MGPU_SOURCE_CACHE && !idx) {
-		to_norm(s->cache.h.mean, s->cache.h.sd, scale, shift);
+		*norm = mgpu_norm_from(s->cache.h.mean, s->cache.h.sd);
 		return 0;
 	}
 	if (!idx)
 		n = s->n[MGPU_SPLIT_TRAIN];
 	if (n == 0)
 		return mgpu_err(MGPU_EINVAL, "'%s': no training rows to normalise over", s->path);
-	MGPU_TRY(moments(s, idx, n, &sum, &sq));
-	cnt = (double)n * (double)s->d;
-	mean = sum / cnt;
-	to_norm(mean, sqrt(sq / cnt - mean * mean), scale, shift);
+	MGPU_TRY(train_moments(s, idx, n, &mo));
+	mgpu_moments_get(&mo, &mean, &sd);
+	*norm = mgpu_norm_from(mean, sd);
 	return 0;
 }
 
