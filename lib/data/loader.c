@@ -39,6 +39,18 @@ static void fill(struct mgpu_loader *l, struct mgpu_loader_slot *s, int64_t b)
 		snprintf(s->err, sizeof s->err, "%s", mgpu_errmsg());
 }
 
+/* Fill batch b into slot s, the caller holding mu: unlocked while the rows
+ * are fetched, locked again on return with the slot READY. */
+static void fill_unlocked(struct mgpu_loader *l, struct mgpu_loader_slot *s, int64_t b)
+{
+	s->state = FILLING;
+	s->batch = b;
+	pthread_mutex_unlock(&l->mu);
+	fill(l, s, b);
+	pthread_mutex_lock(&l->mu);
+	s->state = READY;
+}
+
 static void *worker(void *arg)
 {
 	struct mgpu_loader *l = arg;
@@ -54,12 +66,7 @@ static void *worker(void *arg)
 			break;
 		b = l->next_fill++;
 		s = &l->slot[b % l->ring];
-		s->state = FILLING;
-		s->batch = b;
-		pthread_mutex_unlock(&l->mu);
-		fill(l, s, b);
-		pthread_mutex_lock(&l->mu);
-		s->state = READY;
+		fill_unlocked(l, s, b);
 		pthread_cond_broadcast(&l->cv);
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -170,12 +177,7 @@ static int next_async(struct mgpu_loader *l, struct mgpu_loader_slot **out, doub
 	s = &l->slot[b % l->ring];
 	if (l->next_fill == b) { /* no worker has started it: fetch it here */
 		l->next_fill++;
-		s->state = FILLING;
-		s->batch = b;
-		pthread_mutex_unlock(&l->mu);
-		fill(l, s, b);
-		pthread_mutex_lock(&l->mu);
-		s->state = READY;
+		fill_unlocked(l, s, b);
 	}
 	while (!(s->state == READY && s->batch == b))
 		pthread_cond_wait(&l->cv, &l->mu);
