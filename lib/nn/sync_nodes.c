@@ -249,18 +249,8 @@ static int reduce(struct mgpu_sync *s, int b)
 static int progress(struct mgpu_sync *s, int block)
 {
 	struct nodes_sync *p = priv(s);
-	int b;
 
-	while (p->next < (block ? s->nbuckets : p->published)) {
-		b = s->nbuckets - 1 - p->next;
-		if (block)
-			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
-		else if (!mgpu_shm_bucket_poll(&p->shm, b))
-			return 0;
-		MGPU_TRY(reduce(s, b));
-		p->next++;
-	}
-	return 0;
+	return mgpu_sync_drain_buckets(s, &p->shm, &p->next, p->published, block, reduce);
 }
 
 static int nodes_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t cnt)
