@@ -151,7 +151,8 @@ demo-lm: deps
 		-o $(B)/demo-lm/shards/manifest.tsv $(LM_TEXT)
 	$(B)/bin/mgpu-cache -q -o $(B)/demo-lm/cache $(B)/demo-lm/shards/manifest.tsv >/dev/null
 	$(B)/bin/mgpu-train --data $(B)/demo-lm/cache --model $(LM_MODEL) --optimizer adamw \
-		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 20 --log-every 200
+		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 20 --log-every 200 \
+		--sample 300 --prompt 'Q: '
 
 bench: deps
 	@$(MAKE) --no-print-directory all
