@@ -147,8 +147,21 @@ static void bias_lin_row(int relu, float *y, float *z, const float *b, int D)
 		bias_row(y, z, b, D);
 }
 
+/*
+ * GELU is arithmetic only (elem.h's erf and exp), so where the CPU has AVX2
+ * the same loops run 8 lanes wide instead of the baseline's 4: gcc builds
+ * both clones and picks one at load time. Only the width changes (no FMA,
+ * which "avx2" does not enable; the same IEEE operations in the same
+ * order), so every machine gets the same bits.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define WIDE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define WIDE_CLONES
+#endif
+
 /* gelu in blocks of W (vectorised: no call inside); y may equal z. */
-static void bias_gelu_row(float *y, float *z, const float *restrict b, int D)
+WIDE_CLONES static void bias_gelu_row(float *y, float *z, const float *restrict b, int D)
 {
 	float t[W];
 	int j = 0, k;
@@ -234,7 +247,8 @@ static void relu_bwd_inplace(float *restrict dz, const float *restrict z, size_t
 
 /* dz = dy * gelu'(z) in blocks of W; dz may equal dy (each element is
  * read before it is written, in the same iteration). */
-static void gelu_bwd(float *dz, const float *dy, const float *restrict z, size_t n)
+WIDE_CLONES static void gelu_bwd(float *dz, const float *dy, const float *restrict z,
+				 size_t n)
 {
 	float d[W];
 	size_t i = 0, k;
