@@ -297,6 +297,59 @@ static void add_row(float *restrict acc, const float *restrict row, int D)
 		acc[j] += row[j];
 }
 
+/* LayerNorm's dgamma, dbeta over columns j0..j0+n-1 (n <= LN_COLS): the
+ * rows are walked in order, each adding its contiguous slice, where
+ * mgpu_ln_col_bwd walks one column down the rows (a stride of D floats per
+ * element). Every column still adds its rows 0..B-1 in order with the same
+ * operations, so the sums are mgpu_ln_col_bwd's bit for bit. */
+#define LN_COLS 256
+
+static void ln_cols(const float *dY, const float *X, const float *mean, const float *rstd,
+		    int B, int D, int j0, int n, float acc, float *dg, float *db)
+{
+	float sg[LN_COLS], sb[LN_COLS];
+	const float *dy, *x;
+	size_t off;
+	int i, k;
+
+	for (k = 0; k < n; k++)
+		sg[k] = sb[k] = 0.0f;
+	for (i = 0; i < B; i++) {
+		off = (size_t)i * (size_t)D + (size_t)j0;
+		dy = dY + off;
+		x = X + off;
+		for (k = 0; k < n; k++) {
+			sg[k] += dy[k] * (x[k] - mean[i]) * rstd[i];
+			sb[k] += dy[k];
+		}
+	}
+	for (k = 0; k < n; k++) {
+		dg[j0 + k] = acc == 0.0f ? sg[k] : acc * dg[j0 + k] + sg[k];
+		db[j0 + k] = acc == 0.0f ? sb[k] : acc * db[j0 + k] + sb[k];
+	}
+}
+
+/* dY, X, dX (B,D); mean, rstd (B); gamma, dgamma, dbeta (D): ref's rows,
+ * and the columns through ln_cols. */
+static int cpu_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbeta,
+		      const float *dY, const float *X, const float *mean, const float *rstd,
+		      const float *gamma, int B, int D, float acc)
+{
+	size_t off;
+	int i, j;
+
+	(void)dev;
+	MGPU_TRY(ops_check_rows("ln_bwd", B, D));
+	for (i = 0; i < B && D > 0; i++) {
+		off = (size_t)i * (size_t)D;
+		mgpu_ln_row_bwd(dY + off, X + off, mean[i], rstd[i], gamma, D, dX + off);
+	}
+	for (j = 0; j < D; j += LN_COLS)
+		ln_cols(dY, X, mean, rstd, B, D, j, D - j < LN_COLS ? D - j : LN_COLS, acc, dgamma,
+			dbeta);
+	return 0;
+}
+
 /* db (D) = beta * db + column sums of dY (B,D), rows in order (cache friendly). */
 static int cpu_col_sum(struct mgpu_dev *dev, float *db, const float *dY, int B, int D,
 		       float beta)
@@ -566,7 +619,7 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.act_bwd = cpu_act_bwd,
 	.col_sum = cpu_col_sum,
 	.ln_fwd = ops_host_ln_fwd,
-	.ln_bwd = ops_host_ln_bwd,
+	.ln_bwd = cpu_ln_bwd,
 	.dropout = cpu_dropout,
 	.xent = ops_host_xent,
 	.u8_to_f32 = cpu_u8_to_f32,
