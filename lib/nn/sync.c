@@ -205,8 +205,8 @@ int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 
 void mgpu_sync_abort(struct mgpu_sync *s, int rc)
 {
-	if (s->st && s->st->abort)
-		s->st->abort(s, rc);
+	if (s->st && s->st->cancel)
+		s->st->cancel(s, rc);
 }
 
 void mgpu_sync_close(struct mgpu_sync *s)

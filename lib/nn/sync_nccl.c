@@ -61,6 +61,6 @@ const struct mgpu_sync_strategy mgpu_sync_nccl = {
 	.reduce_bucket = nccl_reduce_bucket,
 	.finish = nccl_finish,
 	.allreduce_f64 = nccl_allreduce_f64,
-	.abort = nccl_abort,
+	.cancel = nccl_abort,
 	.free = nccl_free,
 };

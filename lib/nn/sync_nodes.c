@@ -372,7 +372,7 @@ const struct mgpu_sync_strategy mgpu_sync_mpi = {
 	.reduce_bucket = nodes_reduce_bucket,
 	.finish = nodes_finish,
 	.allreduce_f64 = nodes_allreduce_f64,
-	.abort = nodes_abort,
+	.cancel = nodes_abort,
 	.free = nodes_free,
 };
 
@@ -384,6 +384,6 @@ const struct mgpu_sync_strategy mgpu_sync_nodes = {
 	.reduce_bucket = nodes_reduce_bucket,
 	.finish = nodes_finish,
 	.allreduce_f64 = nodes_allreduce_f64,
-	.abort = nodes_abort,
+	.cancel = nodes_abort,
 	.free = nodes_free,
 };
