@@ -79,6 +79,23 @@ int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kin
 	return rc;
 }
 
+int mgpu_sync_set_grad_prec(struct mgpu_sync *s, int prec)
+{
+	if (prec == MGPU_PREC_FP32 || s->world == 1) { /* one rank: nothing to reduce */
+		s->grad_prec = MGPU_PREC_FP32;
+		return 0;
+	}
+	if (prec != MGPU_PREC_BF16)
+		return mgpu_err(MGPU_EINVAL, "sync: unknown gradient precision %d", prec);
+	if (s->st != &mgpu_sync_shm && s->st != &mgpu_sync_nccl)
+		return mgpu_err(MGPU_EUNSUP, "--grad-dtype bf16 needs sync backend cpu on one "
+				"node or nccl, not %s", s->st == &mgpu_sync_host ?
+				"cpu for GPU ranks (use nccl)" : "a job across nodes");
+	s->grad_prec = prec;
+	s->shared_g = NULL; /* cpu: the model accumulates fp32 in its own buffer */
+	return 0;
+}
+
 int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
 			 struct mgpu_rdzv_info *info)
 {

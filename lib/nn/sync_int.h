@@ -19,6 +19,8 @@
 #ifndef MGPU_NN_SYNC_INT_H
 #define MGPU_NN_SYNC_INT_H
 
+#include <stdint.h> /* uint16_t */
+
 #include "comm/rdzv.h" /* struct mgpu_rdzv_info */
 #include "nn/sync.h"   /* struct mgpu_sync */
 
@@ -86,5 +88,9 @@ void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t 
  * order ((g0 + g1) + g2) + ...: the same bits on every rank, every run and
  * every strategy that reduces host slots. dst may be one of the g[r]. */
 void mgpu_sync_sum_slots(float *dst, const float *const *g, int world, size_t a, size_t e);
+/* --grad-dtype bf16: the same over bf16 slots, each value widened and
+ * summed in fp32 in rank order, into fp32 dst (not one of the slots). */
+void mgpu_sync_sum_slots_bf16(float *dst, const uint16_t *const *g, int world, size_t a,
+			      size_t e);
 
 #endif
