@@ -135,6 +135,9 @@ int mgpu_opt_was_given(const struct mgpu_opt *tab, const struct mgpu_opt_given *
  * render as "0" or "1". exact=0 rounds numbers to 6 digits for --help. */
 void mgpu_opt_render(const struct mgpu_opt *o, const void *target, int exact, char *buf,
 		     size_t len);
+/* v as mgpu_opt_render writes an exact number: the fewest digits that
+ * read back to the same double (as_float: the same float). */
+void mgpu_opt_exact_num(char *buf, size_t len, double v, int as_float);
 /* Options, one per line under their group headings, with the defaults of
  * the struct defaults (may be NULL). */
 void mgpu_opt_help(FILE *f, const struct mgpu_opt *tab, const void *defaults);
