@@ -5,6 +5,8 @@
 # 16, a resumed run is bit-identical, the
 # spec file under models/ loads, and samples of the wrong width are refused.
 . tests/cli/lib.sh
+"$BIN/mgpu-train" --help | grep -q "gpt:layers=L,heads=H,dim=D,ctx=T" ||
+	fail "--help does not give the gpt: spec"
 # gpt_idx DIR N_TRAIN N_TEST WIDTH: windows of a periodic text (learnable
 # from the previous bytes) as 1 x WIDTH IDX "images", labels 0.
 gpt_idx() {
