@@ -7,6 +7,9 @@ help_man_agree mgpu-train.1 help.txt
 grep -q "^  --lr X  *peak learning rate \[0.05\]$" help.txt || fail "--help lacks --lr's default"
 "$BIN/mgpu-train" --version | grep -q "^mgpu-train [0-9]" || fail "--version"
 "$BIN/mgpu-train" -vV | grep -q "^backends: ref cpu" || fail "-vV lacks the backends"
+if "$BIN/mgpu-train" -vV | grep -q "^features: .*mpi=1"; then
+	"$BIN/mgpu-train" -vV | grep -q "^mpi: ." || fail "-vV lacks the MPI library's version"
+fi
 expect 2 "unknown or incomplete option '--frobnicate'" "$BIN/mgpu-train" --frobnicate
 expect 2 "--batch-size: '4x' is not an integer" "$BIN/mgpu-train" --batch-size 4x
 expect 2 "--lr: '0.1.2' is not a number" "$BIN/mgpu-train" --lr 0.1.2
