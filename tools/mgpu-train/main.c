@@ -308,14 +308,18 @@ static void resolve_world(struct train_opts *o)
 		    "rebuild)");
 }
 
+/* --batch-size with --global-batch-size must agree with the split (as in
+ * the settings line -v prints, which repeats the run). */
 static void resolve_batch(struct train_opts *o)
 {
 	struct mgpu_train_cfg *c = &o->cfg;
 
-	if (o->global_batch && train_opts_given(o, "batch-size"))
-		usage_error("--batch-size and --global-batch-size exclude each other");
 	if (mgpu_batch_plan_make(&c->plan, c->batch, o->global_batch, c->accum, c->world) < 0)
 		usage_error("%s", mgpu_errmsg());
+	if (o->global_batch && train_opts_given(o, "batch-size") && c->batch != c->plan.batch)
+		usage_error("--batch-size %d and --global-batch-size %lld disagree: the global "
+			    "batch gives %d per device", c->batch, (long long)o->global_batch,
+			    c->plan.batch);
 	c->batch = c->plan.batch;
 }
 
