@@ -144,6 +144,10 @@ int mgpu_manifest_parse(const char *text, size_t len, const char *name, const ch
 			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %ld too long", name, ln);
 			goto out;
 		}
+		if (memchr(p, '\0', n)) { /* the string functions below would stop there */
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %ld: a NUL byte", name, ln);
+			goto out;
+		}
 		memcpy(line, p, n);
 		line[n] = '\0';
 		if (n && line[n - 1] == '\r')

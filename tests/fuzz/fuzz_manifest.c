@@ -33,6 +33,12 @@ static void round_trip(const struct mgpu_manifest *m)
 	FILE *fp = open_memstream(&buf, &len);
 	int rc = 0;
 
+	if (m->n == 0) { /* the writer writes the header with its first row */
+		if (fp)
+			fclose(fp);
+		free(buf);
+		return;
+	}
 	if (!fp || mgpu_manifest_writer_init(&w, fp, MGPU_FMT_TSV) < 0)
 		abort();
 	for (i = 0; i < m->n && rc == 0; i++) {

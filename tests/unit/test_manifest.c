@@ -130,6 +130,10 @@ static void test_parse_errors(void)
 	T_FAILS(mgpu_manifest_parse("split\tpath\tsamples\tbytes\tsha256\ntrain\tx\t1\t1\n",
 				    44, "m.tsv", "", &m), MGPU_EFORMAT,
 		"line 2: want 5 tab-separated fields");
+	/* a NUL byte would end the header (or a field) early for strcmp: once a
+	 * header with junk after a NUL passed, hiding the rows behind it */
+	T_FAILS(mgpu_manifest_parse("split\tpath\tsamples\tbytes\tsha256\0junk\n", 37, "m.tsv",
+				    "", &m), MGPU_EFORMAT, "'m.tsv': line 1: a NUL byte");
 }
 
 static void test_listed_twice(void)
