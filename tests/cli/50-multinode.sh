@@ -4,8 +4,9 @@
 # through mpirun, match 1 node x 4 ranks at the same global batch within
 # 1e-4 (final weights in the checkpoints); a 2-node checkpoint resumes on
 # one node; killing node 1's ranks stops the whole job within --timeout,
-# naming the node and rank; another job's token from a third host is
-# refused while the job goes on.
+# node 0's launcher naming node 1 and its rank last (its own ranks only
+# followed); the start-up line counts the nodes; another job's token from
+# a third host is refused while the job goes on.
 . tests/cli/lib.sh
 . "$SRC/tests/netns.sh"
 netns_up 3
@@ -96,8 +97,8 @@ on_host 2 "$M" $common --max-steps 5 --cpu-ranks 2 --nnodes 2 --node-rank 1 >/de
 wait $n0 || fail "node 0 after the intruder: $(cat n0.err)"
 
 # node 1's ranks killed mid-run: node 0 stops within --timeout, naming it
-long="--data d --model mlp:64-48-32-4 --epochs 1000 -q --batch-size 16 --timeout 10"
-on_host 2 "$M" $long --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
+long="--data d --model mlp:64-48-32-4 --epochs 1000 --batch-size 16 --timeout 10"
+on_host 2 "$M" $long -q --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
 n1=$!
 on_host 1 "$M" $long --cpu-ranks 2 --nnodes 2 --node-rank 0 --log-every 1 >run.tsv 2>n0.err &
 n0=$!
@@ -121,7 +122,9 @@ set -e
 dt=$(($(date +%s) - t0))
 [ "$rc0" = 1 ] && [ "$rc1" = 1 ] || fail "after the kill: node 0 exit $rc0, node 1 exit $rc1"
 [ "$dt" -le 12 ] || fail "node 0 took $dt s to stop (--timeout 10)"
-grep -q "node 1 (rank 2)" n0.err || fail "node 0 does not name node 1 and rank 2: $(cat n0.err)"
+grep -q "4 cpu devices on 2 nodes" n0.err || fail "start-up line: $(head -n 1 n0.err)"
+tail -n 1 n0.err | grep -q "node 0's ranks stopped after a failure elsewhere: node 1 (rank 2)" ||
+	fail "node 0's last line does not name node 1 and rank 2: $(cat n0.err)"
 grep -q "rank [23] failed: killed by signal 9.* on node 1" n1.err ||
 	fail "node 1 does not name the killed rank: $(cat n1.err)"
 exit 0

@@ -174,15 +174,17 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
-	char spec[512];
+	char spec[512], nodes[32] = "";
 
 	if (out->quiet)
 		return;
 	mgpu_spec_format(&c->spec, spec, sizeof spec);
-	note("model %s; %d %s %s (mode %s, sync %s); effective batch "
+	if (c->env.nnodes > 1)
+		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
+	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
 		"%lld (%d per device x %d accumulation step%s x %d device%s); %d steps per "
 		"epoch, %lld to run%s%s", spec, c->world, c->backend,
-		c->world > 1 ? "devices" : "device", mgpu_mode_name(c->mode),
+		c->world > 1 ? "devices" : "device", nodes, mgpu_mode_name(c->mode),
 		mgpu_sync_name(r->sync), (long long)r->effective_batch, c->batch, c->accum,
 		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
 		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
@@ -327,6 +329,9 @@ static int launch(struct train_opts *o, char **argv)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
 		exit(1);
+	if (res.elsewhere) /* the real cause last: the node and rank that failed */
+		die("node %d's ranks stopped after a failure elsewhere: %s", o->node_rank,
+		    res.why);
 	if (res.failed_rank >= 0)
 		die("rank %d failed: %s", res.failed_rank, res.why);
 	return res.status;
@@ -350,6 +355,7 @@ static int finish(const struct train_opts *o, struct output *res, int rc)
 	/* Tell our own launcher this rank only followed another's failure. */
 	if ((rc == MGPU_EPEER || rc == MGPU_ETIMEOUT) && o->cfg.env.launcher == MGPU_LAUNCH_SELF) {
 		error_msg("%s", mgpu_errmsg());
+		mgpu_launch_report(o->cfg.env.rank, mgpu_errmsg());
 		exit(MGPU_EXIT_PEER);
 	}
 	if (rc < 0)
