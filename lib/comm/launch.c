@@ -143,8 +143,10 @@ int mgpu_launch_env(struct mgpu_rank_env *e)
 	MGPU_TRY(place(e));
 	MGPU_TRY(env_int("MASTER_PORT", 0, 65535, 29500, &e->port));
 	MGPU_TRY(env_int("MGPU_RDZV_FD", 0, INT_MAX, -1, &e->listen_fd));
-	if ((v = getenv("MASTER_ADDR")) && *v)
+	if ((v = getenv("MASTER_ADDR")) && *v) {
 		snprintf(e->addr, sizeof e->addr, "%s", v);
+		e->addr_given = 1;
+	}
 	if ((v = getenv("MGPU_JOB_TOKEN")) && *v) {
 		if (strlen(v) > MGPU_TOKEN_LEN)
 			return mgpu_err(MGPU_EINVAL, "environment: MGPU_JOB_TOKEN is longer than "

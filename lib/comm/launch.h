@@ -44,6 +44,7 @@ struct mgpu_rank_env {
 	int local_rank, local_world;
 	int node, nnodes;      /* rank / local_world, world / local_world */
 	char addr[256];
+	int addr_given;        /* MASTER_ADDR was set (else addr is the loopback) */
 	int port;
 	char token[MGPU_TOKEN_LEN + 1];
 	int listen_fd;         /* rank 0 of a forked job: inherited socket, else -1 */

@@ -11,7 +11,7 @@
 #include <stdio.h>   /* fprintf */
 #include <stdlib.h>  /* setenv */
 #include <string.h>  /* strcmp, strerror */
-#include <unistd.h>  /* isatty */
+#include <unistd.h>  /* isatty, gethostname */
 
 #include "../common.h"     /* die, usage_error, output_open */
 #include "core/cli.h"      /* mgpu_cli_int_list */
@@ -372,6 +372,24 @@ static int selftest(const struct train_opts *o)
 	return bad;
 }
 
+/* -v in a job of several nodes: where each rank runs, and what it got of
+ * the environment NCCL reads (a launcher that does not pass it on leaves
+ * NCCL choosing its own interface on that node). */
+static void show_place(const struct train_opts *o)
+{
+	const struct mgpu_rank_env *e = &o->cfg.env;
+	const char *ifname = getenv("NCCL_SOCKET_IFNAME");
+	char host[64] = "?";
+
+	if (!o->com.verbose || e->nnodes < 2)
+		return;
+	gethostname(host, sizeof host - 1);
+	note("rank %d: node %d of %d (host %s), local rank %d of %d, started by %s; "
+	     "NCCL_SOCKET_IFNAME %s", e->rank, e->node, e->nnodes, host, e->local_rank,
+	     e->local_world,
+	     mgpu_launcher_name(e->launcher), ifname ? ifname : "unset");
+}
+
 /* Train in this process (one rank of a ddp job, or every device in dp). */
 static int train(struct train_opts *o)
 {
@@ -383,6 +401,7 @@ static int train(struct train_opts *o)
 
 	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
 		snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", o->cfg.env.rank);
+	show_place(o);
 	train_opts_saved(o, &saved);
 	o->cfg.argv = (const char *const *)saved.argv;
 	o->cfg.argc = saved.argc;
