@@ -136,6 +136,20 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/mgpu-train --epochs 10
 
+# A byte-level gpt on the fortune cookies of Debian's fortunes-min (make
+# deps installs it): text cut into samples of LM_CTX+1 bytes, shards, a
+# cache, then about a minute of training on one CPU rank.
+LM_TEXT ?= $(addprefix /usr/share/games/fortunes/,fortunes literature riddles)
+LM_CTX ?= 64
+LM_MODEL ?= gpt:layers=2,heads=4,dim=64,ctx=$(LM_CTX)
+demo-lm: deps
+	@$(MAKE) --no-print-directory all
+	$(B)/bin/mgpu-shard --text --context $(LM_CTX) --val-fraction 0.1 --test-fraction 0.05 \
+		-o $(B)/demo-lm/manifest.tsv $(LM_TEXT)
+	$(B)/bin/mgpu-cache -q -o $(B)/demo-lm/cache $(B)/demo-lm/manifest.tsv >/dev/null
+	$(B)/bin/mgpu-train --data $(B)/demo-lm/cache --model $(LM_MODEL) --optimizer adamw \
+		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 10 --log-every 100
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(B)
@@ -161,11 +175,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, bench, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, bench, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo bench gpu-check lint-man install clean help
+.PHONY: all deps test test-bins demo demo-lm bench gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -13,9 +13,9 @@
 
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h"  /* mgpu_errmsg */
+#include "core/hash.h" /* mgpu_hash64 */
 #include "nn/model.h"  /* struct mgpu_model */
 #include "nn/optim.h"  /* struct mgpu_optim */
-#include "ops/elem.h"  /* mgpu_hash64 */
 
 static int cmp_d(const void *a, const void *b)
 {

@@ -2,8 +2,10 @@
 # gpu-check.sh BUILD - the check a user runs on a new GPU machine (make
 # gpu-check): the selftest (every GPU op and 5 training steps against the CPU
 # backend), the backend conformance suite with its cuda rows, a 30-step
-# compute-sanitizer memcheck when compute-sanitizer is installed, and a
-# 10-epoch training on Fashion-MNIST that must reach a test accuracy of 0.85.
+# compute-sanitizer memcheck when compute-sanitizer is installed, two ranks
+# sharing the GPU through --sync-backend cpu against one rank (50 steps
+# within 1e-4), and a 10-epoch training on Fashion-MNIST that must reach a
+# test accuracy of 0.85.
 # It uses the first GPU that mgpu-probe finds eligible. Prints one
 # PASS/FAIL/SKIP line per check and "N passed, N failed, N skipped"; exits 1
 # when a check failed or no GPU is eligible.
@@ -53,6 +55,24 @@ if [ -n "$san" ]; then
 else
 	echo "SKIP memcheck: compute-sanitizer not found"
 	skip=$((skip + 1))
+fi
+
+# two ranks on one GPU (--sync-backend cpu: buckets staged through shared
+# memory) against one rank at the same global batch: 50 steps within 1e-4
+steps="--epochs 1 --max-steps 50 --log-every 1 -q"
+"$B/bin/mgpu-train" --gpus "$gpu" --batch-size 64 $steps >"$log/one" 2>"$log/one.err" &&
+"$B/bin/mgpu-train" --gpus "$gpu,$gpu" --sync-backend cpu --batch-size 32 $steps \
+	>"$log/two" 2>"$log/two.err"
+rc=$?
+worst=$(awk -F'\t' '$1 != "step" { next }
+	FNR == NR { ref[$2] = $4; next }
+	{ n++; d = $4 - ref[$2]; if (d < 0) d = -d; r = d / (ref[$2] > 0 ? ref[$2] : 1)
+	  if (r > w) w = r }
+	END { if (n != 50) print "NA"; else printf "%.3g\n", w }' "$log/one" "$log/two")
+if [ "$rc" = 0 ] && [ "$worst" != NA ] && awk "BEGIN { exit !($worst <= 1e-4) }"; then
+	ok shared-gpu "2 ranks on GPU $gpu (cpu sync) = 1 rank over 50 steps, worst relative loss difference $worst"
+else
+	bad shared-gpu "exit $rc, worst relative difference ${worst:-NA}: $(tail -n 1 "$log/two.err")"
 fi
 
 # training: the default MLP on Fashion-MNIST, 10 epochs

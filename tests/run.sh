@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh BUILD [SAN_BUILD] - run every test: the C test binaries (one
 # PASS/FAIL/SKIP line per test), the CLI scripts tests/cli/*.sh (one verdict
-# each from their exit status: 0 pass, 77 skip, else fail), the C test
+# each from their exit status: 0 pass, 77 skip, else fail; stdin is
+# /dev/null, whatever run.sh got), the C test
 # binaries of SAN_BUILD (sanitizer build) when given, and each libFuzzer
 # harness for FUZZ_SECS seconds when FUZZ_SECS > 0. Ends with
 # "N passed, N failed, N skipped"; exits non-zero when anything failed.
@@ -25,7 +26,7 @@ count() { # count PREFIX RC: tally the lines of $log
 binaries() { # binaries BUILD PREFIX
 	for t in "$1"/tests/unit/* "$1"/tests/ops/*; do
 		[ -x "$t" ] || continue
-		"$t" >"$log" 2>&1
+		"$t" >"$log" 2>&1 </dev/null
 		count "$2" $?
 	done
 }
@@ -43,7 +44,7 @@ binaries "$B" ""
 for t in tests/cli/*.sh; do
 	[ -f "$t" ] || continue
 	case $t in */lib.sh) continue ;; esac
-	bash "$t" >"$log" 2>&1
+	bash "$t" >"$log" 2>&1 </dev/null
 	verdict "cli/$(basename "$t" .sh)" $?
 done
 [ -n "$SAN" ] && binaries "$SAN" "san/"

@@ -131,7 +131,7 @@ static int load(struct ar_ctx *x, size_t n)
 {
 	fill(x, n);
 	if (x->backend == MGPU_AR_NCCL) {
-		MGPU_TRY(mgpu_dev_to_dev(&x->dev, x->dbuf, x->host, n * sizeof(float)));
+		MGPU_TRY(mgpu_dev_from_host(&x->dev, x->dbuf, x->host, n * sizeof(float)));
 		MGPU_TRY(x->dev.ops->sync(&x->dev));
 	}
 	return barrier(x);

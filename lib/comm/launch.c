@@ -15,7 +15,7 @@
 #include <unistd.h>     /* fork, execv, getppid */
 
 #include "core/err.h"  /* mgpu_err */
-#include "ops/elem.h"  /* mgpu_hash64 */
+#include "core/hash.h" /* mgpu_hash64 */
 
 const char *mgpu_launcher_name(int launcher)
 {

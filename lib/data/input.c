@@ -13,6 +13,7 @@
 #include "data/dataset.h" /* mgpu_dataset_* */
 #include "data/idx.h"     /* mgpu_idx_load */
 #include "data/npy.h"     /* mgpu_npy_load */
+#include "data/text.h"    /* mgpu_text_load */
 #include "data/wds.h"     /* mgpu_wds_read */
 
 static int ends(const char *s, const char *suffix)
@@ -223,6 +224,8 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 {
 	struct stat st;
 
+	if (o->text_context)
+		return mgpu_text_load(path, (size_t)o->text_context, out);
 	if (strcmp(path, "-") == 0)
 		return archive(path, out);
 	if (stat(path, &st) != 0)

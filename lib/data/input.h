@@ -10,6 +10,9 @@
  *   *-ubyte[.gz], *.idx   IDX images, labels from `labels`
  *   anything else         a WebDataset archive (tar, tar.gz, tar.zst, zip)
  *
+ * With text_context set, every path (and "-") is plain text instead, cut
+ * into byte-level language-model samples (data/text.h).
+ *
  * Samples are APPENDED to out (and test), which must agree in dtype and
  * shape with what they already hold. Every error names the file.
  */
@@ -21,6 +24,7 @@
 struct mgpu_input_opts {
 	const char *labels;        /* labels file for .npy and IDX images, or NULL */
 	const char *label_column;  /* CSV label column, or NULL for "label" */
+	unsigned long long text_context; /* > 0: paths are text, cut at this context */
 };
 
 int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,

@@ -607,17 +607,29 @@ static int visible_error(const char *what, const struct mgpu_gpu_list *list, int
 			list->nvisible - 1);
 }
 
-static int check_ids(const char *what, const struct mgpu_gpu_list *list, const int *ids, int n)
+int mgpu_gpu_repeated(const int *ids, int n)
 {
 	int i, j;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		for (j = 0; j < i; j++)
 			if (ids[j] == ids[i])
-				return mgpu_err(MGPU_EINVAL, "%s: GPU %d listed twice", what, ids[i]);
+				return ids[i];
+	return -1;
+}
+
+/* Repeats first: whether they are allowed does not depend on the GPUs. */
+static int check_ids(const char *what, const struct mgpu_gpu_list *list, const char *no_repeat,
+		     const int *ids, int n)
+{
+	int i, r = mgpu_gpu_repeated(ids, n);
+
+	if (no_repeat && r >= 0)
+		return mgpu_err(MGPU_EINVAL, "%s: GPU %d listed twice%s%s", what, r,
+				no_repeat[0] ? ": " : "", no_repeat);
+	for (i = 0; i < n; i++)
 		if (ids[i] >= list->nvisible)
 			return visible_error(what, list, ids[i]);
-	}
 	return 0;
 }
 
@@ -652,8 +664,8 @@ static int resolve_auto(const struct mgpu_gpu_list *list, const struct mgpu_gpu_
 }
 
 /* One line of ids from in, as `mgpu-probe --ids` prints it. */
-static int resolve_stdin(FILE *in, const struct mgpu_gpu_list *list, int *ordinals, int max_n,
-			 int *n)
+static int resolve_stdin(FILE *in, const struct mgpu_gpu_list *list, const char *no_repeat,
+			 int *ordinals, int max_n, int *n)
 {
 	char buf[4097];
 	size_t len;
@@ -677,11 +689,12 @@ static int resolve_stdin(FILE *in, const struct mgpu_gpu_list *list, int *ordina
 		return mgpu_err(MGPU_EFORMAT, "--gpus -: standard input is not one line of GPU ids");
 	if (mgpu_cli_int_list("--gpus -", buf, ordinals, max_n, n) < 0)
 		return MGPU_EFORMAT;
-	return check_ids("--gpus -", list, ordinals, *n);
+	return check_ids("--gpus -", list, no_repeat, ordinals, *n);
 }
 
 static int resolve_any(const char *arg, FILE *in, const struct mgpu_gpu_list *list,
-		       const struct mgpu_gpu_policy *p, int *ordinals, int max_n, int *n)
+		       const struct mgpu_gpu_policy *p, const char *no_repeat, int *ordinals,
+		       int max_n, int *n)
 {
 	int i;
 
@@ -690,7 +703,7 @@ static int resolve_any(const char *arg, FILE *in, const struct mgpu_gpu_list *li
 	if (strcmp(arg, "auto") == 0)
 		return resolve_auto(list, p, ordinals, max_n, n);
 	if (strcmp(arg, "-") == 0)
-		return resolve_stdin(in, list, ordinals, max_n, n);
+		return resolve_stdin(in, list, no_repeat, ordinals, max_n, n);
 	if (strcmp(arg, "all") == 0) {
 		if (list->nvisible == 0)
 			return mgpu_err(MGPU_ERANGE, "--gpus all: no GPU is visible: %s",
@@ -706,16 +719,17 @@ static int resolve_any(const char *arg, FILE *in, const struct mgpu_gpu_list *li
 					"all, auto or -", arg);
 		return MGPU_EINVAL;
 	}
-	return check_ids("--gpus", list, ordinals, *n);
+	return check_ids("--gpus", list, no_repeat, ordinals, *n);
 }
 
 int mgpu_gpu_resolve(const char *arg, FILE *in, const struct mgpu_gpu_list *list,
-		     const struct mgpu_gpu_policy *p, int *ordinals, int max_n, int *n)
+		     const struct mgpu_gpu_policy *p, const char *no_repeat, int *ordinals,
+		     int max_n, int *n)
 {
 	int rc;
 
 	*n = 0;
-	rc = resolve_any(arg, in, list, p, ordinals, max_n, n);
+	rc = resolve_any(arg, in, list, p, no_repeat, ordinals, max_n, n);
 	if (rc < 0)
 		*n = 0;
 	return rc;

@@ -159,13 +159,20 @@ int mgpu_gpu_select(const struct mgpu_gpu_list *list, const struct mgpu_gpu_poli
  *   "-"    one comma list read from in (what `mgpu-probe --ids` prints).
  * At most max_n ordinals go to ordinals[], their number to *n (>= 1 on
  * success, 0 on failure).
- * Errors: MGPU_EINVAL for a malformed argument (a usage error), a
- * duplicate, or more than max_n; MGPU_EFORMAT for malformed or empty input
+ * no_repeat NULL lets a list name a GPU more than once (ranks that share
+ * it); otherwise a repeat is refused, "--gpus: GPU 1 listed twice: " +
+ * no_repeat. Repeats are checked before whether the GPUs exist, so the
+ * refusal is the same on machines with and without them.
+ * Errors: MGPU_EINVAL for a malformed argument (a usage error), a refused
+ * repeat, or more than max_n; MGPU_EFORMAT for malformed or empty input
  * on in; MGPU_ERANGE when a GPU does not exist or none is eligible:
  * "--gpus: GPU 3 requested but 0 GPUs are visible: <list->why>".
  */
 int mgpu_gpu_resolve(const char *arg, FILE *in, const struct mgpu_gpu_list *list,
-		     const struct mgpu_gpu_policy *p, int *ordinals, int max_n, int *n);
+		     const struct mgpu_gpu_policy *p, const char *no_repeat, int *ordinals,
+		     int max_n, int *n);
+/* The first ordinal that ids[0..n) lists twice, or -1. Pure. */
+int mgpu_gpu_repeated(const int *ids, int n);
 
 /* The short text of one exclusion reason for gpu g under p, "" when g is
  * eligible (used by mgpu_gpu_select; exposed for messages). */

@@ -542,7 +542,7 @@ static int load_file(const char *dir, const char *file, struct mgpu_model *m, fl
 		rc = load_into(&st, path, m, host, suffix);
 	mgpu_st_free(&st);
 	if (rc == 0)
-		rc = mgpu_dev_to_dev(m->dev, dst, host, m->nparams * sizeof(float));
+		rc = mgpu_dev_from_host(m->dev, dst, host, m->nparams * sizeof(float));
 	return rc;
 }
 

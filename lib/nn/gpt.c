@@ -29,9 +29,9 @@
 #include <stdlib.h> /* calloc, malloc, free */
 #include <string.h> /* strstr */
 
-#include "core/err.h" /* mgpu_err, MGPU_TRY */
-#include "core/rng.h" /* struct mgpu_rng */
-#include "ops/elem.h" /* mgpu_hash64 */
+#include "core/err.h"  /* mgpu_err, MGPU_TRY */
+#include "core/hash.h" /* mgpu_hash64 */
+#include "core/rng.h"  /* struct mgpu_rng */
 
 #define GPT_MAX_BUFS (24 * MGPU_GPT_MAX_BLOCKS + 32)
 #define LN_EPS 1e-5f
@@ -336,8 +336,8 @@ int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
 			g->h_tgt[b * T + t] = row[t + 1];
 		}
 	}
-	MGPU_TRY(mgpu_dev_to_dev(m->dev, g->ids, g->h_ids, N * sizeof(int32_t)));
-	return mgpu_dev_to_dev(m->dev, m->labels, g->h_tgt, N * sizeof(int32_t));
+	MGPU_TRY(mgpu_dev_from_host(m->dev, g->ids, g->h_ids, N * sizeof(int32_t)));
+	return mgpu_dev_from_host(m->dev, m->labels, g->h_tgt, N * sizeof(int32_t));
 }
 
 /* ---- forward ------------------------------------------------------------ */

@@ -17,9 +17,9 @@
 #include <string.h> /* memset */
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h" /* struct mgpu_rng */
 #include "nn/gpt.h"   /* mgpu_gpt_*: the transformer behind a gpt: spec */
-#include "ops/elem.h" /* mgpu_hash64 */
 
 static struct mgpu_param *add_param(struct mgpu_model *m, int layer, const char *what,
 				    int rows, int cols, int decay)
@@ -245,7 +245,7 @@ int mgpu_model_get(struct mgpu_model *m, float *w_host)
 
 int mgpu_model_set(struct mgpu_model *m, const float *w_host)
 {
-	return mgpu_dev_to_dev(m->dev, m->w, w_host, m->nparams * sizeof(float));
+	return mgpu_dev_from_host(m->dev, m->w, w_host, m->nparams * sizeof(float));
 }
 
 int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
@@ -258,8 +258,9 @@ int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->x_u8, x_host, n));
-	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t)));
+	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x_u8, x_host, n));
+	MGPU_TRY(mgpu_dev_from_host(m->dev, m->labels, y_host,
+				    (size_t)B * sizeof(int32_t)));
 	return m->dev->ops->u8_to_f32(m->dev, m->x, m->x_u8, n, scale, shift);
 }
 
@@ -408,6 +409,6 @@ int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_to_dev(m->dev, m->x, x_host, n * sizeof(float)));
-	return mgpu_dev_to_dev(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
+	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x, x_host, n * sizeof(float)));
+	return mgpu_dev_from_host(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
 }

@@ -56,7 +56,7 @@ int mgpu_optim_create_ext(struct mgpu_optim *o, struct mgpu_model *model,
 int mgpu_optim_nstate_for(const struct mgpu_optim_cfg *cfg);
 void mgpu_optim_free(struct mgpu_optim *o);
 /* One update with learning rate lr; the gradient is first multiplied by
- * grad_scale (e.g. 1 / world size), then clipped to cfg.clip_norm. */
+ * grad_scale (1 for an averaged gradient), then clipped to cfg.clip_norm. */
 int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale);
 /* The update of parameters [begin, end) only, with the gradient already
  * scaled and clipped by grad_scale, and o->t already counting this step:

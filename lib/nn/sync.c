@@ -10,7 +10,8 @@
 #include "nn/sync.h"
 
 #include <math.h>   /* sqrt */
-#include <string.h> /* memset */
+#include <stdlib.h> /* getenv */
+#include <string.h> /* memset, strcmp */
 #include <unistd.h> /* close */
 
 #include "comm/mpi.h"    /* mgpu_mpi_in_build */
@@ -37,6 +38,21 @@ const char *mgpu_mode_name(int mode)
 	return mode == MGPU_MODE_DP ? "dp" : "ddp";
 }
 
+/* --sync-backend cpu has two strategies: ranks whose device memory is host
+ * memory share the segment's buffers directly (sync_shm.c); GPU ranks
+ * stage their buckets through it (sync_host.c). MGPU_SYNC_STAGED=1 puts
+ * CPU ranks on the staged path too: how it is tested without a GPU. */
+static const struct mgpu_sync_strategy *strategy_for(int kind, const struct mgpu_dev *dev)
+{
+	const char *staged = getenv("MGPU_SYNC_STAGED");
+
+	if (kind != MGPU_SYNC_CPU)
+		return strategies[kind];
+	if ((dev && !dev->ops->host_memory) || (staged && strcmp(staged, "1") == 0))
+		return &mgpu_sync_host;
+	return &mgpu_sync_shm;
+}
+
 int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kind,
 		   size_t nparams, int nstate, struct mgpu_dev *dev, int timeout_ms)
 {
@@ -56,7 +72,7 @@ int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kin
 	s->loads_state = s->owns_optimizer = 1;
 	if (s->kind < 0 || s->kind >= NSTRATEGIES)
 		return mgpu_err(MGPU_EINVAL, "sync backend %d does not exist", kind);
-	s->st = strategies[s->kind];
+	s->st = strategy_for(s->kind, dev);
 	rc = s->st->init(s, &a);
 	if (rc < 0)
 		mgpu_sync_close(s);

@@ -14,6 +14,12 @@
  *   weights per node). A bucket is reduced as soon as every rank has it,
  *   even while backward continues. With gradient clipping the update waits
  *   for the global norm.
+ * - cpu (sync_host.c, mode ddp, GPUs): the ranks of a node share the
+ *   segment's gradient slots only. As backward finishes each bucket, a
+ *   copy stream moves it to the rank's slot in page-locked host memory;
+ *   the ranks reduce the buckets there as above (the same order, so the
+ *   same sums as CPU ranks), copy the sums back to their GPUs, and each
+ *   steps its own replica. MGPU_SYNC_STAGED=1 runs CPU ranks this way.
  * - cpu (sync_shm.c, mode dp): threads of one process; rank 0 holds the
  *   master weights and the optimizer, sums every slot, updates, and the
  *   other replicas copy the weights back, as torch.nn.DataParallel does.
@@ -27,8 +33,11 @@
  *   turns cpu into one of them when the job spans nodes: mpi under mpirun
  *   in a build with MPI, else TCP.
  *
- * The bytes move through lib/comm (shared memory, NCCL, rendezvous); what
- * the bytes mean (buckets of layers, the optimizer step) is decided here.
+ * Each rank's gradient arrives already scaled by 1 / global batch (the
+ * batch plan, nn/batch.h), so its sum over the ranks is the mean: a
+ * strategy sums, it never scales. The bytes move through lib/comm (shared
+ * memory, NCCL, rendezvous); what they mean (buckets of layers, the
+ * optimizer step) is decided here.
  * Every strategy ends a step with a barrier that also agrees on whether to
  * stop (any rank interrupted), so all ranks stop after the same step.
  */

@@ -1,11 +1,13 @@
 /*
  * sync_int.h - what a gradient sync strategy provides (sync_none.c,
- * sync_shm.c, sync_nccl.c), and the helpers of sync.c they share; not a
- * public header.
+ * sync_shm.c, sync_host.c, sync_nccl.c), and the helpers of sync.c and
+ * sync_shm.c they share; not a public header.
  *
  * A new strategy is one file defining a const struct mgpu_sync_strategy
  * (sync_nodes.c defines two, mpi and cpu across nodes, one per transport),
  * plus its line in the table of sync.c (and its enum mgpu_sync_kind value).
+ * It sums the ranks' gradients and steps the optimizer with grad_scale 1:
+ * the averaging is done once, by the loss (nn/batch.h).
  *
  * Call order on a rank: init once; bind once, after the model and
  * optimizer exist; per optimizer step, begin before the backward of the
@@ -53,6 +55,8 @@ struct mgpu_sync_strategy {
 
 extern const struct mgpu_sync_strategy mgpu_sync_none, mgpu_sync_shm, mgpu_sync_nccl,
 	mgpu_sync_mpi, mgpu_sync_nodes;
+/* The other strategy of --sync-backend cpu: GPU ranks (sync_host.c). */
+extern const struct mgpu_sync_strategy mgpu_sync_host;
 
 /* Mode ddp rendezvous: rank 0 listens (unless its launcher did), hands
  * info to every rank and learns whether all run on its host; the others
@@ -63,5 +67,16 @@ int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args 
  * with norm2, this rank's share of the squared norm of the averaged
  * gradient, and set s->grad_norm from that sum. */
 int mgpu_sync_close_step(struct mgpu_sync *s, double *vals, int n, double norm2);
+/* sync_shm.c, for the strategies that reduce in the node's segment: rank
+ * 0 creates it (with nstate state vectors), the rendezvous names it, the
+ * others attach; every rank on one host, or MGPU_EUNSUP. */
+int mgpu_sync_shm_join(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		       struct mgpu_shm *shm, int nstate);
+/* Rank r's shard [*a, *e) of bucket b: the r-th of world near-equal slices. */
+void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t *e);
+/* dst[a, e) = g[0] + g[1] + ... + g[world - 1] over [a, e), summed in rank
+ * order ((g0 + g1) + g2) + ...: the same bits on every rank, every run and
+ * every strategy that reduces host slots. dst may be one of the g[r]. */
+void mgpu_sync_sum_slots(float *dst, const float *const *g, int world, size_t a, size_t e);
 
 #endif

@@ -54,7 +54,7 @@ static int nccl_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t
 static int nccl_finish(struct mgpu_sync *s, double *vals, int n)
 {
 	MGPU_TRY(mgpu_nccl_wait(s->priv, s->model->dev));
-	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f / (float)s->world));
+	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
 	return mgpu_sync_close_step(s, vals, n,
 				    s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0);
 }

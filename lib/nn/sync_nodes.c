@@ -314,8 +314,8 @@ static double shards_sumsq(const struct mgpu_sync *s)
 static int nodes_finish(struct mgpu_sync *s, double *vals, int n)
 {
 	struct nodes_sync *p = priv(s);
-	double w = (double)s->world, v, norm2;
-	float scale = 1.0f / (float)s->world;
+	double v, norm2;
+	float scale = 1.0f; /* the gradients were averaged by the loss */
 
 	if (leader(s))
 		MGPU_TRY(progress(s, 1));
@@ -324,12 +324,12 @@ static int nodes_finish(struct mgpu_sync *s, double *vals, int n)
 	if (p->clip) {
 		v = p->sumsq; /* the node's shards cover the whole: the global norm */
 		MGPU_TRY(mgpu_shm_allreduce_f64(&p->shm, &v, 1));
-		s->opt->last_norm = sqrt(v) / w;
-		scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm) / (float)s->world;
+		s->opt->last_norm = sqrt(v);
+		scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm);
 	}
 	MGPU_TRY(update(s, scale));
 	/* every node knows the whole norm: only node 0's share counts */
-	norm2 = p->node == 0 ? p->sumsq / (w * w) : 0.0;
+	norm2 = p->node == 0 ? p->sumsq : 0.0;
 	return mgpu_sync_close_step(s, vals, n, norm2);
 }
 

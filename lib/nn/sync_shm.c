@@ -13,7 +13,7 @@
 #include <math.h>   /* sqrt */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
-#include <string.h> /* memcpy, memset */
+#include <string.h> /* memset */
 #include <unistd.h> /* getpid */
 
 #include "comm/shm.h" /* mgpu_shm_* */
@@ -55,23 +55,23 @@ static void share_buffers(struct mgpu_sync *s)
 }
 
 /* Rank 0: the segment, named after this process and the job. */
-static int create(struct mgpu_sync *s, const struct mgpu_sync_args *a,
-		  struct mgpu_rdzv_info *info)
+static int create(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		  struct mgpu_shm *shm, int nstate, struct mgpu_rdzv_info *info)
 {
 	snprintf(info->shm_name, sizeof info->shm_name, "/mgpu-%ld-%.16s", (long)getpid(),
 		 a->env->token);
-	return mgpu_shm_create(&priv(s)->shm, info->shm_name, s->world, a->nparams, a->nstate,
+	return mgpu_shm_create(shm, info->shm_name, s->world, a->nparams, nstate,
 			       a->timeout_ms);
 }
 
 /* After the rendezvous: rank 0 checks that everyone shares its host, the
  * others attach. */
-static int join(struct mgpu_sync *s, const struct mgpu_sync_args *a,
-		const struct mgpu_rdzv_info *info)
+static int join(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		struct mgpu_shm *shm, int nstate, const struct mgpu_rdzv_info *info)
 {
 	if (s->rank == 0 && !info->single_node) {
 		/* the ranks on this host attached already: stop them now */
-		mgpu_shm_abort(&priv(s)->shm, 0);
+		mgpu_shm_abort(shm, 0);
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu needs every rank on one node "
 				"(some ranks run on another host): use --sync-backend nccl");
 	}
@@ -80,31 +80,37 @@ static int join(struct mgpu_sync *s, const struct mgpu_sync_args *a,
 	if (!info->single_node)
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu needs every rank on one node "
 				"(rank 0 runs on another host)");
-	return mgpu_shm_attach(&priv(s)->shm, info->shm_name, s->rank, s->world, a->nparams,
-			       a->nstate, a->timeout_ms);
+	return mgpu_shm_attach(shm, info->shm_name, s->rank, s->world, a->nparams, nstate,
+			       a->timeout_ms);
 }
 
-static int shm_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
+int mgpu_sync_shm_join(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
+		       struct mgpu_shm *shm, int nstate)
 {
 	struct mgpu_rdzv_info info;
 	int rc;
 
 	memset(&info, 0, sizeof info);
-	MGPU_TRY(new_priv(s));
-	rc = s->rank == 0 ? create(s, a, &info) : 0;
+	rc = s->rank == 0 ? create(s, a, shm, nstate, &info) : 0;
 	if (rc == 0)
 		rc = mgpu_sync_rendezvous(s, a, &info);
 	if (rc == 0)
-		rc = join(s, a, &info);
+		rc = join(s, a, shm, nstate, &info);
 	if (rc == 0)
-		rc = mgpu_shm_barrier(&priv(s)->shm);
+		rc = mgpu_shm_barrier(shm);
 	/* Once everyone is attached (or on failure) the name can go: nothing
 	 * outlives a crash. */
 	if (s->rank == 0 && info.shm_name[0])
 		mgpu_shm_unlink(info.shm_name);
-	if (rc == 0)
-		share_buffers(s);
 	return rc;
+}
+
+static int shm_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
+{
+	MGPU_TRY(new_priv(s));
+	MGPU_TRY(mgpu_sync_shm_join(s, a, &priv(s)->shm, a->nstate));
+	share_buffers(s);
+	return 0;
 }
 
 int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank)
@@ -132,33 +138,54 @@ static int bucket_at(const struct mgpu_sync *s, int i)
 	return s->nbuckets - 1 - i;
 }
 
-static void shard(const struct mgpu_sync *s, int b, size_t *a, size_t *e)
+void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t *e)
 {
 	size_t off = s->boff[b], cnt = s->bcnt[b];
 
-	*a = off + cnt * (size_t)s->rank / (size_t)s->world;
-	*e = off + cnt * (size_t)(s->rank + 1) / (size_t)s->world;
+	*a = off + cnt * (size_t)r / (size_t)s->world;
+	*e = off + cnt * (size_t)(r + 1) / (size_t)s->world;
+}
+
+static void shard(const struct mgpu_sync *s, int b, size_t *a, size_t *e)
+{
+	mgpu_sync_shard(s, b, s->rank, a, e);
+}
+
+/* In chunks that stay in L1: a chunk is summed whole before it is stored,
+ * since dst may be g[2], which a rank-by-rank pass over dst would overwrite
+ * before adding it. The loops vectorise (this file is built with -O3). */
+#define SUM_CHUNK 512
+
+void mgpu_sync_sum_slots(float *dst, const float *const *g, int world, size_t a, size_t e)
+{
+	float acc[SUM_CHUNK];
+	size_t i, j, n;
+	int r;
+
+	for (i = a; i < e; i += n) {
+		n = e - i < SUM_CHUNK ? e - i : SUM_CHUNK;
+		for (j = 0; j < n; j++)
+			acc[j] = world > 1 ? g[0][i + j] + g[1][i + j] : g[0][i + j];
+		for (r = 2; r < world; r++)
+			for (j = 0; j < n; j++)
+				acc[j] += g[r][i + j];
+		for (j = 0; j < n; j++)
+			dst[i + j] = acc[j];
+	}
 }
 
 /* dst[a, e) = sum over ranks of slot[a, e), in rank order: the same bits on
- * every rank and every run. dst may be one of the slots (a rank's own, for
- * rank >= 2 too): each element is summed before it is stored. Returns the
- * sum of squares of the result. */
+ * every rank and every run. dst may be any rank's slot: each element is
+ * summed whole before it is stored. Returns the sum of squares of the
+ * result. */
 static double sum_slots(struct mgpu_sync *s, float *dst, size_t a, size_t e)
 {
-	float *const *g = priv(s)->shm.g;
+	struct shm_sync *p = priv(s);
 	double sq = 0;
 	size_t i;
-	float x;
-	int r;
 
-	for (i = a; i < e; i++) {
-		/* ((g0 + g1) + g2) + ... */
-		for (x = g[0][i], r = 1; r < s->world; r++)
-			x += g[r][i];
-		dst[i] = x;
-	}
-	if (priv(s)->clip)
+	mgpu_sync_sum_slots(dst, (const float *const *)p->shm.g, s->world, a, e);
+	if (p->clip)
 		for (i = a; i < e; i++)
 			sq += (double)dst[i] * dst[i];
 	return sq;
@@ -192,7 +219,7 @@ static int ddp_process(struct mgpu_sync *s, int b)
 	shard(s, b, &a, &e);
 	if (!p->clip) {
 		p->sumsq += sumsq_slots(s, a, e);
-		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f / (float)s->world, a, e,
+		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f, a, e,
 						 (const float *const *)p->shm.g, s->world);
 	}
 	p->sumsq += sum_slots(s, p->shm.g[s->rank], a, e);
@@ -245,7 +272,8 @@ static int shm_bind(struct mgpu_sync *s)
 		MGPU_TRY(mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float)));
 	MGPU_TRY(mgpu_shm_barrier(&p->shm));
 	if (s->rank != 0 && p->shm.w != m->w)
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, p->shm.w, m->nparams * sizeof(float)));
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->w, p->shm.w,
+					    m->nparams * sizeof(float)));
 	return 0;
 }
 
@@ -275,8 +303,8 @@ static int ddp_step(struct mgpu_sync *s)
 	/* (the fused updates above already counted this step: see begin) */
 	v = p->sumsq;
 	MGPU_TRY(mgpu_shm_allreduce_f64(&p->shm, &v, 1));
-	s->opt->last_norm = sqrt(v) / s->world;
-	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm) / (float)s->world;
+	s->opt->last_norm = sqrt(v);
+	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm);
 	for (i = 0; i < s->nbuckets; i++) {
 		shard(s, bucket_at(s, i), &a, &e);
 		MGPU_TRY(mgpu_optim_step_range(s->opt, s->lr, scale, a, e));
@@ -297,8 +325,9 @@ static int dp_step_master(struct mgpu_sync *s)
 		sum_slots(s, p->shm.g[0], s->boff[b], s->boff[b] + s->bcnt[b]);
 	}
 	if (m->g != p->shm.g[0])
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->g, p->shm.g[0], m->nparams * sizeof(float)));
-	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f / (float)s->world));
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->g, p->shm.g[0],
+					    m->nparams * sizeof(float)));
+	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
 	return mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float));
 }
 
@@ -307,10 +336,8 @@ static int dp_step_master(struct mgpu_sync *s)
  * (the others know it too, or in mode dp do not). */
 static double norm2_share(const struct mgpu_sync *s)
 {
-	double w = (double)s->world;
-
 	if (s->mode == MGPU_MODE_DDP && !priv(s)->clip)
-		return priv(s)->sumsq / (w * w);
+		return priv(s)->sumsq;
 	return s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0;
 }
 
@@ -326,7 +353,7 @@ static int shm_finish(struct mgpu_sync *s, double *vals, int n)
 		MGPU_TRY(dp_step_master(s));
 	MGPU_TRY(mgpu_sync_close_step(s, vals, n, norm2_share(s)));
 	if (s->rank != 0)
-		MGPU_TRY(mgpu_dev_to_dev(m->dev, m->w, priv(s)->shm.w,
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->w, priv(s)->shm.w,
 					 m->nparams * sizeof(float)));
 	return 0;
 }

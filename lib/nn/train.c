@@ -2,10 +2,11 @@
  * train.c - the training loop of a rank, and mgpu_train_run (see train.h).
  *
  * Per optimizer step, each rank runs accum micro-steps of its own slice of
- * the global batch (gather rows, copy to the device, forward, loss,
- * backward); the sync layer reduces gradients as backward produces them
- * and steps the optimizer; the closing barrier sums the step's loss over
- * the ranks and agrees on stopping. Only rank 0 reports records.
+ * the global batch (gather rows, copy to the device, forward, loss scaled
+ * by the plan's 1 / global batch, backward); the sync layer sums gradients
+ * as backward produces them and steps the optimizer; the closing barrier
+ * sums the step's loss over the ranks and agrees on stopping. Only rank 0
+ * reports records.
  */
 #include "nn/train.h"
 
@@ -18,9 +19,9 @@
 
 #include "core/clock.h" /* mgpu_now_s */
 #include "core/err.h"      /* mgpu_err, MGPU_CHECK */
+#include "core/hash.h"     /* mgpu_hash64 */
 #include "nn/ckpt.h"       /* mgpu_ckpt_save */
 #include "nn/train_int.h"  /* struct train_rank */
-#include "ops/elem.h"      /* mgpu_hash64 */
 
 void mgpu_train_defaults(struct mgpu_train_cfg *c)
 {
@@ -34,6 +35,7 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 	c->epochs = 10;
 	c->batch = 128;
 	c->accum = 1;
+	mgpu_batch_plan_make(&c->plan, c->batch, 0, c->accum, c->world);
 	c->optim = (struct mgpu_optim_cfg){ .kind = MGPU_OPT_SGD, .momentum = 0.9f,
 					    .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f };
 	c->sched = MGPU_SCHED_COSINE;
@@ -50,7 +52,7 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 
 int mgpu_train_emit(struct train_rank *r, struct mgpu_record *rec)
 {
-	rec->effective_batch = r->gba;
+	rec->effective_batch = r->plan->global;
 	rec->world = r->world;
 	rec->mode = r->cfg->mode;
 	rec->sync = r->sync.kind;
@@ -64,7 +66,7 @@ static int save(struct train_rank *r)
 	const struct mgpu_train_cfg *c = r->cfg;
 	struct mgpu_ckpt_state st = {
 		.step = r->step, .epoch = r->epoch, .epoch_pos = r->pos, .optim_t = r->opt.t,
-		.seed = c->seed, .world_size = r->world, .global_batch = r->gba,
+		.seed = c->seed, .world_size = r->world, .global_batch = r->plan->global,
 		.norm_scale = r->d->scale, .norm_shift = r->d->shift,
 	};
 	struct mgpu_record rec = { .kind = MGPU_REC_CKPT };
@@ -102,9 +104,9 @@ static int flush_window(struct train_rank *r, double lr)
 /* The rows of micro-step a of this rank: positions of the epoch order. */
 static const uint32_t *micro_rows_at(struct train_rank *r, int64_t pos, int a, uint32_t *buf)
 {
-	int B = r->cfg->batch, i;
+	int B = r->plan->batch, i;
 	size_t n = r->d->ntrain;
-	int64_t first = pos * r->gba + ((int64_t)a * r->world + r->rank) * B;
+	int64_t first = pos * r->plan->global + mgpu_batch_row0(r->plan, a, r->rank);
 
 	if ((size_t)first + (size_t)B <= n)
 		return r->order + first;
@@ -117,14 +119,14 @@ static const uint32_t *micro_rows_at(struct train_rank *r, int64_t pos, int a, u
  * take them, handed to the loader (a pure function of seed, epoch, rank). */
 static int begin_epoch_rows(struct train_rank *r)
 {
-	size_t B = (size_t)r->cfg->batch, k = 0;
+	size_t B = (size_t)r->plan->batch, k = 0;
 	int64_t p;
 	int a;
 
 	const uint32_t *rows;
 
 	for (p = r->pos; p < r->steps_per_epoch; p++)
-		for (a = 0; a < r->cfg->accum; a++, k += B) {
+		for (a = 0; a < r->plan->accum; a++, k += B) {
 			rows = micro_rows_at(r, p, a, r->rank_order + k);
 			if (rows != r->rank_order + k) /* else the tail was wrapped there */
 				memcpy(r->rank_order + k, rows, B * sizeof *r->rank_order);
@@ -137,7 +139,7 @@ static int begin_epoch_rows(struct train_rank *r)
 static int micro_step(struct train_rank *r, int a, double lr, double *loss, double *data_s)
 {
 	struct mgpu_model *m = &r->model;
-	int B = r->cfg->batch, A = r->cfg->accum, got;
+	int B = r->plan->batch, A = r->plan->accum, got;
 	double l, c, wait_ms;
 	const int32_t *yb;
 	const void *xb;
@@ -152,9 +154,9 @@ static int micro_step(struct train_rank *r, int a, double lr, double *loss, doub
 	*data_s += wait_ms * 1e-3;
 	MGPU_TRY(rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B));
 	m->dropout_seed = mgpu_hash64(r->cfg->seed, (uint64_t)r->step);
-	m->row0 = ((uint64_t)a * (uint64_t)r->world + (uint64_t)r->rank) * (uint64_t)B;
+	m->row0 = (uint64_t)mgpu_batch_row0(r->plan, a, r->rank);
 	MGPU_TRY(mgpu_model_forward(m, B, 1));
-	MGPU_TRY(mgpu_model_loss(m, B, 1, 1.0f / (float)(B * A), &l, &c));
+	MGPU_TRY(mgpu_model_loss(m, B, 1, r->plan->grad_scale, &l, &c));
 	*loss += l;
 	mgpu_sync_micro(&r->sync, a == A - 1, (float)lr);
 	return mgpu_model_backward(m, B, a > 0);
@@ -181,14 +183,14 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 	double t0 = mgpu_now_s(), data_s = 0, vals[2] = { 0, 0 };
 	int a;
 
-	for (a = 0; a < r->cfg->accum; a++)
+	for (a = 0; a < r->plan->accum; a++)
 		MGPU_TRY(micro_step(r, a, lr, &vals[1], &data_s));
 	vals[0] = r->cfg->stop && *r->cfg->stop ? 1.0 : 0.0;
 	MGPU_TRY(mgpu_sync_step(&r->sync, vals, 2));
 	MGPU_TRY(check_finite(r, vals[1], r->sync.grad_norm));
 	*stop = vals[0] > 0.5;
 	r->win_loss += vals[1];
-	r->win_samples += r->gba;
+	r->win_samples += r->plan->global;
 	r->win_steps++;
 	r->win_data_s += data_s;
 	r->win_step_s += mgpu_now_s() - t0;
@@ -208,7 +210,7 @@ static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
 	int B;
 
 	for (i = lo; i < hi; i += (size_t)B) {
-		B = hi - i < (size_t)r->cfg->batch ? (int)(hi - i) : r->cfg->batch;
+		B = hi - i < (size_t)r->plan->batch ? (int)(hi - i) : r->plan->batch;
 		MGPU_TRY(mgpu_train_load_rows(r, idx + i, B, split));
 		MGPU_TRY(mgpu_model_forward(&r->model, B, 0));
 		MGPU_TRY(mgpu_model_loss(&r->model, B, 0, 0.0f, &l, &c));
@@ -267,7 +269,7 @@ static int summary(struct train_rank *r, int64_t steps_run)
 	rec.step = r->step;
 	rec.epoch = r->epoch;
 	rec.wall_s = mgpu_now_s() - r->t0;
-	rec.samples_per_s = steps_run > 0 ? (double)steps_run * (double)r->gba / rec.wall_s : NAN;
+	rec.samples_per_s = steps_run > 0 ? (double)steps_run * (double)r->plan->global / rec.wall_s : NAN;
 	ntest = r->d->src.n[MGPU_SPLIT_TEST];
 	all = malloc((ntest + 1) * sizeof *all);
 	if (!all)
@@ -461,6 +463,10 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 	int rc;
 
 	memset(&d, 0, sizeof d);
+	if (cfg->plan.batch != cfg->batch || cfg->plan.accum != cfg->accum ||
+	    cfg->plan.world != cfg->world)
+		return mgpu_err(MGPU_EINVAL, "the batch plan was not made for these options "
+				"(mgpu_batch_plan_make)");
 	/* Rank 0 writes the checkpoints: it holds the save dir for the run. */
 	if (cfg->save_dir[0] && cfg->env.rank == 0)
 		MGPU_TRY(mgpu_train_open_save_dir(&sd, cfg->save_dir));

@@ -10,9 +10,8 @@
  * arithmetic bit for bit, and the samples of a step do not depend on how
  * the global batch is split over ranks and micro-steps.
  *
- * Global batch of a step: per-device batch x accumulation steps x ranks.
- * Step s of an epoch takes positions [s G, (s + 1) G) of the epoch order;
- * micro-step a of rank r takes [s G + a W B + r B, ... + B) with W ranks.
+ * How a step's global batch splits over ranks and micro-steps, and how
+ * gradients are averaged, is the batch plan (nn/batch.h).
  */
 #ifndef MGPU_NN_TRAIN_H
 #define MGPU_NN_TRAIN_H
@@ -21,6 +20,7 @@
 #include <stdint.h> /* int64_t, uint64_t */
 
 #include "comm/launch.h" /* struct mgpu_rank_env */
+#include "nn/batch.h"     /* struct mgpu_batch_plan */
 #include "nn/optim.h"     /* struct mgpu_optim_cfg, struct mgpu_sched */
 #include "nn/spec.h"      /* struct mgpu_spec */
 
@@ -40,8 +40,11 @@ struct mgpu_train_cfg {
 	int timeout_ms;
 	int epochs;
 	int64_t max_steps;            /* 0: no limit */
-	int batch;                    /* per-device batch */
-	int accum;                    /* micro-steps per optimizer step */
+	int batch;                    /* per-device batch (option) */
+	int accum;                    /* micro-steps per optimizer step (option) */
+	/* Made from batch, accum and world by mgpu_batch_plan_make, once; the
+	 * run uses only this. */
+	struct mgpu_batch_plan plan;
 	int lr_scale;                 /* enum mgpu_lr_scale */
 	int pad_tail;                 /* uneven tail: 0 drop, 1 pad */
 	struct mgpu_optim_cfg optim;

@@ -42,7 +42,7 @@ struct train_rank {
 	uint32_t *rank_order;          /* this rank's rows for the rest of the epoch */
 	int32_t *yb;
 	struct mgpu_sched sched;
-	int64_t gba;                   /* samples per optimizer step, all ranks */
+	const struct mgpu_batch_plan *plan; /* the run's, &cfg->plan */
 	int64_t steps_per_epoch, total_steps, step;
 	int epoch;                     /* 0-based */
 	int64_t pos;                   /* steps done in this epoch */

@@ -79,7 +79,7 @@ static int build_model(struct train_rank *r)
 	float *w, *g, *s0, *s1;
 
 	mgpu_sync_model_buffers(&r->sync, r->dev.ops->host_memory, &w, &g, &s0, &s1);
-	MGPU_TRY(mgpu_model_create_ext(&r->model, &c->spec, &r->dev, c->batch, w, g));
+	MGPU_TRY(mgpu_model_create_ext(&r->model, &c->spec, &r->dev, c->plan.batch, w, g));
 	account_shared(r, w, g);
 	if (s0 || s1 || !mgpu_sync_owns_optimizer(&r->sync))
 		MGPU_TRY(mgpu_optim_create_ext(&r->opt, &r->model, &c->optim, s0, s1));
@@ -91,10 +91,11 @@ static int build_model(struct train_rank *r)
 }
 
 /* The checkpoint of cfg->resume, checked against this run. */
-static int resume_state(const struct mgpu_train_cfg *c, int64_t gba, char *dir, size_t len,
+static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 			struct mgpu_ckpt_state *st)
 {
-	char spec[512];
+	const struct mgpu_batch_plan *p = &c->plan;
+	char spec[512], split[128];
 
 	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
 	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
@@ -105,14 +106,14 @@ static int resume_state(const struct mgpu_train_cfg *c, int64_t gba, char *dir, 
 	if (st->seed != c->seed)
 		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint was made with --seed %llu",
 				dir, (unsigned long long)st->seed);
-	if (st->global_batch != gba)
-		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint ran with a global batch of "
-				"%lld samples on %d rank%s; this run's is %lld (%d per device x "
-				"%d accumulation steps x %d ranks): give --global-batch-size "
-				"%lld", dir, (long long)st->global_batch, st->world_size,
-				st->world_size > 1 ? "s" : "", (long long)gba, c->batch,
-				c->accum, c->world, (long long)st->global_batch);
-	return 0;
+	if (st->global_batch == p->global)
+		return 0;
+	mgpu_batch_describe(p, split, sizeof split);
+	return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint ran with a global batch of %lld "
+			"samples on %d rank%s; this run's is %lld (%s): give "
+			"--global-batch-size %lld", dir, (long long)st->global_batch,
+			st->world_size, st->world_size > 1 ? "s" : "", (long long)p->global,
+			split, (long long)st->global_batch);
 }
 
 int mgpu_train_precheck(const struct mgpu_train_cfg *c)
@@ -133,7 +134,7 @@ int mgpu_train_check_resume(const struct mgpu_train_cfg *c)
 	struct mgpu_ckpt_state st;
 	char dir[MGPU_CKPT_PATH];
 
-	return resume_state(c, (int64_t)c->batch * c->accum * c->world, dir, sizeof dir, &st);
+	return resume_state(c, dir, sizeof dir, &st);
 }
 
 static int resume(struct train_rank *r)
@@ -142,7 +143,7 @@ static int resume(struct train_rank *r)
 	struct mgpu_ckpt_state st;
 	char dir[MGPU_CKPT_PATH];
 
-	MGPU_TRY(resume_state(c, r->gba, dir, sizeof dir, &st));
+	MGPU_TRY(resume_state(c, dir, sizeof dir, &st));
 	/* The sample order does not depend on the world size: any number of
 	 * ranks with the checkpoint's global batch continues the same run. */
 	r->pos = st.epoch_pos;
@@ -162,10 +163,9 @@ static int resume(struct train_rank *r)
 static void setup_sched(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
-	int64_t n = (int64_t)r->d->ntrain;
-	double f = (double)r->world * c->accum;
+	double f = (double)c->plan.world * c->plan.accum;
 
-	r->steps_per_epoch = c->pad_tail ? (n + r->gba - 1) / r->gba : n / r->gba;
+	r->steps_per_epoch = mgpu_batch_steps_per_epoch(&c->plan, r->d->ntrain, c->pad_tail);
 	r->total_steps = r->steps_per_epoch * c->epochs;
 	if (c->max_steps > 0 && c->max_steps < r->total_steps)
 		r->total_steps = c->max_steps;
@@ -180,21 +180,12 @@ static void setup_sched(struct train_rank *r)
 	};
 }
 
-static int check_sizes(struct train_rank *r)
-{
-	if (r->gba > (int64_t)r->d->ntrain)
-		return mgpu_err(MGPU_EINVAL, "the global batch of %lld samples (%d per device x "
-				"%d accumulation steps x %d ranks) is larger than the %zu "
-				"training samples", (long long)r->gba, r->cfg->batch,
-				r->cfg->accum, r->world, r->d->ntrain);
-	return 0;
-}
-
 int mgpu_train_rank_setup(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
-	r->gba = (int64_t)c->batch * c->accum * r->world;
-	MGPU_TRY(check_sizes(r));
+
+	r->plan = &c->plan;
+	MGPU_TRY(mgpu_batch_check_fits(r->plan, r->d->ntrain));
 	MGPU_TRY(open_device(r));
 	MGPU_TRY(open_sync(r));
 	MGPU_TRY(build_model(r));
@@ -203,13 +194,13 @@ int mgpu_train_rank_setup(struct train_rank *r)
 		MGPU_TRY(resume(r));
 	MGPU_TRY(mgpu_sync_bind(&r->sync, &r->model, &r->opt));
 	r->order = malloc((r->d->ntrain + 1) * sizeof *r->order);
-	r->rank_order = malloc(((size_t)r->steps_per_epoch * (size_t)c->accum *
-				(size_t)c->batch + 1) * sizeof *r->rank_order);
-	r->xb = malloc((size_t)c->batch * r->d->src.row_nbytes);
-	r->yb = malloc((size_t)c->batch * sizeof(int32_t));
+	r->rank_order = malloc(((size_t)r->steps_per_epoch * (size_t)r->plan->accum *
+				(size_t)r->plan->batch + 1) * sizeof *r->rank_order);
+	r->xb = malloc((size_t)r->plan->batch * r->d->src.row_nbytes);
+	r->yb = malloc((size_t)r->plan->batch * sizeof(int32_t));
 	if (!r->order || !r->rank_order || !r->xb || !r->yb)
 		return mgpu_err(MGPU_ENOMEM, "out of memory for the batch buffers");
-	MGPU_TRY(mgpu_loader_create(&r->loader, &r->d->src, c->batch, c->prefetch));
+	MGPU_TRY(mgpu_loader_create(&r->loader, &r->d->src, r->plan->batch, c->prefetch));
 	r->loader_open = 1;
 	return 0;
 }

@@ -16,7 +16,7 @@
 #include <string.h> /* memset, strcmp */
 
 #include "core/err.h" /* mgpu_err, mgpu_err_prefix, MGPU_TRY */
-#include "ops/elem.h" /* mgpu_hash64 */
+#include "core/hash.h" /* mgpu_hash64 */
 
 #define MAXBUF 16
 #define TINY 1e-30
@@ -98,7 +98,7 @@ static int up(struct run *r, const void *h, size_t nbytes, int *id)
 	r->nbytes[*id] = nbytes;
 	for (s = 0; s < 2; s++) {
 		MGPU_TRY(mgpu_dev_alloc(&r->p->dev[s], &r->d[*id][s], nbytes));
-		MGPU_TRY(mgpu_dev_to_dev(&r->p->dev[s], r->d[*id][s], h, nbytes));
+		MGPU_TRY(mgpu_dev_from_host(&r->p->dev[s], r->d[*id][s], h, nbytes));
 	}
 	return 0;
 }

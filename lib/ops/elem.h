@@ -17,13 +17,9 @@
 #include <math.h>   /* expf, logf, erff, tanhf, sqrtf */
 #include <stdint.h> /* uint64_t, int32_t */
 
+#include "core/hash.h" /* mgpu_hash64 */
+#include "core/hd.h"   /* MGPU_HD */
 #include "ops/ops.h" /* enum mgpu_act, hyper-parameter structs */
-
-#ifdef __CUDACC__
-#define MGPU_HD __host__ __device__
-#else
-#define MGPU_HD
-#endif
 
 MGPU_HD static inline float mgpu_act_f(int act, float z)
 {
@@ -49,18 +45,9 @@ MGPU_HD static inline float mgpu_act_df(int act, float z)
 	}
 }
 
-/* A counter-based hash (splitmix64's finaliser): the dropout mask is a pure
- * function of (seed, index), identical on CPU and GPU and needing no mask
- * buffer for the backward pass. */
-MGPU_HD static inline uint64_t mgpu_hash64(uint64_t seed, uint64_t i)
-{
-	uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-/* The factor dropout multiplies element i by: 0 or 1 / (1 - p). */
+/* The factor dropout multiplies element i by: 0 or 1 / (1 - p). The mask
+ * is a pure function of (seed, index) (core/hash.h), identical on CPU and
+ * GPU and needing no mask buffer for the backward pass. */
 MGPU_HD static inline float mgpu_dropout_factor(uint64_t seed, uint64_t i, float p)
 {
 	float u = (float)(mgpu_hash64(seed, i) >> 40) * (1.0f / 16777216.0f);

@@ -74,7 +74,8 @@ void mgpu_dev_free(struct mgpu_dev *dev, void *p, size_t nbytes)
 	dev->bytes_cur -= nbytes;
 }
 
-int mgpu_dev_to_dev(struct mgpu_dev *dev, void *dst, const void *src_host, size_t nbytes)
+int mgpu_dev_from_host(struct mgpu_dev *dev, void *dst, const void *src_host,
+		       size_t nbytes)
 {
 	if (nbytes == 0)
 		return 0;

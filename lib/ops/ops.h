@@ -193,7 +193,9 @@ void mgpu_dev_close(struct mgpu_dev *dev);
 /* Allocations through these are counted in bytes_cur / bytes_peak. */
 int mgpu_dev_alloc(struct mgpu_dev *dev, void **p, size_t nbytes);
 void mgpu_dev_free(struct mgpu_dev *dev, void *p, size_t nbytes);
-int mgpu_dev_to_dev(struct mgpu_dev *dev, void *dst, const void *src_host, size_t nbytes);
+/* Host to device (dst on the device) and device to host. */
+int mgpu_dev_from_host(struct mgpu_dev *dev, void *dst, const void *src_host,
+		       size_t nbytes);
 int mgpu_dev_to_host(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes);
 
 #ifdef __cplusplus

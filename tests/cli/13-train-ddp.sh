@@ -1,6 +1,7 @@
 # mgpu-train data parallelism: at the same global batch, 2 CPU ranks (ddp),
 # 2 threads (dp), accumulation 2 x 32 and one rank of 64 give the same loss
-# for the first 50 steps (1e-4 relative); output comes from rank 0 only.
+# for the first 50 steps (1e-4 relative), as do 3 clipped ranks x 16 and
+# one of 48; output comes from rank 0 only.
 . tests/cli/lib.sh
 mkidx d 4000 400 8 4
 common="--data d --model mlp:64-48-32-4,act=gelu --epochs 1 --max-steps 50 --log-every 1 -q"
@@ -13,10 +14,13 @@ common="--data d --model mlp:64-48-32-4,act=gelu --epochs 1 --max-steps 50 --log
 "$BIN/mgpu-train" $common --batch-size 32 --cpu-ranks 2 --clip-grad-norm 0.3 --nesterov >ddp-clip.tsv
 # 4 ranks: ranks 2 and 3 sum the slots into their own (once summed twice)
 "$BIN/mgpu-train" $common --batch-size 16 --cpu-ranks 4 --clip-grad-norm 0.3 --nesterov >ddp4-clip.tsv
+# 3 ranks, where averaging by 1/3 is not exact: against one rank of 48
+"$BIN/mgpu-train" $common --batch-size 48 --clip-grad-norm 0.3 --nesterov >one48-clip.tsv
+"$BIN/mgpu-train" $common --batch-size 16 --cpu-ranks 3 --clip-grad-norm 0.3 --nesterov >ddp3-clip.tsv
 losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
-for f in ddp dp acc ddp-clip ddp4-clip; do
+for f in ddp dp acc ddp-clip ddp4-clip ddp3-clip; do
 	ref=one.tsv
-	case $f in *-clip) ref=one-clip.tsv ;; esac
+	case $f in ddp3-clip) ref=one48-clip.tsv ;; *-clip) ref=one-clip.tsv ;; esac
 	[ "$(losses $f.tsv | wc -l)" = 50 ] || fail "$f: $(losses $f.tsv | wc -l) step records, want 50"
 	paste -d ' ' <(losses $ref) <(losses $f.tsv) | awk -v f=$f '
 		{ d = $2 - $4; if (d < 0) d = -d; r = d / ($2 > 0 ? $2 : 1)

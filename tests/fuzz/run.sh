@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache smi}
+names=${*:-idx json safetensors csv npy wds cache smi text}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -27,6 +27,7 @@ srcs_for() {
 	wds) echo "lib/core/err.c lib/core/sha256.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/decomp.c" ;;
 	cache) echo "lib/core/err.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/split.c lib/core/rng.c" ;;
 	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
+	text) echo "lib/core/err.c lib/core/io.c lib/data/text.c lib/data/samples.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -52,6 +53,9 @@ seed() {
 	csv)
 		printf 'a,label,"b c"\n1.5,2,-3e2\r\n\n"4",0,5\n' >"$c/ok"
 		printf 'x,y\n1,2\n3,4' >"$c/idx" ;;
+	text)
+		printf '\3the cat sat on the mat\n' >"$c/t3"
+		printf '\0ab' >"$c/t1" ;;
 	npy|wds)
 		python3 - "$c" "$1" <<'PY' || return 1
 import io, sys, tarfile

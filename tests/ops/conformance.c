@@ -306,7 +306,7 @@ static void test_memory(void)
 	mgpu_dev_free(&dev, a, 1000);
 	T_CHECK(dev.bytes_cur == sizeof h && dev.bytes_peak == 1000 + sizeof h,
 		"cur %zu peak %zu", dev.bytes_cur, dev.bytes_peak);
-	T_OK(mgpu_dev_to_dev(&dev, b, h, sizeof h));
+	T_OK(mgpu_dev_from_host(&dev, b, h, sizeof h));
 	T_OK(mgpu_dev_to_host(&dev, back, b, sizeof h));
 	T_CHECK(memcmp(back, h, sizeof h) == 0, "round trip");
 	T_OK(dev.ops->zero(&dev, b, 2 * sizeof(float)));

@@ -9,10 +9,10 @@
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp, strstr */
 
-#include "core/err.h" /* mgpu_errmsg */
-#include "nn/model.h" /* struct mgpu_model */
-#include "nn/spec.h"  /* mgpu_spec_parse */
-#include "ops/elem.h" /* mgpu_hash64 */
+#include "core/err.h"  /* mgpu_errmsg */
+#include "core/hash.h" /* mgpu_hash64 */
+#include "nn/model.h"  /* struct mgpu_model */
+#include "nn/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
 
 #define SPEC "gpt:layers=2,heads=2,dim=8,ctx=5,vocab=11"

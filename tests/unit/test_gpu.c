@@ -298,7 +298,10 @@ static void test_visible_invalid(void)
 	T_CHECK(strcmp(select_with(8, 1, -1, 0), "") == 0, "hidden selected: %s", picked());
 }
 
-/* Resolve arg with input (NULL: no stream) as the stream read by "-". */
+/* Resolve arg with input (NULL: no stream) as the stream read by "-";
+ * repeats refused unless repeat_ok. */
+static const char *no_repeat = "ranks need a GPU each";
+
 static int resolve(const char *arg, const char *input, int *ids, int *n)
 {
 	static char buf[256];
@@ -311,7 +314,7 @@ static int resolve(const char *arg, const char *input, int *ids, int *n)
 	} else if (input) {
 		in = fopen("/dev/null", "r");
 	}
-	rc = mgpu_gpu_resolve(arg, in, &L, NULL, ids, MGPU_GPU_MAX, n);
+	rc = mgpu_gpu_resolve(arg, in, &L, NULL, no_repeat, ids, MGPU_GPU_MAX, n);
 	if (in)
 		fclose(in);
 	return rc;
@@ -330,7 +333,8 @@ static void test_resolve_lists(void)
 	T_CHECK(n == 3 && ids[0] == 2 && ids[1] == 1 && ids[2] == 3, "auto: n %d", n);
 	T_FAILS(resolve("4", NULL, ids, &n), MGPU_ERANGE,
 		"--gpus: GPU 4 requested but 4 GPUs are visible (ordinals 0-3)");
-	T_FAILS(resolve("1,1", NULL, ids, &n), MGPU_EINVAL, "GPU 1 listed twice");
+	T_FAILS(resolve("1,1", NULL, ids, &n), MGPU_EINVAL,
+		"--gpus: GPU 1 listed twice: ranks need a GPU each");
 	T_FAILS(resolve("1x", NULL, ids, &n), MGPU_EINVAL, "is not a list of GPU ordinals, all");
 	T_FAILS(resolve("", NULL, ids, &n), MGPU_EINVAL, "--gpus: empty");
 	T_FAILS(resolve("-", NULL, ids, &n), MGPU_EINVAL, "no input stream");
@@ -353,6 +357,33 @@ static void test_resolve_stdin(void)
 	T_FAILS(resolve("-", "9\n", ids, &n), MGPU_ERANGE,
 		"--gpus -: GPU 9 requested but 4 GPUs are visible");
 	T_CHECK(n == 0, "n %d after a failure", n);
+}
+
+/* A GPU listed more than once: ranks sharing it (cpu sync, for tests). */
+static void test_resolve_repeats(void)
+{
+	int ids[MGPU_GPU_MAX], n;
+
+	T_OK(parse(FOUR));
+	no_repeat = NULL;
+	T_OK(resolve("1,1,0,1", NULL, ids, &n));
+	T_CHECK(n == 4 && ids[0] == 1 && ids[1] == 1 && ids[3] == 1, "n %d", n);
+	T_CHECK(mgpu_gpu_repeated(ids, n) == 1, "repeated %d", mgpu_gpu_repeated(ids, n));
+	T_OK(resolve("-", "2,2\n", ids, &n));
+	T_CHECK(n == 2 && ids[1] == 2, "stdin: n %d", n);
+	T_FAILS(resolve("3,3,4", NULL, ids, &n), MGPU_ERANGE, "GPU 4 requested");
+	T_CHECK(mgpu_gpu_repeated(ids, 0) == -1, "an empty list repeats nothing");
+	no_repeat = "ranks need a GPU each";
+	T_FAILS(resolve("-", "2,0,2\n", ids, &n), MGPU_EINVAL,
+		"--gpus -: GPU 2 listed twice: ranks need a GPU each");
+	T_OK(resolve("0,3", NULL, ids, &n));
+	T_CHECK(mgpu_gpu_repeated(ids, n) == -1, "0,3 repeats %d", mgpu_gpu_repeated(ids, n));
+	/* refused before the GPUs are looked for: the same without any */
+	T_OK(parse("No devices were found\n"));
+	T_FAILS(resolve("0,0", NULL, ids, &n), MGPU_EINVAL, "GPU 0 listed twice");
+	no_repeat = NULL;
+	T_FAILS(resolve("0,0", NULL, ids, &n), MGPU_ERANGE, "GPU 0 requested but 0 GPUs");
+	no_repeat = "ranks need a GPU each";
 }
 
 static void test_resolve_no_gpus(void)
@@ -589,6 +620,7 @@ int main(void)
 	T_RUN(test_visible_invalid);
 	T_RUN(test_resolve_lists);
 	T_RUN(test_resolve_stdin);
+	T_RUN(test_resolve_repeats);
 	T_RUN(test_resolve_no_gpus);
 	T_RUN(test_enumerate_here);
 	T_RUN(test_system_here);

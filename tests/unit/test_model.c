@@ -9,12 +9,13 @@
 #include <unistd.h> /* access */
 
 #include "core/err.h"  /* mgpu_errmsg */
+#include "core/hash.h" /* mgpu_hash64 */
 #include "core/io.h"   /* mgpu_read_file */
 #include "core/json.h" /* mgpu_json_parse */
 #include "nn/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
 #include "nn/model.h"  /* struct mgpu_model */
 #include "nn/optim.h"  /* mgpu_sched_lr */
-#include "ops/elem.h"  /* mgpu_hash64 */
+#include "ops/elem.h"  /* mgpu_sgd_elem */
 #include "nn/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
 #include "tmpdir.h"    /* t_tmpdir_make, tpath */
@@ -170,11 +171,11 @@ static void test_grad_norm(void)
 	T_CHECK(m.nparams <= 64, "%zu params", m.nparams);
 	for (i = 0; i < m.nparams; i++)
 		g[i] = i == 0 ? 6.0f : i == 1 ? 8.0f : 0.0f;
-	T_OK(mgpu_dev_to_dev(&dev, m.g, g, m.nparams * sizeof(float)));
+	T_OK(mgpu_dev_from_host(&dev, m.g, g, m.nparams * sizeof(float)));
 	T_OK(mgpu_optim_step(&o, 0.1f, 0.5f));
 	T_NEAR(o.last_norm, 5.0, 1e-6);
 	g[2] = INFINITY;
-	T_OK(mgpu_dev_to_dev(&dev, m.g, g, m.nparams * sizeof(float)));
+	T_OK(mgpu_dev_from_host(&dev, m.g, g, m.nparams * sizeof(float)));
 	T_OK(mgpu_optim_step(&o, 0.1f, 0.5f));
 	T_CHECK(!isfinite(o.last_norm), "norm %g", o.last_norm);
 	mgpu_optim_free(&o);

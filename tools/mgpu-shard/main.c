@@ -11,6 +11,10 @@
  * nothing, another set already there is refused without --force. On any
  * failure, or SIGINT/SIGTERM, the temporary directory and the parents this
  * run created are removed: nothing half-written stays.
+ *
+ * With --text the SOURCEs are plain text, cut into byte-level samples of
+ * --context + 1 bytes (data/text.h) that go through the same split, shards
+ * and manifest as any labelled set (label 0).
  */
 #include <errno.h>    /* errno, EPIPE */
 #include <libgen.h>   /* dirname, basename */
@@ -27,13 +31,14 @@
 #include "data/shard.h"     /* mgpu_shard_write */
 #include "data/shardset.h"  /* mgpu_shardset_* */
 #include "data/split.h"     /* mgpu_split_* */
+#include "data/text.h"      /* MGPU_TEXT_MAX_CONTEXT */
 
 const char *const mgpu_tool_name = "mgpu-shard";
 
 struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
-	int stratify, ranks, force;
+	int stratify, ranks, force, text;
 	const char *shard_dir;
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
@@ -48,6 +53,11 @@ static const struct mgpu_opt options[] = {
 		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
 		      "CSV label column", "label", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
+		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
+		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
+		     "(the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_HEAD("split"),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
@@ -75,7 +85,8 @@ static const char synopsis[] =
 	"Split a labelled data set and write WebDataset tar shards; the manifest\n"
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
-	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin).\n";
+	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
+	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
 
 static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
 
@@ -88,10 +99,26 @@ struct written {
 
 static struct written wr;
 
+/* --text and --context go together; labels mean nothing for text. */
+static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
+{
+	if (!o->text) {
+		if (o->in.text_context)
+			usage_error("--context needs --text");
+		return;
+	}
+	if (!o->in.text_context)
+		usage_error("--text needs --context T (the model's context, ctx=T)");
+	if (mgpu_opt_was_given(options, g, "labels") ||
+	    mgpu_opt_was_given(options, g, "label-column"))
+		usage_error("--text samples have no labels: drop --labels and --label-column");
+}
+
 static void parse(struct opts *o, int argc, char **argv)
 {
 	const struct tool_cli cli = { options, synopsis, &defaults };
-	int first = parse_options(&cli, o, &o->com, argc, argv, 0, NULL);
+	struct mgpu_opt_given given = { { 0 } };
+	int first = parse_options(&cli, o, &o->com, argc, argv, 0, &given);
 
 	o->src = argv + first;
 	o->nsrc = argc - first;
@@ -99,6 +126,7 @@ static void parse(struct opts *o, int argc, char **argv)
 		usage_error("no SOURCE given");
 	if (o->val + o->test >= 1.0)
 		usage_error("--val-fraction + --test-fraction must stay below 1");
+	check_text(o, &given);
 }
 
 static void undo(void)

@@ -65,6 +65,17 @@ static int gpus_is(const struct train_opts *o, const char *word)
 	return o->gpus && strcmp(o->gpus, word) == 0;
 }
 
+/* A GPU listed twice runs two ranks (multi-rank training tested on one
+ * GPU): the cpu sync backend and mode dp allow it; NCCL does not (it needs
+ * a device of its own per rank), so an explicit nccl refuses the list. */
+static const char *no_repeat(const struct train_opts *o)
+{
+	if (o->sync == MGPU_SYNC_NCCL && o->cfg.mode == MGPU_MODE_DDP)
+		return "--sync-backend nccl needs a GPU of its own for each rank "
+		       "(--sync-backend cpu lets ranks share one, for testing)";
+	return NULL;
+}
+
 /* --gpus LIST|all|auto|- through the selection rules mgpu-probe uses. The
  * ranks mgpu-train starts get the resolved list in MGPU_GPUS, so `-` reads
  * standard input once, in the launcher. */
@@ -98,7 +109,7 @@ static void resolve_gpus(struct train_opts *o)
 	}
 	rc = mgpu_gpu_enumerate(&list);
 	if (rc == 0)
-		rc = mgpu_gpu_resolve(o->gpus, in, &list, NULL, o->cfg.devices,
+		rc = mgpu_gpu_resolve(o->gpus, in, &list, NULL, no_repeat(o), o->cfg.devices,
 				      MGPU_MAX_DEVICES, &o->cfg.ndevices);
 	if (in != stdin)
 		fclose(in);
@@ -238,6 +249,7 @@ static void resolve_world(struct train_opts *o)
 {
 	struct mgpu_train_cfg *c = &o->cfg;
 	int asked = c->ndevices ? c->ndevices : (o->cpu_ranks ? o->cpu_ranks : 1);
+	int repeated = mgpu_gpu_repeated(c->devices, c->ndevices);
 
 	if (mgpu_launch_env(&c->env) < 0)
 		usage_error("%s", mgpu_errmsg());
@@ -264,11 +276,16 @@ static void resolve_world(struct train_opts *o)
 				    mgpu_launcher_name(c->env.launcher));
 		c->world = c->env.world;
 	}
-	if (o->sync == 0) /* auto */
-		c->sync = strcmp(c->backend, "cuda") == 0 && c->mode == MGPU_MODE_DDP ?
-				  MGPU_SYNC_NCCL : MGPU_SYNC_CPU;
+	if (o->sync == 0) /* auto: NCCL cannot run two ranks on one GPU */
+		c->sync = strcmp(c->backend, "cuda") == 0 && c->mode == MGPU_MODE_DDP &&
+					  repeated < 0 ? MGPU_SYNC_NCCL : MGPU_SYNC_CPU;
 	else
 		c->sync = o->sync;
+	/* once per job: not in the ranks mgpu-train starts */
+	if (repeated >= 0 && c->env.rank == 0 && !getenv("MGPU_LAUNCHED") && !o->com.quiet)
+		note("GPU %d is listed more than once: its ranks share it, which is for "
+		     "testing multi-rank training on one GPU (sync backend %s)", repeated,
+		     c->mode == MGPU_MODE_DP ? "of mode dp" : mgpu_sync_name(c->sync));
 	if (c->sync == MGPU_SYNC_NCCL && strcmp(c->backend, "cuda") != 0)
 		usage_error("--sync-backend nccl needs GPU devices (--gpus)");
 	if (c->sync == MGPU_SYNC_MPI && (strcmp(c->backend, "cuda") == 0 ||
@@ -283,17 +300,12 @@ static void resolve_world(struct train_opts *o)
 static void resolve_batch(struct train_opts *o)
 {
 	struct mgpu_train_cfg *c = &o->cfg;
-	long long per = (long long)c->world * c->accum;
 
-	if (!o->global_batch)
-		return;
-	if (train_opts_given(o, "batch-size"))
+	if (o->global_batch && train_opts_given(o, "batch-size"))
 		usage_error("--batch-size and --global-batch-size exclude each other");
-	if (o->global_batch % per != 0)
-		usage_error("--global-batch-size %lld does not split evenly over %d device%s x %d "
-			    "accumulation step%s", (long long)o->global_batch, c->world,
-			    c->world > 1 ? "s" : "", c->accum, c->accum > 1 ? "s" : "");
-	c->batch = (int)(o->global_batch / per);
+	if (mgpu_batch_plan_make(&c->plan, c->batch, o->global_batch, c->accum, c->world) < 0)
+		usage_error("%s", mgpu_errmsg());
+	c->batch = c->plan.batch;
 }
 
 /* An option contradicting the checkpoint is a usage error, whether it is

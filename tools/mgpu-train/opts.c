@@ -138,7 +138,7 @@ static const struct mgpu_opt options[] = {
 		      "CPU ranks", "1", MGPU_OPT_UNSET0),
 	MGPU_OPT_CALL("gpus", 0, set_gpus, show_gpus, "LIST|all|auto|-",
 		      "CUDA devices, one rank each (auto: as mgpu-probe selects; -: the list "
-		      "on standard input)", "", 0),
+		      "on standard input; 0,0: two ranks share GPU 0, cpu sync)", "", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "cpu-fallback", 0, O, cpu_fallback, 1, MGPU_MAX_DEVICES, "N",
 		     "with --gpus - or auto: N CPU ranks when there is no GPU",
 		     MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
@@ -316,7 +316,7 @@ void train_opts_show(const struct train_opts *o)
 	else if (!s.cpu_ranks && s.cfg.env.launcher == MGPU_LAUNCH_NONE)
 		s.cpu_ranks = s.cfg.world;
 	s.sync = s.cfg.sync;
-	s.global_batch = (int64_t)s.cfg.batch * s.cfg.accum * s.cfg.world;
+	s.global_batch = s.cfg.plan.global;
 	if (mgpu_opt_settings_argv(options, &s, &a) < 0)
 		die_lib();
 	line[0] = '\0';

@@ -11,12 +11,12 @@
 #include <string.h> /* memset */
 
 #include "../common.h"  /* die_lib, note */
+#include "core/hash.h"  /* mgpu_hash64 */
 #include "core/table.h" /* struct mgpu_table */
 #include "nn/model.h"   /* mgpu_model_* */
 #include "nn/optim.h"   /* mgpu_optim_* */
 #include "nn/spec.h"    /* mgpu_spec_parse */
 #include "ops/check.h"  /* mgpu_ops_compare */
-#include "ops/elem.h"   /* mgpu_hash64 */
 
 /* A few SGD steps of a small MLP on both backends from the same weights and
  * seeded data: the relative difference of the final weights. */
