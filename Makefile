@@ -138,17 +138,18 @@ demo: deps
 
 # A byte-level gpt on the fortune cookies of Debian's fortunes-min (make
 # deps installs it): text cut into samples of LM_CTX+1 bytes, shards, a
-# cache, then about a minute of training on one CPU rank.
+# cache, then a minute or two of training on one CPU rank. The losses are
+# in nats per byte, the *_bpb columns in bits per byte.
 LM_TEXT ?= $(addprefix /usr/share/games/fortunes/,fortunes literature riddles)
 LM_CTX ?= 64
 LM_MODEL ?= gpt:layers=2,heads=4,dim=64,ctx=$(LM_CTX)
 demo-lm: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/mgpu-shard --text --context $(LM_CTX) --val-fraction 0.1 --test-fraction 0.05 \
-		-o $(B)/demo-lm/manifest.tsv $(LM_TEXT)
-	$(B)/bin/mgpu-cache -q -o $(B)/demo-lm/cache $(B)/demo-lm/manifest.tsv >/dev/null
+		-o $(B)/demo-lm/shards/manifest.tsv $(LM_TEXT)
+	$(B)/bin/mgpu-cache -q -o $(B)/demo-lm/cache $(B)/demo-lm/shards/manifest.tsv >/dev/null
 	$(B)/bin/mgpu-train --data $(B)/demo-lm/cache --model $(LM_MODEL) --optimizer adamw \
-		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 10 --log-every 100
+		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 20 --log-every 200
 
 bench: deps
 	@$(MAKE) --no-print-directory all

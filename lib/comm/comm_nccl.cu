@@ -148,6 +148,18 @@ extern "C" int mgpu_nccl_bucket(void *st, struct mgpu_dev *dev, float *buf, size
 	return wait_ready(s, "gradient all-reduce launch");
 }
 
+extern "C" int mgpu_nccl_bucket_bf16(void *st, struct mgpu_dev *dev, uint16_t *buf, size_t n)
+{
+	struct nccl_state *s = (struct nccl_state *)st;
+	cudaStream_t compute = (cudaStream_t)mgpu_cuda_stream(dev);
+
+	CU(cudaEventRecord(s->ready, compute));
+	CU(cudaStreamWaitEvent(s->stream, s->ready, 0));
+	NCCL(s->comm, ncclAllReduce(buf, buf, n, ncclBfloat16, ncclSum, s->comm, s->stream));
+	s->pending++;
+	return wait_ready(s, "bf16 gradient all-reduce launch");
+}
+
 extern "C" int mgpu_nccl_wait(void *st, struct mgpu_dev *dev)
 {
 	struct nccl_state *s = (struct nccl_state *)st;

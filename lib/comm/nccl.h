@@ -13,7 +13,7 @@
 #define MGPU_COMM_NCCL_H
 
 #include <stddef.h> /* size_t */
-#include <stdint.h> /* uint8_t */
+#include <stdint.h> /* uint8_t, uint16_t */
 
 #include "ops/ops.h" /* struct mgpu_dev */
 
@@ -28,6 +28,8 @@ int mgpu_nccl_open(void **st, struct mgpu_dev *dev, int rank, int world,
 		   const uint8_t id[128], int timeout_ms);
 /* All-reduce (sum) n floats of dev in place, after the work queued so far. */
 int mgpu_nccl_bucket(void *st, struct mgpu_dev *dev, float *buf, size_t n);
+/* The same for n bfloat16 values (--grad-dtype bf16, ncclBfloat16). */
+int mgpu_nccl_bucket_bf16(void *st, struct mgpu_dev *dev, uint16_t *buf, size_t n);
 /* Make the compute stream wait for every bucket; scale is applied later. */
 int mgpu_nccl_wait(void *st, struct mgpu_dev *dev);
 /* Sum n (<= 16) host doubles over the ranks. */

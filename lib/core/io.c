@@ -17,11 +17,21 @@
 
 int mgpu_afile_open(struct mgpu_afile *af, const char *path)
 {
+	struct stat st;
+
 	af->fp = NULL;
 	af->tmp[0] = '\0';
 	if (strlen(path) >= sizeof af->path)
 		return mgpu_err(MGPU_EINVAL, "'%s': path too long", path);
 	snprintf(af->path, sizeof af->path, "%s", path);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return mgpu_err(MGPU_EINVAL, "'%s': is a directory", path);
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		af->fp = fopen(path, "wb");
+		if (!af->fp)
+			return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
+		return 0;
+	}
 	snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
 	af->fp = fopen(af->tmp, "wb");
 	if (!af->fp) {
@@ -51,6 +61,12 @@ int mgpu_afile_commit(struct mgpu_afile *af)
 	char dir[4096];
 	int bad;
 
+	if (!af->tmp[0]) { /* a device or FIFO, written in place */
+		bad = fflush(af->fp) != 0 || ferror(af->fp);
+		bad |= fclose(af->fp) != 0;
+		af->fp = NULL;
+		return bad ? mgpu_err_errno(MGPU_EIO, "'%s': write failed", af->path) : 0;
+	}
 	bad = fflush(af->fp) != 0 || ferror(af->fp) || fsync(fileno(af->fp)) != 0;
 	if (bad) {
 		mgpu_err_errno(MGPU_EIO, "'%s': write failed", af->path);

@@ -14,11 +14,13 @@
 
 struct mgpu_afile {
 	char path[4096];
-	char tmp[4096 + 32];
+	char tmp[4096 + 32];    /* "" when writing path itself */
 	FILE *fp;
 };
 
-/* Open a temporary beside path for writing through af->fp. */
+/* Open a temporary beside path for writing through af->fp. A path that
+ * exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is
+ * written directly: renaming over it would replace the device. */
 int mgpu_afile_open(struct mgpu_afile *af, const char *path);
 /* Flush, fsync, close and rename over the final path. */
 int mgpu_afile_commit(struct mgpu_afile *af);

@@ -32,6 +32,7 @@
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h"  /* struct mgpu_rng */
+#include "nn/mm.h"     /* mgpu_mm, mgpu_mm_strided: products in fp32 or bf16 */
 
 #define GPT_MAX_BUFS (24 * MGPU_GPT_MAX_BLOCKS + 32)
 #define LN_EPS 1e-5f
@@ -362,8 +363,8 @@ static int linear(struct mgpu_model *m, float *Y, const float *X, const struct m
 	const struct mgpu_ops *o = m->dev->ops;
 	int out = w->shape[0], in = w->shape[1];
 
-	MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, out, N, in, 1.0f, m->w + w->off, in, X, in,
-			  0.0f, Y, out));
+	MGPU_TRY(mgpu_mm(m, MGPU_T, MGPU_N, out, N, in, 1.0f, m->w + w->off, in, X, in,
+			 0.0f, Y, out));
 	return o->bias_act(m->dev, MGPU_ACT_NONE, Y, Y, m->w + b->off, N, out);
 }
 
@@ -378,11 +379,11 @@ static int attention(struct mgpu_model *m, struct gpt_block *k, int B, float *yh
 	MGPU_TRY(o->heads_split(m->dev, k->q, k->qkv, D3, B, T, g->H, Dh));
 	MGPU_TRY(o->heads_split(m->dev, k->k, k->qkv + g->D, D3, B, T, g->H, Dh));
 	MGPU_TRY(o->heads_split(m->dev, k->v, k->qkv + 2 * g->D, D3, B, T, g->H, Dh));
-	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->k, Dh, sT, k->q,
-				  Dh, sT, 0.0f, k->P, T, sP, BH));
+	MGPU_TRY(mgpu_mm_strided(m, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->k, Dh, sT, k->q,
+				 Dh, sT, 0.0f, k->P, T, sP, BH));
 	MGPU_TRY(o->attn_softmax(m->dev, k->P, k->P, BH, T, 1.0f / sqrtf((float)Dh)));
-	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->v, Dh, sT, k->P,
-				  T, sP, 0.0f, yh, Dh, sT, BH));
+	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->v, Dh, sT, k->P,
+				 T, sP, 0.0f, yh, Dh, sT, BH));
 	return o->heads_merge(m->dev, k->y, g->D, yh, B, T, g->H, Dh);
 }
 
@@ -406,8 +407,8 @@ static int block_forward(struct mgpu_model *m, int l, const float *x, int B, int
 	MGPU_TRY(o->add(m->dev, k->mid, x, g->dt, n));
 	MGPU_TRY(o->ln_fwd(m->dev, k->a2, k->mean2, k->rstd2, k->mid, w + k->ln2g->off,
 			   w + k->ln2b->off, N, D, LN_EPS));
-	MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, 4 * D, N, D, 1.0f, w + k->wfc->off, D, k->a2,
-			  D, 0.0f, k->fc, 4 * D));
+	MGPU_TRY(mgpu_mm(m, MGPU_T, MGPU_N, 4 * D, N, D, 1.0f, w + k->wfc->off, D, k->a2,
+			 D, 0.0f, k->fc, 4 * D));
 	MGPU_TRY(o->bias_act(m->dev, MGPU_ACT_GELU, k->h, k->fc, w + k->bfc->off, N, 4 * D));
 	MGPU_TRY(linear(m, g->dt, k->h, k->wmp, k->bmp, N));
 	if (dropping)
@@ -433,8 +434,8 @@ int mgpu_gpt_forward(struct mgpu_model *m, int B, int train)
 	MGPU_TRY(o->ln_fwd(m->dev, g->xf, g->meanf, g->rstdf, x, w + g->lnfg->off,
 			   w + g->lnfb->off, N, D, LN_EPS));
 	/* the tied head: logits = xf wte^T */
-	return o->sgemm(m->dev, MGPU_T, MGPU_N, g->V, N, D, 1.0f, w + g->wte->off, D, g->xf, D,
-			0.0f, g->logits, g->V);
+	return mgpu_mm(m, MGPU_T, MGPU_N, g->V, N, D, 1.0f, w + g->wte->off, D, g->xf, D,
+		       0.0f, g->logits, g->V);
 }
 
 /* Per sample: the mean over its T positions. */
@@ -470,10 +471,10 @@ static int linear_bwd(struct mgpu_model *m, float *dX, const float *dY, const fl
 	int out = w->shape[0], in = w->shape[1];
 
 	MGPU_TRY(o->col_sum(m->dev, m->g + b->off, dY, N, out, acc));
-	MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, in, out, N, 1.0f, X, in, dY, out, acc,
-			  m->g + w->off, in));
-	return o->sgemm(m->dev, MGPU_N, MGPU_N, in, N, out, 1.0f, m->w + w->off, in, dY, out,
-			0.0f, dX, in);
+	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_T, in, out, N, 1.0f, X, in, dY, out, acc,
+			 m->g + w->off, in));
+	return mgpu_mm(m, MGPU_N, MGPU_N, in, N, out, 1.0f, m->w + w->off, in, dY, out,
+		       0.0f, dX, in);
 }
 
 /* The branch gradient: dres through the site's dropout (or dres itself). */
@@ -498,16 +499,16 @@ static int attention_bwd(struct mgpu_model *m, struct gpt_block *k, int B, const
 	float *dyh = g->dx, *dqkv = g->big;
 
 	MGPU_TRY(o->heads_split(m->dev, dyh, dy, D, B, T, H, Dh));
-	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->v, Dh, sT, dyh, Dh,
-				  sT, 0.0f, g->dP, T, sP, BH));
-	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_T, Dh, T, T, 1.0f, dyh, Dh, sT, k->P, T,
-				  sP, 0.0f, g->dv, Dh, sT, BH));
+	MGPU_TRY(mgpu_mm_strided(m, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->v, Dh, sT, dyh, Dh,
+				 sT, 0.0f, g->dP, T, sP, BH));
+	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_T, Dh, T, T, 1.0f, dyh, Dh, sT, k->P, T,
+				 sP, 0.0f, g->dv, Dh, sT, BH));
 	MGPU_TRY(o->attn_softmax_bwd(m->dev, g->dP, g->dP, k->P, BH, T,
 				     1.0f / sqrtf((float)Dh)));
-	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->k, Dh, sT, g->dP, T,
-				  sP, 0.0f, g->dq, Dh, sT, BH));
-	MGPU_TRY(o->sgemm_strided(m->dev, MGPU_N, MGPU_T, Dh, T, T, 1.0f, k->q, Dh, sT, g->dP, T,
-				  sP, 0.0f, g->dk, Dh, sT, BH));
+	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->k, Dh, sT, g->dP, T,
+				 sP, 0.0f, g->dq, Dh, sT, BH));
+	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_T, Dh, T, T, 1.0f, k->q, Dh, sT, g->dP, T,
+				 sP, 0.0f, g->dk, Dh, sT, BH));
 	MGPU_TRY(o->heads_merge(m->dev, dqkv, 3 * D, g->dq, B, T, H, Dh));
 	MGPU_TRY(o->heads_merge(m->dev, dqkv + D, 3 * D, g->dk, B, T, H, Dh));
 	return o->heads_merge(m->dev, dqkv + 2 * D, 3 * D, g->dv, B, T, H, Dh);
@@ -559,10 +560,10 @@ static int head_backward(struct mgpu_model *m, int N, const float *x, float acc)
 	struct mgpu_gpt *g = m->gpt;
 	int D = g->D, V = g->V;
 
-	MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, D, N, V, 1.0f, m->w + g->wte->off, D,
-			  m->dlogits, V, 0.0f, g->da, D));
-	MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, D, V, N, 1.0f, g->xf, D, m->dlogits, V, acc,
-			  m->g + g->wte->off, D));
+	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_N, D, N, V, 1.0f, m->w + g->wte->off, D,
+			 m->dlogits, V, 0.0f, g->da, D));
+	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_T, D, V, N, 1.0f, g->xf, D, m->dlogits, V, acc,
+			 m->g + g->wte->off, D));
 	return o->ln_bwd(m->dev, g->dres, m->g + g->lnfg->off, m->g + g->lnfb->off, g->da, x,
 			 g->meanf, g->rstdf, m->w + g->lnfg->off, N, D, acc);
 }

@@ -20,6 +20,7 @@
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h" /* struct mgpu_rng */
 #include "nn/gpt.h"   /* mgpu_gpt_*: the transformer behind a gpt: spec */
+#include "nn/mm.h"    /* mgpu_mm: products in fp32 or bf16 */
 
 static struct mgpu_param *add_param(struct mgpu_model *m, int layer, const char *what,
 				    int rows, int cols, int decay)
@@ -176,6 +177,7 @@ void mgpu_model_free(struct mgpu_model *m)
 
 	if (!m->dev)
 		return;
+	mgpu_mm_free(m);
 	if (m->gpt) {
 		mgpu_gpt_free(m);
 		memset(m, 0, sizeof *m);
@@ -278,8 +280,8 @@ static int layer_forward(struct mgpu_model *m, int l, const float *X, int B, int
 	const float *w = m->w;
 	size_t n = (size_t)B * (size_t)L->out;
 
-	MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, L->out, B, L->in, 1.0f, w + L->w->off,
-			  L->in, X, L->in, 0.0f, L->lin, L->out));
+	MGPU_TRY(mgpu_mm(m, MGPU_T, MGPU_N, L->out, B, L->in, 1.0f, w + L->w->off,
+			 L->in, X, L->in, 0.0f, L->lin, L->out));
 	if (!L->hidden)
 		return o->bias_act(m->dev, MGPU_ACT_NONE, L->lin, L->lin, w + L->b->off, B,
 				   L->out);
@@ -304,6 +306,7 @@ int mgpu_model_forward(struct mgpu_model *m, int B, int train)
 	const float *X = m->x;
 	int l;
 
+	MGPU_TRY(mgpu_mm_round_weights(m));
 	if (m->gpt)
 		return mgpu_gpt_forward(m, B, train);
 	for (l = 0; l < m->spec.nlayers; l++) {
@@ -380,14 +383,14 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
 		if (L->hidden)
 			MGPU_TRY(hidden_backward(m, l, dY, other_buf(m, dY), B, acc, &dlin));
 		MGPU_TRY(o->col_sum(m->dev, m->g + L->b->off, dlin, B, L->out, acc));
-		MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, L->in, L->out, B, 1.0f, X, L->in,
-				  dlin, L->out, acc, m->g + L->w->off, L->in));
+		MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_T, L->in, L->out, B, 1.0f, X, L->in,
+				 dlin, L->out, acc, m->g + L->w->off, L->in));
 		/* dY is dead once dlin exists, so dX may take its buffer. */
 		dX = other_buf(m, dlin);
 		if (l > 0)
-			MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
-					  m->w + L->w->off, L->in, dlin, L->out, 0.0f, dX,
-					  L->in));
+			MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
+					 m->w + L->w->off, L->in, dlin, L->out, 0.0f, dX,
+					 L->in));
 		if (m->grad_ready)
 			MGPU_TRY(m->grad_ready(m->grad_ctx, l, L->w->off,
 					       lastp->off + lastp->count - L->w->off));

@@ -29,7 +29,7 @@
 #define MGPU_NN_MODEL_H
 
 #include <stddef.h> /* size_t */
-#include <stdint.h> /* uint8_t, int32_t, uint64_t */
+#include <stdint.h> /* uint8_t, uint16_t, int32_t, uint64_t */
 
 #include "nn/spec.h" /* struct mgpu_spec */
 #include "ops/ops.h" /* struct mgpu_dev */
@@ -80,7 +80,16 @@ struct mgpu_model {
 	uint64_t dropout_seed;       /* set per step by the caller */
 	uint64_t row0;               /* global row of the batch's first row */
 	struct mgpu_gpt *gpt;        /* a gpt spec's state (nn/gpt.h), else NULL */
+	int prec;                    /* enum mgpu_prec of the products (nn/mm.h) */
+	uint16_t *w16;               /* bf16: w rounded at each forward */
+	uint16_t *s16[2];            /* bf16: other product operands, rounded */
+	size_t s16_cap[2];           /* their sizes, in elements */
 };
+
+/* What the model's matrix products take: fp32, or bf16 inputs with fp32
+ * accumulation (mixed precision: fp32 master weights, gradients,
+ * optimizer state and reductions; see nn/mm.h). */
+enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1 };
 
 int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
 		      struct mgpu_dev *dev, int max_batch);
@@ -89,6 +98,11 @@ int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
  * on one node share w and give each rank a gradient slot this way. */
 int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 			  struct mgpu_dev *dev, int max_batch, float *w, float *g);
+/* Set the precision of the products (fp32 after create); allocates the
+ * bf16 copy of the weights. Before the first forward. */
+int mgpu_model_set_prec(struct mgpu_model *m, int prec);
+/* "fp32" or "bf16". */
+const char *mgpu_prec_name(int prec);
 /* Number of parameters a spec has, without building the model. */
 size_t mgpu_model_count(const struct mgpu_spec *spec);
 void mgpu_model_free(struct mgpu_model *m);

@@ -79,6 +79,23 @@ int mgpu_sync_open(struct mgpu_sync *s, const struct mgpu_rank_env *env, int kin
 	return rc;
 }
 
+int mgpu_sync_set_grad_prec(struct mgpu_sync *s, int prec)
+{
+	if (prec == MGPU_PREC_FP32 || s->world == 1) { /* one rank: nothing to reduce */
+		s->grad_prec = MGPU_PREC_FP32;
+		return 0;
+	}
+	if (prec != MGPU_PREC_BF16)
+		return mgpu_err(MGPU_EINVAL, "sync: unknown gradient precision %d", prec);
+	if (s->st != &mgpu_sync_shm && s->st != &mgpu_sync_nccl)
+		return mgpu_err(MGPU_EUNSUP, "--grad-dtype bf16 needs sync backend cpu on one "
+				"node or nccl, not %s", s->st == &mgpu_sync_host ?
+				"cpu for GPU ranks (use nccl)" : "a job across nodes");
+	s->grad_prec = prec;
+	s->shared_g = NULL; /* cpu: the model accumulates fp32 in its own buffer */
+	return 0;
+}
+
 int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
 			 struct mgpu_rdzv_info *info)
 {
@@ -157,6 +174,28 @@ void mgpu_sync_micro(struct mgpu_sync *s, int last, float lr)
 	s->lr = lr;
 	if (last && s->st->begin)
 		s->st->begin(s);
+}
+
+int mgpu_sync_bucket_at(const struct mgpu_sync *s, int i)
+{
+	return s->nbuckets - 1 - i;
+}
+
+int mgpu_sync_drain_buckets(struct mgpu_sync *s, struct mgpu_shm *shm, int *next,
+			    int published, int block, int (*process)(struct mgpu_sync *s, int b))
+{
+	int b;
+
+	while (*next < (block ? s->nbuckets : published)) {
+		b = mgpu_sync_bucket_at(s, *next);
+		if (block)
+			MGPU_TRY(mgpu_shm_bucket_wait(shm, b));
+		else if (!mgpu_shm_bucket_poll(shm, b))
+			return 0;
+		MGPU_TRY(process(s, b));
+		(*next)++;
+	}
+	return 0;
 }
 
 int mgpu_sync_step(struct mgpu_sync *s, double *vals, int n)

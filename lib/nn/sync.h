@@ -71,6 +71,7 @@ struct mgpu_sync {
 	/* Host buffers the ranks share (set by the strategy; NULL: the rank's
 	 * own): see mgpu_sync_model_buffers. */
 	float *shared_w, *shared_g, *shared_state[2];
+	int grad_prec;                /* enum mgpu_prec of the all-reduce (--grad-dtype) */
 	int loads_state;              /* see mgpu_sync_loads_state */
 	int owns_optimizer;           /* see mgpu_sync_owns_optimizer */
 	int nbuckets;                 /* one per layer */
@@ -89,6 +90,12 @@ int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank)
 const char *mgpu_sync_name(int kind);
 const char *mgpu_mode_name(int mode);
 
+/* All-reduce gradients in prec (enum mgpu_prec; fp32 by default): bf16
+ * sends each rank's gradient rounded to bf16, half the bytes, and sums
+ * them in fp32 (strategies cpu on one node and nccl; one rank has nothing
+ * to reduce; others are MGPU_EUNSUP). After open, before the model is
+ * built: in bf16 a cpu rank's model keeps its own fp32 gradient. */
+int mgpu_sync_set_grad_prec(struct mgpu_sync *s, int prec);
 /* Bind a built model and optimizer to the strategy: buckets, hooks, and
  * for cpu the shared buffers (rank 0's initial weights are published). The
  * model and optimizer must have been created with the buffers from

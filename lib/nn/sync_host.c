@@ -76,12 +76,6 @@ static int host_bind(struct mgpu_sync *s)
 			       s->nbuckets);
 }
 
-/* Bucket at position i of the processing order: the last layer first. */
-static int bucket_at(const struct mgpu_sync *s, int i)
-{
-	return s->nbuckets - 1 - i;
-}
-
 static int reduced_marker(const struct mgpu_sync *s, int b)
 {
 	return s->nbuckets + b;
@@ -120,7 +114,7 @@ static int publish(struct mgpu_sync *s, int block, int max)
 	int b, rc;
 
 	for (; max > 0 && p->published < p->staged; max--) {
-		b = bucket_at(s, p->published);
+		b = mgpu_sync_bucket_at(s, p->published);
 		rc = block ? mgpu_stage_wait(&p->stage, b) : mgpu_stage_done(&p->stage, b);
 		if (rc <= 0 && (rc < 0 || !block))
 			return rc;
@@ -138,7 +132,7 @@ static int reduce(struct mgpu_sync *s, int block, int max)
 	int b;
 
 	for (; max > 0 && p->reduced < p->published; max--) {
-		b = bucket_at(s, p->reduced);
+		b = mgpu_sync_bucket_at(s, p->reduced);
 		if (block)
 			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
 		else if (!mgpu_shm_bucket_poll(&p->shm, b))
@@ -159,7 +153,7 @@ static int collect(struct mgpu_sync *s, int block, int max)
 	int b;
 
 	for (; max > 0 && p->gathered < p->reduced; max--) {
-		b = bucket_at(s, p->gathered);
+		b = mgpu_sync_bucket_at(s, p->gathered);
 		if (block)
 			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, reduced_marker(s, b)));
 		else if (!mgpu_shm_bucket_poll(&p->shm, reduced_marker(s, b)))
@@ -204,11 +198,11 @@ static int complete(struct mgpu_sync *s)
 static int host_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t cnt)
 {
 	struct host_sync *p = priv(s);
+	int want = p->staged < s->nbuckets ? mgpu_sync_bucket_at(s, p->staged) : -1;
 
-	if (p->staged >= s->nbuckets || layer != bucket_at(s, p->staged))
+	if (layer != want)
 		return mgpu_err(MGPU_EINVAL, "sync: gradient of layer %d came out of order "
-				"(expected layer %d)", layer,
-				p->staged < s->nbuckets ? bucket_at(s, p->staged) : -1);
+				"(expected layer %d)", layer, want);
 	MGPU_TRY(mgpu_stage_to_host(&p->stage, layer, p->shm.g[s->rank] + off, s->model->g + off,
 				    cnt * sizeof(float)));
 	p->staged++;

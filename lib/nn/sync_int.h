@@ -19,6 +19,8 @@
 #ifndef MGPU_NN_SYNC_INT_H
 #define MGPU_NN_SYNC_INT_H
 
+#include <stdint.h> /* uint16_t */
+
 #include "comm/rdzv.h" /* struct mgpu_rdzv_info */
 #include "nn/sync.h"   /* struct mgpu_sync */
 
@@ -63,6 +65,14 @@ extern const struct mgpu_sync_strategy mgpu_sync_host;
  * connect and receive info. Rank 0 fills info before the call. */
 int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
 			 struct mgpu_rdzv_info *info);
+/* The bucket processed i-th in a step: backward's order, last layer first. */
+int mgpu_sync_bucket_at(const struct mgpu_sync *s, int i);
+/* Hand process() each bucket from *next on, in that order, once every rank
+ * of the segment shm has marked it ready: without waiting up to bucket
+ * `published` (stopping at the first not ready), or with block all of
+ * them, waiting. *next counts the buckets processed this step. */
+int mgpu_sync_drain_buckets(struct mgpu_sync *s, struct mgpu_shm *shm, int *next,
+			    int published, int block, int (*process)(struct mgpu_sync *s, int b));
 /* The closing barrier of a step: sum vals[0..n) over the ranks together
  * with norm2, this rank's share of the squared norm of the averaged
  * gradient, and set s->grad_norm from that sum. */
@@ -78,5 +88,9 @@ void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t 
  * order ((g0 + g1) + g2) + ...: the same bits on every rank, every run and
  * every strategy that reduces host slots. dst may be one of the g[r]. */
 void mgpu_sync_sum_slots(float *dst, const float *const *g, int world, size_t a, size_t e);
+/* --grad-dtype bf16: the same over bf16 slots, each value widened and
+ * summed in fp32 in rank order, into fp32 dst (not one of the slots). */
+void mgpu_sync_sum_slots_bf16(float *dst, const uint16_t *const *g, int world, size_t a,
+			      size_t e);
 
 #endif

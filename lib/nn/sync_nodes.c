@@ -261,17 +261,8 @@ static int reduce(struct mgpu_sync *s, int b)
 static int progress(struct mgpu_sync *s, int block)
 {
 	struct nodes_sync *p = priv(s);
-	int b;
 
-	while (p->next < (block ? s->nbuckets : p->published)) {
-		b = s->nbuckets - 1 - p->next;
-		if (block)
-			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
-		else if (!mgpu_shm_bucket_poll(&p->shm, b))
-			break;
-		MGPU_TRY(reduce(s, b));
-		p->next++;
-	}
+	MGPU_TRY(mgpu_sync_drain_buckets(s, &p->shm, &p->next, p->published, block, reduce));
 	/* MPI moves the started sums only inside its calls */
 	return p->mpi ? mgpu_mpi_progress(p->mpi) : 0;
 }

@@ -18,6 +18,7 @@
 
 #include "comm/shm.h" /* mgpu_shm_* */
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "ops/elem.h" /* mgpu_bf16_to_f32 */
 
 struct shm_sync {
 	struct mgpu_shm shm;
@@ -25,6 +26,13 @@ struct shm_sync {
 	int next;                     /* buckets reduced this step, in order */
 	int published;                /* buckets this rank marked ready this step */
 	double sumsq;                 /* of this rank's reduced shards */
+	/* --grad-dtype bf16: each slot holds nparams bf16 values (in the first
+	 * half of its bytes); a GPU (mode dp) rounds into dev16 first, rank 0
+	 * of mode dp sums into sum32 when its gradient is device memory */
+	uint16_t *dev16;
+	struct mgpu_dev *dev16_dev;   /* its device: the model is gone at free */
+	size_t dev16_n;
+	float *sum32;
 };
 
 static struct shm_sync *priv(const struct mgpu_sync *s)
@@ -132,12 +140,6 @@ int mgpu_sync_open_dp(struct mgpu_sync *s, const struct mgpu_shm *seg, int rank)
 	return 0;
 }
 
-/* Bucket b of the processing order: the last layer first. */
-static int bucket_at(const struct mgpu_sync *s, int i)
-{
-	return s->nbuckets - 1 - i;
-}
-
 void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t *e)
 {
 	size_t off = s->boff[b], cnt = s->bcnt[b];
@@ -209,6 +211,40 @@ static double sumsq_slots(const struct mgpu_sync *s, size_t a, size_t e)
 	return sq;
 }
 
+void mgpu_sync_sum_slots_bf16(float *dst, const uint16_t *const *g, int world, size_t a,
+			      size_t e)
+{
+	size_t i;
+	float x;
+	int r;
+
+	for (i = a; i < e; i++) {
+		for (x = mgpu_bf16_to_f32(g[0][i]), r = 1; r < world; r++)
+			x += mgpu_bf16_to_f32(g[r][i]);
+		dst[i] = x;
+	}
+}
+
+/* The slots as bf16 arrays (--grad-dtype bf16). */
+static const uint16_t *const *slots16(const struct mgpu_sync *s)
+{
+	return (const uint16_t *const *)priv(s)->shm.g;
+}
+
+/* bf16: the shard's fp32 sum goes to this rank's own gradient (its part
+ * of the bucket is published already), which the optimizer then reads. */
+static int ddp_process_bf16(struct mgpu_sync *s, size_t a, size_t e)
+{
+	struct shm_sync *p = priv(s);
+	float *g = s->model->g;
+	size_t i;
+
+	mgpu_sync_sum_slots_bf16(g, slots16(s), s->world, a, e);
+	for (i = a; i < e; i++)
+		p->sumsq += (double)g[i] * g[i];
+	return p->clip ? 0 : mgpu_optim_step_range(s->opt, s->lr, 1.0f, a, e);
+}
+
 /* Without clipping, sum and update are one pass over the shard; with it
  * the sum is kept until the global norm is known. */
 static int ddp_process(struct mgpu_sync *s, int b)
@@ -217,6 +253,8 @@ static int ddp_process(struct mgpu_sync *s, int b)
 	size_t a, e;
 
 	shard(s, b, &a, &e);
+	if (s->grad_prec == MGPU_PREC_BF16)
+		return ddp_process_bf16(s, a, e);
 	if (!p->clip) {
 		p->sumsq += sumsq_slots(s, a, e);
 		return mgpu_optim_step_range_sum(s->opt, s->lr, 1.0f, a, e,
@@ -231,18 +269,21 @@ static int ddp_process(struct mgpu_sync *s, int b)
 static int ddp_progress(struct mgpu_sync *s, int block)
 {
 	struct shm_sync *p = priv(s);
-	int b;
 
-	while (p->next < (block ? s->nbuckets : p->published)) {
-		b = bucket_at(s, p->next);
-		if (block)
-			MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
-		else if (!mgpu_shm_bucket_poll(&p->shm, b))
-			return 0;
-		MGPU_TRY(ddp_process(s, b));
-		p->next++;
-	}
-	return 0;
+	return mgpu_sync_drain_buckets(s, &p->shm, &p->next, p->published, block, ddp_process);
+}
+
+/* bf16: this rank's gradient [off, off + cnt), rounded, into its slot. */
+static int publish_bf16(struct mgpu_sync *s, size_t off, size_t cnt)
+{
+	struct shm_sync *p = priv(s);
+	struct mgpu_dev *dev = s->model->dev;
+	uint16_t *slot = (uint16_t *)p->shm.g[s->rank];
+
+	if (dev->ops->host_memory)
+		return dev->ops->f32_to_bf16(dev, slot + off, s->model->g + off, cnt);
+	MGPU_TRY(dev->ops->f32_to_bf16(dev, p->dev16 + off, s->model->g + off, cnt));
+	return mgpu_dev_to_host(dev, slot + off, p->dev16 + off, cnt * sizeof *slot);
 }
 
 static int shm_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t cnt)
@@ -250,7 +291,9 @@ static int shm_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t 
 	struct shm_sync *p = priv(s);
 	struct mgpu_dev *dev = s->model->dev;
 
-	if (p->shm.g[s->rank] != s->model->g)
+	if (s->grad_prec == MGPU_PREC_BF16)
+		MGPU_TRY(publish_bf16(s, off, cnt));
+	else if (p->shm.g[s->rank] != s->model->g)
 		MGPU_TRY(mgpu_dev_to_host(dev, p->shm.g[s->rank] + off, s->model->g + off,
 					  cnt * sizeof(float)));
 	mgpu_shm_bucket_ready(&p->shm, layer);
@@ -267,6 +310,14 @@ static int shm_bind(struct mgpu_sync *s)
 	if (s->mode == MGPU_MODE_DDP && !m->dev->ops->host_memory)
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu with mode ddp needs CPU ranks; "
 				"use --sync-backend nccl or --mode dp for GPUs");
+	if (s->grad_prec == MGPU_PREC_BF16 && !m->dev->ops->host_memory) {
+		MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)&p->dev16, m->nparams * sizeof *p->dev16));
+		p->dev16_dev = m->dev;
+		p->dev16_n = m->nparams;
+		p->sum32 = malloc(m->nparams * sizeof *p->sum32);
+		if (!p->sum32)
+			return mgpu_err(MGPU_ENOMEM, "out of memory for the gradient sum");
+	}
 	/* Replicas start from rank 0's weights. */
 	if (s->rank == 0 && p->shm.w != m->w)
 		MGPU_TRY(mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float)));
@@ -306,7 +357,7 @@ static int ddp_step(struct mgpu_sync *s)
 	s->opt->last_norm = sqrt(v);
 	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm);
 	for (i = 0; i < s->nbuckets; i++) {
-		shard(s, bucket_at(s, i), &a, &e);
+		shard(s, mgpu_sync_bucket_at(s, i), &a, &e);
 		MGPU_TRY(mgpu_optim_step_range(s->opt, s->lr, scale, a, e));
 	}
 	return 0;
@@ -319,14 +370,19 @@ static int dp_step_master(struct mgpu_sync *s)
 	struct mgpu_model *m = s->model;
 	int i, b;
 
+	float *sum = s->grad_prec != MGPU_PREC_BF16 ? p->shm.g[0] : p->sum32 ? p->sum32 : m->g;
+
 	for (i = 0; i < s->nbuckets; i++) {
-		b = bucket_at(s, i);
+		b = mgpu_sync_bucket_at(s, i);
 		MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
-		sum_slots(s, p->shm.g[0], s->boff[b], s->boff[b] + s->bcnt[b]);
+		if (s->grad_prec == MGPU_PREC_BF16)
+			mgpu_sync_sum_slots_bf16(sum, slots16(s), s->world, s->boff[b],
+						 s->boff[b] + s->bcnt[b]);
+		else
+			sum_slots(s, sum, s->boff[b], s->boff[b] + s->bcnt[b]);
 	}
-	if (m->g != p->shm.g[0])
-		MGPU_TRY(mgpu_dev_from_host(m->dev, m->g, p->shm.g[0],
-					    m->nparams * sizeof(float)));
+	if (m->g != sum)
+		MGPU_TRY(mgpu_dev_from_host(m->dev, m->g, sum, m->nparams * sizeof(float)));
 	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
 	return mgpu_dev_to_host(m->dev, p->shm.w, m->w, m->nparams * sizeof(float));
 }
@@ -370,10 +426,15 @@ static void shm_abort(struct mgpu_sync *s, int rc)
 
 static void shm_free(struct mgpu_sync *s)
 {
-	if (!s->priv)
+	struct shm_sync *p = priv(s);
+
+	if (!p)
 		return;
-	mgpu_shm_close(&priv(s)->shm);
-	free(s->priv);
+	if (p->dev16)
+		mgpu_dev_free(p->dev16_dev, p->dev16, p->dev16_n * sizeof *p->dev16);
+	free(p->sum32);
+	mgpu_shm_close(&p->shm);
+	free(p);
 }
 
 const struct mgpu_sync_strategy mgpu_sync_shm = {

@@ -30,6 +30,8 @@
 struct mgpu_train_cfg {
 	char data[MGPU_PATH_MAX];     /* directory of IDX files */
 	struct mgpu_spec spec;
+	int prec;                     /* enum mgpu_prec of the products (--dtype) */
+	int grad_prec;                /* enum mgpu_prec of the all-reduce (--grad-dtype) */
 	char backend[16];             /* "cpu", "ref" or "cuda" */
 	int ndevices;                 /* devices listed (--gpus); 0: CPU ranks */
 	int devices[MGPU_MAX_DEVICES];/* backend device of each local rank */

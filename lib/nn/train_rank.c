@@ -54,7 +54,7 @@ static int open_sync(struct train_rank *r)
 					c->timeout_ms));
 	}
 	r->sync_open = 1;
-	return 0;
+	return mgpu_sync_set_grad_prec(&r->sync, c->grad_prec);
 }
 
 /* Count the shared buffers a rank uses against its device: its gradient
@@ -80,6 +80,7 @@ static int build_model(struct train_rank *r)
 
 	mgpu_sync_model_buffers(&r->sync, r->dev.ops->host_memory, &w, &g, &s0, &s1);
 	MGPU_TRY(mgpu_model_create_ext(&r->model, &c->spec, &r->dev, c->plan.batch, w, g));
+	MGPU_TRY(mgpu_model_set_prec(&r->model, c->prec));
 	account_shared(r, w, g);
 	if (s0 || s1 || !mgpu_sync_owns_optimizer(&r->sync))
 		MGPU_TRY(mgpu_optim_create_ext(&r->opt, &r->model, &c->optim, s0, s1));

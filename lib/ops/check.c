@@ -17,6 +17,7 @@
 
 #include "core/err.h" /* mgpu_err, mgpu_err_prefix, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
+#include "ops/elem.h"  /* mgpu_bf16_from_f32: the bf16 GEMM case's inputs */
 
 #define MAXBUF 16
 #define TINY 1e-30
@@ -35,6 +36,10 @@ static const struct {
 	{ "emb_bwd", 1e-5 },        { "attn_softmax", 1e-5 }, { "attn_softmax_bwd", 1e-5 },
 	{ "heads_split", 1e-6 },    { "heads_merge", 1e-6 },  { "f32_to_bf16", 1e-6 },
 	{ "bf16_to_f32", 1e-6 },
+	/* fp32 accumulation of exact bf16 products against ref's double sum;
+	 * looser than sgemm's for tensor cores' summation order (bf16
+	 * accumulation would be off by 1e-3 and more) */
+	{ "gemm_bf16", 1e-4 },
 };
 
 /* The buffers of one case: host memory, and each device buffer on both. */
@@ -1027,6 +1032,63 @@ static int case_bf16(struct run *r, const struct mgpu_ops_case *c)
 	return 0;
 }
 
+/* A float array as bf16, rounded to nearest even (NaN padding stays NaN). */
+static uint16_t *to_bf16(struct run *r, const float *x, size_t n)
+{
+	uint16_t *h = hnew(r, n * sizeof *h);
+	size_t i;
+
+	for (i = 0; h && i < n; i++)
+		h[i] = mgpu_bf16_from_f32(x[i]);
+	return h;
+}
+
+/* sgemm_strided's case with bf16 inputs: the same shapes, padding, gaps
+ * and NaN-filled C, the inputs rounded to bf16 on the host. */
+static int case_gemm_bf16(struct run *r, const struct mgpu_ops_case *c)
+{
+	int ar = c->ta == MGPU_N ? c->m : c->k, ac = c->ta == MGPU_N ? c->k : c->m;
+	int br = c->tb == MGPU_N ? c->k : c->n, bc = c->tb == MGPU_N ? c->n : c->k;
+	int lda = c->lda ? c->lda : max1(ar), ldb = c->ldb ? c->ldb : max1(br);
+	int ldc = c->ldc ? c->ldc : max1(c->m), gap = c->lda ? 5 : 0, nb = c->flag;
+	long long sa = (long long)lda * ac + gap, sb = (long long)ldb * bc + gap;
+	long long sc = (long long)ldc * c->n + gap;
+	size_t na = (size_t)sa * nb, nbm = (size_t)sb * nb, nc = (size_t)sc * nb;
+	float *A, *Bm, *C, *c0, *c1;
+	uint16_t *A16, *B16;
+	struct err e = { 0.0 };
+	int ia, ib, ic, s;
+	char shape[64];
+
+	NEWF(A, r, na);
+	NEWF(Bm, r, nbm);
+	NEWF(C, r, nc);
+	NEWF(c0, r, nc);
+	NEWF(c1, r, nc);
+	fill_batch(r->p, A, ar, ac, lda, sa, nb, NAN, 0);
+	fill_batch(r->p, Bm, br, bc, ldb, sb, nb, NAN, 0);
+	fill_batch(r->p, C, c->m, c->n, ldc, sc, nb, SENTINEL, c->beta == 0.0f);
+	A16 = to_bf16(r, A, na);
+	B16 = to_bf16(r, Bm, nbm);
+	if (!A16 || !B16)
+		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+	MGPU_TRY(up(r, A16, na * sizeof *A16, &ia));
+	MGPU_TRY(up(r, B16, nbm * sizeof *B16, &ib));
+	MGPU_TRY(up(r, C, nc * sizeof *C, &ic));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->gemm_bf16(
+			devof(r, s), c->ta, c->tb, c->m, c->n, c->k, c->alpha,
+			(const uint16_t *)r->d[ia][s], lda, sa, (const uint16_t *)r->d[ib][s], ldb,
+			sb, c->beta, dptr(r, ic, s), ldc, sc, nb));
+	MGPU_TRY(down(r, ic, c0, c1));
+	cmp_batch_c(&e, c0, c1, c->m, c->n, ldc, sc, nb);
+	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m, c->n,
+		 c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', nb, gap,
+		 (double)c->beta);
+	add_row(r->p, "gemm_bf16", shape, e.worst);
+	return 0;
+}
+
 static const struct {
 	const char *op;
 	int (*fn)(struct run *r, const struct mgpu_ops_case *c);
@@ -1037,6 +1099,7 @@ static const struct {
 	{ "u8_to_f32", case_u8 },    { "sgd", case_sgd },         { "adamw", case_adamw },
 	{ "sgemm_strided", case_sgemm_strided }, { "add", case_add }, { "emb", case_emb },
 	{ "attn", case_attn },       { "heads", case_heads },     { "bf16", case_bf16 },
+	{ "gemm_bf16", case_gemm_bf16 },
 };
 
 /* ---- public ----------------------------------------------------------- */
@@ -1128,6 +1191,11 @@ static const struct mgpu_ops_case selftest[] = {
 	{ "attn", MGPU_N, MGPU_N, 16, 64, 0, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
 	{ "heads", MGPU_N, MGPU_N, 4, 32, 64, 4, 384, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
 	{ "bf16", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	/* --dtype bf16: the mlp's three products, then attention's batched one */
+	{ "gemm_bf16", MGPU_N, MGPU_N, 512, 128, 784, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ "gemm_bf16", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 1 },
+	{ "gemm_bf16", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ "gemm_bf16", MGPU_T, MGPU_N, 64, 64, 32, 32, 32, 64, 0.125f, 0.0f, MGPU_ACT_NONE, 16 },
 };
 
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

@@ -168,6 +168,15 @@ struct mgpu_ops {
 	 * round to nearest even, NaN kept NaN; bf16 -> f32 is exact. */
 	int (*f32_to_bf16)(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
 	int (*bf16_to_f32)(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n);
+	/* sgemm_strided with bfloat16 A and B and a float C: the products of
+	 * the bf16 values accumulate in fp32 (cublasGemm[StridedBatched]Ex with
+	 * CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F; OpenBLAS cblas_sbgemm, or
+	 * the inputs widened to fp32 for cblas_sgemm, which is exact). The
+	 * mixed-precision GEMM of --dtype bf16; strides count elements. */
+	int (*gemm_bf16)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			 int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
+			 const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
+			 int ldc, long long strideC, int batch);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */

@@ -30,7 +30,7 @@
 #include "core/err.h"  /* MGPU_TRY */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
-#include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum */
+#include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum, mgpu_cpu_gemm_bf16 */
 
 /* Block width of the vectorisable loops: 8 floats = one AVX or two SSE vectors. */
 #define W 8
@@ -483,12 +483,17 @@ static int cpu_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, si
 	return 0;
 }
 
+static void cpu_fini(struct mgpu_dev *dev)
+{
+	mgpu_cpu_release(dev);
+}
+
 const struct mgpu_ops mgpu_ops_cpu = {
 	.name = "cpu",
 	.host_memory = 1,
 	.device_count = ops_host_device_count,
 	.init = cpu_init,
-	.fini = ops_host_fini,
+	.fini = cpu_fini,
 	.alloc = ops_host_alloc,
 	.release = ops_host_release,
 	.to_dev = ops_host_copy,
@@ -518,6 +523,7 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.heads_merge = cpu_heads_merge,
 	.f32_to_bf16 = cpu_f32_to_bf16,
 	.bf16_to_f32 = cpu_bf16_to_f32,
+	.gemm_bf16 = mgpu_cpu_gemm_bf16, /* bf16_cpu.c */
 };
 
 /* The summed gradient of element i over ng sources, in source order. */

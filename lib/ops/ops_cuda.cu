@@ -17,7 +17,8 @@
  *   record expression, file:line, status name and text; every kernel launch
  *   is followed by LAUNCHED() (cudaGetLastError).
  * - sgemm is pure fp32 (cublasGemmEx, CUBLAS_COMPUTE_32F: no TF32), with the
- *   same column-major arguments the CPU backend gives cblas_sgemm.
+ *   same column-major arguments the CPU backend gives cblas_sgemm; gemm_bf16
+ *   takes the same arguments with CUDA_R_16BF inputs.
  * - xent cannot check labels without a round trip: a row whose label is
  *   outside [0, C) gets loss NaN, correct 0 and zero gradient.
  */
@@ -738,6 +739,43 @@ static int cuda_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, s
 	return 0;
 }
 
+/* bf16 A and B, fp32 C and accumulation (CUBLAS_COMPUTE_32F): tensor cores
+ * on every GPU mgpu builds for. One product goes to cublasGemmEx, a batch
+ * to cublasGemmStridedBatchedEx; k == 0 or alpha == 0 only scales C. */
+static int cuda_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			  int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+			  const uint16_t *Bm, int ldb, long long sb, float beta, float *C,
+			  int ldc, long long sc, int batch)
+{
+	struct cuda_impl *im = impl_of(dev);
+	const struct mgpu_cublas *cb = im->cb;
+	cublasOperation_t oa = ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t ob = tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+
+	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	if (m == 0 || n == 0 || batch == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	if (k == 0 || alpha == 0.0f) {
+		if (beta == 1.0f)
+			return 0;
+		k_scale_c_strided<<<blocks_for((size_t)m * n * batch), THREADS, 0, im->stream>>>(
+			C, m, n, ldc, sc, batch, beta);
+		LAUNCHED();
+		return 0;
+	}
+	if (batch == 1) {
+		CUBLAS(cb->gemm_ex(im->blas, oa, ob, m, n, k, &alpha, A, CUDA_R_16BF, lda, Bm,
+				    CUDA_R_16BF, ldb, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+				    CUBLAS_GEMM_DEFAULT));
+		return 0;
+	}
+	CUBLAS(cb->gemm_strided_ex(im->blas, oa, ob, m, n, k, &alpha, A, CUDA_R_16BF, lda, sa, Bm,
+				    CUDA_R_16BF, ldb, sb, &beta, C, CUDA_R_32F, ldc, sc, batch,
+				    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
 /* Positional, in the order of struct mgpu_ops (C++17 has no designators). */
 extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	"cuda",
@@ -774,6 +812,7 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	cuda_heads_merge,
 	cuda_f32_to_bf16,
 	cuda_bf16_to_f32,
+	cuda_gemm_bf16,
 };
 
 /* The stream of a cuda device, for the NCCL code that runs beside it. */

@@ -277,6 +277,46 @@ static int ref_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, si
 	return 0;
 }
 
+/* Element (i, j) of op(X) for a column-major bf16 X, widened (exactly). */
+static float at16(const uint16_t *X, int ld, enum mgpu_trans t, int i, int j)
+{
+	return mgpu_bf16_to_f32(t == MGPU_N ? X[i + (size_t)j * ld] : X[j + (size_t)i * ld]);
+}
+
+/* The definition of the bf16 GEMM: the inputs are bf16 already (rounded
+ * by whoever converted them), their products are exact and are summed in
+ * double like ref_sgemm's, so every backend's fp32 accumulation is measured
+ * against the exact result. */
+static int ref_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			 int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+			 const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
+			 long long sc, int batch)
+{
+	const uint16_t *a, *b;
+	double sum;
+	float *c;
+	int p, i, j, l;
+
+	(void)dev;
+	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	for (p = 0; p < batch; p++) {
+		a = A + p * sa;
+		b = Bm + p * sb;
+		for (j = 0; j < n; j++)
+			for (i = 0; i < m; i++) {
+				sum = 0.0;
+				if (alpha != 0.0f)
+					for (l = 0; l < k; l++)
+						sum += (double)at16(a, lda, ta, i, l) *
+						       at16(b, ldb, tb, l, j);
+				c = &C[p * sc + i + (size_t)j * ldc];
+				*c = beta == 0.0f ? (float)(alpha * sum)
+						  : (float)(alpha * sum + (double)beta * *c);
+			}
+	}
+	return 0;
+}
+
 const struct mgpu_ops mgpu_ops_ref = {
 	.name = "ref",
 	.host_memory = 1,
@@ -312,4 +352,5 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.heads_merge = ref_heads_merge,
 	.f32_to_bf16 = ref_f32_to_bf16,
 	.bf16_to_f32 = ref_bf16_to_f32,
+	.gemm_bf16 = ref_gemm_bf16,
 };

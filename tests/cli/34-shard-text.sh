@@ -117,7 +117,7 @@ expect 1 "'short.txt': 16 bytes, shorter than one sample of 17 (context 16 + 1)"
 	shard -o e/manifest.tsv a.txt short.txt
 expect 1 "'missing.txt': cannot open" shard -o e/manifest.tsv missing.txt
 expect 1 "'adir'" shard -o e/manifest.tsv adir
-expect 1 "'-': empty" shard -o e/manifest.tsv - </dev/null
+expect 1 "'-': empty" shard -o e/manifest.tsv - <empty.txt
 [ ! -e e ] || fail "a failed run left $(ls -R e)"
 expect 2 "--text needs --context T" "$S" --text -o e/manifest.tsv a.txt
 expect 2 "--context needs --text" "$S" --context 16 -o e/manifest.tsv a.txt

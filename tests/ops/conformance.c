@@ -20,6 +20,7 @@
 #include "../t.h"         /* T_CHECK, T_OK, T_FAILS, T_SKIP */
 #include "core/err.h"     /* mgpu_errmsg, MGPU_E* */
 #include "ops/check.h"    /* mgpu_ops_pair, mgpu_ops_check_case, mgpu_ops_compare */
+#include "ops/elem.h"     /* mgpu_bf16_from_f32, mgpu_bf16_to_f32 */
 #include "ops/ops.h"      /* mgpu_ops_all, mgpu_dev_* */
 
 static const struct mgpu_ops *cur; /* backend under test */
@@ -362,6 +363,49 @@ static void test_sgemm_strided(void)
 	}
 }
 
+/* The bf16 GEMM: sgemm_strided's shapes (k up to 1000), transposes,
+ * batches, padding and alpha/beta pairs. */
+static void test_gemm_bf16(void)
+{
+	static const int shapes[][3] = { { 0, 0, 0 }, { 5, 3, 0 }, { 1, 1, 1 },
+					 { 7, 1, 13 }, { 13, 17, 11 }, { 9, 6, 1000 } };
+	static const float ab[][2] = { { 1, 0 }, { -1.5f, 0.75f }, { 0, 2 } };
+	static const int batches[] = { 0, 1, 3 };
+	static struct mgpu_ops_case cs[6 * 3 * 3 * 2];
+	size_t n, s, a, b, t, pad;
+
+	for (t = 0; t < 4; t++) {
+		n = 0;
+		for (s = 0; s < 6; s++)
+			for (a = 0; a < 3; a++)
+				for (b = 0; b < 3; b++)
+					for (pad = 0; pad < 2; pad++) {
+						struct mgpu_ops_case *c = &cs[n++];
+						enum mgpu_trans ta = (t & 1) ? T : N;
+						enum mgpu_trans tb = (t & 2) ? T : N;
+						int m = shapes[s][0], nn = shapes[s][1];
+						int k = shapes[s][2];
+						int ar = ta == N ? m : k, br = tb == N ? k : nn;
+						memset(c, 0, sizeof *c);
+						c->op = "gemm_bf16";
+						c->ta = ta;
+						c->tb = tb;
+						c->m = m;
+						c->n = nn;
+						c->k = k;
+						c->alpha = ab[a][0];
+						c->beta = ab[a][1];
+						c->flag = batches[b];
+						if (pad) {
+							c->lda = (ar > 1 ? ar : 1) + 2;
+							c->ldb = (br > 1 ? br : 1) + 1;
+							c->ldc = (m > 1 ? m : 1) + 3;
+						}
+					}
+		run_cases(cs, n);
+	}
+}
+
 /* add, embedding, attention softmax, heads, bf16 on edge shapes. */
 static void test_gpt_ops(void)
 {
@@ -432,6 +476,12 @@ static void test_gpt_bad_args(void)
 	T_FAILS(o->sgemm_strided(&dev, N, N, 2, 2, 2, 1.0f, NULL, 1, 4, NULL, 2, 4, 0.0f, NULL,
 				 2, 4, 1),
 		MGPU_EINVAL, "lda=1");
+	T_FAILS(o->gemm_bf16(&dev, N, T, 2, 3, 2, 1.0f, NULL, 2, 4, NULL, 2, 6, 0.0f, NULL, 2,
+			     6, 1),
+		MGPU_EINVAL, "ldb=2");
+	T_FAILS(o->gemm_bf16(&dev, N, N, 2, 2, 2, 1.0f, NULL, 2, -4, NULL, 2, 4, 0.0f, NULL, 2,
+			     4, 2),
+		MGPU_EINVAL, "negative batch 2 or stride");
 	T_FAILS(o->emb_fwd(&dev, NULL, NULL, NULL, NULL, 2, 3, 0, 4), MGPU_EINVAL, "V=0");
 	T_FAILS(o->emb_bwd(&dev, NULL, NULL, NULL, NULL, -1, 3, 5, 4, 0.0f), MGPU_EINVAL,
 		"emb_bwd");
@@ -472,6 +522,33 @@ static void test_device_count(void)
 
 /* ---- backend-independent tests ------------------------------------------ */
 
+/* The bf16 GEMM of ref by hand: inputs rounded to bf16 (1 + 2^-9, a quarter
+ * of an ulp, rounds to 1; 1 + 3 * 2^-9 up to 1 + 2^-7), exact products,
+ * an fp32 sum: C = A B for column-major A = [1+2^-9 2; 3 1+3*2^-9],
+ * B = [0.5 1; -1 3]. In fp32 the unrounded inputs would give other values. */
+static void ref_known_bf16(struct mgpu_dev *dev)
+{
+	const float a32[4] = { 1.0f + 0x1p-9f, 3.0f, 2.0f, 1.0f + 3 * 0x1p-9f };
+	const float b32[4] = { 0.5f, -1.0f, 1.0f, 3.0f };
+	/* rounded A = [1 2; 3 1+2^-7] */
+	const float want[4] = { 1.0f * 0.5f - 2.0f, 3.0f * 0.5f - (1.0f + 0x1p-7f),
+				1.0f + 6.0f, 3.0f + 3.0f * (1.0f + 0x1p-7f) };
+	uint16_t A[4], Bm[4];
+	float C[4] = { NAN, NAN, NAN, NAN };
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		A[i] = mgpu_bf16_from_f32(a32[i]);
+		Bm[i] = mgpu_bf16_from_f32(b32[i]);
+	}
+	T_OK(mgpu_ops_ref.gemm_bf16(dev, N, N, 2, 2, 2, 1.0f, A, 2, 0, Bm, 2, 0, 0.0f, C, 2, 0,
+				    1));
+	for (i = 0; i < 4; i++)
+		T_CHECK(C[i] == want[i], "bf16 C[%d] = %.9g, want %.9g", i, (double)C[i],
+			(double)want[i]);
+	T_CHECK(want[3] != 3.0f + 3.0f * a32[3], "the rounding shows in the result");
+}
+
 /* ref against values worked out by hand: it is the definition. */
 static void test_ref_known(void)
 {
@@ -504,6 +581,7 @@ static void test_ref_known(void)
 	T_CHECK(C[0] == 36.0f && C[3] == 98.0f, "alpha 2 beta -1: %g %g", (double)C[0],
 		(double)C[3]);
 	T_OK(mgpu_ops_ref.xent(&dev, dl, &loss, &corr, l, &lab, 1, 3, 1.0f));
+	ref_known_bf16(&dev);
 	s = expf(1) + expf(2) + expf(3);
 	T_NEAR(loss, logf(s) - 1.0f, 1e-6);
 	T_CHECK(corr == 0.0f, "argmax is 2, label 0");
@@ -584,6 +662,33 @@ static int bad_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
 	return 0;
 }
 
+/* A bf16 GEMM that accumulates in bf16 (the running sum rounded at every
+ * step): what fp32 accumulation exists to avoid. */
+static int bad_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			 int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+			 const uint16_t *Bm, int ldb, long long sb, float beta, float *C,
+			 int ldc, long long sc, int batch)
+{
+	int p, i, j, l;
+	float sum, x, y, *c;
+
+	(void)dev;
+	for (p = 0; p < batch; p++)
+		for (j = 0; j < n; j++)
+			for (i = 0; i < m; i++) {
+				for (sum = 0.0f, l = 0; l < k; l++) {
+					x = mgpu_bf16_to_f32(ta == N ? A[p * sa + i + (size_t)l * lda]
+								     : A[p * sa + l + (size_t)i * lda]);
+					y = mgpu_bf16_to_f32(tb == N ? Bm[p * sb + l + (size_t)j * ldb]
+								     : Bm[p * sb + j + (size_t)l * ldb]);
+					sum = mgpu_bf16_to_f32(mgpu_bf16_from_f32(sum + x * y));
+				}
+				c = &C[p * sc + i + (size_t)j * ldc];
+				*c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+			}
+	return 0;
+}
+
 static void test_check_detects(void)
 {
 	struct mgpu_ops bad = mgpu_ops_cpu;
@@ -597,20 +702,22 @@ static void test_check_detects(void)
 	bad.attn_softmax = bad_attn;
 	bad.heads_merge = bad_merge;
 	bad.f32_to_bf16 = bad_bf16;
+	bad.gemm_bf16 = bad_gemm_bf16;
 	T_OK(mgpu_ops_compare(&bad, 0, &mgpu_ops_ref, 42, &rep));
 	for (r = 0; r < rep.nrows; r++) {
 		const char *op = rep.row[r].op;
 		int target = !strcmp(op, "sgemm") || !strcmp(op, "dropout") ||
 			     (!strcmp(op, "col_sum") && strstr(rep.row[r].shape, "beta=0")) ||
 			     !strcmp(op, "emb_bwd") || !strcmp(op, "attn_softmax") ||
-			     !strcmp(op, "heads_merge") || !strcmp(op, "f32_to_bf16");
+			     !strcmp(op, "heads_merge") || !strcmp(op, "f32_to_bf16") ||
+			     !strcmp(op, "gemm_bf16");
 		nbad += target && !rep.row[r].ok;
 		other_bad += !target && !rep.row[r].ok;
 		T_CHECK(!target || !rep.row[r].ok, "broken %s %s passed (err %g)", op,
 			rep.row[r].shape, rep.row[r].max_rel_err);
 		T_CHECK(strcmp(rep.row[r].backend, "broken") == 0, "backend %s", rep.row[r].backend);
 	}
-	T_CHECK(nbad == 10 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+	T_CHECK(nbad == 14 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
 		other_bad);
 	T_CHECK(rep.nfail == nbad, "nfail %d", rep.nfail);
 }
@@ -619,7 +726,7 @@ static void test_check_detects(void)
 static void test_compare_cpu(void)
 {
 	static struct mgpu_ops_report again;
-	int r, found_big = 0;
+	int r, found_big = 0, found_bf16 = 0;
 
 	T_OK(mgpu_ops_compare(&mgpu_ops_cpu, 0, &mgpu_ops_ref, 42, &rep));
 	T_CHECK(rep.nrows >= 20 && rep.nfail == 0 && rep.nlost == 0, "%d rows, %d failed",
@@ -631,9 +738,12 @@ static void test_compare_cpu(void)
 		T_CHECK(!strcmp(rep.row[r].backend, "cpu") && !strcmp(rep.row[r].ref_backend, "ref"),
 			"row names %s/%s", rep.row[r].backend, rep.row[r].ref_backend);
 		T_CHECK(rep.row[r].tol > 0, "%s has a tolerance", rep.row[r].op);
-		found_big += strstr(rep.row[r].shape, "m=512 n=128 k=784") != NULL;
+		found_big += !strcmp(rep.row[r].op, "sgemm") &&
+			     strstr(rep.row[r].shape, "m=512 n=128 k=784") != NULL;
+		found_bf16 += !strcmp(rep.row[r].op, "gemm_bf16");
 	}
 	T_CHECK(found_big == 1, "training-like sgemm row present");
+	T_CHECK(found_bf16 == 4, "%d bf16 GEMM rows, want 4", found_bf16);
 	T_OK(mgpu_ops_compare(&mgpu_ops_cpu, 0, &mgpu_ops_ref, 42, &again));
 	T_CHECK(again.nrows == rep.nrows, "same rows");
 	for (r = 0; r < rep.nrows && r < again.nrows; r++)
@@ -667,7 +777,8 @@ int main(void)
 		{ "sgemm_large", test_sgemm_large },   { "blas1", test_blas1 },
 		{ "act", test_act },                   { "col_sum_ln", test_col_sum_ln },
 		{ "dropout_xent_u8", test_dropout_xent_u8 }, { "optim", test_optim },
-		{ "sgemm_strided", test_sgemm_strided }, { "gpt_ops", test_gpt_ops },
+		{ "sgemm_strided", test_sgemm_strided }, { "gemm_bf16", test_gemm_bf16 },
+		{ "gpt_ops", test_gpt_ops },
 		{ "gpt_bad_args", test_gpt_bad_args },
 	};
 	const struct mgpu_ops *const *o;

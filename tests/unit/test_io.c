@@ -1,12 +1,13 @@
 /*
  * test_io.c - unit tests of lib/core/io: reading a descriptor to its end
- * (regular files, pipes, appending after bytes already read) and whole-file
- * reads.
+ * (regular files, pipes, appending after bytes already read), whole-file
+ * reads, and atomic writes (also to a device, which must stay a device).
  */
 #include <fcntl.h>  /* open */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* memcmp, memcpy */
-#include <sys/stat.h> /* mkdir */
+#include <sys/stat.h> /* mkdir, mknod, stat */
+#include <sys/sysmacros.h> /* makedev */
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h> /* pipe, fork, read, write, close */
 
@@ -133,6 +134,30 @@ static void test_tmp_names(void)
 	T_CHECK(mgpu_tmp_pid("m.tsv.tmp.", "m.tsv") == 0, "no pid");
 }
 
+/* An atomic write replaces a regular file whole; a device (as -o /dev/null)
+ * is written in place, never renamed over: once that turned /dev/null into
+ * a regular file for the whole machine. The device here is a private null
+ * device node in the test's directory (root only). */
+static void test_afile_targets(void)
+{
+	struct mgpu_afile af;
+	struct stat st;
+	const char *path = tpath("null");
+
+	T_OK(mgpu_afile_open(&af, tpath("out.txt")));
+	fputs("whole", af.fp);
+	T_OK(mgpu_afile_commit(&af));
+	T_CHECK(stat(tpath("out.txt"), &st) == 0 && st.st_size == 5, "regular file");
+	T_FAILS(mgpu_afile_open(&af, tmpdir), MGPU_EINVAL, "is a directory");
+	if (mknod(path, S_IFCHR | 0666, makedev(1, 3)) != 0)
+		T_SKIP("cannot make a device node here (not root?)");
+	T_OK(mgpu_afile_open(&af, path));
+	fputs("discarded", af.fp);
+	T_OK(mgpu_afile_commit(&af));
+	T_CHECK(stat(path, &st) == 0 && S_ISCHR(st.st_mode), "the device was replaced");
+	unlink(path);
+}
+
 /* Temporaries of a process that is gone are swept; a live one's, another
  * stem's, and ordinary files stay. */
 static void test_tmp_sweep(void)
@@ -176,6 +201,7 @@ int main(void)
 	T_RUN(test_read_file);
 	T_RUN(test_tmp_names);
 	T_RUN(test_tmp_sweep);
+	T_RUN(test_afile_targets);
 	t_tmpdir_remove();
 	return T_DONE();
 }

@@ -8,6 +8,7 @@
  */
 #include <ctype.h>   /* isspace */
 #include <errno.h>   /* errno, EPIPE */
+#include <math.h>    /* log */
 #include <stdio.h>   /* fprintf */
 #include <stdlib.h>  /* setenv */
 #include <string.h>  /* strcmp, strerror */
@@ -132,6 +133,7 @@ static const char *const cols[] = {
 	"kind", "step", "epoch", "loss", "lr", "samples_per_s", "step_ms", "data_ms",
 	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
 	"world_size", "mode", "sync_backend", "peak_bytes", "rss_bytes", "path",
+	"bpb", "val_bpb", "test_bpb",
 };
 
 struct out {
@@ -144,6 +146,14 @@ struct out {
 };
 
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint" };
+
+/* A gpt's loss is nats per byte of text: also give it in bits per byte,
+ * the unit text models are compared in. An mlp's classes are no bytes. */
+static void put_bpb(struct out *out, const char *col, double nats)
+{
+	if (out->cfg->spec.kind == MGPU_MODEL_GPT)
+		mgpu_table_num(&out->t, col, nats / log(2.0), 6);
+}
 
 static int put_record(struct out *out, const struct mgpu_record *r)
 {
@@ -162,12 +172,15 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
 		mgpu_table_num(t, "step_ms", r->step_ms, 4);
 		mgpu_table_num(t, "data_ms", r->data_ms, 4);
+		put_bpb(out, "bpb", r->loss);
 		return mgpu_table_emit(t);
 	}
 	mgpu_table_num(t, "val_loss", r->val_loss, 6);
 	mgpu_table_num(t, "val_acc", r->val_acc, 6);
 	mgpu_table_num(t, "wall_s", r->wall_s, 5);
+	put_bpb(out, "val_bpb", r->val_loss);
 	if (r->kind == MGPU_REC_SUMMARY) {
+		put_bpb(out, "test_bpb", r->test_loss);
 		mgpu_table_num(t, "test_loss", r->test_loss, 6);
 		mgpu_table_num(t, "test_acc", r->test_acc, 6);
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);

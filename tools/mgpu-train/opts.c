@@ -20,6 +20,7 @@
 #include "comm/launch.h" /* mgpu_launch_env */
 #include "comm/rdzv.h"   /* MGPU_MAX_NODES */
 #include "nn/ckpt.h"     /* mgpu_ckpt_load_state */
+#include "nn/model.h"    /* MGPU_PREC_*, mgpu_prec_name */
 #include "ops/ops.h"     /* mgpu_ops_find */
 
 _Static_assert(MGPU_PATH_MAX >= MGPU_OPT_PATH_MAX, "PATH rows fill cfg's path fields");
@@ -30,6 +31,7 @@ static const char *const mode_words[] = { "ddp", "dp", NULL };
 static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
 static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
 static const char *const uneven_words[] = { "drop", "pad", NULL };
+static const char *const grad_dtype_words[] = { "fp32", "bf16", NULL }; /* enum mgpu_prec */
 
 static int set_model(void *t, const char *arg)
 {
@@ -76,6 +78,30 @@ static void show_backend(const void *t, char *buf, size_t len)
 	snprintf(buf, len, "%s", ((const struct train_opts *)t)->cfg.backend);
 }
 
+/* --dtype: fp16 would need dynamic loss scaling to keep small gradients
+ * from flushing to zero; bf16 has fp32's range and needs none. */
+static int set_dtype(void *t, const char *arg)
+{
+	struct train_opts *o = t;
+
+	if (strcmp(arg, "fp16") == 0)
+		return mgpu_err(MGPU_EINVAL, "--dtype fp16 is not supported (it needs dynamic "
+				"loss scaling, which mgpu-train does not do): use --dtype bf16, "
+				"which has fp32's range");
+	if (strcmp(arg, "fp32") == 0)
+		o->cfg.prec = MGPU_PREC_FP32;
+	else if (strcmp(arg, "bf16") == 0)
+		o->cfg.prec = MGPU_PREC_BF16;
+	else
+		return mgpu_err(MGPU_EINVAL, "--dtype: '%s' is not fp32 or bf16", arg);
+	return 0;
+}
+
+static void show_dtype(const void *t, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", mgpu_prec_name(((const struct train_opts *)t)->cfg.prec));
+}
+
 #define O struct train_opts
 #define SAVED MGPU_OPT_SAVED
 #define FIXED MGPU_OPT_FIXED
@@ -88,6 +114,9 @@ static const struct mgpu_opt options[] = {
 		     "background threads loading batches ahead", 0),
 	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
 		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]", NULL, FIXED),
+	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "fp32|bf16",
+		      "the matrix products' inputs (bf16: fp32 accumulation, master weights "
+		      "and optimizer state)", "fp32", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, cfg.seed, 0, 9.3e18, "N",
 		     "seed of init, split, order, dropout", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, cfg.val_fraction, 0, 0.99, "F",
@@ -148,6 +177,8 @@ static const struct mgpu_opt options[] = {
 		       "a process per device, or DataParallel threads", 0),
 	MGPU_OPT_WORDS("sync-backend", O, sync, sync_words, "auto|cpu|nccl|mpi",
 		       "gradient all-reduce", 0),
+	MGPU_OPT_WORDS("grad-dtype", O, cfg.grad_prec, grad_dtype_words, "fp32|bf16",
+		       "all-reduce gradients in bf16 (half the bytes)", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "nnodes", 0, O, nnodes, 1, MGPU_MAX_NODES, "N",
 		     "nodes, one launcher each (MASTER_ADDR, MASTER_PORT name node 0)", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "node-rank", 0, O, node_rank, 0, MGPU_MAX_NODES - 1, "I",
