@@ -363,6 +363,7 @@ static int plan(const struct topts *o, struct mgpu_bench_trow *rows)
 /* The hosts of the node rows, made once for the sweep. */
 static struct mgpu_netns hosts;
 static int hosts_made;
+static char mpirun_path[4096]; /* found when a row needs it */
 
 static void hosts_down(void)
 {
@@ -385,6 +386,10 @@ static void hosts_up(const struct mgpu_bench_trow *rows, int n)
 		}
 	if (most == 1)
 		return;
+	for (i = 0; i < n; i++) /* before any run: not in the middle of the sweep */
+		if (rows[i].nodes > 1 && strcmp(rows[i].sync, "mpi") == 0 && !mpirun_path[0] &&
+		    mgpu_netns_which("mpirun", mpirun_path, sizeof mpirun_path) < 0)
+			die("--sync-backends mpi: %s (Open MPI's openmpi-bin)", mgpu_errmsg());
 	if (mgpu_netns_up(&hosts, most) < 0)
 		die("--nodes %d runs each node in a network namespace: %s", most, mgpu_errmsg());
 	hosts_made = 1;
@@ -456,7 +461,7 @@ static int run_mpirun(const struct topts *o, const struct mgpu_bench_trow *r, ch
 		      struct mgpu_spawn_result *res)
 {
 	static struct mgpu_netns_cmd cmd;
-	static char mpirun[4096], list[512], np[16], pfx[64];
+	static char list[512], np[16], pfx[64];
 	const char *rsh;
 	char *env[] = { pfx, (char *)(uintptr_t)"OMPI_ALLOW_RUN_AS_ROOT=1",
 			(char *)(uintptr_t)"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", NULL };
@@ -464,8 +469,6 @@ static int run_mpirun(const struct topts *o, const struct mgpu_bench_trow *r, ch
 	int per = r->devices / r->nodes, k, n = 0;
 	size_t len = 0;
 
-	if (!mpirun[0] && mgpu_netns_which("mpirun", mpirun, sizeof mpirun) < 0)
-		die("--sync-backends mpi: %s (Open MPI's openmpi-bin)", mgpu_errmsg());
 	if (mgpu_netns_rsh(&hosts, &rsh) < 0)
 		die_lib();
 	snprintf(pfx, sizeof pfx, "NETNS_PFX=%s", hosts.prefix);
@@ -476,7 +479,7 @@ static int run_mpirun(const struct topts *o, const struct mgpu_bench_trow *r, ch
 	}
 	snprintf(np, sizeof np, "%d", r->devices);
 	{
-		const char *head[] = { mpirun, "--host", list, "-np", np, "--bind-to", "none",
+		const char *head[] = { mpirun_path, "--host", list, "-np", np, "--bind-to", "none",
 				       "--mca", "plm_rsh_agent", rsh, "-x", "NETNS_PFX",
 				       "-x", "OPENBLAS_NUM_THREADS=1",
 				       "--mca", "btl_tcp_if_include", mgpu_netns_net(),
