@@ -12,7 +12,6 @@
 
 #include <errno.h>    /* errno, EINTR, EWOULDBLOCK */
 #include <fcntl.h>    /* open */
-#include <math.h>     /* sqrt */
 #include <stdio.h>    /* fwrite, fseek */
 #include <stdlib.h>   /* malloc, calloc, free */
 #include <string.h>   /* memcpy, memset */
@@ -25,6 +24,7 @@
 #include "core/cancel.h" /* mgpu_cancel_check, mgpu_cancel_signal */
 #include "core/err.h"   /* mgpu_err */
 #include "core/io.h"    /* mgpu_afile_* */
+#include "data/norm.h"  /* mgpu_norm_*, mgpu_moments_* */
 #include "data/xxh64.h" /* mgpu_xxh64 */
 
 /* One chunk of the wave being produced. */
@@ -82,7 +82,7 @@ static void convert_row(const struct build *b, const struct mgpu_samples *s, siz
 	}
 	for (j = 0; j < b->d; j++) {
 		double v = value(s, i, j);
-		f[j] = (float)(b->mean ? (v - b->mean[j]) / b->std[j] : v);
+		f[j] = (float)(b->mean ? mgpu_norm_feature(v, b->mean[j], b->std[j]) : v);
 	}
 }
 
@@ -172,51 +172,22 @@ static int run_wave(struct build *b)
 	return 0;
 }
 
-/* Per-feature mean and std over train, as doubles (std 1 when ~0). */
-static int feature_stats(struct build *b, double **mean, double **std)
-{
-	const struct mgpu_samples *s = b->split[MGPU_SPLIT_TRAIN];
-	double *m = calloc(2 * b->d, sizeof *m), *q, v;
-	size_t i, j;
-
-	if (!m)
-		return mgpu_err(MGPU_ENOMEM, "out of memory for feature statistics");
-	q = m + b->d;
-	for (i = 0; i < s->n; i++)
-		for (j = 0; j < b->d; j++) {
-			v = value(s, i, j);
-			m[j] += v;
-			q[j] += v * v;
-		}
-	for (j = 0; j < b->d; j++) {
-		m[j] /= (double)s->n;
-		v = q[j] / (double)s->n - m[j] * m[j];
-		q[j] = v > 1e-12 ? sqrt(v) : 1.0;
-	}
-	*mean = m;
-	*std = q;
-	return 0;
-}
-
-/* Mean and sd over all features of train's stored values. */
+/* Mean and sd over all features of train's stored values (the header's). */
 static void global_stats(const struct build *b, double *mean, double *sd)
 {
 	const struct mgpu_samples *s = b->split[MGPU_SPLIT_TRAIN];
-	double sum = 0, sq = 0, v, cnt = (double)s->n * (double)b->d;
+	struct mgpu_moments m = { 0 };
 	size_t i, j;
+	double v;
 
 	for (i = 0; i < s->n; i++)
 		for (j = 0; j < b->d; j++) {
 			v = value(s, i, j);
 			if (b->mean)
-				v = (v - b->mean[j]) / b->std[j];
-			v = b->dtype == MGPU_DTYPE_F32 ? (double)(float)v : v;
-			sum += v;
-			sq += v * v;
+				v = mgpu_norm_feature(v, b->mean[j], b->std[j]);
+			mgpu_moments_add(&m, b->dtype == MGPU_DTYPE_F32 ? (double)(float)v : v);
 		}
-	*mean = sum / cnt;
-	v = sq / cnt - *mean * *mean;
-	*sd = v > 1e-12 ? sqrt(v) : 1.0;
+	mgpu_moments_get(&m, mean, sd);
 }
 
 static int check_splits(struct build *b)
@@ -429,7 +400,7 @@ int mgpu_cache_write(const char *file, struct mgpu_samples *const split[MGPU_NSP
 	pthread_mutex_init(&b.mu, NULL);
 	MGPU_CHECK(check_splits(&b));
 	if (o->normalise)
-		MGPU_CHECK(feature_stats(&b, &mean, &std));
+		MGPU_CHECK(mgpu_norm_features(split[MGPU_SPLIT_TRAIN], &mean, &std));
 	b.mean = mean, b.std = std;
 	plan(&b, &L, split[MGPU_SPLIT_TRAIN]);
 	global_stats(&b, &L.h.mean, &L.h.sd);

@@ -16,12 +16,20 @@
  * bytes are both errors. mgpu_idx_load() decodes a compressed file only as
  * far as its header's size plus MGPU_IDX_SLACK_NBYTES, so a small file that
  * decompresses to gigabytes is refused without using that memory.
+ *
+ * As labelled samples (idx_samples.c): images are u8 with ndim >= 2, one
+ * sample per outermost index, a u8 row of shape (d), d the product of the
+ * other dimensions; labels are 1-D of an integer type (u8, s8, i16, i32),
+ * one per image, each in [0, MGPU_SAMPLES_MAX_CLASSES). Failures leave the
+ * samples zeroed.
  */
 #ifndef MGPU_DATA_IDX_H
 #define MGPU_DATA_IDX_H
 
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint32_t */
+
+#include "data/samples.h" /* struct mgpu_samples */
 
 #define MGPU_IDX_MAX_DIM 4
 /* Bytes past the declared size that mgpu_idx_load() still decodes, to
@@ -58,5 +66,15 @@ double mgpu_idx_value(const struct mgpu_idx *idx, size_t i);
 void mgpu_idx_free(struct mgpu_idx *idx);
 /* "u8", "s8", "i16", "i32", "f32", "f64" or NULL for an unknown type byte. */
 const char *mgpu_idx_type_name(int type);
+
+/* An images file and its labels file (compressed or not) as samples. */
+int mgpu_idx_load_samples(const char *images, const char *labels, struct mgpu_samples *out);
+/*
+ * The MNIST-layout pair of sets in dir: train-images-idx3-ubyte,
+ * train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte,
+ * each with or without ".gz" (the plain name wins when both exist). Both
+ * sets must have the same d.
+ */
+int mgpu_idx_load_dir(const char *dir, struct mgpu_samples *train, struct mgpu_samples *test);
 
 #endif

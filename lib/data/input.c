@@ -10,8 +10,7 @@
 
 #include "core/err.h"     /* mgpu_err */
 #include "data/csv.h"     /* mgpu_csv_load */
-#include "data/dataset.h" /* mgpu_dataset_* */
-#include "data/idx.h"     /* mgpu_idx_load */
+#include "data/idx.h"     /* mgpu_idx_load_samples, mgpu_idx_load_dir */
 #include "data/npy.h"     /* mgpu_npy_load */
 #include "data/text.h"    /* mgpu_text_load */
 #include "data/wds.h"     /* mgpu_wds_read */
@@ -60,33 +59,25 @@ int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src
 	return 0;
 }
 
-static int from_dataset(struct mgpu_samples *out, struct mgpu_dataset *ds, const char *name)
+/* Append t to out, then free t (whether or not that worked). */
+static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const char *name)
 {
-	struct mgpu_samples t;
-	uint32_t d = (uint32_t)ds->d;
-	int rc;
+	int rc = mgpu_samples_append(out, t, name);
 
-	MGPU_TRY(mgpu_samples_init(&t, MGPU_DTYPE_U8, 1, &d));
-	t.x = ds->x;
-	t.y = ds->y;
-	t.n = t.cap = ds->n;
-	memset(ds, 0, sizeof *ds);
-	rc = mgpu_samples_append(out, &t, name);
-	mgpu_samples_free(&t);
+	mgpu_samples_free(t);
 	return rc;
 }
 
 static int idx_dir(const char *dir, struct mgpu_samples *out, struct mgpu_samples *test)
 {
-	struct mgpu_dataset tr, te;
+	struct mgpu_samples tr, te;
 	int rc;
 
-	MGPU_TRY(mgpu_dataset_load_dir(&tr, &te, dir));
-	rc = from_dataset(out, &tr, dir);
+	MGPU_TRY(mgpu_idx_load_dir(dir, &tr, &te));
+	rc = append_free(out, &tr, dir);
 	if (rc == 0)
-		rc = from_dataset(test, &te, dir);
-	mgpu_dataset_free(&tr);
-	mgpu_dataset_free(&te);
+		rc = append_free(test, &te, dir);
+	mgpu_samples_free(&te); /* when train failed */
 	return rc;
 }
 
@@ -183,26 +174,20 @@ static int npy_file(const char *path, const struct mgpu_input_opts *o,
 static int idx_file(const char *path, const struct mgpu_input_opts *o,
 		    struct mgpu_samples *out)
 {
-	struct mgpu_dataset ds;
-	int rc;
+	struct mgpu_samples t;
 
 	MGPU_TRY(need_labels(path, o));
-	MGPU_TRY(mgpu_dataset_load_idx(&ds, path, o->labels));
-	rc = from_dataset(out, &ds, path);
-	mgpu_dataset_free(&ds);
-	return rc;
+	MGPU_TRY(mgpu_idx_load_samples(path, o->labels, &t));
+	return append_free(out, &t, path);
 }
 
 static int csv_file(const char *path, const struct mgpu_input_opts *o,
 		    struct mgpu_samples *out)
 {
 	struct mgpu_samples t;
-	int rc;
 
 	MGPU_TRY(mgpu_csv_load(path, o->label_column, &t));
-	rc = mgpu_samples_append(out, &t, path);
-	mgpu_samples_free(&t);
-	return rc;
+	return append_free(out, &t, path);
 }
 
 static int archive(const char *path, struct mgpu_samples *out)

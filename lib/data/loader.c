@@ -30,19 +30,25 @@ struct mgpu_loader_slot {
 /* Fetch batch b into slot s (no lock held). */
 static void fill(struct mgpu_loader *l, struct mgpu_loader_slot *s, int64_t b)
 {
-	size_t first = (size_t)b * (size_t)l->batch, i;
+	size_t first = (size_t)b * (size_t)l->batch;
 	size_t n = l->nrows - first < (size_t)l->batch ? l->nrows - first : (size_t)l->batch;
-	float *f = (float *)(void *)s->x;
 
 	s->n = (int)n;
 	s->rc = mgpu_source_rows(l->src, l->split, l->order + first, n, s->x, s->y);
-	if (s->rc < 0) {
+	if (s->rc < 0)
 		snprintf(s->err, sizeof s->err, "%s", mgpu_errmsg());
-		return;
-	}
-	if (l->src->dtype == MGPU_DTYPE_F32 && (l->scale != 1.0f || l->shift != 0.0f))
-		for (i = 0; i < n * (size_t)l->src->d; i++)
-			f[i] = f[i] * l->scale + l->shift;
+}
+
+/* Fill batch b into slot s, the caller holding mu: unlocked while the rows
+ * are fetched, locked again on return with the slot READY. */
+static void fill_unlocked(struct mgpu_loader *l, struct mgpu_loader_slot *s, int64_t b)
+{
+	s->state = FILLING;
+	s->batch = b;
+	pthread_mutex_unlock(&l->mu);
+	fill(l, s, b);
+	pthread_mutex_lock(&l->mu);
+	s->state = READY;
 }
 
 static void *worker(void *arg)
@@ -60,12 +66,7 @@ static void *worker(void *arg)
 			break;
 		b = l->next_fill++;
 		s = &l->slot[b % l->ring];
-		s->state = FILLING;
-		s->batch = b;
-		pthread_mutex_unlock(&l->mu);
-		fill(l, s, b);
-		pthread_mutex_lock(&l->mu);
-		s->state = READY;
+		fill_unlocked(l, s, b);
 		pthread_cond_broadcast(&l->cv);
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -87,7 +88,6 @@ int mgpu_loader_create(struct mgpu_loader *l, struct mgpu_source *src, int batch
 	l->batch = batch;
 	l->prefetch = prefetch;
 	l->ring = prefetch ? 2 * prefetch : 1;
-	l->scale = 1.0f;
 	l->slot = calloc((size_t)l->ring, sizeof *l->slot);
 	if (!l->slot)
 		return mgpu_err(MGPU_ENOMEM, "out of memory for the loader");
@@ -108,12 +108,6 @@ int mgpu_loader_create(struct mgpu_loader *l, struct mgpu_source *src, int batch
 		l->nthreads++;
 	}
 	return 0;
-}
-
-void mgpu_loader_set_affine(struct mgpu_loader *l, float scale, float shift)
-{
-	l->scale = scale;
-	l->shift = shift;
 }
 
 /* Wait until no worker is filling (the consumer holds mu). */
@@ -183,12 +177,7 @@ static int next_async(struct mgpu_loader *l, struct mgpu_loader_slot **out, doub
 	s = &l->slot[b % l->ring];
 	if (l->next_fill == b) { /* no worker has started it: fetch it here */
 		l->next_fill++;
-		s->state = FILLING;
-		s->batch = b;
-		pthread_mutex_unlock(&l->mu);
-		fill(l, s, b);
-		pthread_mutex_lock(&l->mu);
-		s->state = READY;
+		fill_unlocked(l, s, b);
 	}
 	while (!(s->state == READY && s->batch == b))
 		pthread_cond_wait(&l->cv, &l->mu);

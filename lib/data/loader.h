@@ -11,9 +11,9 @@
  *
  * The order array belongs to the caller and must stay unchanged until the
  * pass ends (the next begin() or free()). The x/y returned by next() stay
- * valid until the next call to next(), begin() or free(). float32 rows get
- * x * scale + shift applied by the worker (mgpu_loader_set_affine); uint8
- * rows are returned as stored.
+ * valid until the next call to next(), begin() or free(). Rows are what
+ * mgpu_source_rows() gives: float32 ones normalised with the source's norm
+ * (in the worker threads), uint8 ones as stored.
  *
  * Threads: one consumer thread calls begin/next/free; the workers only
  * call mgpu_source_rows().
@@ -34,7 +34,6 @@ struct mgpu_loader_slot;
 struct mgpu_loader {
 	struct mgpu_source *src;
 	int batch, prefetch, ring;
-	float scale, shift;
 	/* the current pass */
 	int split;
 	const uint32_t *order;
@@ -52,8 +51,6 @@ struct mgpu_loader {
 /* batch rows per batch, prefetch background threads (0..64). */
 int mgpu_loader_create(struct mgpu_loader *l, struct mgpu_source *src, int batch,
 		       int prefetch);
-/* float32 rows come out as x * scale + shift (default 1, 0). */
-void mgpu_loader_set_affine(struct mgpu_loader *l, float scale, float shift);
 /* Start a pass over rows order[0..nrows) of split; the last batch may be short. */
 int mgpu_loader_begin(struct mgpu_loader *l, int split, const uint32_t *order, size_t nrows);
 /*

@@ -1,10 +1,10 @@
 /*
- * manifest.c - reading shard manifests (see manifest.h). Writing is the
- * tool's job (a core/table.h table with the same columns).
+ * manifest.c - writing and reading shard manifests (see manifest.h): both
+ * sides take the columns from mgpu_manifest_cols.
  */
 #include "data/manifest.h"
 
-#include <errno.h>  /* errno */
+#include <errno.h>  /* errno, EPIPE */
 #include <libgen.h> /* dirname */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* realloc, free, strtoull */
@@ -13,12 +13,25 @@
 
 #include "core/err.h"   /* mgpu_err */
 #include "core/io.h"    /* mgpu_read_file */
-#include "data/split.h" /* mgpu_split_from_name */
+#include "core/json.h"  /* mgpu_json_escape */
+#include "data/split.h" /* mgpu_split_from_name, mgpu_split_name */
+#include "data/wds.h"   /* mgpu_wds_read */
 
-int mgpu_manifest_sniff(const void *text, size_t len)
+const char *const mgpu_manifest_cols[MGPU_MANIFEST_NCOLS] = {
+	"split", "path", "samples", "bytes", "sha256",
+};
+
+/* The column names joined by sep: the header line, or a list for messages. */
+static const char *cols_joined(const char *sep, char *buf, size_t cap)
 {
-	/* the first column name is enough: a wrong header then gets its error */
-	return len >= 6 && memcmp(text, "split\t", 6) == 0;
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < MGPU_MANIFEST_NCOLS && o < cap; i++)
+		o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? sep : "",
+				      mgpu_manifest_cols[i]);
+	return buf;
 }
 
 static int u64_field(const char *s, uint64_t *v)
@@ -114,7 +127,7 @@ static int add(struct mgpu_manifest *m, const char *name)
 int mgpu_manifest_parse(const char *text, size_t len, const char *name, const char *dir,
 			struct mgpu_manifest *m)
 {
-	char line[8192];
+	char line[8192], want[64];
 	const char *p = text, *end = text + len, *nl;
 	long ln = 0;
 	int rc = 0;
@@ -131,15 +144,19 @@ int mgpu_manifest_parse(const char *text, size_t len, const char *name, const ch
 			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %ld too long", name, ln);
 			goto out;
 		}
+		if (memchr(p, '\0', n)) { /* the string functions below would stop there */
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %ld: a NUL byte", name, ln);
+			goto out;
+		}
 		memcpy(line, p, n);
 		line[n] = '\0';
 		if (n && line[n - 1] == '\r')
 			line[--n] = '\0';
 		if (ln == 1) {
-			if (strcmp(line, MGPU_MANIFEST_HEADER) != 0)
+			if (strcmp(line, cols_joined("\t", want, sizeof want)) != 0)
 				rc = mgpu_err(MGPU_EFORMAT, "'%s': line 1: not a shard manifest "
 					      "(want the header '%s')", name,
-					      "split, path, samples, bytes, sha256");
+					      cols_joined(", ", want, sizeof want));
 			if (rc < 0)
 				goto out;
 			continue;
@@ -158,8 +175,9 @@ out:
 	return rc;
 }
 
-int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *sha_hex,
-			      uint64_t nsamples)
+/* A shard read for entry e against it: size on disk, sha256, samples. */
+static int check_shard(const struct mgpu_manifest_entry *e, const char *sha_hex,
+		       uint64_t nsamples)
 {
 	struct stat st;
 
@@ -176,6 +194,24 @@ int mgpu_manifest_check_shard(const struct mgpu_manifest_entry *e, const char *s
 		return mgpu_err(MGPU_EFORMAT, "'%s': %llu samples, the manifest says %llu",
 				e->path, (unsigned long long)nsamples,
 				(unsigned long long)e->samples);
+	return 0;
+}
+
+int mgpu_manifest_read_shard(const struct mgpu_manifest_entry *e, struct mgpu_samples *out)
+{
+	char sha[MGPU_SHA256_HEX];
+	size_t before = out->n;
+
+	MGPU_TRY(mgpu_wds_read(e->path, out, sha));
+	return check_shard(e, sha, out->n - before);
+}
+
+int mgpu_manifest_read(const struct mgpu_manifest *m, struct mgpu_samples split[MGPU_NSPLITS])
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		MGPU_TRY(mgpu_manifest_read_shard(&m->e[i], &split[m->e[i].split]));
 	return 0;
 }
 
@@ -198,4 +234,77 @@ void mgpu_manifest_free(struct mgpu_manifest *m)
 {
 	free(m->e);
 	memset(m, 0, sizeof *m);
+}
+
+int mgpu_manifest_writer_init(struct mgpu_manifest_writer *w, FILE *fp, int format)
+{
+	memset(w, 0, sizeof *w);
+	w->fp = fp;
+	w->format = format;
+	return mgpu_table_init(&w->t, fp, format, mgpu_manifest_cols, MGPU_MANIFEST_NCOLS);
+}
+
+/* A path the readers get back as written: no control character (a tab or
+ * line end would cut the line), and one their entries can hold. */
+static int path_ok(const char *path)
+{
+	const unsigned char *p = (const unsigned char *)path;
+
+	for (; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return mgpu_err(MGPU_EINVAL, "shard path '%s': a control character "
+					"(tab, line end) cannot go in a manifest", path);
+	if ((size_t)(p - (const unsigned char *)path) >=
+	    sizeof ((struct mgpu_manifest_entry *)0)->path)
+		return mgpu_err(MGPU_EINVAL, "shard path '%.64s...': too long for a manifest",
+				path);
+	return 0;
+}
+
+static int markdown_row(struct mgpu_manifest_writer *w, const char *split, const char *path,
+			uint64_t samples, uint64_t nbytes, const char *sha_hex)
+{
+	const char *const *c = mgpu_manifest_cols;
+
+	mgpu_table_str(&w->t, c[0], split);
+	mgpu_table_str(&w->t, c[1], path);
+	mgpu_table_int(&w->t, c[2], (int64_t)samples);
+	mgpu_table_int(&w->t, c[3], (int64_t)nbytes);
+	mgpu_table_str(&w->t, c[4], sha_hex);
+	return mgpu_table_emit(&w->t);
+}
+
+static void json_row(FILE *fp, const char *split, const char *path, uint64_t samples,
+		     uint64_t nbytes, const char *sha_hex)
+{
+	const char *const *c = mgpu_manifest_cols;
+
+	fprintf(fp, "{\"%s\":\"%s\",\"%s\":", c[0], split, c[1]);
+	mgpu_json_escape(fp, path);
+	fprintf(fp, ",\"%s\":%llu,\"%s\":%llu,\"%s\":\"%s\"}\n", c[2],
+		(unsigned long long)samples, c[3], (unsigned long long)nbytes, c[4], sha_hex);
+}
+
+int mgpu_manifest_write(struct mgpu_manifest_writer *w, int split, const char *path,
+			uint64_t samples, uint64_t nbytes, const char *sha_hex)
+{
+	const char *s = mgpu_split_name(split);
+	char head[64];
+
+	MGPU_TRY(path_ok(path));
+	if (w->format == MGPU_FMT_MARKDOWN)
+		return markdown_row(w, s, path, samples, nbytes, sha_hex);
+	if (w->format == MGPU_FMT_JSON) {
+		json_row(w->fp, s, path, samples, nbytes, sha_hex);
+	} else {
+		if (!w->rows)
+			fprintf(w->fp, "%s\n", cols_joined("\t", head, sizeof head));
+		fprintf(w->fp, "%s\t%s\t%llu\t%llu\t%s\n", s, path,
+			(unsigned long long)samples, (unsigned long long)nbytes, sha_hex);
+	}
+	w->rows++;
+	if (fflush(w->fp) != 0 || ferror(w->fp))
+		return mgpu_err_errno(errno == EPIPE ? MGPU_ECLOSED : MGPU_EIO,
+				      "cannot write output");
+	return 0;
 }

@@ -16,7 +16,7 @@
 
 #include "core/err.h"      /* mgpu_err */
 #include "core/io.h"       /* mgpu_tmp_*, mgpu_rmdir_flat, mgpu_same_bytes */
-#include "data/manifest.h" /* mgpu_manifest_sniff */
+#include "data/sniff.h"    /* mgpu_sniff_file */
 
 int mgpu_shardset_is_shard(const char *name)
 {
@@ -35,17 +35,10 @@ int mgpu_shardset_is_shard(const char *name)
 /* Does dir/name start like a manifest? */
 static int is_manifest(const char *dir, const char *name)
 {
-	char path[4200], head[8];
-	FILE *fp;
-	size_t n = 0;
+	char path[4200];
 
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	fp = fopen(path, "rb");
-	if (fp) {
-		n = fread(head, 1, sizeof head, fp);
-		fclose(fp);
-	}
-	return mgpu_manifest_sniff(head, n);
+	return mgpu_sniff_file(path) == MGPU_SNIFF_MANIFEST;
 }
 
 static int by_name(const void *a, const void *b)

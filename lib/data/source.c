@@ -1,56 +1,24 @@
 /*
  * source.c - data sources for the trainer (see source.h).
  *
- * What a path is gets decided by looking at it: a directory by the files
- * it holds, a file by its first bytes (cache magic, manifest header), else
- * it is handed to libarchive as a WebDataset archive.
+ * What a path is gets decided by looking at it (data/sniff.h): a directory
+ * by the files it holds, a file by its first bytes (cache magic, manifest
+ * header), else it is handed to libarchive as a WebDataset archive.
  */
 #include "data/source.h"
 
-#include <errno.h>    /* errno, ENOENT, ENOTDIR */
-#include <fcntl.h>    /* open */
-#include <math.h>     /* sqrt */
-#include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free */
-#include <string.h>   /* memcpy, memset, strcmp */
-#include <sys/stat.h> /* stat */
-#include <unistd.h>   /* read, close */
+#include <string.h>   /* memcpy, memset, strcpy */
 
 #include "core/err.h"      /* mgpu_err */
-#include "data/dataset.h"  /* mgpu_dataset_load_dir */
-#include "data/manifest.h" /* mgpu_manifest_load */
+#include "data/idx.h"      /* mgpu_idx_load_dir */
+#include "data/manifest.h" /* mgpu_manifest_load, mgpu_manifest_read */
+#include "data/sniff.h"    /* mgpu_sniff_path */
 #include "data/wds.h"      /* mgpu_wds_read */
-
-static int exists(const char *dir, const char *name)
-{
-	char p[4200];
-	struct stat st;
-
-	snprintf(p, sizeof p, "%s/%s", dir, name);
-	return stat(p, &st) == 0;
-}
-
-/* An IDX pair set as u8 samples of shape (d). */
-static int from_dataset(struct mgpu_samples *out, struct mgpu_dataset *ds)
-{
-	uint32_t d = (uint32_t)ds->d;
-
-	MGPU_TRY(mgpu_samples_init(out, MGPU_DTYPE_U8, 1, &d));
-	out->x = ds->x;
-	out->y = ds->y;
-	out->n = out->cap = ds->n;
-	out->classes = ds->classes;
-	memset(ds, 0, sizeof *ds);
-	return 0;
-}
 
 static int open_idx(struct mgpu_source *s, const char *dir)
 {
-	struct mgpu_dataset tr, te;
-
-	MGPU_TRY(mgpu_dataset_load_dir(&tr, &te, dir));
-	from_dataset(&s->mem[MGPU_SPLIT_TRAIN], &tr);
-	from_dataset(&s->mem[MGPU_SPLIT_TEST], &te);
+	MGPU_TRY(mgpu_idx_load_dir(dir, &s->mem[MGPU_SPLIT_TRAIN], &s->mem[MGPU_SPLIT_TEST]));
 	s->what = "IDX";
 	return 0;
 }
@@ -58,71 +26,41 @@ static int open_idx(struct mgpu_source *s, const char *dir)
 static int open_manifest(struct mgpu_source *s, const char *file)
 {
 	struct mgpu_manifest m;
-	char sha[MGPU_SHA256_HEX];
-	size_t i;
-	int rc = 0;
+	int rc;
 
 	MGPU_TRY(mgpu_manifest_load(file, &m));
-	for (i = 0; i < m.n; i++) {
-		struct mgpu_manifest_entry *e = &m.e[i];
-		size_t before = s->mem[e->split].n;
-		MGPU_CHECK(mgpu_wds_read(e->path, &s->mem[e->split], sha));
-		MGPU_CHECK(mgpu_manifest_check_shard(e, sha, s->mem[e->split].n - before));
-	}
-	s->what = "manifest";
-out:
+	rc = mgpu_manifest_read(&m, s->mem);
 	mgpu_manifest_free(&m);
+	s->what = "manifest";
 	return rc;
-}
-
-/* First bytes of a file, to tell caches and manifests from archives. */
-static size_t head(const char *path, unsigned char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t got;
-
-	if (fd < 0)
-		return 0;
-	got = read(fd, buf, cap);
-	close(fd);
-	return got > 0 ? (size_t)got : 0;
 }
 
 /* What a data path may be, for the errors about one that is none. */
 #define KINDS "a cache (DIR or DIR/" MGPU_CACHE_FILE "), a shard manifest (FILE or " \
-	"DIR/manifest.tsv), a WebDataset archive (tar, tar.gz, tar.zst, zip) or an IDX " \
-	"directory (train-images-idx3-ubyte[.gz] ...)"
+	"DIR/" MGPU_SNIFF_MANIFEST_FILE "), a WebDataset archive (tar, tar.gz, tar.zst, " \
+	"zip) or an IDX directory (train-images-idx3-ubyte[.gz] ...)"
 
 static int open_path(struct mgpu_source *s, const char *path)
 {
-	unsigned char b[64];
-	char sub[4200];
-	struct stat st;
-	size_t n;
+	char file[4200];
+	int kind = mgpu_sniff_path(path, file, sizeof file);
 
-	if (stat(path, &st) != 0)
-		return errno == ENOENT || errno == ENOTDIR ?
-			mgpu_err(MGPU_EIO, "'%s': does not exist; want " KINDS, path) :
-			mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
-	if (S_ISDIR(st.st_mode)) {
-		if (exists(path, MGPU_CACHE_FILE))
-			return MGPU_SOURCE_CACHE;
-		if (exists(path, "manifest.tsv")) {
-			snprintf(sub, sizeof sub, "%s/manifest.tsv", path);
-			return open_manifest(s, sub);
-		}
-		if (!exists(path, "train-images-idx3-ubyte") &&
-		    !exists(path, "train-images-idx3-ubyte.gz"))
-			return mgpu_err(MGPU_EIO, "'%s': holds no data; want " KINDS, path);
-		return open_idx(s, path); /* it names an IDX file that is missing */
-	}
-	n = head(path, b, sizeof b);
-	if (n >= 8 && memcmp(b, MGPU_CACHE_MAGIC, 8) == 0)
+	switch (kind) {
+	case MGPU_SNIFF_MISSING:
+		return mgpu_err(MGPU_EIO, "'%s': does not exist; want " KINDS, path);
+	case MGPU_SNIFF_NONE:
+		return mgpu_err(MGPU_EIO, "'%s': holds no data; want " KINDS, path);
+	case MGPU_SNIFF_CACHE:
 		return MGPU_SOURCE_CACHE;
-	if (mgpu_manifest_sniff(b, n))
-		return open_manifest(s, path);
-	s->what = "archive";
-	return mgpu_wds_read(path, &s->mem[MGPU_SPLIT_TRAIN], NULL);
+	case MGPU_SNIFF_MANIFEST:
+		return open_manifest(s, file);
+	case MGPU_SNIFF_IDX_DIR:
+		return open_idx(s, path);
+	case MGPU_SNIFF_ARCHIVE:
+		s->what = "archive";
+		return mgpu_wds_read(path, &s->mem[MGPU_SPLIT_TRAIN], NULL);
+	}
+	return kind; /* < 0: the path could not be looked at */
 }
 
 static int open_cache(struct mgpu_source *s)
@@ -176,6 +114,7 @@ int mgpu_source_open(struct mgpu_source *s, const char *path)
 	if (strlen(path) >= sizeof s->path)
 		return mgpu_err(MGPU_EINVAL, "'%s': path too long", path);
 	strcpy(s->path, path);
+	s->norm.scale = 1.0f; /* the identity until the caller sets one */
 	rc = open_path(s, path);
 	if (rc == MGPU_SOURCE_CACHE)
 		rc = open_cache(s);
@@ -186,8 +125,9 @@ int mgpu_source_open(struct mgpu_source *s, const char *path)
 	return rc;
 }
 
-int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
-		     void *x, int32_t *y)
+/* Rows as stored: no normalisation. */
+static int rows_raw(struct mgpu_source *s, int split, const uint32_t *idx, size_t n, void *x,
+		    int32_t *y)
 {
 	const struct mgpu_samples *m;
 	unsigned char *xo = x;
@@ -209,70 +149,66 @@ int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size
 	return 0;
 }
 
-static void to_norm(double mean, double sd, float *scale, float *shift)
+int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
+		     void *x, int32_t *y)
 {
-	if (!(sd > 1e-6))
-		sd = 1.0;
-	*scale = (float)(1.0 / sd);
-	*shift = (float)(-mean / sd);
+	MGPU_TRY(rows_raw(s, split, idx, n, x, y));
+	if (s->dtype == MGPU_DTYPE_F32 && !mgpu_norm_is_identity(&s->norm))
+		mgpu_norm_apply(&s->norm, x, n * (size_t)s->d);
+	return 0;
 }
 
-/* Sum and sum of squares of rows, a block at a time (u8 by histogram). */
-static int moments(struct mgpu_source *s, const uint32_t *idx, size_t n, double *sum,
-		   double *sq)
+void mgpu_source_set_norm(struct mgpu_source *s, const struct mgpu_norm *norm)
+{
+	s->norm = *norm;
+}
+
+/* The moments of rows idx[0..n) of train (idx NULL: rows 0..n), a block at
+ * a time. */
+static int train_moments(struct mgpu_source *s, const uint32_t *idx, size_t n,
+			 struct mgpu_moments *mo)
 {
 	enum { BLOCK = 256 };
-	uint64_t hist[256] = { 0 };
 	unsigned char *x = malloc(BLOCK * s->row_nbytes);
 	int32_t y[BLOCK];
 	uint32_t ib[BLOCK];
-	size_t i, j, k, m, cnt = (size_t)s->d;
-	int rc = 0, v;
+	size_t i, k, m, cnt = (size_t)s->d;
+	int rc = 0;
 
 	if (!x)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
-	*sum = *sq = 0;
 	for (i = 0; i < n; i += m) {
 		m = n - i < BLOCK ? n - i : BLOCK;
 		for (k = 0; k < m; k++)
 			ib[k] = idx ? idx[i + k] : (uint32_t)(i + k);
-		MGPU_CHECK(mgpu_source_rows(s, MGPU_SPLIT_TRAIN, ib, m, x, y));
-		for (j = 0; j < m * cnt; j++) {
-			if (s->dtype == MGPU_DTYPE_U8) {
-				hist[x[j]]++;
-			} else {
-				double f = ((const float *)(const void *)x)[j];
-				*sum += f;
-				*sq += f * f;
-			}
-		}
-	}
-	for (v = 0; v < 256; v++) {
-		*sum += (double)hist[v] * v;
-		*sq += (double)hist[v] * v * v;
+		MGPU_CHECK(rows_raw(s, MGPU_SPLIT_TRAIN, ib, m, x, y));
+		if (s->dtype == MGPU_DTYPE_U8)
+			mgpu_moments_add_u8(mo, x, m * cnt);
+		else
+			mgpu_moments_add_f32(mo, (const float *)(const void *)x, m * cnt);
 	}
 out:
 	free(x);
 	return rc;
 }
 
-int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n, float *scale,
-		     float *shift)
+int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n,
+		     struct mgpu_norm *norm)
 {
-	double sum, sq, cnt, mean;
+	struct mgpu_moments mo = { 0 };
+	double mean, sd;
 
 	if (s->kind == MGPU_SOURCE_CACHE && !idx) {
-		to_norm(s->cache.h.mean, s->cache.h.sd, scale, shift);
+		*norm = mgpu_norm_from(s->cache.h.mean, s->cache.h.sd);
 		return 0;
 	}
 	if (!idx)
 		n = s->n[MGPU_SPLIT_TRAIN];
 	if (n == 0)
 		return mgpu_err(MGPU_EINVAL, "'%s': no training rows to normalise over", s->path);
-	MGPU_TRY(moments(s, idx, n, &sum, &sq));
-	cnt = (double)n * (double)s->d;
-	mean = sum / cnt;
-	to_norm(mean, sqrt(sq / cnt - mean * mean), scale, shift);
+	MGPU_TRY(train_moments(s, idx, n, &mo));
+	mgpu_moments_get(&mo, &mean, &sd);
+	*norm = mgpu_norm_from(mean, sd);
 	return 0;
 }
 

@@ -16,11 +16,13 @@
  * Absent splits have n[split] == 0; then the trainer keeps its own seeded
  * validation split of train and has no test set unless the source has one.
  *
- * Rows come back in the source's dtype: uint8 (normalise on the device
- * with mgpu_source_norm()'s scale and shift) or float32.
+ * Rows come back in the source's dtype: uint8 as stored (the device
+ * normalises them as it casts, with the source's norm) or float32 with the
+ * source's norm applied (data/norm.h). The norm is the identity until
+ * mgpu_source_set_norm(); mgpu_source_norm() works out the trainer's.
  *
  * Threads: mgpu_source_rows() and mgpu_source_norm() may run on several
- * threads at once (the loader's workers); open and close may not.
+ * threads at once (the loader's workers); open, set_norm and close may not.
  */
 #ifndef MGPU_DATA_SOURCE_H
 #define MGPU_DATA_SOURCE_H
@@ -29,6 +31,7 @@
 #include <stdint.h> /* uint32_t, int32_t */
 
 #include "data/cache.h"   /* struct mgpu_cache */
+#include "data/norm.h"    /* struct mgpu_norm */
 #include "data/samples.h" /* struct mgpu_samples, MGPU_DTYPE_* */
 #include "data/split.h"   /* MGPU_SPLIT_*, MGPU_NSPLITS */
 
@@ -44,6 +47,7 @@ struct mgpu_source {
 	size_t row_nbytes;         /* d * element size */
 	size_t n[MGPU_NSPLITS];    /* rows per split; 0: absent */
 	int normalised;            /* cached per-feature normalised f32 */
+	struct mgpu_norm norm;     /* applied to float32 rows; identity by default */
 	struct mgpu_samples mem[MGPU_NSPLITS]; /* MEMORY sources */
 	struct mgpu_cache cache;               /* CACHE sources */
 };
@@ -53,12 +57,14 @@ int mgpu_source_open(struct mgpu_source *s, const char *path);
 int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
 		     void *x, int32_t *y);
 /*
- * x_used = x * scale + shift standardises the train features as a whole:
- * mean and sd over rows idx[0..n) of train (idx NULL: all of train; a
- * cache answers that from its header without reading the rows).
+ * The whole-set norm of the train features (data/norm.h): mean and sd over
+ * rows idx[0..n) of train as stored (idx NULL: all of train; a cache
+ * answers that from its header without reading the rows).
  */
-int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n, float *scale,
-		     float *shift);
+int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n,
+		     struct mgpu_norm *norm);
+/* Apply norm to the float32 rows mgpu_source_rows() returns from now on. */
+void mgpu_source_set_norm(struct mgpu_source *s, const struct mgpu_norm *norm);
 /* Check every label of every split is below nclasses. */
 int mgpu_source_check_classes(const struct mgpu_source *s, int nclasses);
 void mgpu_source_close(struct mgpu_source *s);

@@ -399,8 +399,9 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
 	return 0;
 }
 
-/* float32 rows go straight to the decoded-input buffer (the caller has
- * already normalised them; see data/loader.h). */
+/* float32 rows go straight to the decoded-input buffer: the data source
+ * normalised them on the host (data/norm.h), unlike uint8 rows, which
+ * mgpu_model_load_batch() normalises on the device as it casts them. */
 int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
 			      const int32_t *y_host, int B)
 {

@@ -67,7 +67,7 @@ static int save(struct train_rank *r)
 	struct mgpu_ckpt_state st = {
 		.step = r->step, .epoch = r->epoch, .epoch_pos = r->pos, .optim_t = r->opt.t,
 		.seed = c->seed, .world_size = r->world, .global_batch = r->plan->global,
-		.norm_scale = r->d->scale, .norm_shift = r->d->shift,
+		.norm_scale = r->d->src.norm.scale, .norm_shift = r->d->src.norm.shift,
 	};
 	struct mgpu_record rec = { .kind = MGPU_REC_CKPT };
 	char dir[MGPU_CKPT_PATH];

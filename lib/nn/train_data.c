@@ -4,7 +4,6 @@
  */
 #include "nn/train_int.h"
 
-#include <math.h>   /* sqrt */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* memcpy */
 
@@ -50,16 +49,17 @@ static int split(struct train_data *d, const struct mgpu_train_cfg *cfg)
 	return 0;
 }
 
-/* Mean and standard deviation of the training split's features (a cache
- * normalised per feature is used as it is). */
+/* The norm of the training split's features, given to the source so its
+ * float32 rows come out normalised (a cache normalised per feature is used
+ * as it is: the identity). */
 static int normalisation(struct train_data *d)
 {
-	if (d->src.normalised) {
-		d->scale = 1.0f;
-		d->shift = 0.0f;
-		return 0;
-	}
-	return mgpu_source_norm(&d->src, d->train_idx, d->ntrain, &d->scale, &d->shift);
+	struct mgpu_norm n = { 1.0f, 0.0f };
+
+	if (!d->src.normalised)
+		MGPU_TRY(mgpu_source_norm(&d->src, d->train_idx, d->ntrain, &n));
+	mgpu_source_set_norm(&d->src, &n);
+	return 0;
 }
 
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg)
@@ -97,18 +97,11 @@ void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint
 
 int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B)
 {
-	const struct train_data *d = r->d;
-	size_t i, n = (size_t)B * (size_t)d->src.d;
-	float *f = (float *)(void *)r->xb;
+	const struct mgpu_norm *n = &r->d->src.norm;
 
-	if (d->src.dtype == MGPU_DTYPE_U8)
-		return mgpu_model_load_batch(&r->model, x, y, B, d->scale, d->shift);
-	if (d->scale != 1.0f || d->shift != 0.0f) { /* float rows: normalise on the host */
-		for (i = 0; i < n; i++)
-			f[i] = ((const float *)x)[i] * d->scale + d->shift;
-		x = f;
-	}
-	return mgpu_model_load_batch_f32(&r->model, x, y, B);
+	if (r->d->src.dtype == MGPU_DTYPE_U8) /* normalised on the device as it is cast */
+		return mgpu_model_load_batch(&r->model, x, y, B, n->scale, n->shift);
+	return mgpu_model_load_batch_f32(&r->model, x, y, B); /* the source normalised */
 }
 
 int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split)

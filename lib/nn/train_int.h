@@ -20,8 +20,7 @@ struct train_data {
 	struct mgpu_source src;        /* cache, manifest, shards or IDX */
 	int val_split;                 /* MGPU_SPLIT_VAL, or TRAIN for our own split */
 	uint32_t *val_idx, *train_idx; /* one block: val first */
-	size_t ntrain, nval;
-	float scale, shift;            /* x = raw * scale + shift */
+	size_t ntrain, nval;           /* the norm is src.norm (data/norm.h) */
 };
 
 struct train_rank {

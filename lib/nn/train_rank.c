@@ -148,8 +148,8 @@ static int resume(struct train_rank *r)
 	/* The sample order does not depend on the world size: any number of
 	 * ranks with the checkpoint's global batch continues the same run. */
 	r->pos = st.epoch_pos;
-	if (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->scale ||
-	    st.norm_shift != r->d->shift)
+	if (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->src.norm.scale ||
+	    st.norm_shift != r->d->src.norm.shift)
 		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint was made on other data (its "
 				"epoch has more steps, or other feature statistics) than '%s'",
 				dir, c->data);

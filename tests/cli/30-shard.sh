@@ -208,4 +208,13 @@ expect 1 "'.': shards need a directory of their own (-d DIR)" "$S" -q -o m.tsv d
 mkdir man && "$S" -q -d apart -o man/m.tsv d.csv
 grep -q "	$PWD/apart/train-000000.tar	" man/m.tsv || fail "paths: $(cat man/m.tsv)"
 "$BIN/mgpu-cache" -q -o ac man/m.tsv >/dev/null || fail "a manifest apart does not read"
+# A long shard path goes into the manifest whole (not cut at a table cell).
+deep=$PWD/$(printf 'd%.0s' $(seq 150))/shards
+"$S" -q -d "$deep" -o man/deep.tsv d.csv
+grep -q "	$deep/train-000000.tar	" man/deep.tsv || fail "long path cut: $(cat man/deep.tsv)"
+"$BIN/mgpu-cache" -q -o dc man/deep.tsv >/dev/null || fail "a manifest of long paths does not read"
+# A path a TSV line cannot hold is refused, not altered, and nothing stays.
+expect 1 "a control character (tab, line end) cannot go in a manifest" \
+	"$S" -q -d "tab	dir" -o man/tab.tsv d.csv
+[ ! -e "tab	dir" ] && [ ! -e man/tab.tsv ] || fail "a refused path left $(ls)"
 exit 0

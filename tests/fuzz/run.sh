@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache smi text}
+names=${*:-idx json safetensors csv npy wds cache smi text manifest}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -28,6 +28,7 @@ srcs_for() {
 	cache) echo "lib/core/err.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/split.c lib/core/rng.c" ;;
 	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
 	text) echo "lib/core/err.c lib/core/io.c lib/data/text.c lib/data/samples.c" ;;
+	manifest) echo "lib/core/err.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/decomp.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -53,6 +54,8 @@ seed() {
 	csv)
 		printf 'a,label,"b c"\n1.5,2,-3e2\r\n\n"4",0,5\n' >"$c/ok"
 		printf 'x,y\n1,2\n3,4' >"$c/idx" ;;
+	manifest)
+		printf 'split\tpath\tsamples\tbytes\tsha256\ntrain\ttrain-000000.tar\t5\t10240\t%064d\nval\t/a b/v.tar\t1\t2\t%064d\r\n' 0 1 >"$c/m" ;;
 	text)
 		printf '\3the cat sat on the mat\n' >"$c/t3"
 		printf '\0ab' >"$c/t1" ;;

@@ -1,6 +1,6 @@
 /*
  * test_idx.c - unit tests of lib/data: decomp (whole-file reads through
- * libarchive), idx (the IDX parser) and dataset (labelled sets from IDX).
+ * libarchive), idx (the IDX parser) and IDX files as labelled samples.
  *
  * Fixtures are written into a fresh mkdtemp directory; compressed ones with
  * libarchive's writer (raw format + a filter). The real Fashion-MNIST files
@@ -17,7 +17,6 @@
 #include <unistd.h>        /* truncate */
 
 #include "core/err.h"      /* mgpu_errmsg, MGPU_E* */
-#include "data/dataset.h"  /* mgpu_dataset_* */
 #include "data/decomp.h"   /* mgpu_read_maybe_compressed */
 #include "data/idx.h"      /* mgpu_idx_* */
 #include "../t.h"          /* T_RUN, T_CHECK, T_OK, T_FAILS */
@@ -387,46 +386,38 @@ static void test_idx_load_bomb(void)
 		"none': cannot open");
 }
 
-/* ---------------- dataset ---------------- */
+/* ---------------- as samples ---------------- */
 
-static void test_dataset_load(void)
+static void test_samples_load(void)
 {
 	uint32_t im[3] = {7, 2, 3}, lb[1] = {7};
-	struct mgpu_dataset ds;
+	unsigned char row[6];
+	struct mgpu_samples ds;
 
 	put_idx_u8(tpath("im"), 3, im, 5, 251, 0);
 	put_idx_u8(tpath("lb.gz"), 1, lb, 1, 4, 1); /* labels 0 1 2 3 0 1 2 */
-	T_OK(mgpu_dataset_load_idx(&ds, tpath("im"), tpath("lb.gz")));
-	T_CHECK(ds.n == 7 && ds.d == 6 && ds.classes == 4, "n %zu d %d classes %d", ds.n,
+	T_OK(mgpu_idx_load_samples(tpath("im"), tpath("lb.gz"), &ds));
+	T_CHECK(ds.n == 7 && ds.d == 6 && ds.classes == 4, "n %zu d %zu classes %d", ds.n,
 		ds.d, ds.classes);
+	T_CHECK(ds.dtype == MGPU_DTYPE_U8 && ds.ndim == 1 && ds.shape[0] == 6 &&
+		ds.row_nbytes == 6 && ds.cap == 7, "u8 rows of shape (6): %s %d",
+		mgpu_dtype_name(ds.dtype), ds.ndim);
 	T_CHECK(ds.x && ds.x[6 * 6 + 5] == (41 * 5) % 251, "x");
 	T_CHECK(ds.y && ds.y[3] == 3 && ds.y[6] == 2, "y");
-	T_OK(mgpu_dataset_check_classes(&ds, 4, "lb"));
-	T_FAILS(mgpu_dataset_check_classes(&ds, 3, "lb"), MGPU_ERANGE,
-		"'lb': label 3 out of range [0,3) at index 3");
-	mgpu_dataset_free(&ds);
+	memcpy(row, ds.x, 6);
+	T_OK(mgpu_samples_push(&ds, row, 1)); /* a set like any other: it grows */
+	T_CHECK(ds.n == 8 && ds.x && memcmp(ds.x + 7 * 6, ds.x, 6) == 0 && ds.y[7] == 1,
+		"pushed row");
+	mgpu_samples_free(&ds);
 	T_CHECK(ds.x == NULL && ds.n == 0, "free zeroes");
-	mgpu_dataset_free(&ds); /* twice is fine */
 }
 
-static void test_dataset_check_classes_msg(void)
-{
-	int32_t y[8] = {0, 1, 2, 3, 4, 12, 5, 6};
-	struct mgpu_dataset ds = {8, 1, 13, NULL, y};
-
-	T_FAILS(mgpu_dataset_check_classes(&ds, 10, "set"), MGPU_ERANGE,
-		"'set': label 12 out of range [0,10) at index 5");
-	y[5] = -1;
-	T_FAILS(mgpu_dataset_check_classes(&ds, 10, "set"), MGPU_ERANGE,
-		"label -1 out of range [0,10) at index 5");
-}
-
-static void test_dataset_errors(void)
+static void test_samples_errors(void)
 {
 	uint32_t im[3] = {4, 2, 2}, im1[1] = {4}, lb[1] = {4}, lb3[1] = {3}, lb2[2] = {2, 2};
 	uint32_t none[3] = {0, 2, 2};
 	unsigned char buf[64];
-	struct mgpu_dataset ds;
+	struct mgpu_samples ds;
 	size_t n;
 
 	put_idx_u8(tpath("im4"), 3, im, 1, 256, 0);
@@ -435,57 +426,57 @@ static void test_dataset_errors(void)
 	put_idx_u8(tpath("lb4"), 1, lb, 1, 2, 0);
 	put_idx_u8(tpath("lb3"), 1, lb3, 1, 2, 0);
 	put_idx_u8(tpath("lb2d"), 2, lb2, 1, 2, 0);
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im4"), tpath("lb3")), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_samples(tpath("im4"), tpath("lb3"), &ds), MGPU_EFORMAT,
 		"lb3': 3 labels, but '");
 	T_CHECK(ds.x == NULL && ds.y == NULL, "failure leaves a zeroed set");
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im1d"), tpath("lb4")), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_samples(tpath("im1d"), tpath("lb4"), &ds), MGPU_EFORMAT,
 		"im1d': images need at least 2 dimensions, file has 1");
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im0"), tpath("lb4")), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_samples(tpath("im0"), tpath("lb4"), &ds), MGPU_EFORMAT,
 		"im0': no samples");
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im4"), tpath("lb2d")), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_samples(tpath("im4"), tpath("lb2d"), &ds), MGPU_EFORMAT,
 		"lb2d': labels must have 1 dimension, file has 2");
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im4"), tpath("nolabels")), MGPU_EIO,
+	T_FAILS(mgpu_idx_load_samples(tpath("im4"), tpath("nolabels"), &ds), MGPU_EIO,
 		"nolabels': cannot open");
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("lb4"), tpath("lb4")), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_samples(tpath("lb4"), tpath("lb4"), &ds), MGPU_EFORMAT,
 		"images need at least 2 dimensions");
 	/* images of the wrong type */
 	n = idx_header(buf, MGPU_IDX_S8, 3, im);
 	memset(buf + n, 1, 16);
 	put_file(tpath("ims8"), buf, n + 16);
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("ims8"), tpath("lb4")), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_samples(tpath("ims8"), tpath("lb4"), &ds), MGPU_EFORMAT,
 		"ims8': images must be IDX type u8 (0x08), not s8");
 	/* float labels */
 	n = idx_header(buf, MGPU_IDX_F32, 1, lb);
 	memset(buf + n, 0, 16);
 	put_file(tpath("lbf"), buf, n + 16);
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im4"), tpath("lbf")), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_samples(tpath("im4"), tpath("lbf"), &ds), MGPU_EFORMAT,
 		"lbf': labels must be an integer IDX type, not f32");
 	/* i16 labels: 300 at index 2 is out of range */
 	n = idx_header(buf, MGPU_IDX_I16, 1, lb);
 	memcpy(buf + n, "\x00\x01\x00\x02\x01\x2c\x00\x00", 8);
 	put_file(tpath("lb300"), buf, n + 8);
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im4"), tpath("lb300")), MGPU_ERANGE,
+	T_FAILS(mgpu_idx_load_samples(tpath("im4"), tpath("lb300"), &ds), MGPU_ERANGE,
 		"lb300': label 300 out of range [0,256) at index 2");
 	/* s8 labels: -1 at index 1 */
 	n = idx_header(buf, MGPU_IDX_S8, 1, lb);
 	memcpy(buf + n, "\x00\xff\x00\x00", 4);
 	put_file(tpath("lbneg"), buf, n + 4);
-	T_FAILS(mgpu_dataset_load_idx(&ds, tpath("im4"), tpath("lbneg")), MGPU_ERANGE,
+	T_FAILS(mgpu_idx_load_samples(tpath("im4"), tpath("lbneg"), &ds), MGPU_ERANGE,
 		"lbneg': label -1 out of range [0,256) at index 1");
 	/* i16 labels in range work */
 	memcpy(buf + n - 4 + 2, "\x0b", 1); /* type byte: 0x0B */
 	n = idx_header(buf, MGPU_IDX_I16, 1, lb);
 	memcpy(buf + n, "\x00\x01\x00\x02\x00\xff\x00\x00", 8);
 	put_file(tpath("lb255"), buf, n + 8);
-	T_OK(mgpu_dataset_load_idx(&ds, tpath("im4"), tpath("lb255")));
+	T_OK(mgpu_idx_load_samples(tpath("im4"), tpath("lb255"), &ds));
 	T_CHECK(ds.classes == 256 && ds.y[2] == 255, "classes %d", ds.classes);
-	mgpu_dataset_free(&ds);
+	mgpu_samples_free(&ds);
 }
 
-static void test_dataset_dir(void)
+static void test_samples_dir(void)
 {
 	uint32_t tr[3] = {10, 3, 3}, te[3] = {4, 3, 3}, te9[2] = {4, 8}, ltr[1] = {10}, lte[1] = {4};
-	struct mgpu_dataset a, b;
+	struct mgpu_samples a, b;
 	char dir[512];
 
 	snprintf(dir, sizeof dir, "%s/mn", tmpdir);
@@ -493,48 +484,47 @@ static void test_dataset_dir(void)
 	put_idx_u8(tpath("mn/train-images-idx3-ubyte.gz"), 3, tr, 1, 256, 1);
 	put_idx_u8(tpath("mn/train-labels-idx1-ubyte"), 1, ltr, 1, 10, 0);
 	put_idx_u8(tpath("mn/t10k-images-idx3-ubyte"), 3, te, 2, 256, 0);
-	T_FAILS(mgpu_dataset_load_dir(&a, &b, dir), MGPU_EIO,
+	T_FAILS(mgpu_idx_load_dir(dir, &a, &b), MGPU_EIO,
 		"mn': missing t10k-labels-idx1-ubyte (or t10k-labels-idx1-ubyte.gz)");
 	T_CHECK(a.x == NULL && b.x == NULL, "failure frees the train set");
 	put_idx_u8(tpath("mn/t10k-labels-idx1-ubyte.gz"), 1, lte, 3, 10, 1);
-	T_OK(mgpu_dataset_load_dir(&a, &b, dir));
-	T_CHECK(a.n == 10 && a.d == 9 && a.classes == 10, "train %zu %d %d", a.n, a.d,
+	T_OK(mgpu_idx_load_dir(dir, &a, &b));
+	T_CHECK(a.n == 10 && a.d == 9 && a.classes == 10, "train %zu %zu %d", a.n, a.d,
 		a.classes);
-	T_CHECK(b.n == 4 && b.d == 9 && b.classes == 10 && b.y[3] == 9, "test %zu %d %d",
+	T_CHECK(b.n == 4 && b.d == 9 && b.classes == 10 && b.y[3] == 9, "test %zu %zu %d",
 		b.n, b.d, b.classes);
 	T_CHECK(b.x[1] == 2 && a.x[89] == 89, "pixels");
-	mgpu_dataset_free(&a);
-	mgpu_dataset_free(&b);
+	mgpu_samples_free(&a);
+	mgpu_samples_free(&b);
 	put_idx_u8(tpath("mn/t10k-images-idx3-ubyte"), 2, te9, 1, 256, 0);
-	T_FAILS(mgpu_dataset_load_dir(&a, &b, dir), MGPU_EFORMAT,
+	T_FAILS(mgpu_idx_load_dir(dir, &a, &b), MGPU_EFORMAT,
 		"mn': train samples have 9 features, t10k samples 8");
-	T_FAILS(mgpu_dataset_load_dir(&a, &b, tpath("nodir")), MGPU_EIO,
+	T_FAILS(mgpu_idx_load_dir(tpath("nodir"), &a, &b), MGPU_EIO,
 		"nodir': missing train-images-idx3-ubyte");
 }
 
 static void test_fashion_mnist(void)
 {
-	struct mgpu_dataset tr, te;
+	struct mgpu_samples tr, te;
 	size_t i, hist[10] = {0};
 	long sum = 0;
 
 	if (access(FMNIST "/train-images-idx3-ubyte.gz", R_OK) != 0)
 		T_SKIP("%s not installed (dataset-fashion-mnist)", FMNIST);
-	T_OK(mgpu_dataset_load_dir(&tr, &te, FMNIST));
-	T_CHECK(tr.n == 60000 && tr.d == 784 && tr.classes == 10, "train %zu x %d, %d classes",
+	T_OK(mgpu_idx_load_dir(FMNIST, &tr, &te));
+	T_CHECK(tr.n == 60000 && tr.d == 784 && tr.classes == 10, "train %zu x %zu, %d classes",
 		tr.n, tr.d, tr.classes);
-	T_CHECK(te.n == 10000 && te.d == 784 && te.classes == 10, "test %zu x %d, %d classes",
+	T_CHECK(te.n == 10000 && te.d == 784 && te.classes == 10, "test %zu x %zu, %d classes",
 		te.n, te.d, te.classes);
-	T_OK(mgpu_dataset_check_classes(&tr, 10, FMNIST));
 	for (i = 0; i < tr.n && tr.y; i++)
 		hist[tr.y[i]]++;
 	for (i = 0; i < 10; i++)
 		T_CHECK(hist[i] == 6000, "class %zu has %zu samples", i, hist[i]);
-	for (i = 0; i < (size_t)tr.d && tr.x; i++)
+	for (i = 0; i < tr.d && tr.x; i++)
 		sum += tr.x[i];
 	T_CHECK(sum > 0, "first image is blank");
-	mgpu_dataset_free(&tr);
-	mgpu_dataset_free(&te);
+	mgpu_samples_free(&tr);
+	mgpu_samples_free(&te);
 }
 
 int main(void)
@@ -550,10 +540,9 @@ int main(void)
 	T_RUN(test_idx_errors);
 	T_RUN(test_idx_load_gz);
 	T_RUN(test_idx_load_bomb);
-	T_RUN(test_dataset_load);
-	T_RUN(test_dataset_check_classes_msg);
-	T_RUN(test_dataset_errors);
-	T_RUN(test_dataset_dir);
+	T_RUN(test_samples_load);
+	T_RUN(test_samples_errors);
+	T_RUN(test_samples_dir);
 	T_RUN(test_fashion_mnist);
 	t_tmpdir_remove();
 	return T_DONE();

@@ -119,21 +119,25 @@ static void test_sources_and_prefetch(void)
 static void test_norm(void)
 {
 	struct mgpu_source a, b;
-	float s1, h1, s2, h2;
+	struct mgpu_norm n1, n2;
 
 	T_OK(mgpu_source_open(&a, tpath("z.cache")));
 	T_OK(mgpu_source_open(&b, tpath("train-000000.tar")));
-	T_OK(mgpu_source_norm(&a, NULL, 0, &s1, &h1));
-	T_OK(mgpu_source_norm(&b, NULL, 0, &s2, &h2));
-	T_NEAR(s1, s2, 1e-6);
-	T_NEAR(h1, h2, 1e-5);
+	T_CHECK(mgpu_norm_is_identity(&a.norm) && mgpu_norm_is_identity(&b.norm),
+		"a new source's norm is the identity");
+	T_OK(mgpu_source_norm(&a, NULL, 0, &n1)); /* from the cache's header */
+	T_OK(mgpu_source_norm(&b, NULL, 0, &n2)); /* from the rows */
+	T_NEAR(n1.scale, n2.scale, 1e-6);
+	T_NEAR(n1.shift, n2.shift, 1e-5);
 	T_OK(mgpu_source_check_classes(&a, 7));
 	T_FAILS(mgpu_source_check_classes(&a, 6), MGPU_ERANGE, "label 6 out of range [0,6)");
 	mgpu_source_close(&a);
 	mgpu_source_close(&b);
 }
 
-static void test_f32_affine(void)
+/* float32 rows come out of the source, and so of the loader, normalised
+ * with the source's norm; uint8 rows come out as stored. */
+static void test_f32_norm(void)
 {
 	struct mgpu_samples f;
 	struct mgpu_samples *p[3] = { &f, NULL, NULL };
@@ -143,7 +147,11 @@ static void test_f32_affine(void)
 	struct mgpu_loader l;
 	const void *x;
 	const int32_t *y;
+	const struct mgpu_norm n = { 2.0f, 1.0f };
 	uint32_t order[2] = { 5, 1 };
+	unsigned char u[D];
+	float g[D];
+	int32_t yy;
 	double w;
 	int B;
 
@@ -151,13 +159,20 @@ static void test_f32_affine(void)
 	T_OK(mgpu_cache_write(tpath("f.cache"), p, &o, &st));
 	T_OK(mgpu_source_open(&s, tpath("f.cache")));
 	T_CHECK(s.dtype == MGPU_DTYPE_F32 && s.row_nbytes == 4 * D, "dtype");
+	mgpu_source_set_norm(&s, &n);
+	T_OK(mgpu_source_rows(&s, MGPU_SPLIT_TRAIN, order + 1, 1, g, &yy));
+	T_CHECK(g[3] == 2.0f * set.x[1 * D + 3] + 1.0f, "rows: %g", (double)g[3]);
 	T_OK(mgpu_loader_create(&l, &s, 2, 2));
-	mgpu_loader_set_affine(&l, 2.0f, 1.0f);
 	T_OK(mgpu_loader_begin(&l, MGPU_SPLIT_TRAIN, order, 2));
 	T_OK(mgpu_loader_next(&l, &x, &y, &B, &w));
 	T_CHECK(B == 2 && ((const float *)x)[D + 3] == 2.0f * set.x[1 * D + 3] + 1.0f,
-		"affine: %g", (double)((const float *)x)[D + 3]);
+		"loader: %g", (double)((const float *)x)[D + 3]);
 	mgpu_loader_free(&l);
+	mgpu_source_close(&s);
+	T_OK(mgpu_source_open(&s, tpath("z.cache")));
+	mgpu_source_set_norm(&s, &n);
+	T_OK(mgpu_source_rows(&s, MGPU_SPLIT_TRAIN, order + 1, 1, u, &yy));
+	T_CHECK(memcmp(u, set.x + D, D) == 0, "uint8 rows must come out as stored");
 	mgpu_source_close(&s);
 }
 
@@ -228,7 +243,7 @@ int main(void)
 	make();
 	T_RUN(test_sources_and_prefetch);
 	T_RUN(test_norm);
-	T_RUN(test_f32_affine);
+	T_RUN(test_f32_norm);
 	T_RUN(test_corrupt_chunk);
 	T_RUN(test_idx_dir);
 	mgpu_samples_free(&set);

@@ -2,7 +2,7 @@
  * test_wds.c - unit tests of the WebDataset reader and the shard writer:
  * shards read back sample for sample and are byte-identical when written
  * twice; archives made by libarchive (tar.gz of PGM images, zip) read
- * correctly; the manifest parser; and every bad input gives its error
+ * correctly; and every bad input gives its error
  * naming the archive and the entry.
  */
 #include <archive.h>       /* archive_write_* */
@@ -16,7 +16,6 @@
 #include "core/cancel.h"   /* mgpu_cancel_raise, mgpu_cancel_clear */
 #include "core/err.h"      /* mgpu_errmsg, MGPU_E* */
 #include "core/io.h"       /* mgpu_read_file */
-#include "data/manifest.h" /* mgpu_manifest_parse */
 #include "data/npy.h"      /* mgpu_npy_header */
 #include "data/shard.h"    /* mgpu_shard_write */
 #include "data/wds.h"      /* mgpu_wds_read */
@@ -201,28 +200,6 @@ static void test_errors(void)
 	mgpu_samples_free(&r);
 }
 
-static void test_manifest(void)
-{
-	static const char good[] = "split\tpath\tsamples\tbytes\tsha256\n"
-		"train\tt-0.tar\t5\t10240\t"
-		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n";
-	struct mgpu_manifest m;
-
-	T_OK(mgpu_manifest_parse(good, strlen(good), "m.tsv", "dir", &m));
-	T_CHECK(m.n == 1 && strcmp(m.e[0].path, "dir/t-0.tar") == 0 && m.e[0].samples == 5,
-		"n %zu", m.n);
-	mgpu_manifest_free(&m);
-	T_FAILS(mgpu_manifest_parse("a\tb\n", 4, "m.tsv", "", &m), MGPU_EFORMAT,
-		"'m.tsv': line 1: not a shard manifest");
-	T_FAILS(mgpu_manifest_parse("split\tpath\tsamples\tbytes\tsha256\nfoo\tx\t1\t1\tab\n",
-				    46, "m.tsv", "", &m), MGPU_EFORMAT,
-		"line 2: split 'foo' is not train");
-	T_FAILS(mgpu_manifest_parse("split\tpath\tsamples\tbytes\tsha256\ntrain\tx\t1x\t1\tab\n",
-				    48, "m.tsv", "", &m), MGPU_EFORMAT, "decimal");
-	T_FAILS(mgpu_manifest_parse("split\tpath\tsamples\tbytes\tsha256\ntrain\tx\t1\t1\tab\n",
-				    47, "m.tsv", "", &m), MGPU_EFORMAT, "64 hex");
-}
-
 int main(void)
 {
 	if (t_tmpdir_make("wds") < 0)
@@ -231,7 +208,6 @@ int main(void)
 	T_RUN(test_shard_cancel);
 	T_RUN(test_libarchive_made);
 	T_RUN(test_errors);
-	T_RUN(test_manifest);
 	t_tmpdir_remove();
 	return T_DONE();
 }

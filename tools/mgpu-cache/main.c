@@ -14,7 +14,7 @@
 #include <stdlib.h>   /* exit, free */
 #include <string.h>   /* strcmp, strncmp, memcpy */
 #include <sys/stat.h> /* stat */
-#include <unistd.h>   /* read */
+#include <unistd.h>   /* read, access */
 
 #include "../common.h"      /* die, usage_error */
 #include "core/cancel.h"    /* mgpu_cancel_check */
@@ -25,6 +25,7 @@
 #include "data/cache.h"     /* mgpu_cache_* */
 #include "data/input.h"     /* mgpu_samples_append */
 #include "data/manifest.h"  /* mgpu_manifest_* */
+#include "data/sniff.h"     /* mgpu_sniff_* */
 #include "data/wds.h"       /* mgpu_wds_read */
 
 const char *const mgpu_tool_name = "mgpu-cache";
@@ -181,17 +182,20 @@ static int split_of_name(const char *path)
 	return MGPU_SPLIT_TRAIN;
 }
 
-/* Read a shard into its split; e (or NULL) is its manifest line to check. */
+/* Read a shard into its split: checked against its manifest line e, or
+ * (e NULL) a shard named on the command line. */
 static void read_shard(struct inputs *in, const char *path, int split,
 		       const struct mgpu_manifest_entry *e)
 {
 	struct mgpu_samples t = { 0 };
-	char sha[MGPU_SHA256_HEX];
 
-	if (mgpu_wds_read(path, &t, e ? sha : NULL) < 0 || mgpu_cancel_check() < 0 ||
-	    (e && mgpu_manifest_check_shard(e, sha, t.n) < 0))
-		fail();
-	if (mgpu_samples_append(&in->set[split], &t, path) < 0)
+	if (e) {
+		if (mgpu_manifest_read_shard(e, &in->set[split]) < 0 || mgpu_cancel_check() < 0)
+			fail();
+		return;
+	}
+	if (mgpu_wds_read(path, &t, NULL) < 0 || mgpu_cancel_check() < 0 ||
+	    mgpu_samples_append(&in->set[split], &t, path) < 0)
 		fail();
 	mgpu_samples_free(&t);
 }
@@ -229,7 +233,7 @@ static void read_stdin(struct inputs *in, int read_now)
 			break;
 		in->nhead += (size_t)got;
 	}
-	if (!mgpu_manifest_sniff(in->head, in->nhead)) {
+	if (mgpu_sniff_head(in->head, in->nhead) != MGPU_SNIFF_MANIFEST) {
 		if (mgpu_wds_read_fd(0, "-", in->head, in->nhead, &in->set[MGPU_SPLIT_TRAIN],
 				     sha) < 0)
 			fail();
@@ -256,9 +260,6 @@ static void read_stdin(struct inputs *in, int read_now)
 static void inputs(const struct opts *o, struct inputs *in, int read)
 {
 	struct mgpu_manifest m;
-	unsigned char b[64];
-	FILE *fp;
-	size_t n;
 	int i;
 
 	for (i = 0; i < o->nin; i++) {
@@ -268,13 +269,9 @@ static void inputs(const struct opts *o, struct inputs *in, int read)
 				read_stdin(in, 1);
 			continue;
 		}
-		fp = fopen(p, "rb");
-		n = fp ? fread(b, 1, sizeof b, fp) : 0;
-		if (fp)
-			fclose(fp);
-		if (!fp)
+		if (access(p, R_OK) != 0)
 			die("'%s': cannot open", p);
-		if (mgpu_manifest_sniff(b, n)) {
+		if (mgpu_sniff_file(p) == MGPU_SNIFF_MANIFEST) {
 			if (mgpu_manifest_load(p, &m) < 0)
 				fail();
 			manifest(in, &m, read);

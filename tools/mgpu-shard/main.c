@@ -25,9 +25,8 @@
 #include "../common.h"      /* die, usage_error */
 #include "core/cancel.h"    /* mgpu_cancel_check */
 #include "core/io.h"        /* mgpu_afile_*, mgpu_tmp_sweep */
-#include "core/table.h"     /* struct mgpu_table */
 #include "data/input.h"     /* mgpu_input_load */
-#include "data/manifest.h"  /* MGPU_MANIFEST_HEADER columns */
+#include "data/manifest.h"  /* mgpu_manifest_writer, mgpu_manifest_write */
 #include "data/shard.h"     /* mgpu_shard_write */
 #include "data/shardset.h"  /* mgpu_shardset_* */
 #include "data/split.h"     /* mgpu_split_* */
@@ -184,7 +183,7 @@ struct out {
 
 /* Write the shards of one split into the temporary directory; a row each. */
 static void write_split(const struct opts *o, const struct plan *p, int s, struct out *w,
-			struct mgpu_table *t)
+			struct mgpu_manifest_writer *mw)
 {
 	size_t k, nsh = mgpu_split_nshards(p->n[s], o->shard_size, o->ranks), first, len;
 	char path[4200], shown[4300], name[64], sha[MGPU_SHA256_HEX];
@@ -197,12 +196,7 @@ static void write_split(const struct opts *o, const struct plan *p, int s, struc
 		snprintf(shown, sizeof shown, "%s%s%s", w->shown, w->shown[0] ? "/" : "", name);
 		if (mgpu_shard_write(path, p->set[s], p->idx[s] + first, len, &nbytes, sha) < 0)
 			fail();
-		mgpu_table_str(t, "split", mgpu_split_name(s));
-		mgpu_table_str(t, "path", shown);
-		mgpu_table_int(t, "samples", (int64_t)len);
-		mgpu_table_int(t, "bytes", (int64_t)nbytes);
-		mgpu_table_str(t, "sha256", sha);
-		if (mgpu_table_emit(t) < 0)
+		if (mgpu_manifest_write(mw, s, shown, len, nbytes, sha) < 0)
 			fail();
 	}
 	if (o->com.verbose)
@@ -284,16 +278,16 @@ static void print_rows(struct out *w)
 /* Returns 1 when the directory already held this very set. */
 static int write_all(const struct opts *o, const struct plan *p)
 {
-	static const char *const cols[] = { "split", "path", "samples", "bytes", "sha256" };
 	static struct out w;
-	struct mgpu_table t;
+	struct mgpu_manifest_writer mw;
 	int s, same;
 
 	place(o, &w);
 	open_rows(o, &w);
-	mgpu_table_init(&t, w.fp, o->com.format, cols, 5);
+	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0)
+		fail();
 	for (s = 0; s < MGPU_NSPLITS; s++)
-		write_split(o, p, s, &w, &t);
+		write_split(o, p, s, &w, &mw);
 	if (w.mname[0]) {
 		if (mgpu_afile_commit(&w.af) < 0)
 			fail();

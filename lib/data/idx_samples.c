@@ -1,20 +1,22 @@
 /*
- * dataset.c - labelled byte data sets from IDX files (see dataset.h).
+ * idx_samples.c - IDX image and label files as memory samples (see idx.h):
+ * the part of the IDX reader that knows what MNIST-style files mean; idx.c
+ * only parses tensors.
  */
-#include "data/dataset.h"
+#include "data/idx.h"
 
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free */
 #include <string.h>   /* memcpy, memset */
 #include <sys/stat.h> /* stat */
 
-#include "core/err.h" /* mgpu_err, MGPU_E* */
-#include "data/idx.h" /* mgpu_idx_load, mgpu_idx_value */
+#include "core/err.h"     /* mgpu_err, MGPU_E* */
+#include "data/samples.h" /* mgpu_samples_*, MGPU_SAMPLES_MAX_CLASSES */
 
 #define PATH_MAX_NBYTES 4096
 
 /* Samples and features of an images file; d must fit an int. */
-static int image_shape(const struct mgpu_idx *im, const char *path, size_t *n, int *d)
+static int image_shape(const struct mgpu_idx *im, const char *path, size_t *n, uint32_t *d)
 {
 	size_t dd = 1;
 	int i;
@@ -30,11 +32,11 @@ static int image_shape(const struct mgpu_idx *im, const char *path, size_t *n, i
 	if (im->dims[0] == 0 || dd == 0)
 		return mgpu_err(MGPU_EFORMAT, "'%s': no samples (shape %u x %zu)", path,
 				im->dims[0], dd);
-	if (dd > (size_t)1 << 30)
+	if (dd >= MGPU_SAMPLES_MAX_D)
 		return mgpu_err(MGPU_ERANGE, "'%s': %zu features per sample is too many",
 				path, dd);
 	*n = im->dims[0];
-	*d = (int)dd;
+	*d = (uint32_t)dd;
 	return 0;
 }
 
@@ -70,9 +72,9 @@ static int read_labels(const struct mgpu_idx *lb, const char *path, int32_t *y,
 	*classes = 0;
 	for (i = 0; i < lb->count; i++) {
 		v = mgpu_idx_value(lb, i);
-		if (v < 0 || v >= MGPU_DATASET_MAX_CLASSES)
+		if (v < 0 || v >= MGPU_SAMPLES_MAX_CLASSES)
 			return mgpu_err(MGPU_ERANGE, "'%s': label %.0f out of range [0,%d) "
-					"at index %zu", path, v, MGPU_DATASET_MAX_CLASSES, i);
+					"at index %zu", path, v, MGPU_SAMPLES_MAX_CLASSES, i);
 		y[i] = (int32_t)v;
 		if (y[i] + 1 > *classes)
 			*classes = y[i] + 1;
@@ -80,30 +82,33 @@ static int read_labels(const struct mgpu_idx *lb, const char *path, int32_t *y,
 	return 0;
 }
 
-int mgpu_dataset_load_idx(struct mgpu_dataset *ds, const char *images,
-			  const char *labels)
+int mgpu_idx_load_samples(const char *images, const char *labels, struct mgpu_samples *out)
 {
 	struct mgpu_idx im = {0}, lb = {0};
+	uint32_t d = 0;
+	size_t n = 0;
 	int rc = 0;
 
-	memset(ds, 0, sizeof *ds);
+	memset(out, 0, sizeof *out);
 	MGPU_CHECK(mgpu_idx_load(images, &im));
-	MGPU_CHECK(image_shape(&im, images, &ds->n, &ds->d));
+	MGPU_CHECK(image_shape(&im, images, &n, &d));
 	MGPU_CHECK(mgpu_idx_load(labels, &lb));
-	MGPU_CHECK(check_labels(&lb, labels, ds->n, images));
-	ds->y = malloc(ds->n * sizeof *ds->y);
-	if (!ds->y) {
+	MGPU_CHECK(check_labels(&lb, labels, n, images));
+	MGPU_CHECK(mgpu_samples_init(out, MGPU_DTYPE_U8, 1, &d));
+	out->y = malloc(n * sizeof *out->y);
+	if (!out->y) {
 		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", images);
 		goto out;
 	}
-	MGPU_CHECK(read_labels(&lb, labels, ds->y, &ds->classes));
+	MGPU_CHECK(read_labels(&lb, labels, out->y, &out->classes));
 	/* Take over the decoded file, pixels moved to its start: no second copy. */
-	ds->x = im.owned;
-	memmove(ds->x, im.data, im.count);
+	out->x = im.owned;
+	memmove(out->x, im.data, im.count);
 	im.owned = NULL;
+	out->n = out->cap = n;
 out:
 	if (rc < 0)
-		mgpu_dataset_free(ds);
+		mgpu_samples_free(out);
 	mgpu_idx_free(&im);
 	mgpu_idx_free(&lb);
 	return rc;
@@ -123,7 +128,7 @@ static int find_file(const char *dir, const char *name, char *path, size_t cap)
 	return mgpu_err(MGPU_EIO, "'%s': missing %s (or %s.gz)", dir, name, name);
 }
 
-static int load_pair(struct mgpu_dataset *ds, const char *dir, const char *set)
+static int load_pair(struct mgpu_samples *s, const char *dir, const char *set)
 {
 	char images[PATH_MAX_NBYTES], labels[PATH_MAX_NBYTES], name[64];
 
@@ -131,11 +136,10 @@ static int load_pair(struct mgpu_dataset *ds, const char *dir, const char *set)
 	MGPU_TRY(find_file(dir, name, images, sizeof images));
 	snprintf(name, sizeof name, "%s-labels-idx1-ubyte", set);
 	MGPU_TRY(find_file(dir, name, labels, sizeof labels));
-	return mgpu_dataset_load_idx(ds, images, labels);
+	return mgpu_idx_load_samples(images, labels, s);
 }
 
-int mgpu_dataset_load_dir(struct mgpu_dataset *train, struct mgpu_dataset *test,
-			  const char *dir)
+int mgpu_idx_load_dir(const char *dir, struct mgpu_samples *train, struct mgpu_samples *test)
 {
 	int rc = 0;
 
@@ -146,31 +150,12 @@ int mgpu_dataset_load_dir(struct mgpu_dataset *train, struct mgpu_dataset *test,
 	MGPU_CHECK(load_pair(train, dir, "train"));
 	MGPU_CHECK(load_pair(test, dir, "t10k"));
 	if (train->d != test->d)
-		rc = mgpu_err(MGPU_EFORMAT, "'%s': train samples have %d features, "
-			      "t10k samples %d", dir, train->d, test->d);
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': train samples have %zu features, "
+			      "t10k samples %zu", dir, train->d, test->d);
 out:
 	if (rc < 0) {
-		mgpu_dataset_free(train);
-		mgpu_dataset_free(test);
+		mgpu_samples_free(train);
+		mgpu_samples_free(test);
 	}
 	return rc;
-}
-
-int mgpu_dataset_check_classes(const struct mgpu_dataset *ds, int nclasses,
-			       const char *path)
-{
-	size_t i;
-
-	for (i = 0; i < ds->n; i++)
-		if (ds->y[i] < 0 || ds->y[i] >= nclasses)
-			return mgpu_err(MGPU_ERANGE, "'%s': label %d out of range [0,%d) "
-					"at index %zu", path, (int)ds->y[i], nclasses, i);
-	return 0;
-}
-
-void mgpu_dataset_free(struct mgpu_dataset *ds)
-{
-	free(ds->x);
-	free(ds->y);
-	memset(ds, 0, sizeof *ds);
 }
