@@ -397,8 +397,11 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 			continue;
 		}
 		if (blame(k) >= 0) {
-			/* let near-simultaneous exits arrive, then blame the first cause */
-			for (i = 0; i < 20 && k->alive > 0; i++, nap_ms(10))
+			/* let near-simultaneous exits arrive, then blame the first cause;
+			 * across nodes give the leader, whose report names the other
+			 * node, up to 2 s to tell */
+			for (i = 0; k->alive > 0 && (i < 20 || (k->nnodes > 1 && !k->done[0] &&
+							       i < 200)); i++, nap_ms(10))
 				reap(k, 0);
 			break;
 		}

@@ -5,7 +5,7 @@
 # 1e-4 (final weights in the checkpoints); a 2-node checkpoint resumes on
 # one node; killing node 1's ranks stops the whole job within --timeout,
 # node 0's launcher naming node 1 and its rank last (its own ranks only
-# followed); the start-up line counts the nodes; another job's token from
+# followed), and so when they only hang (after --timeout); the start-up line counts the nodes; another job's token from
 # a third host is refused while the job goes on. NCCL_SOCKET_IFNAME
 # reaches the ranks of node 1 through the own launcher and through mpirun
 # -x (whose remote shell passes no environment, as ssh), each rank saying
@@ -145,4 +145,33 @@ tail -n 1 n0.err | grep -q "node 0's ranks stopped after a failure elsewhere: no
 	fail "node 0's last line does not name node 1 and rank 2: $(cat n0.err)"
 grep -q "rank [23] failed: killed by signal 9.* on node 1" n1.err ||
 	fail "node 1 does not name the killed rank: $(cat n1.err)"
+
+# node 1's ranks stopped (SIGSTOP), not dead: node 0 gives up after
+# --timeout and its launcher's last line names node 1's leader
+long="--data d --model mlp:64-48-32-4 --epochs 1000 -q --batch-size 16 --timeout 5"
+on_host 2 "$M" $long --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
+n1=$!
+on_host 1 "$M" $long --cpu-ranks 2 --nnodes 2 --node-rank 0 --log-every 1 >run.tsv 2>n0.err &
+n0=$!
+i=0
+while [ "$(grep -c '^step' run.tsv 2>/dev/null)" -lt 3 ] && [ $i -lt 200 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ "$(grep -c '^step' run.tsv)" -ge 3 ] || fail "the hang job did not start: $(cat n0.err)"
+launcher=$(pgrep -P $n1)
+stopped=$(pgrep -P "$launcher")
+kill -STOP $stopped
+t0=$(date +%s)
+set +e
+wait $n0
+rc0=$?
+set -e
+dt=$(($(date +%s) - t0))
+kill -KILL $stopped
+wait $n1 || true
+[ "$rc0" = 1 ] || fail "node 0 exit $rc0 after node 1 hung: $(cat n0.err)"
+[ "$dt" -le 8 ] || fail "node 0 took $dt s to stop (--timeout 5)"
+tail -n 1 n0.err | grep -q "node 0's ranks stopped after a failure elsewhere: node 1 (rank 2) did not answer" ||
+	fail "node 0's last line does not name node 1's hung leader: $(cat n0.err)"
 exit 0
