@@ -14,6 +14,7 @@
 
 #include "bench/spawn.h" /* mgpu_spawn_capture */
 #include "core/err.h"    /* mgpu_err */
+#include "core/io.h"     /* mgpu_tmp_template */
 
 #define NET "10.250.0.0/24"
 
@@ -300,7 +301,7 @@ int mgpu_netns_rsh(struct mgpu_netns *ns, const char **path)
 	int bad;
 
 	if (!ns->rsh[0]) {
-		snprintf(ns->dir, sizeof ns->dir, "/tmp/mgpu-bench-XXXXXX");
+		MGPU_TRY(mgpu_tmp_template(ns->dir, sizeof ns->dir, "/tmp/mgpu-bench-"));
 		if (!mkdtemp(ns->dir)) {
 			ns->dir[0] = '\0';
 			return mgpu_err_errno(MGPU_EIO, "cannot make a temporary directory in /tmp");

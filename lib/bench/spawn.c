@@ -15,6 +15,7 @@
 
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err_errno */
+#include "core/io.h"  /* mgpu_tmp_template */
 
 static _Noreturn void child(char *const *argv, int out_fd, int err_fd)
 {
@@ -162,12 +163,14 @@ out:
 
 int mgpu_spawn_bg_start(char *const *argv, struct mgpu_spawn_bg *bg)
 {
-	char path[] = "/tmp/mgpu-bench-err-XXXXXX";
-	int nul, fd = mkostemp(path, O_CLOEXEC);
+	char path[64];
+	int nul, fd;
 	pid_t pid;
 
 	bg->pid = 0;
 	bg->err_fd = -1;
+	MGPU_TRY(mgpu_tmp_template(path, sizeof path, "/tmp/mgpu-bench-err-"));
+	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return mgpu_err_errno(MGPU_EIO, "cannot make a temporary file in /tmp");
 	unlink(path);
