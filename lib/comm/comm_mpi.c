@@ -116,8 +116,9 @@ int mgpu_mpi_open(struct mgpu_mpi **out, int leader, int timeout_ms)
 	MPI_Comm_size(MPI_COMM_WORLD, &m->size);
 	rc = MPI_Comm_split(MPI_COMM_WORLD, leader ? 0 : MPI_UNDEFINED, m->rank, &m->leaders);
 	if (rc != MPI_SUCCESS) {
+		rc = mpi_fail(rc, "MPI_Comm_split"); /* its text: MPI is still up */
 		mgpu_mpi_close(m);
-		return mpi_fail(rc, "MPI_Comm_split");
+		return rc;
 	}
 	m->lrank = -1;
 	if (m->leaders != MPI_COMM_NULL) {
