@@ -667,25 +667,25 @@ static void rerun(const struct topts *o, const struct mgpu_bench_trow *old, int 
 	}
 }
 
-static void write_md(FILE *fp, const struct mgpu_bench_trow *rows, int n)
+static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_tab t;
 	int i;
 
 	if (mgpu_bench_speedup_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
-		die_lib();
+		common_fail(co);
 	mgpu_tab_free(&t);
 	fputs("\nPeak memory per device (MiB):\n\n", fp);
 	if (mgpu_bench_memory_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
-		die_lib();
+		common_fail(co);
 	mgpu_tab_free(&t);
 	if (mgpu_bench_util_tab(rows, n, &t) < 0)
-		die_lib();
+		common_fail(co);
 	if (t.nrows) {
 		fputs("\nGPU utilisation per device (mean %, NVML, from the first to the last busy "
 		      "sample):\n\n", fp);
 		if (mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
-			die_lib();
+			common_fail(co);
 	}
 	mgpu_tab_free(&t);
 	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
@@ -714,11 +714,11 @@ static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 	FILE *fp = common_open(&o->co);
 
 	if (mgpu_bench_trows_tab(rows, n, &t) < 0)
-		die_lib();
+		common_fail(&o->co);
 	if (o->co.fmt == MGPU_FMT_MD)
-		write_md(fp, rows, n);
+		write_md(&o->co, fp, rows, n);
 	else if (mgpu_tab_write(&t, fp, o->co.fmt) < 0)
-		die_lib();
+		common_fail(&o->co);
 	common_close(&o->co);
 	if (o->save && (mgpu_afile_open(&af, o->save) < 0 ||
 			mgpu_tab_write(&t, af.fp, MGPU_FMT_TSV) < 0 || mgpu_afile_commit(&af) < 0)) {
