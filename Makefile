@@ -88,9 +88,11 @@ all: $(TOOL_BINS) $(TEST_BINS) $(BENCH_BINS)
 	@echo "built: $(TOOLS) (cuda=$(HAVE_CUDA) mpi=$(HAVE_MPI)) in $(B)/bin" >&2
 
 # The CPU backend's element loops are memory-bound passes that gcc only
-# vectorises at -O3 (loop unswitching); -fno-math-errno lets sqrtf vectorise.
-# Neither changes a result: no reassociation, no contraction under -std=c11.
-$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/nn/sync_shm.o $(B)/obj/lib/comm/shm.o: HOT_CFLAGS := -O3 -fno-math-errno
+# vectorises at -O3 (loop unswitching); -fno-math-errno lets sqrtf vectorise;
+# -fno-trapping-math lets the clamps of GELU's erf and exp (elem.h) become
+# selects. None changes a result: no reassociation, no contraction under
+# -std=c11, and nothing here reads the floating-point exception flags.
+$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/nn/sync_shm.o $(B)/obj/lib/comm/shm.o: HOT_CFLAGS := -O3 -fno-math-errno -fno-trapping-math
 
 $(B)/obj/%.o: %.c $(B)/config.h
 	@mkdir -p $(@D)
@@ -149,11 +151,18 @@ demo-lm: deps
 		-o $(B)/demo-lm/shards/manifest.tsv $(LM_TEXT)
 	$(B)/bin/mgpu-cache -q -o $(B)/demo-lm/cache $(B)/demo-lm/shards/manifest.tsv >/dev/null
 	$(B)/bin/mgpu-train --data $(B)/demo-lm/cache --model $(LM_MODEL) --optimizer adamw \
-		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 20 --log-every 200
+		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 20 --log-every 200 \
+		--sample 300 --prompt 'Q: '
 
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(B)
+
+# mgpu against PyTorch on the byte-level gpt (CPU ranks; bench/lm.sh): PyTorch
+# goes into $(B)/torch-venv from PyPI when missing, or is skipped offline.
+bench-torch: deps
+	@$(MAKE) --no-print-directory all
+	@sh bench/lm.sh $(B)
 
 # The check to run on a new GPU machine: selftest, conformance (cuda rows),
 # memcheck when compute-sanitizer exists, a 10-epoch training.
@@ -176,11 +185,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, bench, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, bench, bench-torch, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo demo-lm bench gpu-check lint-man install clean help
+.PHONY: all deps test test-bins demo demo-lm bench bench-torch gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -226,7 +226,9 @@ static const char *const tcols[] = {
 	"samples_per_s", "samples_per_s_min", "samples_per_s_max", "spread_pct", "wall_s",
 	"speedup", "efficiency", "effective_batch", "peak_bytes", "rss_bytes", "status",
 	"error", "command", "blas_core", "blas_threads", "gpu_util_pct", "gpu_mem_used_bytes",
-	"nodes", "link_rate", "link_delay_ms", /* last: saved tables keep their columns */
+	"nodes", "link_rate", "link_delay_ms",
+	"ctx", "tokens_per_s", "flops_per_token", "peak_flops", "mfu", "mem_estimate_bytes",
+	"peak_how", /* new columns go last: saved tables keep theirs */
 };
 static const int ttypes[] = {
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM,
@@ -234,8 +236,9 @@ static const int ttypes[] = {
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST, MGPU_TAB_STR,
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST,
 	MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_NUM,
+	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
+	MGPU_TAB_STR,
 };
-
 _Static_assert(sizeof tcols / sizeof tcols[0] == sizeof ttypes / sizeof ttypes[0],
 	       "a type for every column");
 
@@ -278,6 +281,21 @@ static int set_util_list(struct mgpu_tab *t, size_t r, const char *col, const do
 	return mgpu_tab_set(t, r, col, known ? buf : NULL);
 }
 
+/* The gpt columns (NA for an mlp, or what is unknown). */
+static int put_lm(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r)
+{
+	if (r->ctx <= 0)
+		return 0;
+	MGPU_TRY(mgpu_tab_setf(t, i, "ctx", "%d", r->ctx));
+	MGPU_TRY(mgpu_tab_num(t, i, "tokens_per_s", r->tokens_per_s, 6));
+	MGPU_TRY(mgpu_tab_num(t, i, "flops_per_token", r->flops_per_token, 6));
+	MGPU_TRY(mgpu_tab_num(t, i, "peak_flops", r->peak_flops, 6));
+	MGPU_TRY(mgpu_tab_num(t, i, "mfu", r->mfu, 4));
+	if (r->mem_est_bytes > 0)
+		MGPU_TRY(mgpu_tab_setf(t, i, "mem_estimate_bytes", "%" PRId64, r->mem_est_bytes));
+	return mgpu_tab_set(t, i, "peak_how", r->peak_how[0] ? r->peak_how : NULL);
+}
+
 static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r)
 {
 	int ok = !r->error[0];
@@ -313,6 +331,7 @@ static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *
 	MGPU_TRY(set_util_list(t, i, "gpu_util_pct", r->gpu_util_pct, r->ngpumon));
 	MGPU_TRY(set_list(t, i, "gpu_mem_used_bytes", r->gpu_mem_used_bytes,
 			  max_of(r->gpu_mem_used_bytes, r->ngpumon) >= 0 ? r->ngpumon : 0));
+	MGPU_TRY(put_lm(t, i, r));
 	return mgpu_tab_set(t, i, "command", r->command);
 }
 
@@ -382,6 +401,19 @@ static void get_str(const struct mgpu_tab *t, size_t i, const char *col, char *d
 	snprintf(dst, cap, "%s", s ? s : "");
 }
 
+static void get_lm(const struct mgpu_tab *t, size_t i, struct mgpu_bench_trow *r)
+{
+	double ctx = mgpu_tab_getnum(t, i, "ctx"), est = mgpu_tab_getnum(t, i, "mem_estimate_bytes");
+
+	r->ctx = isfinite(ctx) && ctx > 0 ? (int)ctx : 0;
+	r->tokens_per_s = mgpu_tab_getnum(t, i, "tokens_per_s");
+	r->flops_per_token = mgpu_tab_getnum(t, i, "flops_per_token");
+	r->peak_flops = mgpu_tab_getnum(t, i, "peak_flops");
+	r->mfu = mgpu_tab_getnum(t, i, "mfu");
+	r->mem_est_bytes = isfinite(est) && est >= 0 ? (int64_t)est : -1;
+	get_str(t, i, "peak_how", r->peak_how, sizeof r->peak_how);
+}
+
 static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 		    struct mgpu_bench_trow *r)
 {
@@ -423,6 +455,7 @@ static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 	    get_list(mgpu_tab_get(t, i, "gpu_mem_used_bytes"), r->gpu_mem_used_bytes, &n2, -1) < 0)
 		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu: bad gpu_util_pct or "
 				"gpu_mem_used_bytes list", name, i + 1);
+	get_lm(t, i, r);
 	if (r->repeats < 1)
 		r->repeats = 1;
 	if (r->warmup_steps < 0)
@@ -458,10 +491,33 @@ out:
 	return rc;
 }
 
+/* The last two only when a row is a gpt's. */
 static const char *const scols[] = { "Configuration", "Throughput (samples/s)",
-				     "Training Time (s)", "Speedup", "Efficiency" };
+				     "Training Time (s)", "Speedup", "Efficiency", "Tokens/s",
+				     "MFU" };
 static const int stypes[] = { MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
-			      MGPU_TAB_NUM };
+			      MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM };
+
+static int any_lm(const struct mgpu_bench_trow *rows, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].ctx > 0)
+			return 1;
+	return 0;
+}
+
+static int put_lm_cells(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r)
+{
+	if (r->ctx <= 0 || r->error[0])
+		return 0;
+	MGPU_TRY(mgpu_tab_setf(t, i, scols[5], "%.0f", r->tokens_per_s));
+	if (isfinite(r->mfu))
+		MGPU_TRY(mgpu_tab_setf(t, i, scols[6], "%.*f%%", r->mfu < 0.01 ? 2 : 1,
+				       100 * r->mfu));
+	return 0;
+}
 
 static int put_speedup_row(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r)
 {
@@ -469,6 +525,7 @@ static int put_speedup_row(struct mgpu_tab *t, size_t i, const struct mgpu_bench
 					  r->samples_per_s);
 
 	MGPU_TRY(mgpu_tab_set(t, i, scols[0], r->config));
+	MGPU_TRY(put_lm_cells(t, i, r));
 	if (r->error[0])
 		return mgpu_tab_setf(t, i, scols[1], "failed: %.200s", r->error);
 	if (r->repeats > 1 && isfinite(sp))
@@ -487,7 +544,7 @@ int mgpu_bench_speedup_tab(const struct mgpu_bench_trow *rows, int n, struct mgp
 {
 	int i, rc;
 
-	MGPU_TRY(mgpu_tab_init(t, scols, stypes, 5));
+	MGPU_TRY(mgpu_tab_init(t, scols, stypes, any_lm(rows, n) ? 7 : 5));
 	for (i = 0; i < n; i++) {
 		MGPU_CHECK(mgpu_tab_add_row(t));
 		MGPU_CHECK(put_speedup_row(t, t->nrows - 1, &rows[i]));
@@ -500,28 +557,45 @@ out:
 
 /* One row per configuration, one column per device: peak MiB, or (util)
  * mean GPU utilisation of the sampled rows. */
+/* The memory table's estimate column: whether any row has one. */
+static int any_estimate(const struct mgpu_bench_trow *rows, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].ctx > 0 && rows[i].mem_est_bytes > 0 && !rows[i].error[0])
+			return 1;
+	return 0;
+}
+
+#define EST_COL "Estimate (MiB)"
+
 static int per_dev_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t, int util)
 {
-	char names[MGPU_BENCH_MAXDEV + 2][16];
-	const char *cols[MGPU_BENCH_MAXDEV + 2];
-	int types[MGPU_BENCH_MAXDEV + 2], i, d, maxdev = 1, rc, nd;
+	char names[MGPU_BENCH_MAXDEV + 3][16];
+	const char *cols[MGPU_BENCH_MAXDEV + 3];
+	int types[MGPU_BENCH_MAXDEV + 3], i, d, maxdev = 1, rc, nd, est, c0;
 
 	for (i = 0; i < n; i++) {
 		nd = util ? rows[i].ngpumon : rows[i].ndev;
 		maxdev = nd > maxdev ? nd : maxdev;
 	}
+	est = !util && any_estimate(rows, n);
+	c0 = 2 + est;
 	cols[0] = "Devices";
 	cols[1] = "Mode";
+	cols[2] = EST_COL;
 	types[0] = MGPU_TAB_NUM;
 	types[1] = MGPU_TAB_STR;
+	types[2] = MGPU_TAB_NUM;
 	for (d = 0; d < maxdev; d++) {
 		if (snprintf(names[d], sizeof names[d], "dev %d (%s)", d, util ? "%" : "MiB") >=
 		    (int)sizeof names[d])
 			return mgpu_err(MGPU_EINVAL, "memory table: device %d", d);
-		cols[d + 2] = names[d];
-		types[d + 2] = MGPU_TAB_NUM;
+		cols[d + c0] = names[d];
+		types[d + c0] = MGPU_TAB_NUM;
 	}
-	MGPU_TRY(mgpu_tab_init(t, cols, types, maxdev + 2));
+	MGPU_TRY(mgpu_tab_init(t, cols, types, maxdev + c0));
 	for (i = 0; i < n; i++) {
 		const struct mgpu_bench_trow *r = &rows[i];
 		nd = util ? r->ngpumon : r->ndev;
@@ -531,6 +605,9 @@ static int per_dev_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_ta
 		MGPU_CHECK(mgpu_tab_setf(t, t->nrows - 1, "Devices", "%d", r->devices));
 		MGPU_CHECK(mgpu_tab_set(t, t->nrows - 1, "Mode", r->devices == 1 ? "-" :
 					strcmp(r->mode, "dp") == 0 ? "DP" : "DDP"));
+		if (est && r->ctx > 0 && r->mem_est_bytes > 0)
+			MGPU_CHECK(mgpu_tab_setf(t, t->nrows - 1, EST_COL, "%.1f",
+						 (double)r->mem_est_bytes / (1 << 20)));
 		for (d = 0; d < maxdev; d++)
 			MGPU_CHECK(d >= nd ? mgpu_tab_set(t, t->nrows - 1, names[d], "-") : util ?
 				   mgpu_tab_num(t, t->nrows - 1, names[d], r->gpu_util_pct[d], 3) :

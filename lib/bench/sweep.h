@@ -67,6 +67,15 @@ struct mgpu_bench_trow {
 	int ngpumon;               /* devices sampled through NVML; 0: NA (CPU, no NVML) */
 	double gpu_util_pct[MGPU_BENCH_MAXDEV];     /* mean over the repeats */
 	int64_t gpu_mem_used_bytes[MGPU_BENCH_MAXDEV]; /* most over the repeats */
+	/* a gpt workload (bench/lm.h, mgpu_bench_lm_fill); ctx 0: not one, the
+	 * rest NAN / -1 / "" */
+	int ctx;                   /* tokens per sample */
+	double tokens_per_s;       /* samples_per_s x ctx */
+	double flops_per_token;    /* 6 N + 12 L T D */
+	double peak_flops;         /* of one device; NAN unknown */
+	double mfu;                /* tokens_per_s x flops_per_token / (devices x peak) */
+	int64_t mem_est_bytes;     /* per device, by hand; -1 unknown */
+	char peak_how[200];        /* where peak_flops came from */
 };
 
 /* The row's label: "1 CPU rank", "2 devices (DDP)", "4 devices (DP, nccl)" (sync
@@ -85,7 +94,9 @@ int mgpu_bench_trows_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_
 int mgpu_bench_trows_from_tab(const struct mgpu_tab *t, const char *name,
 			      struct mgpu_bench_trow **rows, int *n);
 /* The two display tables: "Configuration | Throughput | Training Time |
- * Speedup | Efficiency", and "Devices | Mode | dev 0 | dev 1 | ..." (MiB). */
+ * Speedup | Efficiency" (and "Tokens/s | MFU" when a row is a gpt's), and
+ * "Devices | Mode | dev 0 | dev 1 | ..." (MiB; "Estimate" first when a row
+ * has one). */
 int mgpu_bench_speedup_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
 int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
 /* "Devices | Mode | dev 0 | ..." of mean GPU utilisation (%), for the rows

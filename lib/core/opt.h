@@ -44,8 +44,9 @@ enum mgpu_opt_type {
 #define MGPU_OPT_NODEF 4u /* --help shows no default */
 #define MGPU_OPT_META 8u  /* not a setting (-o, --help, --resume): left out of
 			   * mgpu_opt_settings_argv */
-#define MGPU_OPT_UNSET0 16u /* a number whose 0 means "not set" (its range
-			     * excludes 0): left out of mgpu_opt_settings_argv */
+#define MGPU_OPT_UNSET0 16u /* a number whose 0 means "not set", or is the
+			     * default that goes without saying: left out
+			     * of mgpu_opt_settings_argv at 0 */
 
 #define MGPU_OPT_PATH_MAX 4096
 #define MGPU_OPT_MAX 96 /* rows of one table, END excluded */

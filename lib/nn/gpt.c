@@ -24,10 +24,10 @@
  */
 #include "nn/gpt.h"
 
-#include <math.h>   /* sqrtf */
+#include <math.h>   /* sqrtf, exp */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, malloc, free */
-#include <string.h> /* strstr */
+#include <string.h> /* strstr, memcpy, memset */
 
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
@@ -36,6 +36,8 @@
 
 #define GPT_MAX_BUFS (24 * MGPU_GPT_MAX_BLOCKS + 32)
 #define LN_EPS 1e-5f
+/* the generator stream of sampling: apart from init (1) and the data's */
+#define GEN_STREAM 0x67656eULL
 
 struct gpt_block {
 	struct mgpu_param *ln1g, *ln1b, *wqkv, *bqkv, *wproj, *bproj;
@@ -590,4 +592,88 @@ int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate)
 	MGPU_TRY(o->emb_bwd(m->dev, m->g + g->wte->off, m->g + g->wpe->off, dt, g->ids, B, g->T,
 			    g->V, g->D, 1.0f));
 	return ready(m, 0);
+}
+
+/* ---- generation ----------------------------------------------------------- */
+
+/* The byte to emit from one row of logits: the first largest at
+ * temperature 0, else a draw from softmax(logits / temperature). */
+static int pick(const float *logits, int V, double temperature, struct mgpu_rng *r)
+{
+	double mx = logits[0], sum = 0.0, u;
+	int i, best = 0;
+
+	for (i = 1; i < V; i++)
+		if (logits[i] > mx) {
+			mx = logits[i];
+			best = i;
+		}
+	if (temperature <= 0.0)
+		return best;
+	for (i = 0; i < V; i++)
+		sum += exp((logits[i] - mx) / temperature);
+	u = (double)mgpu_rng_float(r) * sum;
+	for (i = 0; i < V; i++) {
+		u -= exp((logits[i] - mx) / temperature);
+		if (u < 0.0)
+			return i;
+	}
+	return best; /* rounding left u at 0: the most likely byte */
+}
+
+/* Logits (V floats, host) after the last of ctx[0..len), 1 <= len <= T:
+ * one sequence of T+1 bytes, the tail past len padded with zeros, which
+ * the causal mask hides from position len - 1. */
+static int next_logits(struct mgpu_model *m, uint8_t *row, const uint8_t *ctx, size_t len,
+		       float *logits)
+{
+	struct mgpu_gpt *g = m->gpt;
+
+	memset(row, 0, (size_t)g->T + 1);
+	memcpy(row, ctx, len);
+	MGPU_TRY(mgpu_gpt_load_batch(m, row, 1));
+	MGPU_TRY(mgpu_gpt_forward(m, 1, 0));
+	return mgpu_dev_to_host(m->dev, logits, g->logits + (len - 1) * (size_t)g->V,
+				(size_t)g->V * sizeof(float));
+}
+
+int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
+		      double temperature, uint64_t seed, uint8_t *out)
+{
+	static const uint8_t line_break = '\n';
+	struct mgpu_gpt *g = m->gpt;
+	size_t i, have, T = (size_t)g->T;
+	uint8_t *text = NULL, *row = NULL;
+	float *logits = NULL;
+	struct mgpu_rng r;
+	int rc = 0;
+
+	for (i = 0; i < plen; i++)
+		if (prompt[i] >= g->V)
+			return mgpu_err(MGPU_ERANGE, "prompt: byte %d at position %zu is not below "
+					"vocab %d", prompt[i], i, g->V);
+	if (!plen) {
+		prompt = &line_break;
+		plen = 1;
+	}
+	text = malloc(plen + n);
+	row = malloc(T + 1);
+	logits = malloc((size_t)g->V * sizeof(float));
+	if (!text || !row || !logits) {
+		rc = mgpu_err(MGPU_ENOMEM, "gpt: out of host memory for generation");
+		goto out;
+	}
+	memcpy(text, prompt, plen);
+	mgpu_rng_seed(&r, seed, GEN_STREAM);
+	for (have = plen; have < plen + n; have++) {
+		size_t len = have < T ? have : T;
+		MGPU_CHECK(next_logits(m, row, text + have - len, len, logits));
+		text[have] = (uint8_t)pick(logits, g->V, temperature, &r);
+	}
+	memcpy(out, text + plen, n);
+out:
+	free(text);
+	free(row);
+	free(logits);
+	return rc;
 }

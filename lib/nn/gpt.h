@@ -51,5 +51,9 @@ int mgpu_gpt_forward(struct mgpu_model *m, int B, int train);
 int mgpu_gpt_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
 		  double *loss_sum, double *correct);
 int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate);
+/* n bytes continuing prompt[0..plen) into out (model.h's
+ * mgpu_model_generate says how they are chosen). */
+int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
+		      double temperature, uint64_t seed, uint8_t *out);
 
 #endif

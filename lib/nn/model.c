@@ -416,3 +416,12 @@ int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
 	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x, x_host, n * sizeof(float)));
 	return mgpu_dev_from_host(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
 }
+
+int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
+			double temperature, uint64_t seed, uint8_t *out)
+{
+	if (!m->gpt)
+		return mgpu_err(MGPU_EINVAL, "model: only a gpt generates text; an mlp "
+				"classifies");
+	return mgpu_gpt_generate(m, prompt, plen, n, temperature, seed, out);
+}

@@ -119,6 +119,15 @@ int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale
 		    double *loss_sum, double *correct);
 /* Backward from dlogits; accumulate adds into g instead of overwriting. */
 int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
+/* A gpt's continuation of prompt[0..plen): n bytes into out, each chosen
+ * from the logits of a forward (no dropout) of one sequence holding the last
+ * ctx bytes so far. temperature 0 takes the most likely byte (the lowest
+ * on a tie); above 0 it draws from softmax(logits / temperature) with a
+ * generator seeded by seed, so the same seed gives the same text. An empty
+ * prompt starts at a line break ('\n', not copied to out). MGPU_EINVAL for
+ * an mlp, MGPU_ERANGE for a prompt byte >= vocab. */
+int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
+			double temperature, uint64_t seed, uint8_t *out);
 /* Whole flat vectors to and from the host (nparams floats). */
 int mgpu_model_get(struct mgpu_model *m, float *w_host);
 int mgpu_model_set(struct mgpu_model *m, const float *w_host);

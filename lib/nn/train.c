@@ -356,7 +356,10 @@ int mgpu_train_rank_loop(struct train_rank *r)
 	}
 	MGPU_TRY(flush_window(r, lr));
 	MGPU_TRY(save_once(r, &saved_step));
-	return summary(r, r->step - start);
+	MGPU_TRY(summary(r, r->step - start));
+	if (r->rank == 0 && r->h->on_model)
+		return r->h->on_model(r->h->ctx, &r->model);
+	return 0;
 }
 
 /* Tell the other ranks this one failed, so none waits out the timeout. */

@@ -24,6 +24,8 @@
 #include "nn/optim.h"     /* struct mgpu_optim_cfg, struct mgpu_sched */
 #include "nn/spec.h"      /* struct mgpu_spec */
 
+struct mgpu_model; /* nn/model.h */
+
 #define MGPU_PATH_MAX 4096
 #define MGPU_MAX_DEVICES 64
 
@@ -105,6 +107,10 @@ struct mgpu_train_hooks {
 	/* Progress: step done out of total (for a bar on a terminal). */
 	void (*on_progress)(void *ctx, int64_t step, int64_t total);
 	void *ctx;
+	/* Rank 0 only, after the summary record: the trained model, for what
+	 * the caller does with it (mgpu-train samples text from a gpt). Other
+	 * ranks may have finished by then: no collective call. NULL: none. */
+	int (*on_model)(void *ctx, struct mgpu_model *m);
 };
 
 /* Defaults for every field (the documented ones of mgpu-train). */

@@ -2,8 +2,10 @@
  * test_bench.c - lib/bench on recorded results: medians, speedup and
  * efficiency, bus bandwidth factors, size and tolerance parsing, mgpu-train
  * output parsing, --compare, the result tables (TSV, JSON, Markdown, TSV
- * input), command quoting, the SVG plot, running a child, and the
- * all-reduce wrong-element check (two threads on a private segment).
+ * input), command quoting, the SVG plot, running a child, the
+ * all-reduce wrong-element check (two threads on a private segment), and a
+ * gpt workload's tokens/s, MFU, device peaks and memory estimate against
+ * figures worked out by hand.
  */
 #include <pthread.h> /* pthread_create */
 #include <stdlib.h>  /* free */
@@ -11,6 +13,7 @@
 
 #include "bench/allreduce.h" /* mgpu_bench_ar_rank */
 #include "bench/gpumon.h"    /* mgpu_gpumon_acc */
+#include "bench/lm.h"        /* mgpu_bench_lm_fill */
 #include "bench/spawn.h"     /* mgpu_spawn_capture */
 #include "bench/stats.h"     /* mgpu_bench_median */
 #include "bench/svg.h"       /* mgpu_bench_plot_svg */
@@ -684,6 +687,126 @@ static void test_allreduce_check(void)
 	T_CHECK(gbps > 0, "memcpy %g GB/s", gbps);
 }
 
+static void test_lm_peaks(void)
+{
+	struct mgpu_bench_peak p;
+
+	mgpu_bench_peak_cpu("fpu sse sse2 avx fma avx2", 2000, "test", &p);
+	T_CHECK(p.flops == 64e9 && strstr(p.how, "2.00 GHz (test) x 32 FLOP/cycle"), "%g %s",
+		p.flops, p.how);
+	mgpu_bench_peak_cpu("avx avx2 fma avx512f avx512bw avx512vl avx512dq", 3000, "t", &p);
+	T_CHECK(p.flops == 192e9, "avx-512: %g", p.flops);
+	mgpu_bench_peak_cpu("sse sse2", 1000, "t", &p);
+	T_CHECK(p.flops == 8e9, "sse: %g", p.flops);
+	mgpu_bench_peak_cpu("avx avx2", 1000, "t", &p); /* AVX2 without FMA is AVX's */
+	T_CHECK(p.flops == 16e9, "avx2 without fma: %g", p.flops);
+	mgpu_bench_peak_cpu("avx avx2 fma", 0, "nowhere", &p);
+	T_CHECK(p.flops == 0 && strstr(p.how, "unknown (nowhere)"), "%s", p.how);
+	mgpu_bench_peak_cpu_host(&p);
+	T_CHECK(p.how[0], "host: no line");
+	mgpu_bench_peak_gpu("NVIDIA H100 80GB HBM3", 1, &p);
+	T_CHECK(p.flops == 989e12 && strstr(p.how, "H100 SXM"), "%g %s", p.flops, p.how);
+	mgpu_bench_peak_gpu("NVIDIA H100 80GB HBM3", 0, &p);
+	T_CHECK(p.flops == 67e12, "h100 fp32 %g", p.flops);
+	mgpu_bench_peak_gpu("NVIDIA H100 PCIe", 1, &p);
+	T_CHECK(p.flops == 756e12, "h100 pcie %g", p.flops);
+	mgpu_bench_peak_gpu("NVIDIA L40S", 1, &p); /* not an L4 */
+	T_CHECK(p.flops == 362e12, "l40s %g", p.flops);
+	mgpu_bench_peak_gpu("NVIDIA GeForce GTX 1080", 0, &p);
+	T_CHECK(p.flops == 0 && strstr(p.how, "not in"), "%s", p.how);
+}
+
+/* gpt:layers=2,heads=2,dim=8,ctx=4,vocab=16 by hand: N = 16*8 + 4*8 +
+ * 2 * (12*64 + 13*8) + 2*8 = 1920 parameters, 1888 without wpe. */
+static const char tiny_gpt[] = "gpt:layers=2,heads=2,dim=8,ctx=4,vocab=16";
+
+static void test_lm_model(void)
+{
+	static const char *const argv[] = { "mgpu-train", "--model", "mlp:4-2", "--model", tiny_gpt,
+				"--optimizer=adamw", "--grad-accum-steps", "2", "--dtype", "bf16",
+				NULL };
+	static const char *const mlp[] = { "mgpu-train", "--momentum", "0", NULL };
+	static const char *const bad[] = { "mgpu-train", "--model", "gpt:layers=0", NULL };
+	struct mgpu_bench_workload w;
+
+	T_OK(mgpu_bench_workload_parse(argv, &w));
+	T_CHECK(w.spec.kind == MGPU_MODEL_GPT && w.spec.ctx == 4 && w.nstate == 2 &&
+		w.accum == 2 && w.bf16, "kind %d ctx %d nstate %d accum %d bf16 %d", w.spec.kind,
+		w.spec.ctx, w.nstate, w.accum, w.bf16);
+	/* 6 * 1888 + 12 * 2 * 4 * 8 */
+	T_CHECK(mgpu_bench_gpt_flops_per_token(&w.spec) == 11328 + 768, "%g",
+		mgpu_bench_gpt_flops_per_token(&w.spec));
+	/* B 3: 1920 * (1 + 3) + 3 * 4 * (2 * (16*8 + 2*4) + 2*8 + 2*16) floats */
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1) == 4 * (7680 + 3840), "%lld",
+		(long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1));
+	/* 2 ranks sharing weights and AdamW state: 1920 + 1920 * 3 / 2 */
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2) == 4 * (4800 + 3840), "shared");
+	T_OK(mgpu_bench_workload_parse(mlp, &w));
+	T_CHECK(w.spec.kind == MGPU_MODEL_MLP && w.nstate == 0 && w.accum == 1 && !w.bf16,
+		"defaults: kind %d nstate %d", w.spec.kind, w.nstate);
+	T_CHECK(mgpu_bench_gpt_flops_per_token(&w.spec) == 0 &&
+		mgpu_bench_gpt_mem_estimate(&w.spec, 3, 0, 1) == -1, "an mlp has no gpt figures");
+	T_CHECK(mgpu_bench_workload_parse(bad, &w) < 0, "a bad spec parsed");
+}
+
+static void test_lm_rows(void)
+{
+	static struct mgpu_bench_trow rows[2];
+	static const char *const argv[] = { "mgpu-train", "--model", tiny_gpt, "--optimizer",
+				"adamw", "--grad-accum-steps", "2", NULL };
+	struct mgpu_bench_peak pk = { 1e9, "a test peak" };
+	struct mgpu_bench_workload w;
+	struct mgpu_tab t;
+	char *s;
+
+	T_OK(mgpu_bench_workload_parse(argv, &w));
+	snprintf(rows[0].config, sizeof rows[0].config, "2 CPU ranks (DDP)");
+	snprintf(rows[0].kind, sizeof rows[0].kind, "cpu");
+	snprintf(rows[0].mode, sizeof rows[0].mode, "ddp");
+	snprintf(rows[0].command, sizeof rows[0].command, "mgpu-train");
+	rows[0].devices = rows[0].ndev = 2;
+	rows[0].samples_per_s = 100;
+	rows[0].effective_batch = 12; /* 3 per device and micro-step */
+	rows[0].peak_bytes[0] = rows[0].peak_bytes[1] = 40000;
+	rows[1] = rows[0];
+	snprintf(rows[1].mode, sizeof rows[1].mode, "dp");
+	mgpu_bench_lm_fill(&rows[0], &w, &pk);
+	mgpu_bench_lm_fill(&rows[1], &w, &pk);
+	T_CHECK(rows[0].ctx == 4 && rows[0].tokens_per_s == 400 &&
+		fabs(rows[0].mfu - 400.0 * 12096 / 2e9) < 1e-12 &&
+		rows[0].mem_est_bytes == 4 * (4800 + 3840) && strcmp(rows[0].peak_how, pk.how) == 0,
+		"tokens %g mfu %g est %lld", rows[0].tokens_per_s, rows[0].mfu,
+		(long long)rows[0].mem_est_bytes);
+	T_CHECK(rows[1].mem_est_bytes == -1 && rows[1].tokens_per_s == 400, "dp: no estimate");
+	T_OK(mgpu_bench_speedup_tab(rows, 1, &t));
+	s = render(&t, MGPU_FMT_MD);
+	T_CHECK(s && strstr(s, "| Tokens/s | MFU") && strstr(s, " 400 |") && strstr(s, " 0.24% |"),
+		"%s", s);
+	free(s);
+	mgpu_tab_free(&t);
+	T_OK(mgpu_bench_memory_tab(rows, 2, &t));
+	s = render(&t, MGPU_FMT_MD);
+	T_CHECK(s && strstr(s, "| Estimate (MiB) |") && strstr(s, "0.0 |"), "%s", s);
+	free(s);
+	mgpu_tab_free(&t);
+	/* the columns survive a saved TSV (--compare reads them back) */
+	T_OK(mgpu_bench_trows_tab(rows, 1, &t));
+	s = render(&t, MGPU_FMT_TSV);
+	mgpu_tab_free(&t);
+	T_OK(mgpu_tab_parse_tsv(&t, s, strlen(s), "saved"));
+	free(s);
+	{
+		struct mgpu_bench_trow *back = NULL;
+		int n = 0;
+		T_OK(mgpu_bench_trows_from_tab(&t, "saved", &back, &n));
+		T_CHECK(n == 1 && back && back[0].ctx == 4 && back[0].tokens_per_s == 400 &&
+			back[0].mem_est_bytes == 4 * (4800 + 3840) &&
+			strcmp(back[0].peak_how, "a test peak") == 0, "read back");
+		free(back);
+	}
+	mgpu_tab_free(&t);
+}
+
 int main(void)
 {
 	T_RUN(test_median_spread);
@@ -705,5 +828,8 @@ int main(void)
 	T_RUN(test_spawn_bg);
 	T_RUN(test_node_rows);
 	T_RUN(test_allreduce_check);
+	T_RUN(test_lm_peaks);
+	T_RUN(test_lm_model);
+	T_RUN(test_lm_rows);
 	return T_DONE();
 }

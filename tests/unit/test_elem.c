@@ -11,7 +11,7 @@
  * rules written out in double. Transformer math: the causal attention
  * softmax backward and the embedding backward against finite differences,
  * each with a mutant (a plausible slip) the same check must reject; the
- * heads index map by hand; bf16 rounding on ties, NaN and Inf, and every
+ * heads index map by hand; GELU's erf and exp against libm; bf16 rounding on ties, NaN and Inf, and every
  * bf16 value round-tripping.
  */
 #include <math.h>   /* fabs, sqrt, erf, NAN, isnan */
@@ -50,6 +50,34 @@ static void test_act_df(void)
 		"relu");
 	T_CHECK(mgpu_act_df(MGPU_ACT_RELU, -1.0f) == 0.0f && mgpu_act_df(MGPU_ACT_RELU, 2.0f) == 1.0f,
 		"relu'");
+}
+
+/* GELU's branch-free erf and exp against libm in double, over a dense grid
+ * and the edges (clamps, underflow, NaN), at the bounds elem.h states. */
+static void test_erf_exp(void)
+{
+	double x, worst_erf = 0, worst_exp = 0, e;
+	int i;
+
+	for (i = -70000; i <= 70000; i++) {
+		x = i * 1e-4;
+		e = fabs(mgpu_erf((float)x) - erf((float)x));
+		worst_erf = e > worst_erf ? e : worst_erf;
+		if (x != 0.0 && fabs(x) < 1.0) /* relative near 0, where GELU is small */
+			T_CHECK(e <= 3e-7 * fabs(erf((float)x)) + 1e-12, "erf(%g): rel %g", x,
+				e / fabs(erf((float)x)));
+	}
+	T_CHECK(worst_erf <= 5e-7, "erf: worst absolute error %g", worst_erf);
+	for (i = 0; i <= 87000; i++) {
+		x = -i * 1e-3;
+		e = fabs(mgpu_exp_neg((float)x) / exp((float)x) - 1);
+		worst_exp = e > worst_exp ? e : worst_exp;
+	}
+	T_CHECK(worst_exp <= 2e-7, "exp: worst relative error %g", worst_exp);
+	T_CHECK(mgpu_erf(40.0f) == 1.0f && mgpu_erf(-1e30f) == -1.0f, "erf beyond the clamp");
+	T_CHECK(mgpu_exp_neg(0.0f) == 1.0f, "exp(0) = %.9g", (double)mgpu_exp_neg(0.0f));
+	T_CHECK(mgpu_exp_neg(-1e4f) > 0.0f && mgpu_exp_neg(-1e4f) < 2e-38f, "exp underflow");
+	T_CHECK(isnan(mgpu_erf(NAN)) && isnan(mgpu_act_f(MGPU_ACT_GELU, NAN)), "NaN passes");
 }
 
 static float xent_loss(const float *l, int C, int32_t label)
@@ -513,6 +541,7 @@ static void test_bf16(void)
 int main(void)
 {
 	T_RUN(test_act_df);
+	T_RUN(test_erf_exp);
 	T_RUN(test_xent_grad);
 	T_RUN(test_ln_grad);
 	T_RUN(test_dropout_mask);

@@ -25,6 +25,7 @@
 #include "bench.h"         /* struct common */
 #include "bench/gpumon.h"  /* mgpu_gpumon_start */
 #include "bench/netns.h"   /* mgpu_netns_up, mgpu_netns_wrap */
+#include "bench/lm.h"      /* mgpu_bench_lm_fill, mgpu_bench_peak_* */
 #include "bench/spawn.h"   /* mgpu_spawn_capture */
 #include "bench/stats.h"   /* mgpu_bench_tolerance */
 #include "bench/svg.h"     /* mgpu_bench_plot_svg */
@@ -574,6 +575,43 @@ static void sampler_stop(struct sampler *s, struct mgpu_bench_run *run)
 	s->on = 0;
 }
 
+/* The peak of one device of r's kind: a CPU core of this host, or GPU 0
+ * (a sweep uses GPUs 0..N-1) by its name, in the workload's dtype. */
+static void device_peak(const struct mgpu_bench_trow *r, int bf16, struct mgpu_bench_peak *pk)
+{
+	static struct mgpu_gpu_list list;
+	static int listed;
+
+	if (strcmp(r->kind, "gpu") != 0) {
+		mgpu_bench_peak_cpu_host(pk);
+		return;
+	}
+	if (!listed && mgpu_gpu_enumerate(&list) < 0)
+		list.nvisible = 0;
+	listed = 1;
+	if (list.nvisible < 1) {
+		pk->flops = 0;
+		snprintf(pk->how, sizeof pk->how, "no GPU visible to mgpu-bench");
+		return;
+	}
+	mgpu_bench_peak_gpu(list.gpu[0].name, bf16, pk);
+}
+
+/* r's tokens/s, MFU and memory estimate when its command trains a gpt. */
+static void fill_lm(struct mgpu_bench_trow *r, char *const *args)
+{
+	struct mgpu_bench_workload w;
+	struct mgpu_bench_peak pk;
+
+	memset(&w, 0, sizeof w);
+	if (mgpu_bench_workload_parse((const char *const *)args, &w) < 0) /* mgpu-train says why */
+		w.spec.kind = MGPU_MODEL_MLP;
+	memset(&pk, 0, sizeof pk);
+	if (w.spec.kind == MGPU_MODEL_GPT)
+		device_peak(r, w.bf16, &pk);
+	mgpu_bench_lm_fill(r, &w, &pk);
+}
+
 /* Run one configuration repeats times into r; a failure fills r->error. */
 static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **args, int repeats)
 {
@@ -613,6 +651,7 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 	if (unsampled && !r->error[0] && !warned++ && !o->co.quiet)
 		warn("GPU utilisation not sampled (gpu_util_pct NA): %s", why);
 	mgpu_bench_trow_fold(r, runs, r->error[0] ? 0 : k);
+	fill_lm(r, args);
 	if (!r->mode[0] && !r->error[0] && k > 0)
 		snprintf(r->mode, sizeof r->mode, "%s", runs[k - 1].mode);
 }
@@ -667,6 +706,30 @@ static void rerun(const struct topts *o, const struct mgpu_bench_trow *old, int 
 	}
 }
 
+/* What the gpt columns mean, once per kind of device, after the tables. */
+static void lm_notes(FILE *fp, const struct mgpu_bench_trow *rows, int n)
+{
+	const char *seen[2] = { NULL, NULL };
+	int i, k;
+
+	for (i = 0; i < n && !rows[i].ctx; i++)
+		;
+	if (i == n)
+		return;
+	fprintf(fp, "\nTokens/s = samples/s x ctx (%d). MFU = tokens/s x model FLOPs per token "
+		"(6 N + 12 L T D = %.4g, N the parameters in matrix products) / (devices x the "
+		"peak of one device).\nEstimate = weights + gradients + optimizer state (shared "
+		"CPU ranks: their share) + activations, by hand (mgpu-bench(1)).\n",
+		rows[i].ctx, rows[i].flops_per_token);
+	for (i = 0; i < n; i++) {
+		k = strcmp(rows[i].kind, "gpu") == 0;
+		if (!rows[i].ctx || !rows[i].peak_how[0] || seen[k])
+			continue;
+		seen[k] = rows[i].peak_how;
+		fprintf(fp, "Peak of one %s: %s.\n", k ? "GPU" : "CPU rank", seen[k]);
+	}
+}
+
 static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_tab t;
@@ -688,6 +751,7 @@ static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *
 			common_fail(co);
 	}
 	mgpu_tab_free(&t);
+	lm_notes(fp, rows, n);
 	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
 		"of each left out.\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
 		"Commands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",

@@ -10,16 +10,19 @@
 #include <errno.h>   /* errno, EPIPE */
 #include <math.h>    /* log */
 #include <stdio.h>   /* fprintf */
-#include <stdlib.h>  /* setenv */
+#include <stdint.h>  /* uint8_t */
+#include <stdlib.h>  /* setenv, malloc */
 #include <string.h>  /* strcmp, strerror */
 #include <unistd.h>  /* isatty, gethostname */
 
 #include "../common.h"     /* die, usage_error, output_open */
 #include "core/cli.h"      /* mgpu_cli_int_list */
 #include "core/clock.h"    /* mgpu_now_s */
+#include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
+#include "nn/model.h"      /* mgpu_model_generate */
 #include "nn/sync.h"       /* mgpu_sync_name */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
 #include "nn/train.h"      /* mgpu_train_run */
@@ -138,6 +141,7 @@ static const char *const cols[] = {
 
 struct out {
 	const struct mgpu_train_cfg *cfg;
+	const struct train_opts *o;
 	const char *resume_note;
 	int quiet;
 	struct mgpu_table t;
@@ -238,6 +242,75 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 		die_lib();
 	}
 	return 0;
+}
+
+/* A JSON string of n bytes, which may hold NUL. */
+static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
+{
+	char one[2] = "", e[16];
+	size_t i;
+
+	putc('"', fp);
+	for (i = 0; i < n; i++) {
+		one[0] = (char)b[i];
+		if (!b[i])
+			fputs("\\u0000", fp);
+		else if (mgpu_json_escape_buf(e, sizeof e, one) < sizeof e)
+			fwrite(e + 1, 1, strlen(e) - 2, fp); /* without its quotes */
+	}
+	putc('"', fp);
+}
+
+/* --sample: the trained gpt's continuation of --prompt on standard output,
+ * as text after the metrics, or (--json) as one more record. */
+static int on_model(void *ctx, struct mgpu_model *m)
+{
+	const struct train_opts *o = ((struct out *)ctx)->o;
+	const char *p = o->prompt ? o->prompt : "";
+	size_t plen = strlen(p), n = (size_t)o->sample;
+	uint8_t *text;
+	int rc;
+
+	if (!n)
+		return 0;
+	text = malloc(n);
+	if (!text)
+		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
+	rc = mgpu_model_generate(m, (const uint8_t *)p, plen, n, o->temperature, o->cfg.seed,
+				 text);
+	if (rc == 0 && o->com.format == MGPU_FMT_JSON) {
+		fputs("{\"kind\":\"sample\",\"prompt\":", stdout);
+		json_bytes(stdout, (const uint8_t *)p, plen);
+		fputs(",\"text\":", stdout);
+		json_bytes(stdout, text, n);
+		fputs("}\n", stdout);
+	} else if (rc == 0) {
+		fwrite(p, 1, plen, stdout);
+		fwrite(text, 1, n, stdout);
+		putchar('\n');
+	}
+	free(text);
+	if (rc == 0 && fflush(stdout) != 0)
+		rc = errno == EPIPE ? mgpu_err(MGPU_ECLOSED, "output closed") :
+				      mgpu_err(MGPU_EIO, "standard output: %s", strerror(errno));
+	return rc;
+}
+
+/* --prompt and --temperature shape --sample, which only a gpt does. */
+static void check_sample(const struct train_opts *o)
+{
+	size_t i;
+
+	if (!o->sample && (train_opts_given(o, "prompt") || train_opts_given(o, "temperature")))
+		usage_error("--%s needs --sample N", train_opts_given(o, "prompt") ? "prompt" :
+			    "temperature");
+	if (o->sample && o->cfg.spec.kind != MGPU_MODEL_GPT)
+		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
+			    "does not generate text");
+	for (i = 0; o->sample && o->prompt && o->prompt[i]; i++)
+		if ((unsigned char)o->prompt[i] >= o->cfg.spec.vocab)
+			usage_error("--prompt: byte %d at position %zu is not below the model's "
+				    "vocab %d", (unsigned char)o->prompt[i], i, o->cfg.spec.vocab);
 }
 
 static void on_progress(void *ctx, int64_t step, int64_t total)
@@ -425,7 +498,7 @@ static int train(struct train_opts *o)
 	struct mgpu_opt_argv saved;
 	struct output res;
 	struct out out;
-	struct mgpu_train_hooks h = { on_record, on_progress, &out };
+	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model };
 	int rc;
 
 	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
@@ -443,6 +516,7 @@ static int train(struct train_opts *o)
 	out.bar = !o->com.quiet && isatty(2) && o->cfg.env.rank == 0;
 	out.quiet = o->com.quiet;
 	out.cfg = &o->cfg;
+	out.o = o;
 	out.resume_note = o->resume_note;
 	mgpu_table_init(&out.t, res.fp, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
 	rc = mgpu_train_run(&o->cfg, &h);
@@ -457,6 +531,7 @@ int cmd_main(int argc, char **argv)
 	train_opts_parse(&o, argc, argv);
 	if (o.selftest)
 		return selftest(&o);
+	check_sample(&o);
 	resolve_gpus(&o);
 	resolve_world(&o);
 	resolve_batch(&o);

@@ -26,6 +26,9 @@ struct train_opts {
 	int timeout_s;
 	int nnodes, node_rank;          /* this launcher's place: --nnodes, --node-rank */
 	int64_t global_batch;           /* 0: not given */
+	int sample;                     /* --sample N bytes after training; 0: none */
+	const char *prompt;             /* --prompt; NULL: none */
+	double temperature;             /* --temperature; 0: greedy */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */
 };
