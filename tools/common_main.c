@@ -13,6 +13,7 @@
 
 #include "config.h" /* MGPU_HAVE_CUDA, MGPU_HAVE_MPI */
 #include "comm/launch.h" /* MGPU_EXIT_PIPE */
+#include "comm/mpi.h"    /* mgpu_mpi_version */
 #include "core/cancel.h" /* mgpu_cancel_raise, mgpu_cancel_signal */
 #include "ops/ops.h" /* mgpu_ops_all */
 
@@ -118,6 +119,8 @@ void print_version(int verbose)
 	for (o = mgpu_ops_all(); *o; o++)
 		printf(" %s", (*o)->name);
 	printf("\nzstd: %s\n%s\n", ZSTD_versionString(), archive_version_string());
+	if (MGPU_HAVE_MPI) /* MPI_Get_library_version needs no MPI_Init */
+		printf("mpi: %s\n", mgpu_mpi_version());
 }
 
 void finish_stdout(void)

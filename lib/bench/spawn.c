@@ -15,6 +15,7 @@
 
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err_errno */
+#include "core/io.h"  /* mgpu_tmp_template */
 
 static _Noreturn void child(char *const *argv, int out_fd, int err_fd)
 {
@@ -158,6 +159,72 @@ out:
 			rc = mgpu_err(MGPU_ENOMEM, "out of memory");
 	}
 	return rc;
+}
+
+int mgpu_spawn_bg_start(char *const *argv, struct mgpu_spawn_bg *bg)
+{
+	char path[64];
+	int nul, fd;
+	pid_t pid;
+
+	bg->pid = 0;
+	bg->err_fd = -1;
+	MGPU_TRY(mgpu_tmp_template(path, sizeof path, "/tmp/mgpu-bench-err-"));
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return mgpu_err_errno(MGPU_EIO, "cannot make a temporary file in /tmp");
+	unlink(path);
+	pid = fork();
+	if (pid < 0) {
+		close(fd);
+		return mgpu_err_errno(MGPU_EIO, "fork");
+	}
+	if (pid == 0) {
+		nul = open("/dev/null", O_WRONLY);
+		child(argv, nul >= 0 ? nul : 1, fd);
+	}
+	bg->pid = pid;
+	bg->err_fd = fd;
+	return 0;
+}
+
+/* The last sizeof res->err - 1 bytes of the file fd. */
+static void tail_of(int fd, struct mgpu_spawn_result *res)
+{
+	off_t end = lseek(fd, 0, SEEK_END), from;
+	ssize_t k;
+
+	from = end > (off_t)sizeof res->err - 1 ? end - (off_t)sizeof res->err + 1 : 0;
+	k = end > 0 ? pread(fd, res->err, (size_t)(end - from), from) : 0;
+	res->err[k > 0 ? k : 0] = '\0';
+}
+
+int mgpu_spawn_bg_wait(struct mgpu_spawn_bg *bg, int timeout_ms, volatile sig_atomic_t *stop,
+		       struct mgpu_spawn_result *res)
+{
+	double t0 = mgpu_now_ms();
+	int st = 0, killed = 0;
+	pid_t got;
+
+	memset(res, 0, sizeof *res);
+	if (bg->pid <= 0)
+		return mgpu_err(MGPU_EINVAL, "no background child to wait for");
+	while ((got = waitpid(bg->pid, &st, WNOHANG)) == 0 || (got < 0 && errno == EINTR)) {
+		if (!killed && ((stop && *stop) || mgpu_now_ms() - t0 > timeout_ms)) {
+			res->timed_out = !(stop && *stop);
+			kill_child(bg->pid);
+			killed = 1;
+		}
+		usleep(20000);
+	}
+	res->exited = got > 0 && WIFEXITED(st);
+	res->status = res->exited ? WEXITSTATUS(st) : got > 0 ? WTERMSIG(st) : -1;
+	tail_of(bg->err_fd, res);
+	close(bg->err_fd);
+	bg->pid = 0;
+	bg->err_fd = -1;
+	res->out = calloc(1, 1);
+	return res->out ? 0 : mgpu_err(MGPU_ENOMEM, "out of memory");
 }
 
 void mgpu_spawn_err_line(const struct mgpu_spawn_result *res, char *buf, size_t cap)

@@ -6,7 +6,8 @@
  * stderr keeps the last few KiB (for the error line of a failed run). A
  * child still running after timeout_ms is killed (SIGTERM, then SIGKILL)
  * so a configuration never hangs the sweep. stop, when non-NULL and set
- * (by a signal handler), ends the child the same way.
+ * (by a signal handler), ends the child the same way. Several children
+ * can run at once: one captured, the others in the background.
  */
 #ifndef MGPU_BENCH_SPAWN_H
 #define MGPU_BENCH_SPAWN_H
@@ -26,6 +27,21 @@ struct mgpu_spawn_result {
 /* Run argv[0] (a path) with argv; 0 when it ran (whatever its status). */
 int mgpu_spawn_capture(char *const *argv, int timeout_ms, volatile sig_atomic_t *stop,
 		       struct mgpu_spawn_result *res);
+/* A child running in the background (the other nodes of a multi-node run):
+ * stdout goes to /dev/null, stderr to an unlinked temporary file, so it
+ * never blocks on a pipe nobody reads. */
+struct mgpu_spawn_bg {
+	int pid;            /* 0 when not running */
+	int err_fd;         /* the temporary file, or -1 */
+};
+
+/* Start argv[0] (a path) with argv. */
+int mgpu_spawn_bg_start(char *const *argv, struct mgpu_spawn_bg *bg);
+/* Wait up to timeout_ms for it (then kill it, as mgpu_spawn_capture does);
+ * res gets its status and the tail of its stderr (no stdout). */
+int mgpu_spawn_bg_wait(struct mgpu_spawn_bg *bg, int timeout_ms, volatile sig_atomic_t *stop,
+		       struct mgpu_spawn_result *res);
+
 /* The last line of res->err containing "error:" (or the last line), in buf. */
 void mgpu_spawn_err_line(const struct mgpu_spawn_result *res, char *buf, size_t cap);
 

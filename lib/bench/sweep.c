@@ -132,16 +132,24 @@ int mgpu_bench_run_parse(const char *text, size_t len, int64_t warmup_steps, con
 
 void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync)
 {
-	int gpu = strcmp(r->kind, "gpu") == 0;
+	int gpu = strcmp(r->kind, "gpu") == 0, nodes = r->nodes > 1 ? r->nodes : 1;
+	int per = r->devices / nodes;
 	const char *unit = gpu ? "device" : "CPU rank";
-	char extra[40] = "";
+	char extra[80] = "", where[24] = "", link[48] = "";
 
+	if (nodes > 1)
+		snprintf(where, sizeof where, "%d nodes x ", nodes);
+	if (nodes > 1 && r->link_rate[0])
+		snprintf(link, sizeof link, ", %.31s", r->link_rate);
+	if (nodes > 1 && r->link_delay_ms > 0)
+		snprintf(link + strlen(link), sizeof link - strlen(link), ", +%gms",
+			 r->link_delay_ms);
 	if (r->devices > 1) {
-		snprintf(extra, sizeof extra, " (%s%s%s)", strcmp(r->mode, "dp") == 0 ? "DP" : "DDP",
-			 show_sync && r->sync[0] ? ", " : "", show_sync ? r->sync : "");
+		snprintf(extra, sizeof extra, " (%s%s%s%s)", strcmp(r->mode, "dp") == 0 ? "DP" : "DDP",
+			 show_sync && r->sync[0] ? ", " : "", show_sync ? r->sync : "", link);
 	}
-	snprintf(r->config, sizeof r->config, "%d %s%s%s", r->devices, unit,
-		 r->devices > 1 ? "s" : "", extra);
+	snprintf(r->config, sizeof r->config, "%s%d %s%s%s", where, per, unit, per > 1 ? "s" : "",
+		 extra);
 }
 
 /* Per device: the mean of the runs' utilisations (unknown ones left out)
@@ -218,19 +226,21 @@ static const char *const tcols[] = {
 	"samples_per_s", "samples_per_s_min", "samples_per_s_max", "spread_pct", "wall_s",
 	"speedup", "efficiency", "effective_batch", "peak_bytes", "rss_bytes", "status",
 	"error", "command", "blas_core", "blas_threads", "gpu_util_pct", "gpu_mem_used_bytes",
+	"nodes", "link_rate", "link_delay_ms",
 	"ctx", "tokens_per_s", "flops_per_token", "peak_flops", "mfu", "mem_estimate_bytes",
-	"peak_how",
+	"peak_how", /* new columns go last: saved tables keep theirs */
 };
 static const int ttypes[] = {
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST, MGPU_TAB_STR,
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST,
+	MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
 	MGPU_TAB_STR,
 };
 _Static_assert(sizeof tcols / sizeof tcols[0] == sizeof ttypes / sizeof ttypes[0],
-	       "one type per column");
+	       "a type for every column");
 
 static int set_list(struct mgpu_tab *t, size_t r, const char *col, const int64_t *v, int n)
 {
@@ -293,6 +303,10 @@ static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *
 	MGPU_TRY(mgpu_tab_set(t, i, "config", r->config));
 	MGPU_TRY(mgpu_tab_set(t, i, "kind", r->kind));
 	MGPU_TRY(mgpu_tab_setf(t, i, "devices", "%d", r->devices));
+	MGPU_TRY(mgpu_tab_setf(t, i, "nodes", "%d", r->nodes > 1 ? r->nodes : 1));
+	MGPU_TRY(mgpu_tab_set(t, i, "link_rate", r->link_rate[0] ? r->link_rate : NULL));
+	MGPU_TRY(mgpu_tab_num(t, i, "link_delay_ms", r->link_delay_ms > 0 ? r->link_delay_ms :
+			      NAN, 6));
 	MGPU_TRY(mgpu_tab_set(t, i, "mode", r->mode[0] ? r->mode : NULL));
 	MGPU_TRY(mgpu_tab_set(t, i, "sync_backend", r->sync[0] ? r->sync : NULL));
 	MGPU_TRY(mgpu_tab_setf(t, i, "repeats", "%d", r->repeats));
@@ -403,7 +417,8 @@ static void get_lm(const struct mgpu_tab *t, size_t i, struct mgpu_bench_trow *r
 static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 		    struct mgpu_bench_trow *r)
 {
-	double dev = mgpu_tab_getnum(t, i, "devices");
+	double dev = mgpu_tab_getnum(t, i, "devices"), nodes = mgpu_tab_getnum(t, i, "nodes");
+	double delay = mgpu_tab_getnum(t, i, "link_delay_ms");
 	int n2;
 
 	get_str(t, i, "config", r->config, sizeof r->config);
@@ -419,6 +434,10 @@ static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu lacks config, devices or command",
 				name, i + 1);
 	r->devices = (int)dev;
+	/* tables saved before nodes existed ran on one */
+	r->nodes = isfinite(nodes) && nodes >= 1 && nodes <= dev ? (int)nodes : 1;
+	get_str(t, i, "link_rate", r->link_rate, sizeof r->link_rate);
+	r->link_delay_ms = isfinite(delay) && delay > 0 ? delay : 0;
 	r->repeats = (int)mgpu_tab_getnum(t, i, "repeats");
 	r->warmup_steps = (int)mgpu_tab_getnum(t, i, "warmup_steps");
 	r->samples_per_s = mgpu_tab_getnum(t, i, "samples_per_s");

@@ -1,6 +1,6 @@
 /*
  * sweep.h - the results of `mgpu-bench train`: one row per configuration
- * (device count, mode, sync backend), built from mgpu-train's JSON Lines,
+ * (device count, nodes, mode, sync backend), built from mgpu-train's JSON Lines,
  * turned into the speedup and memory tables, saved as TSV and read back
  * for --compare.
  *
@@ -49,7 +49,10 @@ int mgpu_bench_run_parse(const char *text, size_t len, int64_t warmup_steps, con
 struct mgpu_bench_trow {
 	char config[96];           /* "2 CPU ranks (DDP)" */
 	char kind[8];              /* "cpu" or "gpu" */
-	int devices;
+	int devices;               /* in all: nodes x devices per node */
+	int nodes;                 /* 1, or namespace hosts (bench/netns.h) */
+	char link_rate[32];        /* nodes > 1: each host's rate limit ("100mbit"), or "" */
+	double link_delay_ms;      /* nodes > 1: each host's added delay, or 0 */
 	char mode[8], sync[8];     /* as asked ("" for auto) or as reported */
 	int repeats, warmup_steps;
 	double samples_per_s, samples_per_s_min, samples_per_s_max, wall_s;
@@ -76,7 +79,7 @@ struct mgpu_bench_trow {
 };
 
 /* The row's label: "1 CPU rank", "2 devices (DDP)", "4 devices (DP, nccl)" (sync
- * named when show_sync). */
+ * named when show_sync), "2 nodes x 2 CPU ranks (DDP, 100mbit, +5ms)". */
 void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync);
 /* Fold the runs of one configuration into r: median throughput and wall time,
  * min/max, the memory of the last run, and of the GPU samples the mean

@@ -21,6 +21,8 @@
 
 /* Elements per MPI call: counts are int. */
 #define CHUNK ((size_t)1 << 28)
+/* Started sums not yet waited for (a bucket is one, or one per CHUNK). */
+#define MAX_PENDING 512
 
 struct mgpu_mpi {
 	MPI_Comm leaders;       /* MPI_COMM_NULL on other ranks */
@@ -28,6 +30,8 @@ struct mgpu_mpi {
 	int lrank, lsize;       /* in leaders, or -1 / 0 */
 	int timeout_ms;
 	int we_init;            /* this open called MPI_Init */
+	MPI_Request pend[MAX_PENDING]; /* mgpu_mpi_iallreduce_f32's, in start order */
+	int npend;
 };
 
 int mgpu_mpi_in_build(void)
@@ -56,16 +60,16 @@ static int mpi_fail(int code, const char *what)
 	return mgpu_err(MGPU_EPEER, "mpi: %s failed: %s", what, msg);
 }
 
-/* Wait for req, polling: spin briefly, then yield, then nap, so that ranks
- * sharing cores leave them to the rank that has work. */
-static int wait_req(struct mgpu_mpi *m, MPI_Request *req, const char *what)
+/* Wait for the n requests of reqs, polling: spin briefly, then yield, then
+ * nap, so that ranks sharing cores leave them to the rank that has work. */
+static int wait_reqs(struct mgpu_mpi *m, int n, MPI_Request *reqs, const char *what)
 {
 	struct timespec nap = { 0, 200 * 1000 };
 	double t0 = mgpu_now_ms();
 	int done = 0, rc, k;
 
 	for (k = 0;; k++) {
-		rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+		rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
 		if (rc != MPI_SUCCESS)
 			return mpi_fail(rc, what);
 		if (done)
@@ -80,6 +84,11 @@ static int wait_req(struct mgpu_mpi *m, MPI_Request *req, const char *what)
 		else
 			nanosleep(&nap, NULL);
 	}
+}
+
+static int wait_req(struct mgpu_mpi *m, MPI_Request *req, const char *what)
+{
+	return wait_reqs(m, 1, req, what);
 }
 
 int mgpu_mpi_open(struct mgpu_mpi **out, int leader, int timeout_ms)
@@ -107,8 +116,9 @@ int mgpu_mpi_open(struct mgpu_mpi **out, int leader, int timeout_ms)
 	MPI_Comm_size(MPI_COMM_WORLD, &m->size);
 	rc = MPI_Comm_split(MPI_COMM_WORLD, leader ? 0 : MPI_UNDEFINED, m->rank, &m->leaders);
 	if (rc != MPI_SUCCESS) {
+		rc = mpi_fail(rc, "MPI_Comm_split"); /* its text: MPI is still up */
 		mgpu_mpi_close(m);
-		return mpi_fail(rc, "MPI_Comm_split");
+		return rc;
 	}
 	m->lrank = -1;
 	if (m->leaders != MPI_COMM_NULL) {
@@ -167,6 +177,47 @@ int mgpu_mpi_allreduce_f32(struct mgpu_mpi *m, float *buf, size_t n)
 int mgpu_mpi_allreduce_f64(struct mgpu_mpi *m, double *buf, size_t n)
 {
 	return allreduce(m, buf, n, MPI_DOUBLE, sizeof(double));
+}
+
+int mgpu_mpi_iallreduce_f32(struct mgpu_mpi *m, float *buf, size_t n)
+{
+	size_t k;
+	int rc;
+
+	MGPU_TRY(leaders_only(m, "all-reduce"));
+	for (; n > 0; n -= k, buf += k) {
+		k = n < CHUNK ? n : CHUNK;
+		if (m->npend == MAX_PENDING)
+			MGPU_TRY(mgpu_mpi_wait_all(m));
+		rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)k, MPI_FLOAT, MPI_SUM, m->leaders,
+				    &m->pend[m->npend]);
+		if (rc != MPI_SUCCESS)
+			return mpi_fail(rc, "all-reduce");
+		m->npend++;
+	}
+	return 0;
+}
+
+int mgpu_mpi_progress(struct mgpu_mpi *m)
+{
+	int done = 0, rc;
+
+	if (m->npend == 0)
+		return 0;
+	rc = MPI_Testall(m->npend, m->pend, &done, MPI_STATUSES_IGNORE);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail(rc, "all-reduce");
+	if (done)
+		m->npend = 0;
+	return 0;
+}
+
+int mgpu_mpi_wait_all(struct mgpu_mpi *m)
+{
+	int n = m->npend;
+
+	m->npend = 0;
+	return n ? wait_reqs(m, n, m->pend, "all-reduce") : 0;
 }
 
 int mgpu_mpi_bcast_f32(struct mgpu_mpi *m, float *buf, size_t n)
@@ -248,6 +299,15 @@ int mgpu_mpi_bcast_f32(struct mgpu_mpi *m, float *buf, size_t n)
 	(void)m, (void)buf, (void)n;
 	return absent();
 }
+
+int mgpu_mpi_iallreduce_f32(struct mgpu_mpi *m, float *buf, size_t n)
+{
+	(void)m, (void)buf, (void)n;
+	return absent();
+}
+
+int mgpu_mpi_progress(struct mgpu_mpi *m) { (void)m; return absent(); }
+int mgpu_mpi_wait_all(struct mgpu_mpi *m) { (void)m; return absent(); }
 
 void mgpu_mpi_abort(struct mgpu_mpi *m, int code) { (void)m, (void)code; }
 void mgpu_mpi_close(struct mgpu_mpi *m) { free(m); }

@@ -4,10 +4,11 @@
 #include "comm/launch.h"
 
 #include <errno.h>      /* errno, EINTR */
+#include <fcntl.h>      /* fcntl, O_NONBLOCK */
 #include <limits.h>     /* INT_MAX */
 #include <stdio.h>      /* snprintf */
 #include <stdlib.h>     /* getenv, setenv, strtol, _exit */
-#include <string.h>     /* strcmp, strsignal */
+#include <string.h>     /* strcmp, strsignal, strchr */
 #include <sys/prctl.h>  /* prctl, PR_SET_PDEATHSIG */
 #include <sys/wait.h>   /* waitpid, WIFEXITED */
 #include <time.h>       /* nanosleep, clock_gettime */
@@ -142,8 +143,10 @@ int mgpu_launch_env(struct mgpu_rank_env *e)
 	MGPU_TRY(place(e));
 	MGPU_TRY(env_int("MASTER_PORT", 0, 65535, 29500, &e->port));
 	MGPU_TRY(env_int("MGPU_RDZV_FD", 0, INT_MAX, -1, &e->listen_fd));
-	if ((v = getenv("MASTER_ADDR")) && *v)
+	if ((v = getenv("MASTER_ADDR")) && *v) {
 		snprintf(e->addr, sizeof e->addr, "%s", v);
+		e->addr_given = 1;
+	}
 	if ((v = getenv("MGPU_JOB_TOKEN")) && *v) {
 		if (strlen(v) > MGPU_TOKEN_LEN)
 			return mgpu_err(MGPU_EINVAL, "environment: MGPU_JOB_TOKEN is longer than "
@@ -169,6 +172,7 @@ struct job {
 	int port;
 	char token[MGPU_TOKEN_LEN + 1];
 	int lfd;               /* node 0: the rendezvous socket, for rank 0 */
+	int report_w;          /* the ranks' end of the report pipe, or -1 */
 	pid_t parent;
 };
 
@@ -193,10 +197,13 @@ static void exec_rank(const struct job *j, int r, char *const argv[])
 	 * idle threads in every rank, as many as the machine has cores. */
 	setenv("OPENBLAS_NUM_THREADS", "1", 0);
 	unsetenv("MGPU_RDZV_FD");
-	if (rank == 0) {
+	if (rank == 0 && j->lfd >= 0) {
 		int fd = dup(j->lfd); /* without FD_CLOEXEC, so it survives exec */
 		set_env_int("MGPU_RDZV_FD", fd);
 	}
+	unsetenv("MGPU_REPORT_FD");
+	if (j->report_w >= 0)
+		set_env_int("MGPU_REPORT_FD", dup(j->report_w));
 	execv("/proc/self/exe", argv);
 	_exit(127);
 }
@@ -213,6 +220,10 @@ static void describe(int status, char *why, size_t len)
 struct kids {
 	int world, alive;           /* world: this launcher's ranks */
 	int first, nnodes, node;    /* global number of local rank 0; for messages */
+	int report_r;               /* the report pipe (non-blocking), or -1 */
+	char line[1024];            /* a report line still arriving */
+	size_t nline;
+	char lead[512], other[512]; /* the leader's report, the first other one */
 	pid_t pid[4096];
 	int status[4096];
 	int done[4096];
@@ -287,6 +298,68 @@ static int silent_rank(const struct kids *k, int best)
 	return -1;
 }
 
+void mgpu_launch_report(int rank, const char *why)
+{
+	const char *v = getenv("MGPU_REPORT_FD");
+	char line[512];
+	size_t n;
+	int fd;
+
+	if (!v || (fd = atoi(v)) < 3)
+		return;
+	snprintf(line, sizeof line - 1, "%d\t%s", rank, why);
+	n = strcspn(line, "\n");
+	line[n++] = '\n';
+	/* one write of less than PIPE_BUF bytes: the lines of ranks never mix */
+	if (write(fd, line, n) < 0)
+		return; /* the launcher is gone: nobody to tell */
+}
+
+/* One report line "RANK\tWHY": the node leader's (local rank 0) is kept,
+ * since it talks to the other nodes, and the first of the others. */
+static void take_report(struct kids *k, const char *line)
+{
+	const char *tab = strchr(line, '\t');
+	int rank = atoi(line);
+
+	if (!tab)
+		return;
+	if (rank == k->first && !k->lead[0])
+		snprintf(k->lead, sizeof k->lead, "%s", tab + 1);
+	else if (rank != k->first && !k->other[0])
+		snprintf(k->other, sizeof k->other, "%s", tab + 1);
+}
+
+/* Collect the lines the ranks wrote on the report pipe. */
+static void read_reports(struct kids *k)
+{
+	char c;
+
+	if (k->report_r < 0)
+		return;
+	while (read(k->report_r, &c, 1) == 1) {
+		if (c != '\n' && k->nline < sizeof k->line - 1) {
+			k->line[k->nline++] = c;
+			continue;
+		}
+		k->line[k->nline] = '\0';
+		if (c == '\n') {
+			take_report(k, k->line);
+			k->nline = 0;
+		}
+	}
+}
+
+/* The best report in res->why, or 0 when none came. */
+static int best_report(struct kids *k, struct mgpu_launch_result *res)
+{
+	read_reports(k);
+	if (!k->lead[0] && !k->other[0])
+		return 0;
+	snprintf(res->why, sizeof res->why, "%s", k->lead[0] ? k->lead : k->other);
+	return 1;
+}
+
 static void nap_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -318,13 +391,17 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 			signal_all(k, SIGINT);
 			forwarded = 1;
 		}
+		read_reports(k);
 		if (reap(k, 0) == 0) {
 			nap_ms(10);
 			continue;
 		}
 		if (blame(k) >= 0) {
-			/* let near-simultaneous exits arrive, then blame the first cause */
-			for (i = 0; i < 20 && k->alive > 0; i++, nap_ms(10))
+			/* let near-simultaneous exits arrive, then blame the first cause;
+			 * across nodes give the leader, whose report names the other
+			 * node, up to 2 s to tell */
+			for (i = 0; k->alive > 0 && (i < 20 || (k->nnodes > 1 && !k->done[0] &&
+							       i < 200)); i++, nap_ms(10))
 				reap(k, 0);
 			break;
 		}
@@ -335,7 +412,11 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 		res->quiet = WIFEXITED(k->status[r]) && WEXITSTATUS(k->status[r]) == MGPU_EXIT_PIPE;
 		res->failed_rank = k->first + r;
 		describe(k->status[r], res->why, sizeof res->why);
-		if ((i = silent_rank(k, r)) >= 0) {
+		if (k->nnodes > 1 && peer_exit(k->status[r]) && best_report(k, res)) {
+			/* this node only followed: what its first rank to stop saw
+			 * names the node and rank that failed */
+			res->elsewhere = 1;
+		} else if ((i = silent_rank(k, r)) >= 0) {
 			res->failed_rank = k->first + i;
 			snprintf(res->why, sizeof res->why, "stopped answering (rank %d gave up "
 				 "waiting for it)", k->first + r);
@@ -343,7 +424,7 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 			snprintf(res->why, sizeof res->why, "stopped after a rank on another node "
 				 "failed or stopped answering (its error above)");
 		}
-		if (k->nnodes > 1) {
+		if (k->nnodes > 1 && !res->elsewhere) {
 			size_t len = strlen(res->why);
 			snprintf(res->why + len, sizeof res->why - len, " on node %d", k->node);
 		}
@@ -355,18 +436,36 @@ static void supervise(struct kids *k, volatile sig_atomic_t *stop,
 			res->status = 130;
 }
 
+/* The ranks have what they need of j: the launcher keeps only the
+ * report pipe's read end. */
+static void close_job(struct job *j)
+{
+	if (j->lfd >= 0)
+		close(j->lfd);
+	if (j->report_w >= 0)
+		close(j->report_w);
+	j->lfd = j->report_w = -1;
+}
+
 /* Fork j's local ranks and supervise them. */
 static int run(struct job *j, volatile sig_atomic_t *stop, struct mgpu_launch_result *res,
 	       char *const argv[])
 {
 	static struct kids k;
-	int r;
+	int r, pfd[2];
 
 	memset(&k, 0, sizeof k);
 	k.world = j->local;
 	k.first = j->node * j->local;
 	k.nnodes = j->world / j->local;
 	k.node = j->node;
+	k.report_r = j->report_w = -1;
+	/* without a report pipe the ranks' own messages still say it all */
+	if (pipe2(pfd, O_CLOEXEC) == 0) {
+		k.report_r = pfd[0];
+		j->report_w = pfd[1];
+		fcntl(k.report_r, F_SETFL, O_NONBLOCK);
+	}
 	fflush(NULL);
 	for (r = 0; r < j->local; r++) {
 		k.pid[r] = fork();
@@ -375,16 +474,18 @@ static int run(struct job *j, volatile sig_atomic_t *stop, struct mgpu_launch_re
 		if (k.pid[r] < 0) {
 			mgpu_err_errno(MGPU_EIO, "launch: cannot fork rank %d", k.first + r);
 			k.world = r;
-			if (j->lfd >= 0)
-				close(j->lfd);
+			close_job(j);
 			stop_all(&k);
+			if (k.report_r >= 0)
+				close(k.report_r);
 			return MGPU_EIO;
 		}
 		k.alive++;
 	}
-	if (j->lfd >= 0)
-		close(j->lfd);
+	close_job(j);
 	supervise(&k, stop, res);
+	if (k.report_r >= 0)
+		close(k.report_r);
 	return 0;
 }
 

@@ -44,13 +44,17 @@ struct mgpu_rank_env {
 	int local_rank, local_world;
 	int node, nnodes;      /* rank / local_world, world / local_world */
 	char addr[256];
+	int addr_given;        /* MASTER_ADDR was set (else addr is the loopback) */
 	int port;
 	char token[MGPU_TOKEN_LEN + 1];
 	int listen_fd;         /* rank 0 of a forked job: inherited socket, else -1 */
 };
 
 /* Exit status of a rank that stopped because another rank failed, so the
- * launcher names the rank that failed first. */
+ * launcher names the rank that failed first. Before exiting so, a rank of
+ * the own launcher reports what it saw (mgpu_launch_report): on a node
+ * whose ranks all followed another node's failure, that report (which
+ * names the failed node and rank) is the launcher's last word. */
 #define MGPU_EXIT_PEER 3
 /* Exit status of a rank whose standard output was closed by its reader:
  * the launcher then stops the job quietly (exit 1, no message). */
@@ -64,8 +68,14 @@ struct mgpu_launch_result {
 	int status;           /* for the tool: 0, 1 or 130 */
 	int quiet;            /* the reader of stdout went away: say nothing */
 	int failed_rank;      /* -1 when none */
-	char why[256];        /* "killed by signal 9", "exited with status 1" */
+	int elsewhere;        /* every local rank followed another node's failure:
+				 why is the report of one ("node 1 (rank 2) went away: ...") */
+	char why[512];        /* "killed by signal 9", "exited with status 1" */
 };
+
+/* In a rank of mgpu-train's own launcher: tell it why this rank stops
+ * (one line, before exiting with MGPU_EXIT_PEER); elsewhere nothing. */
+void mgpu_launch_report(int rank, const char *why);
 
 /* Fork world ranks running argv (re-executing /proc/self/exe); return when
  * all ended. A raised *stop is forwarded to the ranks as SIGINT. */

@@ -9,7 +9,9 @@
  * by their world rank; the others only take part in world barriers and in
  * the final MPI_Finalize. Every rank of the job must open and close.
  *
- * Sums are MPI_Allreduce(MPI_SUM) in place. Open MPI's all-reduce
+ * Sums are MPI_Iallreduce(MPI_SUM) in place, waited for at once or (the
+ * gradient buckets) started as backward produces them and waited for
+ * after it. Open MPI's all-reduce
  * algorithms combine each element once (ring) or pairwise in the same
  * pairs on every rank (recursive doubling), so every leader gets the same
  * bits, which keeps the weight replicas of the nodes identical.
@@ -43,6 +45,14 @@ int mgpu_mpi_barrier(struct mgpu_mpi *m);
 /* Leaders only: sum in place over the leaders. */
 int mgpu_mpi_allreduce_f32(struct mgpu_mpi *m, float *buf, size_t n);
 int mgpu_mpi_allreduce_f64(struct mgpu_mpi *m, double *buf, size_t n);
+/* Leaders only: start summing buf in place over the leaders and return;
+ * buf must stay untouched until mgpu_mpi_wait_all. Sums started on every
+ * leader in the same order pair up; they progress in mgpu_mpi_progress
+ * (which never blocks) and in any wait. */
+int mgpu_mpi_iallreduce_f32(struct mgpu_mpi *m, float *buf, size_t n);
+int mgpu_mpi_progress(struct mgpu_mpi *m);
+/* Wait (up to the timeout) for every sum started. */
+int mgpu_mpi_wait_all(struct mgpu_mpi *m);
 /* Leaders only: the first leader's buf to every leader. */
 int mgpu_mpi_bcast_f32(struct mgpu_mpi *m, float *buf, size_t n);
 /* A failure elsewhere: end the whole job now (MPI_Abort), with code. */

@@ -1,8 +1,9 @@
 /*
  * rdzv.c - TCP rendezvous (see rdzv.h).
  *
- * Messages are fixed-size structs with explicit little-endian 32-bit
- * fields, sent whole; a peer that sends less within the timeout is dropped.
+ * Messages are fixed-size structs of 32-bit fields in host byte order (the
+ * ranks of a job run one build on one kind of machine), sent whole; a peer
+ * that sends less within the timeout is dropped.
  */
 #include "comm/rdzv.h"
 

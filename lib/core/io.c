@@ -297,3 +297,15 @@ int mgpu_same_bytes(const char *a, const char *b)
 	free(ba);
 	return same;
 }
+
+int mgpu_tmp_template(char *buf, size_t cap, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (n + 7 > cap)
+		return mgpu_err(MGPU_EINVAL, "'%s': temporary name too long", prefix);
+	memcpy(buf, prefix, n);
+	memset(buf + n, 'X', 6); /* what mkstemp and mkdtemp replace */
+	buf[n + 6] = '\0';
+	return 0;
+}

@@ -60,6 +60,9 @@ long mgpu_tmp_pid(const char *name, const char *stem);
  * directory goes with the files in it. Best effort; returns how many went.
  */
 int mgpu_tmp_sweep(const char *dir, const char *stem);
+/* The mkstemp/mkdtemp template "PREFIX" followed by six X in buf (cap
+ * bytes); a usage error when it does not fit. */
+int mgpu_tmp_template(char *buf, size_t cap, const char *prefix);
 /* Remove a directory and the files directly in it (no subdirectories). */
 int mgpu_rmdir_flat(const char *dir);
 /* Do files a and b hold the same bytes? 1 yes, 0 no, or an error. */

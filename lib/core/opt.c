@@ -186,6 +186,11 @@ static void shortest(char *buf, size_t len, double v, int max, int as_float)
 	snprintf(buf, len, "%.*g", max, v);
 }
 
+void mgpu_opt_exact_num(char *buf, size_t len, double v, int as_float)
+{
+	shortest(buf, len, v, as_float ? 9 : 17, as_float);
+}
+
 void mgpu_opt_render(const struct mgpu_opt *o, const void *t, int exact, char *buf,
 		     size_t len)
 {

@@ -44,8 +44,9 @@ enum mgpu_opt_type {
 #define MGPU_OPT_NODEF 4u /* --help shows no default */
 #define MGPU_OPT_META 8u  /* not a setting (-o, --help, --resume): left out of
 			   * mgpu_opt_settings_argv */
-#define MGPU_OPT_UNSET0 16u /* a number whose 0 means "not set" (its range
-			     * excludes 0): left out of mgpu_opt_settings_argv */
+#define MGPU_OPT_UNSET0 16u /* a number whose 0 means "not set", or is the
+			     * default that goes without saying: left out
+			     * of mgpu_opt_settings_argv at 0 */
 
 #define MGPU_OPT_PATH_MAX 4096
 #define MGPU_OPT_MAX 96 /* rows of one table, END excluded */
@@ -135,6 +136,9 @@ int mgpu_opt_was_given(const struct mgpu_opt *tab, const struct mgpu_opt_given *
  * render as "0" or "1". exact=0 rounds numbers to 6 digits for --help. */
 void mgpu_opt_render(const struct mgpu_opt *o, const void *target, int exact, char *buf,
 		     size_t len);
+/* v as mgpu_opt_render writes an exact number: the fewest digits that
+ * read back to the same double (as_float: the same float). */
+void mgpu_opt_exact_num(char *buf, size_t len, double v, int as_float);
 /* Options, one per line under their group headings, with the defaults of
  * the struct defaults (may be NULL). */
 void mgpu_opt_help(FILE *f, const struct mgpu_opt *tab, const void *defaults);

@@ -10,7 +10,7 @@
 #include <libgen.h>   /* dirname, basename */
 #include <stdio.h>    /* snprintf, rename, renameat2 */
 #include <stdlib.h>   /* qsort, free */
-#include <string.h>   /* strcmp, strlen, strspn */
+#include <string.h>   /* memcmp, strcmp, strlen, strspn */
 #include <sys/stat.h> /* stat, mkdir */
 #include <unistd.h>   /* getpid, rmdir */
 
@@ -32,13 +32,27 @@ int mgpu_shardset_is_shard(const char *name)
 	return 0;
 }
 
-/* Does dir/name start like a manifest? */
+/* Does dir/name start like a manifest, in any --format mgpu-shard writes
+ * it in (TSV, JSON Lines, Markdown)? */
 static int is_manifest(const char *dir, const char *name)
 {
-	char path[4200];
+	static const char json[] = "{\"split\":", md[] = "| split |";
+	char path[4200], head[16];
+	FILE *fp;
+	size_t n = 0;
 
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	return mgpu_sniff_file(path) == MGPU_SNIFF_MANIFEST;
+	if (mgpu_sniff_file(path) == MGPU_SNIFF_MANIFEST)
+		return 1;
+	/* --json and --format markdown: no reader takes them, yet they are
+	 * the set's own manifest */
+	fp = fopen(path, "rb");
+	if (fp) {
+		n = fread(head, 1, sizeof head, fp);
+		fclose(fp);
+	}
+	return (n >= sizeof json - 1 && memcmp(head, json, sizeof json - 1) == 0) ||
+	       (n >= sizeof md - 1 && memcmp(head, md, sizeof md - 1) == 0);
 }
 
 static int by_name(const void *a, const void *b)

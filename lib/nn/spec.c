@@ -10,6 +10,7 @@
 
 #include "core/err.h" /* mgpu_err */
 #include "core/io.h"  /* mgpu_read_file */
+#include "core/opt.h" /* mgpu_opt_exact_num */
 #include "ops/ops.h"  /* enum mgpu_act */
 
 static const char *const act_names[] = { "none", "relu", "gelu", "tanh", NULL };
@@ -245,13 +246,22 @@ int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 	return mgpu_spec_parse(s, norm, origin);
 }
 
+/* The printed spec is what a checkpoint records and a resume parses
+ * back: the dropout exactly ("%g" would turn 0.1234567 into 0.123457). */
+static const char *dropout_str(const struct mgpu_spec *s, char p[32])
+{
+	mgpu_opt_exact_num(p, 32, (double)s->dropout, 1);
+	return p;
+}
+
 static int gpt_format(const struct mgpu_spec *s, char *buf, size_t len)
 {
+	char p[32];
 	int n = snprintf(buf, len, "gpt:layers=%d,heads=%d,dim=%d,ctx=%d,vocab=%d", s->blocks,
 			 s->heads, s->dim, s->ctx, s->vocab);
 
 	if (n >= 0 && (size_t)n < len && s->dropout > 0.0f)
-		n += snprintf(buf + n, len - (size_t)n, ",dropout=%g", (double)s->dropout);
+		n += snprintf(buf + n, len - (size_t)n, ",dropout=%s", dropout_str(s, p));
 	if (n < 0 || (size_t)n >= len)
 		return mgpu_err(MGPU_EINVAL, "model spec too long to print");
 	return 0;
@@ -259,6 +269,7 @@ static int gpt_format(const struct mgpu_spec *s, char *buf, size_t len)
 
 int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 {
+	char p[32];
 	size_t o;
 	int i;
 
@@ -271,7 +282,7 @@ int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 	if (o < len)
 		o += (size_t)snprintf(buf + o, len - o, ",act=%s", mgpu_act_name(s->act));
 	if (s->dropout > 0.0f && o < len)
-		o += (size_t)snprintf(buf + o, len - o, ",dropout=%g", (double)s->dropout);
+		o += (size_t)snprintf(buf + o, len - o, ",dropout=%s", dropout_str(s, p));
 	if (s->layernorm && o < len)
 		o += (size_t)snprintf(buf + o, len - o, ",layernorm");
 	if (o >= len)

@@ -102,6 +102,12 @@ int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args 
 	const struct mgpu_rank_env *env = a->env;
 	int fd = env->listen_fd, port = env->port, rc;
 
+	/* the loopback default would leave the other nodes' ranks knocking at
+	 * their own door until the timeout */
+	if (env->nnodes > 1 && !env->addr_given)
+		return mgpu_err(MGPU_EINVAL, "the ranks of a job of %d nodes meet at node 0's "
+				"address, but MASTER_ADDR is not set (mpirun: -x MASTER_ADDR; "
+				"Slurm: export it)", env->nnodes);
 	if (s->rank != 0)
 		return mgpu_rdzv_join(env->addr, env->port, s->rank, s->world, env->local_world,
 				      env->token, info, a->timeout_ms);
@@ -222,8 +228,8 @@ int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 
 void mgpu_sync_abort(struct mgpu_sync *s, int rc)
 {
-	if (s->st && s->st->abort)
-		s->st->abort(s, rc);
+	if (s->st && s->st->cancel)
+		s->st->cancel(s, rc);
 }
 
 void mgpu_sync_close(struct mgpu_sync *s)

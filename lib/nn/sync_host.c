@@ -252,6 +252,6 @@ const struct mgpu_sync_strategy mgpu_sync_host = {
 	.reduce_bucket = host_reduce_bucket,
 	.finish = host_finish,
 	.allreduce_f64 = host_allreduce_f64,
-	.abort = host_abort,
+	.cancel = host_abort,
 	.free = host_free,
 };

@@ -13,7 +13,7 @@
  * optimizer exist; per optimizer step, begin before the backward of the
  * micro-step that ends with a sync, reduce_bucket for each layer's
  * gradient as that backward finishes it (last layer first), then finish;
- * allreduce_f64 at any point between steps; abort on failure; free last
+ * allreduce_f64 at any point between steps; cancel on failure; free last
  * (also after a failed init). Members marked optional may be NULL.
  */
 #ifndef MGPU_NN_SYNC_INT_H
@@ -50,7 +50,7 @@ struct mgpu_sync_strategy {
 	/* Optional (one rank needs none): sum n doubles over the ranks. */
 	int (*allreduce_f64)(struct mgpu_sync *s, double *v, int n);
 	/* Optional: tell the peers this rank failed with rc. */
-	void (*abort)(struct mgpu_sync *s, int rc);
+	void (*cancel)(struct mgpu_sync *s, int rc);
 	/* Optional: release s->priv and whatever init made. */
 	void (*free)(struct mgpu_sync *s);
 };

@@ -15,8 +15,10 @@
  */
 #include "nn/sync_int.h"
 
-#include <stdlib.h> /* calloc, free */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, free, getenv */
 #include <string.h> /* memset */
+#include <unistd.h> /* gethostname */
 
 #include "comm/nccl.h" /* mgpu_nccl_* */
 #include "core/err.h"  /* MGPU_TRY */
@@ -33,20 +35,38 @@ static struct nccl_sync *priv(const struct mgpu_sync *s)
 	return s->priv;
 }
 
+/* rc with the rank, its node and host, and the interface NCCL was told to
+ * use there: what a failed set-up across nodes comes down to. */
+static int named(int rc, const struct mgpu_sync *s, const struct mgpu_sync_args *a)
+{
+	const char *ifname = getenv("NCCL_SOCKET_IFNAME");
+	char host[64] = "";
+
+	if (gethostname(host, sizeof host - 1) != 0)
+		snprintf(host, sizeof host, "?");
+	return mgpu_err_prefix(rc, "NCCL set-up of rank %d on node %d (host %s, "
+			       "NCCL_SOCKET_IFNAME %s): ", s->rank, a->env->node, host,
+			       ifname ? ifname : "unset");
+}
+
+/* Rank 0 makes the unique id; the rendezvous hands it to every rank of
+ * every node in its answer (rdzv.h). */
 static int nccl_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
 {
 	struct mgpu_rdzv_info info;
+	int rc;
 
 	s->priv = calloc(1, sizeof(struct nccl_sync));
 	if (!s->priv)
 		return mgpu_err(MGPU_ENOMEM, "out of memory for the sync state");
 	memset(&info, 0, sizeof info);
-	if (s->rank == 0)
-		MGPU_TRY(mgpu_nccl_unique_id(info.nccl_id));
+	if (s->rank == 0 && (rc = mgpu_nccl_unique_id(info.nccl_id)) < 0)
+		return named(rc, s, a);
 	MGPU_TRY(mgpu_sync_rendezvous(s, a, &info));
 	mgpu_rdzv_close_leaders(&info); /* NCCL connects the nodes itself */
-	return mgpu_nccl_open(&priv(s)->comm, a->dev, s->rank, s->world, info.nccl_id,
-			      a->timeout_ms);
+	rc = mgpu_nccl_open(&priv(s)->comm, a->dev, s->rank, s->world, info.nccl_id,
+			    a->timeout_ms);
+	return rc < 0 ? named(rc, s, a) : 0;
 }
 
 static int nccl_bind(struct mgpu_sync *s)
@@ -118,6 +138,6 @@ const struct mgpu_sync_strategy mgpu_sync_nccl = {
 	.reduce_bucket = nccl_reduce_bucket,
 	.finish = nccl_finish,
 	.allreduce_f64 = nccl_allreduce_f64,
-	.abort = nccl_abort,
+	.cancel = nccl_abort,
 	.free = nccl_free,
 };

@@ -11,9 +11,12 @@
  *    ready; the leader, as soon as every local rank has it, sums the slots
  *    in local rank order into its own slot, ((g0 + g1) + g2) + ..., and
  *    all-reduces that range with the other leaders (nodes in node order),
- *    overlapping the rest of backward.
- * 2. After backward, a node barrier: the leader's slot holds the sum over
- *    the world, the same bits on every node. Each local rank updates its
+ *    overlapping the rest of backward. Over MPI the all-reduce is only
+ *    started (MPI_Iallreduce) and pushed on at every later bucket, so
+ *    backward goes on while it travels; over TCP it completes in place.
+ * 2. After backward the leader waits for its all-reduces, then a node
+ *    barrier: the leader's slot holds the sum over the world, the same
+ *    bits on every node. Each local rank updates its
  *    shard of every bucket of the node's weights from it (with clipping,
  *    after the node agreed on the norm, which is the global one).
  * Every node applies the same update to the same weights, so the replicas
@@ -175,13 +178,22 @@ static int mpi_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
 	return rc == 0 ? settle(s) : rc;
 }
 
-/* Leaders: sum or broadcast between the nodes. */
+/* Leaders: sum or broadcast between the nodes. A bucket's sum over MPI is
+ * only started here (see leaders_wait). */
 static int leaders_sum(struct mgpu_sync *s, float *buf, size_t n)
 {
 	struct nodes_sync *p = priv(s);
 
-	return p->mpi ? mgpu_mpi_allreduce_f32(p->mpi, buf, n) :
+	return p->mpi ? mgpu_mpi_iallreduce_f32(p->mpi, buf, n) :
 			mgpu_leaders_allreduce_f32(&p->tcp, buf, n);
+}
+
+/* Leaders: every bucket's sum is complete. */
+static int leaders_wait(struct mgpu_sync *s)
+{
+	struct nodes_sync *p = priv(s);
+
+	return p->mpi ? mgpu_mpi_wait_all(p->mpi) : 0;
 }
 
 static int leaders_sum_f64(struct mgpu_sync *s, double *v, int n)
@@ -250,7 +262,9 @@ static int progress(struct mgpu_sync *s, int block)
 {
 	struct nodes_sync *p = priv(s);
 
-	return mgpu_sync_drain_buckets(s, &p->shm, &p->next, p->published, block, reduce);
+	MGPU_TRY(mgpu_sync_drain_buckets(s, &p->shm, &p->next, p->published, block, reduce));
+	/* MPI moves the started sums only inside its calls */
+	return p->mpi ? mgpu_mpi_progress(p->mpi) : 0;
 }
 
 static int nodes_reduce_bucket(struct mgpu_sync *s, int layer, size_t off, size_t cnt)
@@ -307,8 +321,10 @@ static int nodes_finish(struct mgpu_sync *s, double *vals, int n)
 	double v, norm2;
 	float scale = 1.0f; /* the gradients were averaged by the loss */
 
-	if (leader(s))
+	if (leader(s)) {
 		MGPU_TRY(progress(s, 1));
+		MGPU_TRY(leaders_wait(s));
+	}
 	MGPU_TRY(mgpu_shm_barrier(&p->shm)); /* the world's sum is in slot 0 */
 	p->sumsq = shards_sumsq(s);
 	if (p->clip) {
@@ -372,7 +388,7 @@ const struct mgpu_sync_strategy mgpu_sync_mpi = {
 	.reduce_bucket = nodes_reduce_bucket,
 	.finish = nodes_finish,
 	.allreduce_f64 = nodes_allreduce_f64,
-	.abort = nodes_abort,
+	.cancel = nodes_abort,
 	.free = nodes_free,
 };
 
@@ -384,6 +400,6 @@ const struct mgpu_sync_strategy mgpu_sync_nodes = {
 	.reduce_bucket = nodes_reduce_bucket,
 	.finish = nodes_finish,
 	.allreduce_f64 = nodes_allreduce_f64,
-	.abort = nodes_abort,
+	.cancel = nodes_abort,
 	.free = nodes_free,
 };

@@ -445,6 +445,6 @@ const struct mgpu_sync_strategy mgpu_sync_shm = {
 	.reduce_bucket = shm_reduce_bucket,
 	.finish = shm_finish,
 	.allreduce_f64 = shm_allreduce_f64,
-	.abort = shm_abort,
+	.cancel = shm_abort,
 	.free = shm_free,
 };

@@ -98,10 +98,14 @@ void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint
 int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B)
 {
 	const struct mgpu_norm *n = &r->d->src.norm;
+	int rc;
 
 	if (r->d->src.dtype == MGPU_DTYPE_U8) /* normalised on the device as it is cast */
-		return mgpu_model_load_batch(&r->model, x, y, B, n->scale, n->shift);
-	return mgpu_model_load_batch_f32(&r->model, x, y, B); /* the source normalised */
+		rc = mgpu_model_load_batch(&r->model, x, y, B, n->scale, n->shift);
+	else
+		rc = mgpu_model_load_batch_f32(&r->model, x, y, B); /* the source normalised */
+	/* bad values in the rows (a byte beyond a gpt's vocabulary): say whose */
+	return rc == MGPU_ERANGE ? mgpu_err_prefix(rc, "'%s': ", r->cfg->data) : rc;
 }
 
 int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split)

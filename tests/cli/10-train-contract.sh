@@ -7,6 +7,9 @@ help_man_agree mgpu-train.1 help.txt
 grep -q "^  --lr X  *peak learning rate \[0.05\]$" help.txt || fail "--help lacks --lr's default"
 "$BIN/mgpu-train" --version | grep -q "^mgpu-train [0-9]" || fail "--version"
 "$BIN/mgpu-train" -vV | grep -q "^backends: ref cpu" || fail "-vV lacks the backends"
+if "$BIN/mgpu-train" -vV | grep -q "^features: .*mpi=1"; then
+	"$BIN/mgpu-train" -vV | grep -q "^mpi: ." || fail "-vV lacks the MPI library's version"
+fi
 expect 2 "unknown or incomplete option '--frobnicate'" "$BIN/mgpu-train" --frobnicate
 expect 2 "--batch-size: '4x' is not an integer" "$BIN/mgpu-train" --batch-size 4x
 expect 2 "--lr: '0.1.2' is not a number" "$BIN/mgpu-train" --lr 0.1.2
@@ -58,6 +61,11 @@ train -q --json | grep -q '^{"kind":"summary"' || fail "--json"
 	--global-batch-size 32 --cpu-ranks 2 >/dev/null 2>err.txt || fail "-v: $(cat err.txt)"
 grep -q "^mgpu-train: settings: --data d .*--batch-size 16 .*--global-batch-size 32 .*--lr 0.0125 .*--cpu-ranks 2 .*--sync-backend cpu" err.txt ||
 	fail "-v settings: $(cat err.txt)"
+# The settings line repeats the run: it runs as it is printed.
+line=$(sed -n 's/^mgpu-train: settings: //p' err.txt)
+eval "\"\$BIN/mgpu-train\" $line -q" >again.tsv 2>err.txt || fail "settings line: $(cat err.txt)"
+expect 2 "--batch-size 8 and --global-batch-size 32 disagree" "$BIN/mgpu-train" --data d \
+	--model mlp:64-16-4 --batch-size 8 --global-batch-size 32 --cpu-ranks 2
 if command -v mandoc >/dev/null; then
 	mandoc -T lint -W warning "$SRC/man/mgpu-train.1" "$SRC/man/mgpu.7" || fail "man pages lint"
 fi

@@ -2,9 +2,11 @@
 # next-byte targets 1..T): it learns, its checkpoint holds GPT-2-style
 # tensor names whose test loss an independent numpy forward reproduces,
 # 2 CPU ranks x 8 (ddp or dp) and 2 accumulation steps x 8 match 1 rank x
-# 16, a resumed run is bit-identical, the
+# 16, a resumed run is bit-identical (and on 2 ranks within 1e-4), the
 # spec file under models/ loads, and samples of the wrong width are refused.
 . tests/cli/lib.sh
+"$BIN/mgpu-train" --help | grep -q "gpt:layers=L,heads=H,dim=D,ctx=T" ||
+	fail "--help does not give the gpt: spec"
 # gpt_idx DIR N_TRAIN N_TEST WIDTH: windows of a periodic text (learnable
 # from the previous bytes) as 1 x WIDTH IDX "images", labels 0.
 gpt_idx() {
@@ -110,11 +112,20 @@ for f in ddp dp acc; do
 done
 
 # Resume: 10 + 10 steps end where 20 do, bit for bit.
-run --max-steps 20 --batch-size 16 --save-dir full >/dev/null
+run --max-steps 20 --batch-size 16 --save-dir full >full.tsv
 run --max-steps 10 --batch-size 16 --save-dir part >/dev/null
+cp -r part part2
 run --max-steps 20 --resume part --save-dir part >/dev/null
 cmp full/step-00000020/model.safetensors part/step-00000020/model.safetensors ||
 	fail "resumed gpt weights differ"
+# ... and resumed on another world size (2 ranks x 8, the same global batch)
+# it goes on as the 1-rank run does, within 1e-4.
+run --max-steps 20 --resume part2 --save-dir part2 --cpu-ranks 2 --batch-size 8 >res2.tsv
+[ "$(losses res2.tsv | wc -l)" = 10 ] || fail "resumed on 2 ranks: $(losses res2.tsv | wc -l) steps"
+awk 'NR == FNR { want[$1] = $2; next }
+	{ d = want[$1] - $2; if (d < 0) d = -d; if (!($1 in want) || d > 1e-4 * $2) { print; bad = 1 } }
+	END { exit bad }' <(losses full.tsv) <(losses res2.tsv) ||
+	fail "resumed on 2 ranks differs from 1 rank"
 
 # The example spec file (ctx 32) and a sample width that does not fit.
 gpt_idx d33 64 16 33
@@ -123,6 +134,9 @@ gpt_idx d33 64 16 33
 grep -q '^summary	2	' tiny.tsv || fail "tiny: $(grep summary tiny.tsv)"
 expect 1 "samples have 33 features but the model takes 17" \
 	"$BIN/mgpu-train" --data d33 --model "$model" --max-steps 1
+# A byte beyond the vocabulary: the error names the data it came from.
+expect 1 "'d': gpt: byte" "$BIN/mgpu-train" -q --data d --max-steps 1 \
+	--model gpt:layers=1,heads=2,dim=8,ctx=16,vocab=2
 expect 2 "dim 30 is not a multiple of heads 4" \
 	"$BIN/mgpu-train" --data d --model gpt:layers=1,heads=4,dim=30,ctx=16
 exit 0

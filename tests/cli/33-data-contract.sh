@@ -27,6 +27,14 @@ grep -q "^mgpu-shard: 300 train, 0 val, 50 test samples (seed 42)$" err.txt ||
 "$S" -q --json -v -o fm/manifest.tsv d 2>err.txt || fail "--json -o: $(cat err.txt)"
 grep -q '^{"split":"train","path":"train-000000.tar"' fm/manifest.tsv || fail "--json -o: $(cat fm/manifest.tsv)"
 grep -q "^mgpu-shard: train: 300 samples in 1 shards$" err.txt || fail "-v: $(cat err.txt)"
+# The JSON manifest is part of the set it sits in: the same run again
+# finds the same set, and --format markdown replaces it with --force.
+"$S" -q --json -o fm/manifest.tsv d 2>err.txt || fail "--json -o again: $(cat err.txt)"
+"$S" -q --format markdown -o fm/manifest.tsv d 2>err.txt &&
+	fail "markdown over json without --force"
+grep -q "holds another shard set; --force replaces it" err.txt || fail "no --force: $(cat err.txt)"
+"$S" -q --force --format markdown -o fm/manifest.tsv d 2>err.txt || fail "--force: $(cat err.txt)"
+"$S" -q --force --json -o fm/manifest.tsv d 2>err.txt || fail "--force back: $(cat err.txt)"
 "$S" -q -o fm2/manifest.tsv d
 # mgpu-cache: the header table in each format; a closed pipe ends quietly.
 "$C" -o c fm2/manifest.tsv --format markdown >c.md 2>err.txt || fail "cache: $(cat err.txt)"

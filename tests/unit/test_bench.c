@@ -211,7 +211,7 @@ static void test_tables(void)
 	s = render(&t, MGPU_FMT_JSON);
 	T_CHECK(s && strstr(s, "\"devices\":2,") && strstr(s, "\"peak_bytes\":[7000000,5000000]") &&
 		strstr(s, "\"speedup\":1.8,") && strstr(s, "\"status\":\"error\"") &&
-		strstr(s, "\"blas_core\":\"SkylakeX\",\"blas_threads\":1}"), "%s", s);
+		strstr(s, "\"blas_core\":\"SkylakeX\",\"blas_threads\":1,"), "%s", s);
 	free(s);
 	s = render(&t, MGPU_FMT_TSV);
 	mgpu_tab_free(&t);
@@ -491,7 +491,7 @@ static void test_gpumon_columns(void)
 		"cells '%s' '%s'", mgpu_tab_get(&t, 0, "gpu_util_pct"),
 		mgpu_tab_get(&t, 0, "gpu_mem_used_bytes"));
 	s = render(&t, MGPU_FMT_JSON);
-	T_CHECK(s && strstr(s, "\"gpu_util_pct\":[85,50],\"gpu_mem_used_bytes\":[900,-1]}"),
+	T_CHECK(s && strstr(s, "\"gpu_util_pct\":[85,50],\"gpu_mem_used_bytes\":[900,-1],"),
 		"%s", s);
 	T_CHECK(s && !strstr(strchr(s, '\n'), "gpu_util_pct"), "CPU row: %s", s);
 	free(s);
@@ -562,6 +562,67 @@ static void test_spawn(void)
 	T_OK(mgpu_spawn_capture(missing, 1000, NULL, &r));
 	T_CHECK(r.exited && r.status == 127 && strstr(r.err, "cannot run"), "%d", r.status);
 	free(r.out);
+}
+
+/* A background child: its status and stderr tail come back, a slow one is
+ * stopped after the timeout, and stdout goes nowhere. */
+static void test_spawn_bg(void)
+{
+	static char sh[] = "/bin/sh", c[] = "-c", sleep[] = "exec sleep 5",
+		    script[] = "echo lost; echo 'x: error: node 1' >&2; exit 5";
+	char *ok[] = { sh, c, script, NULL };
+	char *slow[] = { sh, c, sleep, NULL };
+	struct mgpu_spawn_bg bg;
+	struct mgpu_spawn_result r;
+
+	T_OK(mgpu_spawn_bg_start(ok, &bg));
+	T_OK(mgpu_spawn_bg_wait(&bg, 10000, NULL, &r));
+	T_CHECK(r.exited && r.status == 5 && !r.timed_out && strcmp(r.err, "x: error: node 1\n") == 0
+		&& r.out && !r.out[0], "status %d err '%s'", r.status, r.err);
+	free(r.out);
+	T_OK(mgpu_spawn_bg_start(slow, &bg));
+	T_OK(mgpu_spawn_bg_wait(&bg, 200, NULL, &r));
+	T_CHECK(r.timed_out && !r.exited, "timed out %d exited %d", r.timed_out, r.exited);
+	free(r.out);
+}
+
+/* Rows of several nodes: labelled with nodes x ranks and the link, and
+ * their nodes and link columns read back from a saved table. */
+static void test_node_rows(void)
+{
+	struct mgpu_bench_trow r, *back = NULL;
+	struct mgpu_tab t, t2;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+	int n = 0;
+
+	memset(&r, 0, sizeof r);
+	snprintf(r.kind, sizeof r.kind, "cpu");
+	snprintf(r.mode, sizeof r.mode, "ddp");
+	snprintf(r.sync, sizeof r.sync, "mpi");
+	snprintf(r.link_rate, sizeof r.link_rate, "100mbit");
+	snprintf(r.command, sizeof r.command, "mgpu-train --cpu-ranks 2");
+	r.devices = 4;
+	r.nodes = 2;
+	r.link_delay_ms = 5;
+	mgpu_bench_label(&r, 1);
+	T_CHECK(strcmp(r.config, "2 nodes x 2 CPU ranks (DDP, mpi, 100mbit, +5ms)") == 0, "'%s'",
+		r.config);
+	T_OK(mgpu_bench_trows_tab(&r, 1, &t));
+	fp = open_memstream(&buf, &len);
+	T_OK(mgpu_tab_write(&t, fp, MGPU_FMT_TSV));
+	fclose(fp);
+	T_OK(mgpu_tab_parse_tsv(&t2, buf, len, "nodes.tsv"));
+	T_OK(mgpu_bench_trows_from_tab(&t2, "nodes.tsv", &back, &n));
+	T_CHECK(n == 1 && back[0].nodes == 2 && back[0].devices == 4 &&
+		strcmp(back[0].link_rate, "100mbit") == 0 && back[0].link_delay_ms == 5,
+		"read back: %d rows, nodes %d, rate '%s', delay %g", n, n ? back[0].nodes : 0,
+		n ? back[0].link_rate : "", n ? back[0].link_delay_ms : 0);
+	free(back);
+	free(buf);
+	mgpu_tab_free(&t);
+	mgpu_tab_free(&t2);
 }
 
 struct ar_thread {
@@ -764,6 +825,8 @@ int main(void)
 	T_RUN(test_svg);
 	T_RUN(test_svg_legend);
 	T_RUN(test_spawn);
+	T_RUN(test_spawn_bg);
+	T_RUN(test_node_rows);
 	T_RUN(test_allreduce_check);
 	T_RUN(test_lm_peaks);
 	T_RUN(test_lm_model);

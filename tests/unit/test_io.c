@@ -158,6 +158,15 @@ static void test_afile_targets(void)
 	unlink(path);
 }
 
+static void test_tmp_template(void)
+{
+	char buf[16];
+
+	T_OK(mgpu_tmp_template(buf, sizeof buf, "/tmp/a-"));
+	T_CHECK(strcmp(buf, "/tmp/a-XXXXXX") == 0, "template '%s'", buf);
+	T_FAILS(mgpu_tmp_template(buf, sizeof buf, "/tmp/abcdefghi"), MGPU_EINVAL, "too long");
+}
+
 /* Temporaries of a process that is gone are swept; a live one's, another
  * stem's, and ordinary files stay. */
 static void test_tmp_sweep(void)
@@ -202,6 +211,7 @@ int main(void)
 	T_RUN(test_tmp_names);
 	T_RUN(test_tmp_sweep);
 	T_RUN(test_afile_targets);
+	T_RUN(test_tmp_template);
 	t_tmpdir_remove();
 	return T_DONE();
 }

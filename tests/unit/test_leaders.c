@@ -1,6 +1,7 @@
 /*
  * test_leaders.c - the rendezvous of a job of several nodes (3 nodes x 2
- * ranks as processes on loopback) and the node leaders' TCP all-reduce:
+ * ranks as processes on loopback: rank 0's NCCL unique id reaches every
+ * rank of every node, whole) and the node leaders' TCP all-reduce:
  * exact sums with the same bits on every node over several chunks, the
  * broadcast, a wrong job token refused while rank 0 goes on, and a leader
  * that goes away named by node and rank.
@@ -28,6 +29,15 @@ static float value(int node, size_t i)
 	return (float)((i * 5 + (size_t)node * 11) % 37) - 18.0f;
 }
 
+/* Rank 0's stand-in for an ncclUniqueId: every one of the 128 bytes set. */
+static void fake_id(uint8_t id[128])
+{
+	int i;
+
+	for (i = 0; i < 128; i++)
+		id[i] = (uint8_t)(i * 37 + 11) | 1;
+}
+
 static int check_sum(const float *b)
 {
 	size_t i;
@@ -51,11 +61,15 @@ static _Noreturn void child(int port, int rank, int mode)
 	struct mgpu_leaders l;
 	float *b = malloc(N * sizeof(float));
 	double d[2] = { rank, 1 };
+	uint8_t id[128];
 	size_t i;
 	int node = rank / LOCAL;
 
 	if (!b || mgpu_rdzv_join("127.0.0.1", port, rank, WORLD, LOCAL, TOKEN, &info, 10000))
 		_exit(10);
+	fake_id(id);
+	if (mode == 0 && memcmp(info.nccl_id, id, sizeof id) != 0)
+		_exit(16);
 	if (rank % LOCAL != 0)
 		_exit(info.nleader_fds == 0 ? 0 : 11);
 	if (mgpu_leaders_open(&l, &info, node, NODES, LOCAL, 10000) < 0)
@@ -87,13 +101,17 @@ static int start(int mode, pid_t *pid, int *lfd, int *port)
 	return 0;
 }
 
-static int reap(const pid_t *pid)
+/* The last rank that failed (0: none); its exit status in *why. */
+static int reap(const pid_t *pid, int *why)
 {
 	int r, st, bad = 0;
 
+	*why = 0;
 	for (r = 1; r < WORLD; r++)
-		if (waitpid(pid[r], &st, 0) != pid[r] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		if (waitpid(pid[r], &st, 0) != pid[r] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			bad = r;
+			*why = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		}
 	return bad;
 }
 
@@ -104,11 +122,12 @@ static void test_three_nodes(void)
 	float *b = malloc(N * sizeof(float));
 	double d[2] = { 0, 1 };
 	pid_t pid[WORLD];
-	int lfd, port, bad;
+	int lfd, port, bad, why;
 	size_t i;
 
 	T_CHECK(start(0, pid, &lfd, &port) == 0, "start: %s", mgpu_errmsg());
 	memset(&info, 0, sizeof info);
+	fake_id(info.nccl_id);
 	T_OK(mgpu_rdzv_serve(lfd, WORLD, LOCAL, TOKEN, &info, 10000));
 	close(lfd);
 	T_CHECK(info.nleader_fds == NODES && info.leader_fd[1] >= 0 && info.leader_fd[2] >= 0,
@@ -123,8 +142,8 @@ static void test_three_nodes(void)
 	b[7] = 42.0f;
 	T_OK(mgpu_leaders_bcast_f32(&l, b, N));
 	mgpu_leaders_close(&l);
-	bad = reap(pid);
-	T_CHECK(bad == 0, "rank %d failed", bad);
+	bad = reap(pid, &why);
+	T_CHECK(bad == 0, "rank %d failed with status %d (16: a wrong NCCL id)", bad, why);
 	free(b);
 }
 

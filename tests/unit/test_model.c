@@ -270,6 +270,25 @@ static void test_spec(void)
 	T_FAILS(mgpu_spec_load(&s, "/nonexistent/spec"), MGPU_EINVAL, "not a spec");
 }
 
+/* The printed spec is what a checkpoint records and a resume parses: a
+ * dropout of more than six digits must come back as the same float. */
+static void test_spec_dropout_exact(void)
+{
+	static const char *const specs[] = { "mlp:4-3-2,dropout=0.1234567",
+					     "gpt:layers=1,heads=1,dim=4,ctx=4,dropout=0.1234567" };
+	struct mgpu_spec s, back;
+	char buf[256];
+	size_t i;
+
+	for (i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+		T_OK(mgpu_spec_parse(&s, specs[i], "t"));
+		T_OK(mgpu_spec_format(&s, buf, sizeof buf));
+		T_OK(mgpu_spec_parse(&back, buf, "t"));
+		T_CHECK(back.dropout == s.dropout, "%s printed as %s: dropout %.9g, not %.9g",
+			specs[i], buf, (double)back.dropout, (double)s.dropout);
+	}
+}
+
 int main(void)
 {
 	T_RUN(test_grad_relu);
@@ -285,5 +304,6 @@ int main(void)
 	T_RUN(test_ckpt_nonfinite);
 	T_RUN(test_schedules);
 	T_RUN(test_spec);
+	T_RUN(test_spec_dropout_exact);
 	return T_DONE();
 }

@@ -427,7 +427,7 @@ static void write_out(struct aopts *o, struct mgpu_tab *t, double gbps, size_t n
 		add_limit(t, gbps, nbytes);
 	bench_blas_fill(t);
 	if (mgpu_tab_write(t, fp, o->co.fmt) < 0)
-		die_lib();
+		common_fail(&o->co);
 	if (o->co.fmt == MGPU_FMT_MD)
 		fprintf(fp, "\nLimit: memcpy %.3f GB/s on this machine (one core, best of 5 "
 			"copies of %zu MiB).\nalgbw = bytes / time; busbw = algbw x 2(n-1)/n "
@@ -456,7 +456,7 @@ static int mpi_main(struct aopts *o, struct mgpu_tab *t)
 	if (root && !failed) {
 		FILE *fp = common_open(&o->co);
 		if (mgpu_tab_write(t, fp, o->co.fmt) < 0)
-			die_lib();
+			common_fail(&o->co);
 		common_close(&o->co);
 	}
 	mgpu_tab_free(t);

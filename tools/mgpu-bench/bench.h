@@ -37,6 +37,8 @@ int common_parse(const struct tool_cli *cli, void *target, struct common *co, in
 FILE *common_open(struct common *co);
 /* Commit (-o) or flush stdout; dies on a write error. */
 void common_close(struct common *co);
+/* Remove a half-written -o file and die with the library's error. */
+_Noreturn void common_fail(struct common *co);
 /* Whether progress goes to stderr (a terminal, or -v; never with -q). */
 int common_progress(const struct common *co);
 /* The directory of this executable, for finding mgpu-train beside it. */

@@ -41,6 +41,12 @@ void common_close(struct common *co)
 	output_commit(&co->out);
 }
 
+void common_fail(struct common *co)
+{
+	output_abort(&co->out);
+	die_lib();
+}
+
 int common_progress(const struct common *co)
 {
 	return !co->quiet && (co->verbose || isatty(2));

@@ -204,7 +204,7 @@ int bench_data(int argc, char **argv)
 	bench_blas_fill(&t);
 	fp = common_open(&o.co);
 	if (mgpu_tab_write(&t, fp, o.co.fmt) < 0)
-		die_lib();
+		common_fail(&o.co);
 	common_close(&o.co);
 	mgpu_tab_free(&t);
 	return mgpu_interrupted ? 130 : 0;

@@ -1,21 +1,30 @@
 /*
  * train.c - `mgpu-bench train`: run mgpu-train (the binary beside this one)
- * over device counts, modes and sync backends, R times each, and print the
- * speedup and memory tables; --save, --plot, --compare.
+ * over device counts, node counts, modes and sync backends, R times each,
+ * and print the speedup and memory tables; --save, --plot, --compare.
  *
  * Each run is `mgpu-train -q --json --log-every 1 DEVICES [--mode M]
  * [--sync-backend S] WORKLOAD`, its exact command kept in the results.
+ * With --nodes, a row of k > 1 nodes runs on k network namespaces made
+ * for the sweep (bench/netns.h, as root): one mgpu-train launcher per
+ * host with --nnodes k --node-rank i (leaders over TCP), or for sync
+ * backend mpi one mpirun on the first host reaching the others through a
+ * remote shell into the namespaces. The command kept is node 0's
+ * mgpu-train command without --node-rank; the nodes and link columns say
+ * how it ran.
  * Throughput comes from the step records after the warm-up steps
  * (lib/bench/sweep.h); a run that fails or times out makes its row an
  * error row and the exit status 1, never a hang.
  */
 #include <stdio.h>  /* printf, fprintf */
 #include <stdlib.h> /* free */
-#include <string.h> /* strcmp */
+#include <string.h> /* strcmp, strspn */
+#include <unistd.h> /* getpid */
 
 #include "../common.h"     /* die, usage_error, mgpu_interrupted */
 #include "bench.h"         /* struct common */
 #include "bench/gpumon.h"  /* mgpu_gpumon_start */
+#include "bench/netns.h"   /* mgpu_netns_up, mgpu_netns_wrap */
 #include "bench/lm.h"      /* mgpu_bench_lm_fill, mgpu_bench_peak_* */
 #include "bench/spawn.h"   /* mgpu_spawn_capture */
 #include "bench/stats.h"   /* mgpu_bench_tolerance */
@@ -31,23 +40,30 @@
 /* NVML's utilisation covers the last 1/6 to 1 s; sampling faster only
  * repeats it, slower misses the short runs of a sweep. */
 #define GPUMON_INTERVAL_MS 100
+/* How long the other nodes may take to end after node 0 did. */
+#define NODES_GRACE_MS 30000
 
 static const char help[] =
 	"usage: mgpu-bench train [options] [-- MGPU-TRAIN-OPTIONS...]\n"
 	"Run mgpu-train over device counts, modes and sync backends; print the speedup\n"
 	"and peak-memory tables (Markdown on a terminal, else TSV; --json: JSON Lines).\n"
 	"The workload defaults to --epochs 1 --max-steps 200 --batch-size 64 (per device)\n"
-	"on mgpu-train's default data and model; options after -- are added.\n";
+	"on mgpu-train's default data and model; options after -- are added.\n"
+	"--nodes runs nodes as network namespaces on this machine (as root).\n";
 
 static const char *const mode_words[] = { "ddp", "dp", NULL };
-static const char *const sync_words[] = { "auto", "cpu", "nccl", NULL };
+static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
+#define SYNC_MPI 3
 static const char *const workload[] = { "--epochs", "1", "--max-steps", "200",
 					"--batch-size", "64" };
 
 struct topts {
 	struct common co;
 	int cpu[64], ncpu, gpu[64], ngpu;
-	int modes[2], nmodes, syncs[3], nsyncs;
+	int nodes[MGPU_NETNS_MAX_HOSTS], nnodes;
+	const char *link_rate;     /* NULL: none */
+	double link_delay_ms;      /* 0: none */
+	int modes[2], nmodes, syncs[4], nsyncs;
 	int repeat, warmup, timeout_s; /* repeat, warmup: -1 when not given */
 	const char *plot, *save, *compare;
 	double tol;
@@ -108,7 +124,34 @@ static int set_syncs(void *t, const char *arg)
 {
 	struct topts *o = t;
 
-	o->nsyncs = word_list("--sync-backends", arg, sync_words, o->syncs, 3);
+	o->nsyncs = word_list("--sync-backends", arg, sync_words, o->syncs, 4);
+	return 0;
+}
+
+static int set_nodes(void *t, const char *arg)
+{
+	struct topts *o = t;
+
+	o->nnodes = bench_list("--nodes", arg, o->nodes, MGPU_NETNS_MAX_HOSTS, 1,
+			       MGPU_NETNS_MAX_HOSTS);
+	return 0;
+}
+
+/* A rate as tc takes it: digits, then bit, kbit, mbit or gbit. */
+static int set_rate(void *t, const char *arg)
+{
+	static const char *const units[] = { "bit", "kbit", "mbit", "gbit", NULL };
+	const char *u = arg;
+	int i;
+
+	while (*u >= '0' && *u <= '9')
+		u++;
+	for (i = 0; units[i] && strcmp(u, units[i]) != 0; i++)
+		;
+	if (u == arg || !units[i] || strlen(arg) > 24 || strspn(arg, "0") == (size_t)(u - arg))
+		usage_error("--link-rate: '%s' is not a rate such as 100mbit (bit, kbit, mbit, "
+			    "gbit)", arg);
+	((struct topts *)t)->link_rate = arg;
 	return 0;
 }
 
@@ -125,7 +168,14 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_CALL("devices", 0, set_devices, NULL, "LIST",
 		      "GPU counts, e.g. 1,2,4,8 (GPUs 0..N-1)", "", 0),
 	MGPU_OPT_CALL("modes", 0, set_modes, NULL, "LIST", "ddp,dp", "ddp,dp", 0),
-	MGPU_OPT_CALL("sync-backends", 0, set_syncs, NULL, "LIST", "auto,cpu,nccl", "auto", 0),
+	MGPU_OPT_CALL("sync-backends", 0, set_syncs, NULL, "LIST",
+		      "auto,cpu,nccl,mpi (mpi: over --nodes, by mpirun)", "auto", 0),
+	MGPU_OPT_CALL("nodes", 0, set_nodes, NULL, "LIST",
+		      "node counts, e.g. 1,2: each node a network namespace (root)", "1", 0),
+	MGPU_OPT_CALL("link-rate", 0, set_rate, NULL, "RATE",
+		      "limit each node's link, e.g. 100mbit (tc tbf)", "", 0),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "link-delay", 0, O, link_delay_ms, 0, 10000, "MS",
+		     "add a delay to each node's link (tc netem)", 0),
 	MGPU_OPT_HEAD("runs"),
 	MGPU_OPT_ROWD(MGPU_OPT_INT, "repeat", 0, O, repeat, 1, MAX_REPEAT, "N",
 		      "runs per configuration; median and spread", "3", 0),
@@ -147,6 +197,35 @@ static const struct mgpu_opt options[] = {
 };
 #undef O
 
+static int max_nodes(const struct topts *o)
+{
+	int i, m = 1;
+
+	for (i = 0; i < o->nnodes; i++)
+		m = o->nodes[i] > m ? o->nodes[i] : m;
+	return m;
+}
+
+/* What --nodes, the link options and sync backend mpi need of each other. */
+static void check_nodes(struct topts *o)
+{
+	int i, mpi = 0;
+
+	for (i = 0; i < o->nsyncs; i++)
+		mpi |= o->syncs[i] == SYNC_MPI;
+	if (!o->nnodes)
+		o->nodes[0] = 1, o->nnodes = 1;
+	if (max_nodes(o) > 1 && o->ngpu)
+		usage_error("--nodes runs CPU ranks (namespaces on one machine would share its "
+			    "GPUs): use --cpu-ranks");
+	if (max_nodes(o) == 1 && (o->link_rate || o->link_delay_ms > 0))
+		usage_error("--link-rate and --link-delay shape the links between nodes: give "
+			    "--nodes with a count above 1");
+	if (max_nodes(o) == 1 && mpi)
+		usage_error("--sync-backends mpi runs mpirun over the nodes: give --nodes with a "
+			    "count above 1");
+}
+
 static void parse(struct topts *o, int argc, char **argv)
 {
 	static struct topts def = { .timeout_s = 600 };
@@ -163,9 +242,12 @@ static void parse(struct topts *o, int argc, char **argv)
 			    argv[first]);
 	o->extra = argv + first;
 	o->nextra = argc - first;
-	if (o->compare && (o->ncpu || o->ngpu || o->nmodes || o->nsyncs || o->nextra))
+	if (o->compare && (o->ncpu || o->ngpu || o->nmodes || o->nsyncs || o->nextra ||
+			   o->nnodes || o->link_rate || o->link_delay_ms > 0))
 		usage_error("--compare re-runs the configurations of its file: it takes no "
-			    "--cpu-ranks, --devices, --modes, --sync-backends or workload");
+			    "--cpu-ranks, --devices, --nodes, --link-rate, --link-delay, --modes, "
+			    "--sync-backends or workload");
+	check_nodes(o);
 	if (!o->ncpu && !o->ngpu) {
 		o->cpu[0] = 1, o->cpu[1] = 2;
 		o->ncpu = 2;
@@ -193,7 +275,7 @@ static void add(struct cmd *c, const char *w)
 
 static void build(const struct topts *o, const struct mgpu_bench_trow *r, struct cmd *c)
 {
-	int k = 0, i;
+	int k = 0, i, per = r->devices / (r->nodes > 1 ? r->nodes : 1);
 	size_t len = 0;
 
 	c->n = 0;
@@ -204,13 +286,18 @@ static void build(const struct topts *o, const struct mgpu_bench_trow *r, struct
 	add(c, "1");
 	add(c, strcmp(r->kind, "gpu") == 0 ? "--gpus" : "--cpu-ranks");
 	if (strcmp(r->kind, "gpu") == 0) {
-		for (i = 0; i < r->devices && len + 4 < sizeof c->store[k]; i++)
+		for (i = 0; i < per && len + 4 < sizeof c->store[k]; i++)
 			len += (size_t)snprintf(c->store[k] + len, sizeof c->store[k] - len, "%s%d",
 						i ? "," : "", i);
 	} else {
-		snprintf(c->store[k], sizeof c->store[k], "%d", r->devices);
+		snprintf(c->store[k], sizeof c->store[k], "%d", per);
 	}
 	add(c, c->store[k++]);
+	if (r->nodes > 1 && strcmp(r->sync, "mpi") != 0) { /* mpirun places its ranks */
+		add(c, "--nnodes");
+		snprintf(c->store[k], sizeof c->store[k], "%d", r->nodes);
+		add(c, c->store[k++]);
+	}
 	if (r->devices > 1) {
 		add(c, "--mode");
 		add(c, r->mode);
@@ -225,32 +312,198 @@ static void build(const struct topts *o, const struct mgpu_bench_trow *r, struct
 		add(c, o->extra[i]);
 }
 
-/* The configurations of the sweep, in table order. */
+/* One row of the plan, unless the combination does not exist: dp runs in
+ * one process (one node), mpi runs over several nodes. */
+static void plan_row(const struct topts *o, struct mgpu_bench_trow *rows, int *n, int kind,
+		     int per, int nodes, int m, int s)
+{
+	struct mgpu_bench_trow *r;
+	int devices = per * nodes;
+
+	if (devices > 1 && ((nodes > 1 && o->modes[m] == 1) ||
+			    (nodes == 1 && o->syncs[s] == SYNC_MPI)))
+		return;
+	if (*n >= MAX_ROWS)
+		usage_error("more than %d configurations", MAX_ROWS);
+	r = &rows[(*n)++];
+	memset(r, 0, sizeof *r);
+	snprintf(r->kind, sizeof r->kind, "%s", kind ? "gpu" : "cpu");
+	r->devices = devices;
+	r->nodes = nodes;
+	if (nodes > 1) {
+		snprintf(r->link_rate, sizeof r->link_rate, "%s", o->link_rate ? o->link_rate : "");
+		r->link_delay_ms = o->link_delay_ms;
+	}
+	if (devices > 1) {
+		snprintf(r->mode, sizeof r->mode, "%s", mode_words[o->modes[m]]);
+		snprintf(r->sync, sizeof r->sync, "%s", o->syncs[s] ? sync_words[o->syncs[s]] : "");
+	}
+	mgpu_bench_label(r, o->nsyncs > 1);
+}
+
+/* The configurations of the sweep, in table order: devices per node, then
+ * nodes, modes and sync backends. */
 static int plan(const struct topts *o, struct mgpu_bench_trow *rows)
 {
-	int n = 0, kind, i, m, s;
+	int n = 0, kind, i, k, m, s, d;
 
 	for (kind = 0; kind < 2; kind++) {
 		const int *list = kind ? o->gpu : o->cpu;
 		int nl = kind ? o->ngpu : o->ncpu;
 		for (i = 0; i < nl; i++)
-			for (m = 0; m < (list[i] > 1 ? o->nmodes : 1); m++)
-				for (s = 0; s < (list[i] > 1 ? o->nsyncs : 1); s++) {
-					struct mgpu_bench_trow *r = &rows[n++];
-					if (n > MAX_ROWS)
-						usage_error("more than %d configurations", MAX_ROWS);
-					memset(r, 0, sizeof *r);
-					snprintf(r->kind, sizeof r->kind, "%s", kind ? "gpu" : "cpu");
-					r->devices = list[i];
-					if (list[i] > 1) {
-						snprintf(r->mode, sizeof r->mode, "%s", mode_words[o->modes[m]]);
-						snprintf(r->sync, sizeof r->sync, "%s",
-							 o->syncs[s] ? sync_words[o->syncs[s]] : "");
-					}
-					mgpu_bench_label(r, o->nsyncs > 1);
-				}
+			for (k = 0; k < o->nnodes; k++) {
+				d = list[i] * o->nodes[k];
+				for (m = 0; m < (d > 1 ? o->nmodes : 1); m++)
+					for (s = 0; s < (d > 1 ? o->nsyncs : 1); s++)
+						plan_row(o, rows, &n, kind, list[i], o->nodes[k], m, s);
+			}
 	}
 	return n;
+}
+
+/* The hosts of the node rows, made once for the sweep. */
+static struct mgpu_netns hosts;
+static int hosts_made;
+static char mpirun_path[4096]; /* found when a row needs it */
+
+static void hosts_down(void)
+{
+	if (hosts_made)
+		mgpu_netns_down(&hosts);
+	hosts_made = 0;
+}
+
+/* Hosts for the largest node count of rows, their links shaped as the
+ * first node row says (every node row of a sweep has the same links). */
+static void hosts_up(const struct mgpu_bench_trow *rows, int n)
+{
+	const struct mgpu_bench_trow *shape = NULL;
+	int i, most = 1;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].nodes > most) {
+			most = rows[i].nodes;
+			shape = shape ? shape : &rows[i];
+		}
+	if (most == 1)
+		return;
+	for (i = 0; i < n; i++) /* before any run: not in the middle of the sweep */
+		if (rows[i].nodes > 1 && strcmp(rows[i].sync, "mpi") == 0 && !mpirun_path[0] &&
+		    mgpu_netns_which("mpirun", mpirun_path, sizeof mpirun_path) < 0)
+			die("--sync-backends mpi: %s (Open MPI's openmpi-bin)", mgpu_errmsg());
+	if (mgpu_netns_up(&hosts, most) < 0)
+		die("--nodes %d runs each node in a network namespace: %s", most, mgpu_errmsg());
+	hosts_made = 1;
+	atexit(hosts_down);
+	if (mgpu_netns_shape(&hosts, shape->link_rate[0] ? shape->link_rate : NULL,
+			     shape->link_delay_ms) < 0)
+		die("%s: %s", shape->link_delay_ms > 0 ? "--link-delay" : "--link-rate",
+		    mgpu_errmsg());
+}
+
+/* argv with two more words (and the NULL) into out. */
+static void with2(char **args, const char *a, const char *b, char **out, int max)
+{
+	int n = 0;
+
+	for (; args[n]; n++) {
+		if (n + 3 >= max)
+			die("mgpu-train command too long");
+		out[n] = args[n];
+	}
+	out[n++] = (char *)(uintptr_t)a;
+	out[n++] = (char *)(uintptr_t)b;
+	out[n] = NULL;
+}
+
+/* One launcher per node on hosts 1..nodes; node 0's output in res, and a
+ * failure of another node when node 0 itself did not fail. */
+static int run_launchers(const struct topts *o, const struct mgpu_bench_trow *r, char **args,
+			 struct mgpu_spawn_result *res)
+{
+	static struct mgpu_netns_cmd cmd[MGPU_NETNS_MAX_HOSTS];
+	static struct mgpu_spawn_bg bg[MGPU_NETNS_MAX_HOSTS];
+	static unsigned job;
+	struct mgpu_spawn_result other;
+	char addr[32], envs[3][96], *env[4], ranks[MGPU_NETNS_MAX_HOSTS][12], *argv[300];
+	int k, rc;
+
+	mgpu_netns_addr(1, addr, sizeof addr);
+	snprintf(envs[0], sizeof envs[0], "MASTER_ADDR=%s", addr);
+	snprintf(envs[1], sizeof envs[1], "MASTER_PORT=29500");
+	/* a launcher left over from an earlier run can never join this one */
+	snprintf(envs[2], sizeof envs[2], "MGPU_JOB_TOKEN=mgpu-bench-%d-%u", (int)getpid(), ++job);
+	env[0] = envs[0], env[1] = envs[1], env[2] = envs[2], env[3] = NULL;
+	for (k = r->nodes - 1; k >= 0; k--) {
+		snprintf(ranks[k], sizeof ranks[k], "%d", k);
+		with2(args, "--node-rank", ranks[k], argv, 300);
+		if (mgpu_netns_wrap(&hosts, k + 1, env, argv, &cmd[k]) < 0)
+			die_lib();
+		if (k > 0 && mgpu_spawn_bg_start(cmd[k].argv, &bg[k]) < 0)
+			die_lib();
+	}
+	rc = mgpu_spawn_capture(cmd[0].argv, 1000 * o->timeout_s, &mgpu_interrupted, res);
+	for (k = 1; k < r->nodes; k++) {
+		if (mgpu_spawn_bg_wait(&bg[k], NODES_GRACE_MS, &mgpu_interrupted, &other) < 0)
+			die_lib();
+		free(other.out);
+		if (rc == 0 && res->exited && res->status == 0 && !res->timed_out &&
+		    (!other.exited || other.status != 0 || other.timed_out)) {
+			other.out = res->out; /* node 0's metrics go with the verdict */
+			*res = other;
+		}
+	}
+	return rc;
+}
+
+/* mpirun on host 1, onto hosts 1..nodes through the namespaces' remote
+ * shell; every rank gets OPENBLAS_NUM_THREADS=1 as the own launcher's do. */
+static int run_mpirun(const struct topts *o, const struct mgpu_bench_trow *r, char **args,
+		      struct mgpu_spawn_result *res)
+{
+	static struct mgpu_netns_cmd cmd;
+	static char list[512], np[16], pfx[64];
+	const char *rsh;
+	char *env[] = { pfx, (char *)(uintptr_t)"OMPI_ALLOW_RUN_AS_ROOT=1",
+			(char *)(uintptr_t)"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", NULL };
+	char *argv[300], addr[32];
+	int per = r->devices / r->nodes, k, n = 0;
+	size_t len = 0;
+
+	if (mgpu_netns_rsh(&hosts, &rsh) < 0)
+		die_lib();
+	snprintf(pfx, sizeof pfx, "NETNS_PFX=%s", hosts.prefix);
+	for (k = 1; k <= r->nodes; k++) {
+		mgpu_netns_addr(k, addr, sizeof addr);
+		len += (size_t)snprintf(list + len, sizeof list - len, "%s%s:%d", k > 1 ? "," : "",
+					addr, per);
+	}
+	snprintf(np, sizeof np, "%d", r->devices);
+	{
+		const char *head[] = { mpirun_path, "--host", list, "-np", np, "--bind-to", "none",
+				       "--mca", "plm_rsh_agent", rsh, "-x", "NETNS_PFX",
+				       "-x", "OPENBLAS_NUM_THREADS=1",
+				       "--mca", "btl_tcp_if_include", mgpu_netns_net(),
+				       "--mca", "oob_tcp_if_include", mgpu_netns_net(), NULL };
+		for (k = 0; head[k]; k++)
+			argv[n++] = (char *)(uintptr_t)head[k];
+	}
+	for (k = 0; args[k] && n < 299; k++)
+		argv[n++] = args[k];
+	argv[n] = NULL;
+	if (mgpu_netns_wrap(&hosts, 1, env, argv, &cmd) < 0)
+		die_lib();
+	return mgpu_spawn_capture(cmd.argv, 1000 * o->timeout_s, &mgpu_interrupted, res);
+}
+
+/* One run of row r: here, or over the nodes. */
+static int run_row(const struct topts *o, const struct mgpu_bench_trow *r, char **args,
+		   struct mgpu_spawn_result *res)
+{
+	if (r->nodes <= 1)
+		return mgpu_spawn_capture(args, 1000 * o->timeout_s, &mgpu_interrupted, res);
+	return strcmp(r->sync, "mpi") == 0 ? run_mpirun(o, r, args, res) :
+					     run_launchers(o, r, args, res);
 }
 
 static void run_failed(struct mgpu_bench_trow *r, const struct mgpu_spawn_result *res,
@@ -378,7 +631,7 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 			sampler_start(&smp, r->devices, why, sizeof why);
 			unsampled |= !smp.on;
 		}
-		if (mgpu_spawn_capture(args, 1000 * o->timeout_s, &mgpu_interrupted, &res) < 0)
+		if (run_row(o, r, args, &res) < 0)
 			die_lib();
 		if (!res.exited || res.status != 0 || res.timed_out)
 			run_failed(r, &res, o->timeout_s);
@@ -477,25 +730,25 @@ static void lm_notes(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 	}
 }
 
-static void write_md(FILE *fp, const struct mgpu_bench_trow *rows, int n)
+static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_tab t;
 	int i;
 
 	if (mgpu_bench_speedup_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
-		die_lib();
+		common_fail(co);
 	mgpu_tab_free(&t);
 	fputs("\nPeak memory per device (MiB):\n\n", fp);
 	if (mgpu_bench_memory_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
-		die_lib();
+		common_fail(co);
 	mgpu_tab_free(&t);
 	if (mgpu_bench_util_tab(rows, n, &t) < 0)
-		die_lib();
+		common_fail(co);
 	if (t.nrows) {
 		fputs("\nGPU utilisation per device (mean %, NVML, from the first to the last busy "
 		      "sample):\n\n", fp);
 		if (mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
-			die_lib();
+			common_fail(co);
 	}
 	mgpu_tab_free(&t);
 	lm_notes(fp, rows, n);
@@ -525,11 +778,11 @@ static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 	FILE *fp = common_open(&o->co);
 
 	if (mgpu_bench_trows_tab(rows, n, &t) < 0)
-		die_lib();
+		common_fail(&o->co);
 	if (o->co.fmt == MGPU_FMT_MD)
-		write_md(fp, rows, n);
+		write_md(&o->co, fp, rows, n);
 	else if (mgpu_tab_write(&t, fp, o->co.fmt) < 0)
-		die_lib();
+		common_fail(&o->co);
 	common_close(&o->co);
 	if (o->save && (mgpu_afile_open(&af, o->save) < 0 ||
 			mgpu_tab_write(&t, af.fp, MGPU_FMT_TSV) < 0 || mgpu_afile_commit(&af) < 0)) {
@@ -588,11 +841,14 @@ int bench_train(int argc, char **argv)
 	if (o.compare) {
 		load_old(o.compare, &old, &nold);
 		n = nold;
+		hosts_up(old, nold);
 		rerun(&o, old, n, rows);
 	} else {
 		n = plan(&o, rows);
+		hosts_up(rows, n);
 		sweep(&o, rows, n);
 	}
+	hosts_down();
 	if (mgpu_interrupted) {
 		note("interrupted");
 		return 130;

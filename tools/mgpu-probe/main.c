@@ -95,14 +95,7 @@ static void parse(struct opts *o, int argc, char **argv)
 
 void out_open(struct out *out, const struct opts *o)
 {
-	memset(out, 0, sizeof *out);
-	out->fp = stdout;
-	if (o->com.output) {
-		if (mgpu_afile_open(&out->af, o->com.output) < 0)
-			die_lib();
-		out->fp = out->af.fp;
-		out->to_file = 1;
-	}
+	out->fp = output_open(&out->o, &o->com);
 	/* a person reads an aligned table, unless a format was asked for */
 	out->tty = !o->com.json && !o->ids && !mgpu_opt_was_given(options, &o->given, "format") &&
 		   isatty(fileno(out->fp));
@@ -110,20 +103,14 @@ void out_open(struct out *out, const struct opts *o)
 
 _Noreturn void out_fail(struct out *out)
 {
-	if (out->to_file)
-		mgpu_afile_abort(&out->af);
+	output_abort(&out->o);
 	finish_stdout();
 	die_lib();
 }
 
 void out_close(struct out *out)
 {
-	if (fflush(out->fp) != 0 || ferror(out->fp)) {
-		mgpu_err_errno(MGPU_EIO, "cannot write output");
-		out_fail(out);
-	}
-	if (out->to_file && mgpu_afile_commit(&out->af) < 0)
-		die_lib();
+	output_commit(&out->o);
 }
 
 /* ---- the GPU list ------------------------------------------------------- */

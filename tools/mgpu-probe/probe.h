@@ -8,7 +8,7 @@
 
 #include <stdio.h> /* FILE */
 
-#include "core/io.h"  /* struct mgpu_afile */
+#include "../common.h" /* struct output */
 #include "core/opt.h" /* struct mgpu_common_opts, struct mgpu_opt_given */
 #include "gpu/gpu.h"  /* struct mgpu_gpu_policy, struct mgpu_gpu_list */
 
@@ -22,10 +22,9 @@ struct opts {
 
 /* Where the output goes: stdout, or an atomic file (-o). */
 struct out {
-	FILE *fp;
-	struct mgpu_afile af;
-	int to_file;
-	int tty;   /* aligned text for a person, not TSV */
+	struct output o; /* stdout or the -o file (tools/common.h) */
+	FILE *fp;        /* o.fp */
+	int tty;         /* aligned text for a person, not TSV */
 };
 
 /* Open stdout or the -o file; out->tty when a person reads it. */

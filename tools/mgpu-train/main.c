@@ -13,7 +13,7 @@
 #include <stdint.h>  /* uint8_t */
 #include <stdlib.h>  /* setenv, malloc */
 #include <string.h>  /* strcmp, strerror */
-#include <unistd.h>  /* isatty */
+#include <unistd.h>  /* isatty, gethostname */
 
 #include "../common.h"     /* die, usage_error, output_open */
 #include "core/cli.h"      /* mgpu_cli_int_list */
@@ -202,15 +202,17 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
-	char spec[512];
+	char spec[512], nodes[32] = "";
 
 	if (out->quiet)
 		return;
 	mgpu_spec_format(&c->spec, spec, sizeof spec);
-	note("model %s; %d %s %s (mode %s, sync %s); effective batch "
+	if (c->env.nnodes > 1)
+		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
+	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
 		"%lld (%d per device x %d accumulation step%s x %d device%s); %d steps per "
 		"epoch, %lld to run%s%s", spec, c->world, c->backend,
-		c->world > 1 ? "devices" : "device", mgpu_mode_name(c->mode),
+		c->world > 1 ? "devices" : "device", nodes, mgpu_mode_name(c->mode),
 		mgpu_sync_name(r->sync), (long long)r->effective_batch, c->batch, c->accum,
 		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
 		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
@@ -381,14 +383,18 @@ static void resolve_world(struct train_opts *o)
 		    "rebuild)");
 }
 
+/* --batch-size with --global-batch-size must agree with the split (as in
+ * the settings line -v prints, which repeats the run). */
 static void resolve_batch(struct train_opts *o)
 {
 	struct mgpu_train_cfg *c = &o->cfg;
 
-	if (o->global_batch && train_opts_given(o, "batch-size"))
-		usage_error("--batch-size and --global-batch-size exclude each other");
 	if (mgpu_batch_plan_make(&c->plan, c->batch, o->global_batch, c->accum, c->world) < 0)
 		usage_error("%s", mgpu_errmsg());
+	if (o->global_batch && train_opts_given(o, "batch-size") && c->batch != c->plan.batch)
+		usage_error("--batch-size %d and --global-batch-size %lld disagree: the global "
+			    "batch gives %d per device", c->batch, (long long)o->global_batch,
+			    c->plan.batch);
 	c->batch = c->plan.batch;
 }
 
@@ -425,6 +431,9 @@ static int launch(struct train_opts *o, char **argv)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
 		exit(1);
+	if (res.elsewhere) /* the real cause last: the node and rank that failed */
+		die("node %d's ranks stopped after a failure elsewhere: %s", o->node_rank,
+		    res.why);
 	if (res.failed_rank >= 0)
 		die("rank %d failed: %s", res.failed_rank, res.why);
 	return res.status;
@@ -448,6 +457,7 @@ static int finish(const struct train_opts *o, struct output *res, int rc)
 	/* Tell our own launcher this rank only followed another's failure. */
 	if ((rc == MGPU_EPEER || rc == MGPU_ETIMEOUT) && o->cfg.env.launcher == MGPU_LAUNCH_SELF) {
 		error_msg("%s", mgpu_errmsg());
+		mgpu_launch_report(o->cfg.env.rank, mgpu_errmsg());
 		exit(MGPU_EXIT_PEER);
 	}
 	if (rc < 0)
@@ -464,6 +474,24 @@ static int selftest(const struct train_opts *o)
 	return bad;
 }
 
+/* -v in a job of several nodes: where each rank runs, and what it got of
+ * the environment NCCL reads (a launcher that does not pass it on leaves
+ * NCCL choosing its own interface on that node). */
+static void show_place(const struct train_opts *o)
+{
+	const struct mgpu_rank_env *e = &o->cfg.env;
+	const char *ifname = getenv("NCCL_SOCKET_IFNAME");
+	char host[64] = "?";
+
+	if (!o->com.verbose || e->nnodes < 2)
+		return;
+	gethostname(host, sizeof host - 1);
+	note("rank %d: node %d of %d (host %s), local rank %d of %d, started by %s; "
+	     "NCCL_SOCKET_IFNAME %s", e->rank, e->node, e->nnodes, host, e->local_rank,
+	     e->local_world,
+	     mgpu_launcher_name(e->launcher), ifname ? ifname : "unset");
+}
+
 /* Train in this process (one rank of a ddp job, or every device in dp). */
 static int train(struct train_opts *o)
 {
@@ -475,6 +503,7 @@ static int train(struct train_opts *o)
 
 	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
 		snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", o->cfg.env.rank);
+	show_place(o);
 	train_opts_saved(o, &saved);
 	o->cfg.argv = (const char *const *)saved.argv;
 	o->cfg.argc = saved.argc;

@@ -113,7 +113,8 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROW(MGPU_OPT_INT, "prefetch", 0, O, cfg.prefetch, 0, 64, "N",
 		     "background threads loading batches ahead", 0),
 	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
-		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]", NULL, FIXED),
+		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]; "
+		      "gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]", NULL, FIXED),
 	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "fp32|bf16",
 		      "the matrix products' inputs (bf16: fp32 accumulation, master weights "
 		      "and optimizer state)", "fp32", FIXED),
@@ -204,7 +205,8 @@ static const struct mgpu_opt options[] = {
 		      "the text the sample continues", "a line break", 0),
 	MGPU_OPT_ROWD(MGPU_OPT_DOUBLE, "temperature", 0, O, temperature, 0, 100, "X",
 		      "0: the most likely byte; above: seeded draws from softmax(logits/X)",
-		      "0", 0),
+		      "0", MGPU_OPT_UNSET0), /* at 0 left out of -v, which a run without
+					      * --sample could not take */
 	MGPU_OPT_HEAD("metrics and checks"),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "log-every", 0, O, cfg.log_every, 1, 1 << 30, "N",
 		     "steps per step record", 0),
