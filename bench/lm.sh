@@ -78,19 +78,17 @@ for spec in $MODELS; do
 		--model "$spec" --optimizer adamw --lr 3e-4 --batch-size "$BATCH" \
 		--max-steps "$STEPS" | sed '/^Commands:/,$d'
 	echo "## PyTorch (bench/torch_gpt.py, median of $REPEAT; CPU time of the timed steps, all ranks)"
-	if [ -z "$PYT" ]; then
-		echo "skipped: no PyTorch (see above)"
-		continue
-	fi
+	[ -n "$PYT" ] || echo "skipped: no PyTorch (see above)"
 	best=
 	for r in $(seq "$REPEAT"); do
+		[ -n "$PYT" ] || break
 		"$PYT" "$SRC/bench/torch_gpt.py" --model "$spec" --batch-size "$BATCH" \
 			--steps "$STEPS" --warmup-steps "$WARMUP" --ranks 1,2 >"$W/t$r.tsv" 2>"$W/err"
 		best="$best $W/t$r.tsv"
 	done
 	# each configuration's median over the runs, as mgpu-bench reports its rows
 	# shellcheck disable=SC2086
-	awk -F '\t' 'function med(s,   a, m, x, y, t) { m = split(s, a, " ")
+	[ -z "$best" ] || awk -F '\t' 'function med(s,   a, m, x, y, t) { m = split(s, a, " ")
 			for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++)
 				if (a[y] + 0 < a[x] + 0) { t = a[x]; a[x] = a[y]; a[y] = t }
 			return a[int((m + 1) / 2)] }
@@ -100,7 +98,7 @@ for spec in $MODELS; do
 		      for (c in o) keys[o[c]] = c
 		      for (i = 0; i < k; i++)
 			printf "| %s | %.0f | %.0f |\n", keys[i], med(tok[keys[i]]), med(cpu[keys[i]]) }' $best
-	tail -n 1 "$W/err"
+	[ -z "$best" ] || tail -n 1 "$W/err"
 	echo "## mgpu: CPU seconds per step (all ranks; a run of $STEPS steps minus one of $WARMUP)"
 	echo "| Configuration | CPU s/step | Tokens per CPU s |"
 	echo "|---|---:|---:|"
