@@ -7,25 +7,7 @@
 . tests/cli/lib.sh
 "$BIN/mgpu-train" --help | grep -q "gpt:layers=L,heads=H,dim=D,ctx=T" ||
 	fail "--help does not give the gpt: spec"
-# gpt_idx DIR N_TRAIN N_TEST WIDTH: windows of a periodic text (learnable
-# from the previous bytes) as 1 x WIDTH IDX "images", labels 0.
-gpt_idx() {
-	python3 - "$@" <<'PY'
-import os, random, struct, sys
-d, ntr, nte, w = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-os.makedirs(d, exist_ok=True)
-rnd = random.Random(3)
-words = [b"the ", b"quick ", b"brown ", b"fox ", b"jumps ", b"over ", b"a ", b"lazy ", b"dog. "]
-text = b"".join(words[rnd.randrange(len(words))] for _ in range(4000))
-for name, n in (("train", ntr), ("t10k", nte)):
-    rows = b"".join(text[s:s + w] for s in (rnd.randrange(len(text) - w) for _ in range(n)))
-    with open(f"{d}/{name}-images-idx3-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBIII", 0, 8, 3, n, 1, w) + rows)
-    with open(f"{d}/{name}-labels-idx1-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBI", 0, 8, 1, n) + bytes(n))
-PY
-}
-gpt_idx d 1200 64 17
+text_idx d 1200 64 17 3
 model=gpt:layers=2,heads=2,dim=32,ctx=16,vocab=128
 run() { "$BIN/mgpu-train" --data d --model $model --optimizer adamw --lr 0.01 \
 	--warmup-steps 5 --log-every 1 -q "$@"; }
@@ -128,7 +110,7 @@ awk 'NR == FNR { want[$1] = $2; next }
 	fail "resumed on 2 ranks differs from 1 rank"
 
 # The example spec file (ctx 32) and a sample width that does not fit.
-gpt_idx d33 64 16 33
+text_idx d33 64 16 33 3
 "$BIN/mgpu-train" --data d33 --model "$SRC/models/gpt-tiny.spec" --max-steps 2 \
 	--batch-size 4 -q >tiny.tsv || fail "models/gpt-tiny.spec did not train"
 grep -q '^summary	2	' tiny.tsv || fail "tiny: $(grep summary tiny.tsv)"

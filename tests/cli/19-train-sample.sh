@@ -4,18 +4,7 @@
 # the sample a record, and the options are refused where they mean nothing.
 . tests/cli/lib.sh
 # Windows of a text repeating one phrase (period 21), as 1 x 17 IDX "images".
-python3 - <<'PY'
-import os, random, struct
-os.makedirs("d", exist_ok=True)
-rnd = random.Random(5)
-text = b"the quick brown fox. " * 400
-for name, n in (("train", 1600), ("t10k", 32)):
-    rows = b"".join(text[s:s + 17] for s in (rnd.randrange(len(text) - 17) for _ in range(n)))
-    with open(f"d/{name}-images-idx3-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBIII", 0, 8, 3, n, 1, 17) + rows)
-    with open(f"d/{name}-labels-idx1-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBI", 0, 8, 1, n) + bytes(n))
-PY
+text_idx d 1600 32 17 5 "the quick brown fox. " 400
 model=gpt:layers=1,heads=2,dim=32,ctx=16,vocab=128
 run() { "$BIN/mgpu-train" --data d --model $model --optimizer adamw --lr 0.02 \
 	--warmup-steps 5 --batch-size 32 --log-every 50 -q "$@"; }

@@ -34,26 +34,8 @@ for name, n in (("train", ntr), ("t10k", nte)):
         f.write(struct.pack(">HBBI", 0, 8, 1, n) + lab)
 PY
 }
-# gpt_idx DIR N_TRAIN N_TEST WIDTH: windows of a periodic text (learnable
-# from the previous bytes) as 1 x WIDTH IDX "images", labels 0.
-gpt_idx() {
-	python3 - "$@" <<'PY'
-import os, random, struct, sys
-d, ntr, nte, w = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-os.makedirs(d, exist_ok=True)
-rnd = random.Random(3)
-words = [b"the ", b"quick ", b"brown ", b"fox ", b"jumps ", b"over ", b"a ", b"lazy ", b"dog. "]
-text = b"".join(words[rnd.randrange(len(words))] for _ in range(4000))
-for name, n in (("train", ntr), ("t10k", nte)):
-    rows = b"".join(text[s:s + w] for s in (rnd.randrange(len(text) - w) for _ in range(n)))
-    with open(f"{d}/{name}-images-idx3-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBIII", 0, 8, 3, n, 1, w) + rows)
-    with open(f"{d}/{name}-labels-idx1-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBI", 0, 8, 1, n) + bytes(n))
-PY
-}
 noisy_idx nd 4000 400
-gpt_idx g 1200 64 17
+text_idx g 1200 64 17 3
 
 # track A.tsv B.tsv WINDOW_TOL STEP_TOL: every 25-step mean loss of B within
 # WINDOW_TOL (relative) of A's, every step within STEP_TOL, and some step

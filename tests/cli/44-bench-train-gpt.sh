@@ -5,19 +5,8 @@
 # workload keeping these columns NA. Timings are never asserted.
 . tests/cli/lib.sh
 B="$BIN/mgpu-bench"
-# 64 windows of 17 bytes of text as 1 x 17 IDX "images" (ctx 16).
-python3 - <<'PY'
-import os, random, struct
-os.makedirs("d", exist_ok=True)
-rnd = random.Random(1)
-text = b"the quick brown fox jumps over a lazy dog. " * 50
-for name, n in (("train", 256), ("t10k", 16)):
-    rows = b"".join(text[s:s + 17] for s in (rnd.randrange(len(text) - 17) for _ in range(n)))
-    with open(f"d/{name}-images-idx3-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBIII", 0, 8, 3, n, 1, 17) + rows)
-    with open(f"d/{name}-labels-idx1-ubyte", "wb") as f:
-        f.write(struct.pack(">HBBI", 0, 8, 1, n) + bytes(n))
-PY
+# windows of 17 bytes of text as 1 x 17 IDX "images" (ctx 16).
+text_idx d 256 16 17 1 "the quick brown fox jumps over a lazy dog. " 50
 # L 2, H 2, D 32, T 16, V 256: N = 256*32 + 16*32 + 2 * (12*1024 + 13*32) + 2*32
 # = 34176 parameters, 33664 without wpe; 6 N + 12 L T D = 201984 + 12288.
 model=gpt:layers=2,heads=2,dim=32,ctx=16

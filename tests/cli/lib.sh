@@ -125,3 +125,28 @@ interrupted() {
 	grep -q "interrupted by SIG$sig; partial output removed" err.txt ||
 		fail "$* after SIG$sig: $(cat err.txt)"
 }
+
+# text_idx DIR N_TRAIN N_TEST WIDTH SEED [PHRASE REPEAT]: windows of WIDTH
+# bytes of a text as 1 x WIDTH IDX "images" with labels 0, the byte samples
+# of a gpt (inputs 0..WIDTH-2, next-byte targets). The text is PHRASE
+# repeated REPEAT times, or else 4000 words drawn from a small list (each
+# learnable from the bytes before it); SEED draws the words and the windows.
+text_idx() {
+	python3 - "$@" <<'PY'
+import os, random, struct, sys
+d, ntr, nte, w, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+os.makedirs(d, exist_ok=True)
+rnd = random.Random(seed)
+if len(sys.argv) > 6:
+    text = sys.argv[6].encode() * int(sys.argv[7])
+else:
+    words = [b"the ", b"quick ", b"brown ", b"fox ", b"jumps ", b"over ", b"a ", b"lazy ", b"dog. "]
+    text = b"".join(words[rnd.randrange(len(words))] for _ in range(4000))
+for name, n in (("train", ntr), ("t10k", nte)):
+    rows = b"".join(text[s:s + w] for s in (rnd.randrange(len(text) - w) for _ in range(n)))
+    with open(f"{d}/{name}-images-idx3-ubyte", "wb") as f:
+        f.write(struct.pack(">HBBIII", 0, 8, 3, n, 1, w) + rows)
+    with open(f"{d}/{name}-labels-idx1-ubyte", "wb") as f:
+        f.write(struct.pack(">HBBI", 0, 8, 1, n) + bytes(n))
+PY
+}
