@@ -68,13 +68,13 @@ same_test_loss mlp32.tsv mlp16.tsv 0.01 || fail "mlp: bf16 test loss off by more
 
 # A tiny gpt: 200 steps.
 gpt() { "$BIN/mgpu-train" --data g --model gpt:layers=2,heads=2,dim=32,ctx=16,vocab=128"${DROP:-}" \
-	--optimizer adamw --lr 0.01 --warmup-steps 5 --log-every 1 -q "$@"; }
+	--optimizer adamw --lr 0.003 --warmup-steps 5 --log-every 1 -q "$@"; }
 gpt --max-steps 200 --epochs 10 --batch-size 16 >gpt32.tsv
 gpt --max-steps 200 --epochs 10 --batch-size 16 --dtype bf16 >gpt16.tsv
-# 4%: at lr 0.01 the gpt's trajectory is sensitive to the last bits of any
-# fp32 op; GELU's erf changing in its last bits (elem.h) moved the worst
-# window of this seed from 1.9% to 3.0%, and other seeds range from 1% to
-# tens of per cent either way, so a tighter bound would test the seed.
+# 4%: at lr 0.01 the gpt's trajectory was chaotic (the worst window of
+# seeds 1-5 went from 0.8% to 56%, so a bound tested the seed, and the BLAS
+# kernels of the machine); at lr 0.003 the same seeds stay within 0.02% to
+# 1.8%, which leaves this bound a margin on any machine.
 track gpt32.tsv gpt16.tsv 0.04 0.2 || fail "gpt: bf16 does not track fp32"
 same_test_loss gpt32.tsv gpt16.tsv 0.03 || fail "gpt: bf16 test loss off by more than 3%"
 
