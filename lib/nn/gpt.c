@@ -640,7 +640,9 @@ static int next_logits(struct mgpu_model *m, uint8_t *row, const uint8_t *ctx, s
 int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
 		      double temperature, uint64_t seed, uint8_t *out)
 {
-	static const uint8_t line_break = '\n';
+	/* an empty prompt starts after a line break, or byte 0 in a vocabulary
+	 * too small to hold one (vocab 2 to 10) */
+	static const uint8_t line_break = '\n', zero = 0;
 	struct mgpu_gpt *g = m->gpt;
 	size_t i, have, T = (size_t)g->T;
 	uint8_t *text = NULL, *row = NULL;
@@ -653,7 +655,7 @@ int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, 
 			return mgpu_err(MGPU_ERANGE, "prompt: byte %d at position %zu is not below "
 					"vocab %d", prompt[i], i, g->V);
 	if (!plen) {
-		prompt = &line_break;
+		prompt = line_break < g->V ? &line_break : &zero;
 		plen = 1;
 	}
 	text = malloc(plen + n);

@@ -124,7 +124,8 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
  * ctx bytes so far. temperature 0 takes the most likely byte (the lowest
  * on a tie); above 0 it draws from softmax(logits / temperature) with a
  * generator seeded by seed, so the same seed gives the same text. An empty
- * prompt starts at a line break ('\n', not copied to out). MGPU_EINVAL for
+ * prompt starts at a line break ('\n', not copied to out), or at byte 0
+ * where vocab <= 10 has no line break. MGPU_EINVAL for
  * an mlp, MGPU_ERANGE for a prompt byte >= vocab. */
 int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
 			double temperature, uint64_t seed, uint8_t *out);

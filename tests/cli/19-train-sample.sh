@@ -33,6 +33,14 @@ cmp t1.txt t2.txt || fail "same seed, other text: '$(cat t1.txt)' vs '$(cat t2.t
 run --resume ck --sample 60 --temperature 5 --prompt "the quick " -o /dev/null >hot.txt
 ! cmp -s hot.txt sample.txt || fail "temperature 5 drew the greedy text"
 
+# A vocabulary too small for a line break (bytes 0..7): an empty prompt
+# starts at byte 0 and the sample stays inside the vocabulary.
+text_idx small 64 8 9 3 "$(printf '\001\002\003\004\005\006\007')" 40
+"$BIN/mgpu-train" --data small --model gpt:layers=1,heads=1,dim=8,ctx=8,vocab=8 \
+	--batch-size 8 --max-steps 2 -q --sample 5 -o /dev/null >small.txt 2>small.err ||
+	fail "vocab 8, no prompt: $(cat small.err)"
+[ "$(wc -c <small.txt)" = 6 ] || fail "vocab 8: $(wc -c <small.txt) bytes"
+
 # --json: the sample is one more record, a JSON object.
 run --resume ck --sample 20 --prompt "the quick " --json >s.json
 tail -n 1 s.json | python3 -c '
