@@ -32,7 +32,7 @@
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h"  /* struct mgpu_rng */
-#include "nn/mm.h"     /* mgpu_mm, mgpu_mm_strided: products in fp32 or bf16 */
+#include "nn/mm.h"     /* mgpu_mm, mgpu_mm_strided, mgpu_mm_round_weights */
 
 #define GPT_MAX_BUFS (24 * MGPU_GPT_MAX_BLOCKS + 32)
 #define LN_EPS 1e-5f
@@ -666,6 +666,9 @@ int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, 
 		goto out;
 	}
 	memcpy(text, prompt, plen);
+	/* a bf16 model's products read m->w16, which only a model forward
+	 * rounds: weights set or loaded since then would go unseen */
+	MGPU_CHECK(mgpu_mm_round_weights(m));
 	mgpu_rng_seed(&r, seed, GEN_STREAM);
 	for (have = plen; have < plen + n; have++) {
 		size_t len = have < T ? have : T;

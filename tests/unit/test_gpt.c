@@ -7,7 +7,7 @@
  */
 #include <math.h>   /* fabs, fmax, log */
 #include <stdlib.h> /* malloc, free */
-#include <string.h> /* strcmp, strstr */
+#include <string.h> /* strcmp, strstr, memcmp */
 
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
@@ -395,6 +395,41 @@ static void test_spec(void)
 		T_FAILS(mgpu_spec_parse(&s, bad[i].text, "t"), MGPU_EINVAL, bad[i].err);
 }
 
+/* A bf16 gpt generates from the weights it holds now: weights set since
+ * the last forward are rounded before the first byte, not left stale. */
+static void test_generate_bf16_fresh(void)
+{
+	static const uint8_t prompt[] = { 1, 2, 3 };
+	struct model_env e;
+	uint8_t stale[12], fresh[12], before[12], x[NB * (CTX + 1)];
+	float *w;
+	size_t i;
+
+	T_OK(env_open(&e, SPEC, &mgpu_ops_cpu, NB));
+	T_OK(mgpu_model_set_prec(&e.m, MGPU_PREC_BF16));
+	T_OK(scramble(&e.m));
+	make_batch(x, 3);
+	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_CHECK(!isnan(mean_loss(&e.m)), "forward: %s", mgpu_errmsg());
+	T_OK(mgpu_model_generate(&e.m, prompt, sizeof prompt, sizeof before, 0.0, 1, before));
+	/* other weights, no forward in between */
+	w = malloc(e.m.nparams * sizeof *w);
+	T_CHECK(w != NULL, "out of memory");
+	T_OK(mgpu_model_get(&e.m, w));
+	for (i = 0; i < e.m.nparams; i++)
+		w[i] = -w[i] * 1.5f;
+	T_OK(mgpu_model_set(&e.m, w));
+	free(w);
+	T_OK(mgpu_model_generate(&e.m, prompt, sizeof prompt, sizeof stale, 0.0, 1, stale));
+	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_CHECK(!isnan(mean_loss(&e.m)), "forward: %s", mgpu_errmsg());
+	T_OK(mgpu_model_generate(&e.m, prompt, sizeof prompt, sizeof fresh, 0.0, 1, fresh));
+	T_CHECK(memcmp(fresh, before, sizeof fresh) != 0, "the new weights give the same text");
+	T_CHECK(memcmp(stale, fresh, sizeof fresh) == 0,
+		"generated from the weights of the last forward, not the ones set");
+	env_close(&e);
+}
+
 int main(void)
 {
 	T_RUN(test_spec);
@@ -406,5 +441,6 @@ int main(void)
 	T_RUN(test_accumulate_and_backends);
 	T_RUN(test_buckets);
 	T_RUN(test_bad_bytes);
+	T_RUN(test_generate_bf16_fresh);
 	return T_DONE();
 }
