@@ -122,7 +122,7 @@ int mgpu_spawn_capture(char *const *argv, int timeout_ms, volatile sig_atomic_t 
 		       struct mgpu_spawn_result *res)
 {
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, st, rc = 0;
-	pid_t pid;
+	pid_t pid, w;
 
 	memset(res, 0, sizeof *res);
 	if (pipe(po) < 0 || pipe(pe) < 0) {
@@ -142,10 +142,14 @@ int mgpu_spawn_capture(char *const *argv, int timeout_ms, volatile sig_atomic_t 
 	rc = pump(pid, po[0], pe[0], timeout_ms, stop, res);
 	if (rc < 0)
 		kill_child(pid);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
-	res->exited = WIFEXITED(st);
-	res->status = res->exited ? WEXITSTATUS(st) : WTERMSIG(st);
+	if (w < 0 && rc == 0)
+		rc = mgpu_err_errno(MGPU_EIO, "'%s': cannot wait for it", argv[0]);
+	if (w >= 0) {
+		res->exited = WIFEXITED(st);
+		res->status = res->exited ? WEXITSTATUS(st) : WTERMSIG(st);
+	}
 out:
 	for (st = 0; st < 2; st++) {
 		if (po[st] >= 0)
@@ -153,7 +157,10 @@ out:
 		if (pe[st] >= 0)
 			close(pe[st]);
 	}
-	if (!res->out && rc == 0) {
+	if (rc < 0) { /* callers free the output only on success */
+		free(res->out);
+		res->out = NULL;
+	} else if (!res->out) {
 		res->out = calloc(1, 1);
 		if (!res->out)
 			rc = mgpu_err(MGPU_ENOMEM, "out of memory");

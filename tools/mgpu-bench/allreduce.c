@@ -332,7 +332,7 @@ static int run_mpirun(const struct aopts *o, struct mgpu_tab *t, int64_t *wrong)
 	if (mgpu_bench_split_command(cmd, argv, 32, &n) < 0)
 		die_lib();
 	if (mgpu_spawn_capture(argv, 1000 * (o->timeout_s + 600), &mgpu_interrupted, &res) < 0) {
-		fprintf(stderr, "mgpu-bench: error: allreduce mpi: %s\n", mgpu_errmsg());
+		error_msg("allreduce mpi: %s", mgpu_errmsg());
 		return -1;
 	}
 	/* rows with wrong elements make mpirun fail: they are still the result */
