@@ -136,28 +136,29 @@ extern "C" int mgpu_nccl_open(void **st, struct mgpu_dev *dev, int rank, int wor
 	return 0;
 }
 
-extern "C" int mgpu_nccl_bucket(void *st, struct mgpu_dev *dev, float *buf, size_t n)
+/* Sum a bucket in place on the sync stream, after what the compute stream
+ * has queued so far (the bucket's backward). */
+static int bucket(void *st, struct mgpu_dev *dev, void *buf, size_t n, ncclDataType_t type,
+		  const char *what)
 {
 	struct nccl_state *s = (struct nccl_state *)st;
 	cudaStream_t compute = (cudaStream_t)mgpu_cuda_stream(dev);
 
 	CU(cudaEventRecord(s->ready, compute));
 	CU(cudaStreamWaitEvent(s->stream, s->ready, 0));
-	NCCL(s->comm, ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, s->comm, s->stream));
+	NCCL(s->comm, ncclAllReduce(buf, buf, n, type, ncclSum, s->comm, s->stream));
 	s->pending++;
-	return wait_ready(s, "gradient all-reduce launch");
+	return wait_ready(s, what);
+}
+
+extern "C" int mgpu_nccl_bucket(void *st, struct mgpu_dev *dev, float *buf, size_t n)
+{
+	return bucket(st, dev, buf, n, ncclFloat, "gradient all-reduce launch");
 }
 
 extern "C" int mgpu_nccl_bucket_bf16(void *st, struct mgpu_dev *dev, uint16_t *buf, size_t n)
 {
-	struct nccl_state *s = (struct nccl_state *)st;
-	cudaStream_t compute = (cudaStream_t)mgpu_cuda_stream(dev);
-
-	CU(cudaEventRecord(s->ready, compute));
-	CU(cudaStreamWaitEvent(s->stream, s->ready, 0));
-	NCCL(s->comm, ncclAllReduce(buf, buf, n, ncclBfloat16, ncclSum, s->comm, s->stream));
-	s->pending++;
-	return wait_ready(s, "bf16 gradient all-reduce launch");
+	return bucket(st, dev, buf, n, ncclBfloat16, "bf16 gradient all-reduce launch");
 }
 
 extern "C" int mgpu_nccl_wait(void *st, struct mgpu_dev *dev)
