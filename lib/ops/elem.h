@@ -75,7 +75,8 @@ MGPU_HD static inline float mgpu_exp_neg(float x)
 	y = y * r + 1.6666665459e-1f;
 	y = y * r + 5.0000001201e-1f;
 	y = y * r * r + r + 1.0f;
-	bits = ((int32_t)n + 127) * (1 << 23);
+	/* NaN x: y is NaN already; converting a NaN n to int would be undefined */
+	bits = ((int32_t)(n == n ? n : 0.0f) + 127) * (1 << 23);
 	memcpy(&x, &bits, sizeof x); /* x = 2^n */
 	return y * x;
 }

@@ -77,6 +77,7 @@ static void test_erf_exp(void)
 	T_CHECK(mgpu_erf(40.0f) == 1.0f && mgpu_erf(-1e30f) == -1.0f, "erf beyond the clamp");
 	T_CHECK(mgpu_exp_neg(0.0f) == 1.0f, "exp(0) = %.9g", (double)mgpu_exp_neg(0.0f));
 	T_CHECK(mgpu_exp_neg(-1e4f) > 0.0f && mgpu_exp_neg(-1e4f) < 2e-38f, "exp underflow");
+	T_CHECK(isnan(mgpu_exp_neg(NAN)), "exp(NaN) = %.9g, not NaN", (double)mgpu_exp_neg(NAN));
 	T_CHECK(isnan(mgpu_erf(NAN)) && isnan(mgpu_act_f(MGPU_ACT_GELU, NAN)), "NaN passes");
 }
 
