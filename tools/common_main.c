@@ -7,7 +7,8 @@
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* exit */
-#include <string.h> /* memset */
+#include <string.h> /* memset, strlen */
+#include <unistd.h> /* write */
 #include <zstd.h>   /* ZSTD_versionString */
 #include <archive.h> /* archive_version_string */
 
@@ -27,12 +28,33 @@ static void on_signal(int sig)
 	mgpu_cancel_raise(sig); /* the library's long loops poll this one */
 }
 
+/* One diagnostic line, "HEAD" then the message, in one write(2): ranks share
+ * stderr, and stderr is unbuffered, so pieces written one by one interleave
+ * with another rank's (a line up to PIPE_BUF bytes reaches a pipe whole). */
+static void vline(const char *head, const char *fmt, va_list ap)
+{
+	char line[4096];
+	size_t n;
+
+	snprintf(line, sizeof line, "%s", head);
+	n = strlen(line);
+	vsnprintf(line + n, sizeof line - n, fmt, ap);
+	n = strlen(line);
+	if (n == sizeof line - 1)
+		n--;
+	line[n++] = '\n';
+	fflush(stderr);
+	if (write(2, line, n) < 0)
+		return; /* nowhere left to say it */
+}
+
 static void vreport(const char *kind, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "%s: %s%s%s", mgpu_tool_name, mgpu_diag_prefix,
-		mgpu_diag_prefix[0] ? ": " : "", kind);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char head[256];
+
+	snprintf(head, sizeof head, "%s: %s%s%s", mgpu_tool_name, mgpu_diag_prefix,
+		 mgpu_diag_prefix[0] ? ": " : "", kind);
+	vline(head, fmt, ap);
 }
 
 void die(const char *fmt, ...)
@@ -96,13 +118,13 @@ void error_msg(const char *fmt, ...)
 
 void note(const char *fmt, ...)
 {
+	char head[128];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", mgpu_tool_name);
+	snprintf(head, sizeof head, "%s: ", mgpu_tool_name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vline(head, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void print_version(int verbose)
