@@ -5,17 +5,18 @@
  * plain inline function under a C compiler. The ref/cpu loops and the CUDA
  * kernels call these same functions; only indexing and scheduling differ,
  * so the CPU tests check the arithmetic the GPU runs (nvcc builds with
- * -fmad=false, as the C build does not contract either; expf and tanhf
- * of the CUDA math library may still differ in the last bits, hence the
- * conformance tolerances). GELU uses mgpu_erf and mgpu_exp_neg below, the
- * same arithmetic on every backend.
+ * -fmad=false, as the C build does not contract either; logf and tanhf
+ * of the CUDA math library may still differ in the last bits, and the
+ * backends sum rows in different orders, hence the conformance
+ * tolerances). GELU and the softmaxes use mgpu_erf and mgpu_exp_neg below,
+ * the same arithmetic on every backend.
  *
  * Row functions take row pointers (row-major (B,D) data, see ops.h).
  */
 #ifndef MGPU_OPS_ELEM_H
 #define MGPU_OPS_ELEM_H
 
-#include <math.h>   /* expf, logf, erff, tanhf, sqrtf */
+#include <math.h>   /* logf, tanhf, sqrtf */
 #include <stdint.h> /* uint64_t, int32_t */
 #include <string.h> /* memcpy */
 
@@ -136,13 +137,13 @@ MGPU_HD static inline void mgpu_xent_row(const float *l, int C, int32_t label,
 			arg = j;
 		}
 	for (j = 0; j < C; j++)
-		sum += expf(l[j] - mx);
+		sum += mgpu_exp_neg(l[j] - mx);
 	*loss = mx + logf(sum) - l[label];
 	*correct = arg == label ? 1.0f : 0.0f;
 	if (!dl)
 		return;
 	for (j = 0; j < C; j++)
-		dl[j] = (expf(l[j] - mx) / sum - (j == label ? 1.0f : 0.0f)) * grad_scale;
+		dl[j] = (mgpu_exp_neg(l[j] - mx) / sum - (j == label ? 1.0f : 0.0f)) * grad_scale;
 }
 
 /* LayerNorm of one row of D features (biased variance, as PyTorch). */
@@ -285,7 +286,7 @@ MGPU_HD static inline void mgpu_attn_row_fwd(const float *s, int i, int T, float
 		mx = t > mx ? t : mx;
 	}
 	for (j = 0; j <= i; j++) {
-		p[j] = expf(scale * s[j] - mx);
+		p[j] = mgpu_exp_neg(scale * s[j] - mx);
 		sum += p[j];
 	}
 	for (j = 0; j <= i; j++)
@@ -439,7 +440,7 @@ MGPU_HD static inline float mgpu_part_sum_exp(const float *x, float scale, float
 	size_t j;
 
 	for (j = j0; j < n; j += step)
-		s += expf(scale * x[j] - mx);
+		s += mgpu_exp_neg(scale * x[j] - mx);
 	return s;
 }
 
@@ -553,7 +554,7 @@ MGPU_HD static inline float mgpu_ln_bwd_elem(float dy, float x, float mean, floa
 /* One element of a softmax of scale * x, given the row's max and sum. */
 MGPU_HD static inline float mgpu_softmax_elem(float x, float scale, float mx, float sum)
 {
-	return expf(scale * x - mx) / sum;
+	return mgpu_exp_neg(scale * x - mx) / sum;
 }
 
 /* One element of the attention softmax backward, given sum p * dp. */
@@ -573,7 +574,7 @@ MGPU_HD static inline float mgpu_xent_loss(float mx, float sum, float l_label)
 MGPU_HD static inline float mgpu_xent_grad_elem(float l, float mx, float sum, int is_label,
 						float grad_scale)
 {
-	return (expf(l - mx) / sum - (is_label ? 1.0f : 0.0f)) * grad_scale;
+	return (mgpu_exp_neg(l - mx) / sum - (is_label ? 1.0f : 0.0f)) * grad_scale;
 }
 
 #endif
