@@ -168,6 +168,12 @@ bench-torch: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/lm.sh $(B)
 
+# Issue 11's GPU comparisons on GPU 0 against PyTorch on the same GPU
+# (bench/gpu.sh): the MLP at large batches, a ~100M-parameter gpt at ctx 1024.
+bench-gpu: deps
+	@$(MAKE) --no-print-directory all
+	@sh bench/gpu.sh $(B)
+
 # The check to run on a new GPU machine: selftest, conformance (cuda rows),
 # memcheck when compute-sanitizer exists, a 10-epoch training.
 gpu-check: deps
@@ -189,11 +195,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, bench, bench-torch, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo demo-lm bench bench-torch gpu-check lint-man install clean help
+.PHONY: all deps test test-bins demo demo-lm bench bench-torch bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
