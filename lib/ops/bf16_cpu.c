@@ -14,7 +14,7 @@
  * (exact) and calls cblas_sgemm. A product of two bf16 values is exact in
  * fp32, so this computes precisely "bf16 inputs, fp32 accumulation".
  *
- * Scratch lives in dev->impl (struct cpu_scratch), grows on demand and is
+ * Scratch lives in dev->impl (struct mgpu_cpu_scratch), grows on demand and is
  * freed by mgpu_cpu_release; a device is used by one thread at a time.
  */
 #include "ops/ops_cpu.h"
@@ -30,17 +30,12 @@
 
 #pragma weak cblas_sbgemm
 
-struct cpu_scratch {
-	float *a, *b;
-	size_t cap_a, cap_b; /* floats */
-};
-
 /* What the bf16 GEMM of this process runs on, decided once. */
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static int use_sbgemm;
 static const char *path_name = "cblas_sgemm on widened inputs";
 
-static int grow(float **p, size_t *cap, size_t n)
+int mgpu_cpu_grow(float **p, size_t *cap, size_t n)
 {
 	if (n <= *cap)
 		return 0;
@@ -48,8 +43,18 @@ static int grow(float **p, size_t *cap, size_t n)
 	*p = malloc(n * sizeof **p);
 	*cap = *p ? n : 0;
 	if (!*p)
-		return mgpu_err(MGPU_ENOMEM, "cpu: out of memory for %zu floats of bf16 GEMM "
-				"scratch", n);
+		return mgpu_err(MGPU_ENOMEM, "cpu: out of memory for %zu floats of scratch", n);
+	return 0;
+}
+
+int mgpu_cpu_scratch(struct mgpu_dev *dev, struct mgpu_cpu_scratch **s)
+{
+	if (!dev->impl) {
+		dev->impl = calloc(1, sizeof(struct mgpu_cpu_scratch));
+		if (!dev->impl)
+			return mgpu_err(MGPU_ENOMEM, "cpu: out of memory");
+	}
+	*s = dev->impl;
 	return 0;
 }
 
@@ -74,7 +79,7 @@ static CBLAS_TRANSPOSE cblas_t(enum mgpu_trans t)
 
 /* One product through cblas_sgemm on widened copies in s. alpha == 0 or
  * k == 0 reads neither A nor B, as BLAS promises. */
-static void fallback_one(struct cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb,
+static void fallback_one(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb,
 			 int m, int n, int k, float alpha, const uint16_t *A, int lda,
 			 const uint16_t *Bm, int ldb, float beta, float *C, int ldc)
 {
@@ -92,15 +97,15 @@ static void fallback_one(struct cpu_scratch *s, enum mgpu_trans ta, enum mgpu_tr
 		    beta, C, ldc);
 }
 
-static int fallback(struct cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+static int fallback(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb, int m,
 		    int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
 		    const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
 		    long long sc, int batch)
 {
 	int i;
 
-	MGPU_TRY(grow(&s->a, &s->cap_a, span(ta == MGPU_N ? m : k, ta == MGPU_N ? k : m, lda)));
-	MGPU_TRY(grow(&s->b, &s->cap_b, span(tb == MGPU_N ? k : n, tb == MGPU_N ? n : k, ldb)));
+	MGPU_TRY(mgpu_cpu_grow(&s->a, &s->cap_a, span(ta == MGPU_N ? m : k, ta == MGPU_N ? k : m, lda)));
+	MGPU_TRY(mgpu_cpu_grow(&s->b, &s->cap_b, span(tb == MGPU_N ? k : n, tb == MGPU_N ? n : k, ldb)));
 	for (i = 0; i < batch; i++)
 		fallback_one(s, ta, tb, m, n, k, alpha, A + i * sa, lda, Bm + i * sb, ldb, beta,
 			     C + i * sc, ldc);
@@ -115,7 +120,7 @@ static int fallback(struct cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans t
 #define PLD 307 /* leading dimension of A, B, C: padding everywhere */
 
 /* cblas_sbgemm against the fallback on one case; 1 when they agree. */
-static int probe_case(struct cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb, int k,
+static int probe_case(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb, int k,
 		      float beta, uint16_t *A, uint16_t *Bm, float *c0, float *c1)
 {
 	double diff = 0.0, mag = 0.0;
@@ -143,7 +148,7 @@ static int probe_case(struct cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans
 
 static void probe(void)
 {
-	struct cpu_scratch s = { NULL, NULL, 0, 0 };
+	struct mgpu_cpu_scratch s = { 0 };
 	uint16_t *A = malloc((size_t)PLD * PLD * sizeof *A);
 	uint16_t *Bm = malloc((size_t)PLD * PLD * sizeof *Bm);
 	float *c0 = malloc((size_t)PLD * PLD * sizeof *c0);
@@ -186,12 +191,15 @@ const char *mgpu_cpu_bf16_gemm_path(void)
 
 void mgpu_cpu_release(struct mgpu_dev *dev)
 {
-	struct cpu_scratch *s = dev->impl;
+	struct mgpu_cpu_scratch *s = dev->impl;
 
 	if (!s)
 		return;
 	free(s->a);
 	free(s->b);
+	free(s->s);
+	free(s->dp);
+	free(s->r);
 	free(s);
 	dev->impl = NULL;
 }
@@ -201,6 +209,7 @@ int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans
 		       const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
 		       long long sc, int batch)
 {
+	struct mgpu_cpu_scratch *s = NULL;
 	int i;
 
 	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
@@ -213,11 +222,7 @@ int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans
 				     A + i * sa, lda, Bm + i * sb, ldb, beta, C + i * sc, ldc);
 		return 0;
 	}
-	if (!dev->impl) {
-		dev->impl = calloc(1, sizeof(struct cpu_scratch));
-		if (!dev->impl)
-			return mgpu_err(MGPU_ENOMEM, "cpu: out of memory");
-	}
-	return fallback(dev->impl, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
+	MGPU_TRY(mgpu_cpu_scratch(dev, &s));
+	return fallback(s, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
 			ldc, sc, batch);
 }

@@ -36,6 +36,14 @@ static const struct {
 	{ "emb_bwd", 1e-5 },        { "attn_softmax", 1e-5 }, { "attn_softmax_bwd", 1e-5 },
 	{ "heads_split", 1e-6 },    { "heads_merge", 1e-6 },  { "f32_to_bf16", 1e-6 },
 	{ "bf16_to_f32", 1e-6 },
+	/* fused attention: fp32 sums in another order than ref's exact ones */
+	{ "attn_fwd", 2e-5 }, { "attn_bwd", 5e-5 },
+	/* under bf16 a probability (or ds) that lands next to a rounding
+	 * boundary rounds one way here and the other way in ref: one bf16
+	 * step (2^-8 of the value) in a product, and the rows with few
+	 * positions have probabilities near 1; cpu against ref stays
+	 * below 6e-4 */
+	{ "attn_fwd_bf16", 4e-3 }, { "attn_bwd_bf16", 4e-3 },
 	/* fp32 accumulation of exact bf16 products against ref's double sum;
 	 * looser than sgemm's for tensor cores' summation order (bf16
 	 * accumulation would be off by 1e-3 and more) */
@@ -910,6 +918,82 @@ static int case_attn(struct run *r, const struct mgpu_ops_case *c)
 	return attn_bwd(r, c, p1);
 }
 
+/* Backward half of case_flash: y and lse are the reference's, given to
+ * both devices with the same q, k, v (ids iq, ik, iv). */
+static int flash_bwd(struct run *r, const struct mgpu_ops_case *c, int iq, int ik, int iv,
+		     const float *y, const float *lse, const char *shape)
+{
+	size_t n = (size_t)c->m * c->n * c->k;
+	struct err e = { 0.0 };
+	float *dy, *nan, *g0, *g1;
+	int iy, il, idy, ig[3], s, g;
+
+	NEWF(dy, r, n);
+	NEWF(nan, r, n);
+	fill(r->p, dy, n, -1.0f, 1.0f);
+	fill_const(nan, n, NAN);
+	MGPU_TRY(up(r, y, n * sizeof *y, &iy));
+	MGPU_TRY(up(r, lse, (size_t)c->m * c->n * sizeof *lse, &il));
+	MGPU_TRY(up(r, dy, n * sizeof *dy, &idy));
+	for (g = 0; g < 3; g++)
+		MGPU_TRY(up(r, nan, n * sizeof *nan, &ig[g]));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->attn_bwd(devof(r, s), dptr(r, ig[0], s),
+						    dptr(r, ig[1], s), dptr(r, ig[2], s),
+						    dptr(r, iq, s), dptr(r, ik, s), dptr(r, iv, s),
+						    dptr(r, iy, s), dptr(r, idy, s), dptr(r, il, s),
+						    c->m, c->n, c->k, c->alpha, c->flag));
+	/* one error over dq, dk, dv together: at T = 1 dq and dk are 0 up
+	 * to rounding (ds = p (dp - D) with p = 1, dp = D) and would be
+	 * measured against their own noise */
+	NEWF(g0, r, 3 * n);
+	NEWF(g1, r, 3 * n);
+	for (g = 0; g < 3; g++)
+		MGPU_TRY(down(r, ig[g], g0 + g * n, g1 + g * n));
+	err_vec(&e, g0, g1, 3 * n);
+	add_row(r->p, c->flag ? "attn_bwd_bf16" : "attn_bwd", shape, e.worst);
+	return 0;
+}
+
+static int case_flash(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->m * c->n * c->k, nl = (size_t)c->m * c->n;
+	struct err e = { 0.0 };
+	float *q, *k, *v, *y0, *y1, *l0, *l1;
+	int iq, ik, iv, iy, il, s;
+	char shape[64];
+
+	NEWF(q, r, n);
+	NEWF(k, r, n);
+	NEWF(v, r, n);
+	NEWF(y0, r, n);
+	NEWF(y1, r, n);
+	NEWF(l0, r, nl);
+	NEWF(l1, r, nl);
+	fill(r->p, q, n, -2.0f, 2.0f); /* scores up to a few units: peaked rows */
+	fill(r->p, k, n, -2.0f, 2.0f);
+	fill(r->p, v, n, -1.0f, 1.0f);
+	fill_const(y0, n, NAN);
+	fill_const(l0, nl, NAN);
+	MGPU_TRY(up(r, q, n * sizeof *q, &iq));
+	MGPU_TRY(up(r, k, n * sizeof *k, &ik));
+	MGPU_TRY(up(r, v, n * sizeof *v, &iv));
+	MGPU_TRY(up(r, y0, n * sizeof *y0, &iy));
+	MGPU_TRY(up(r, l0, nl * sizeof *l0, &il));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->attn_fwd(devof(r, s), dptr(r, iy, s), dptr(r, il, s),
+						    dptr(r, iq, s), dptr(r, ik, s), dptr(r, iv, s),
+						    c->m, c->n, c->k, c->alpha, c->flag));
+	MGPU_TRY(down(r, iy, y0, y1));
+	err_vec(&e, y0, y1, n);
+	MGPU_TRY(down(r, il, l0, l1));
+	err_vec(&e, l0, l1, nl);
+	snprintf(shape, sizeof shape, "BH=%d T=%d Dh=%d scale=%g%s", c->m, c->n, c->k,
+		 (double)c->alpha, c->flag ? " bf16" : "");
+	add_row(r->p, c->flag ? "attn_fwd_bf16" : "attn_fwd", shape, e.worst);
+	return flash_bwd(r, c, iq, ik, iv, y1, l1, shape);
+}
+
 /* Y (B,T,ld) with H*Dh columns written by merge: compare those, the rest
  * must still hold the sentinel. */
 static void cmp_merged(struct err *e, const float *y0, const float *y1, size_t rows, int HD,
@@ -1100,7 +1184,7 @@ static const struct {
 	{ "ln", case_ln },           { "dropout", case_dropout }, { "xent", case_xent },
 	{ "u8_to_f32", case_u8 },    { "sgd", case_sgd },         { "adamw", case_adamw },
 	{ "sgemm_strided", case_sgemm_strided }, { "add", case_add }, { "emb", case_emb },
-	{ "attn", case_attn },       { "heads", case_heads },     { "bf16", case_bf16 },
+	{ "attn", case_attn },       { "flash", case_flash },     { "heads", case_heads },     { "bf16", case_bf16 },
 	{ "gemm_bf16", case_gemm_bf16 },
 };
 
@@ -1191,6 +1275,11 @@ static const struct mgpu_ops_case selftest[] = {
 	{ "add", MGPU_N, MGPU_N, 0, 32768, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 1 },
 	{ "emb", MGPU_N, MGPU_N, 4, 128, 64, 256, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
 	{ "attn", MGPU_N, MGPU_N, 16, 64, 0, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "flash", MGPU_N, MGPU_N, 16, 64, 32, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "flash", MGPU_N, MGPU_N, 16, 64, 32, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 1 },
+	/* gpt-2 small's heads (Dh 64) over several tiles of keys and queries */
+	{ "flash", MGPU_N, MGPU_N, 3, 257, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "flash", MGPU_N, MGPU_N, 3, 257, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 1 },
 	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
 	 * warp per row on cuda; xent's logits tie for the maximum */
 	{ "ln", MGPU_N, MGPU_N, 64, 768, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },

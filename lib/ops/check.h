@@ -64,6 +64,9 @@ struct mgpu_ops_report {
  *             "emb_bwd")
  *   attn      m = BH, n = T, alpha = scale, flag = in place (rows
  *             "attn_softmax", "attn_softmax_bwd")
+ *   flash     m = BH, n = T, k = Dh, alpha = scale, flag = bf16 (rows
+ *             "attn_fwd", "attn_bwd", or with bf16 "attn_fwd_bf16",
+ *             "attn_bwd_bf16"; the backward gets the reference's y, lse)
  *   heads     m = B, k = T, n = Dh, lda = H, ldb = row stride (0 = H*Dh)
  *             (rows "heads_split", "heads_merge")
  *   bf16      n: NaN, Inf, ties and random bits (rows "f32_to_bf16",

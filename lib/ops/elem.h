@@ -312,6 +312,61 @@ MGPU_HD static inline void mgpu_attn_row_bwd(const float *p, const float *dp, in
 		ds[j] = 0.0f;
 }
 
+/* ---- fused attention (attn_fwd, attn_bwd of ops.h) -----------------------
+ *
+ * What every backend computes per element; only the order of the sums
+ * (and whether a score is a BLAS or a kernel dot product) differs. */
+
+/* An operand of attention's products: rounded to bf16 (and widened back,
+ * exactly) under bf16, as --dtype bf16's GEMMs round theirs; else as is.
+ * A product of two bf16 values is exact in fp32, so fp32 accumulation of
+ * these is "bf16 inputs, fp32 accumulation" on any hardware. */
+MGPU_HD static inline float mgpu_attn_in(float x, int bf16)
+{
+	return bf16 ? mgpu_bf16_to_f32(mgpu_bf16_from_f32(x)) : x;
+}
+
+/* A row's log-sum-exp from its max and its sum of exp(t - max). */
+MGPU_HD static inline float mgpu_attn_lse(float mx, float sum)
+{
+	return mx + logf(sum);
+}
+
+/* The backward's probability of score s, recomputed from the row's lse
+ * (scale s - lse <= 0 up to rounding, which mgpu_exp_neg clamps). */
+MGPU_HD static inline float mgpu_attn_p(float s, float scale, float lse)
+{
+	return mgpu_exp_neg(scale * s - lse);
+}
+
+/* ds = scale p (dp - D), D = dy . y of the row (flash attention's form of
+ * sum over the row of p dp). */
+MGPU_HD static inline float mgpu_attn_ds(float p, float dp, float D, float scale)
+{
+	return scale * p * (dp - D);
+}
+
+/* Online softmax: (mx, sum) of one part of a row merged with (mx2, sum2)
+ * of another, sum meaning sum exp(t - mx). An empty part is (-Inf, 0) and
+ * leaves the other as it is (-Inf - -Inf would be NaN). The result does
+ * not depend on which part is which: both orders give the same bits, so
+ * lanes that merge each other's parts agree. */
+MGPU_HD static inline void mgpu_attn_merge(float *mx, float *sum, float mx2, float sum2)
+{
+	float m;
+
+	if (mx2 == -INFINITY)
+		return;
+	if (*mx == -INFINITY) {
+		*mx = mx2;
+		*sum = sum2;
+		return;
+	}
+	m = *mx > mx2 ? *mx : mx2;
+	*sum = *sum * mgpu_exp_neg(*mx - m) + sum2 * mgpu_exp_neg(mx2 - m);
+	*mx = m;
+}
+
 /* Element idx of the embedding output Y (B*T rows, D columns): the token's
  * row of wte plus the position's row of wpe. ids (B*T) are in [0, V). */
 MGPU_HD static inline float mgpu_emb_elem(const int32_t *ids, const float *wte,

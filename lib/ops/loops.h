@@ -115,6 +115,18 @@ static inline int ops_check_attn(const char *op, int BH, int T)
 	return 0;
 }
 
+/* Fused attention over BH (T,Dh) blocks; the head dimension is bounded
+ * because the cuda kernels hold a row of a head per thread group. */
+static inline int ops_check_flash(const char *op, int BH, int T, int Dh)
+{
+	if (BH < 0 || T < 0)
+		return mgpu_err(MGPU_EINVAL, "%s: negative shape BH=%d T=%d", op, BH, T);
+	if (Dh < 1 || Dh > MGPU_ATTN_MAX_DH)
+		return mgpu_err(MGPU_EINVAL, "%s: head dimension %d not in [1, %d]", op, Dh,
+				MGPU_ATTN_MAX_DH);
+	return 0;
+}
+
 /* (B,T,H*Dh) with rows ld apart <-> (B*H,T,Dh). */
 static inline int ops_check_heads(const char *op, int ld, int B, int T, int H, int Dh)
 {

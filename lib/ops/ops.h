@@ -32,6 +32,10 @@ extern "C" { /* C linkage when included by the CUDA (C++) backend */
 
 enum mgpu_trans { MGPU_N = 0, MGPU_T = 1 };
 
+/* The largest head dimension attn_fwd / attn_bwd take (the cuda kernels
+ * keep a row of a head in registers). */
+#define MGPU_ATTN_MAX_DH 128
+
 enum mgpu_act {
 	MGPU_ACT_NONE = 0,
 	MGPU_ACT_RELU = 1,
@@ -156,6 +160,33 @@ struct mgpu_ops {
 	 * attn_softmax with respect to S; masked entries are 0. dS may equal dP. */
 	int (*attn_softmax_bwd)(struct mgpu_dev *dev, float *dS, const float *dP,
 				const float *P, int BH, int T, float scale);
+	/*
+	 * Fused causal attention (flash attention): the (T,T) scores and
+	 * probabilities never reach memory. q, k, v, y, dy, dq, dk, dv are
+	 * (BH,T,Dh) as heads_split makes them, 1 <= Dh <= MGPU_ATTN_MAX_DH;
+	 * lse is (BH,T). Per block, with r(x) = x rounded to bf16 (elem.h's
+	 * mgpu_attn_in) when bf16 != 0 and r(x) = x otherwise, every product
+	 * accumulating in fp32, and row i seeing the positions j <= i:
+	 *   s_ij  = r(q_i) . r(k_j)            (over Dh)
+	 *   mx_i  = max_j scale s_ij,  sum_i = sum_j exp(scale s_ij - mx_i)
+	 *   lse_i = mx_i + log(sum_i)          (saved for the backward)
+	 *   y_i   = sum_j r(p_ij) r(v_j),      p_ij = exp(scale s_ij - mx_i) / sum_i
+	 * exp is elem.h's mgpu_exp_neg. That is the softmax of attn_softmax
+	 * with --dtype bf16's rounding of q, k, v and P before the products.
+	 */
+	int (*attn_fwd)(struct mgpu_dev *dev, float *y, float *lse, const float *q,
+			const float *k, const float *v, int BH, int T, int Dh, float scale,
+			int bf16);
+	/* The backward of attn_fwd from its inputs, y, lse and dy, recomputing
+	 * the probabilities from q, k and lse (nothing of size T*T is saved):
+	 *   p_ij  = exp(scale s_ij - lse_i),   dp_ij = r(dy_i) . r(v_j)
+	 *   D_i   = dy_i . y_i,                ds_ij = scale p_ij (dp_ij - D_i)
+	 *   dv_j  = sum_i r(p_ij) r(dy_i),     dq_i = sum_j r(ds_ij) r(k_j),
+	 *   dk_j  = sum_i r(ds_ij) r(q_i)
+	 * dq, dk, dv are overwritten. */
+	int (*attn_bwd)(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
+			const float *k, const float *v, const float *y, const float *dy,
+			const float *lse, int BH, int T, int Dh, float scale, int bf16);
 	/* Y (B*H,T,Dh) = the heads of X (B,T,H*Dh) whose rows are ldx >= H*Dh
 	 * floats apart. heads_merge is the inverse (and each is the other's
 	 * backward): Y (B,T,H*Dh, rows ldy apart) from X (B*H,T,Dh); it leaves

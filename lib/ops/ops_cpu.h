@@ -40,8 +40,25 @@ void mgpu_cpu_sgd_sum(float *w, const float *const *g, int ng, float *mom, size_
 void mgpu_cpu_adamw_sum(float *w, const float *const *g, int ng, float *m, float *v,
 			size_t n, const struct mgpu_adamw_hp *hp);
 
-/* The cpu backend's gemm_bf16 (ops.h), and the scratch it keeps in
- * dev->impl, released by the backend's fini. */
+/* The cpu backend's per-device scratch (dev->impl), grown on demand and
+ * released by the backend's fini: widened bf16 GEMM operands (bf16_cpu.c),
+ * and attention's tiles of scores and of their gradients plus a block's
+ * rounded operands (attn_cpu.c). */
+struct mgpu_cpu_scratch {
+	float *a, *b;        /* gemm_bf16's widened op(A), op(B) */
+	size_t cap_a, cap_b; /* floats */
+	float *s, *dp;       /* attention: a tile of rows of S / P, of dP / dS */
+	size_t cap_s, cap_dp;
+	float *r;            /* attention: a block's rounded q, k, v, dy; D */
+	size_t cap_r;
+};
+
+/* dev's scratch, created empty on first use. */
+int mgpu_cpu_scratch(struct mgpu_dev *dev, struct mgpu_cpu_scratch **s);
+/* *p holding at least n floats (its old contents lost when it grows). */
+int mgpu_cpu_grow(float **p, size_t *cap, size_t n);
+
+/* The cpu backend's gemm_bf16 (ops.h). */
 int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
 		       int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
 		       const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
@@ -60,6 +77,22 @@ int mgpu_cpu_attn_softmax(struct mgpu_dev *dev, float *P, const float *S, int BH
 			  float scale);
 int mgpu_cpu_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP, const float *P,
 			      int BH, int T, float scale);
+/* The cpu backend's attn_fwd, attn_bwd (ops.h; attn_cpu.c). */
+int mgpu_cpu_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
+		      const float *k, const float *v, int BH, int T, int Dh, float scale,
+		      int bf16);
+int mgpu_cpu_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
+		      const float *k, const float *v, const float *y, const float *dy,
+		      const float *lse, int BH, int T, int Dh, float scale, int bf16);
+/* Their row loops (rows_cpu.c) over R rows of a causal block's tile, rows
+ * i0 .. i0 + R - 1 with n = i0 + R columns each (row-major, ld n); row r
+ * sees columns j <= i0 + r and the rest come out 0.
+ * fwd: S (scores) becomes P, rounded under bf16; lse (R) of the rows.
+ * bwd: S becomes P from lse (R), dP becomes dS with D (R) = dy . y, both
+ * rounded under bf16 (after dS has used the unrounded P). */
+void mgpu_cpu_attn_fwd_rows(float *S, int R, int i0, float scale, float *lse, int bf16);
+void mgpu_cpu_attn_bwd_rows(float *S, float *dP, int R, int i0, float scale, const float *lse,
+			    const float *D, int bf16);
 /* What that GEMM runs on in this process: OpenBLAS's cblas_sbgemm where it
  * exists and passes a probe, else widened inputs through cblas_sgemm. */
 const char *mgpu_cpu_bf16_gemm_path(void);

@@ -34,6 +34,7 @@
 #include "ops/loops.h" /* ops_check_* */
 #include "ops/cublas_dl.h" /* struct mgpu_cublas: cuBLAS loaded on first use */
 #include "ops/cuda_check.h" /* CU, CUBLAS, LAUNCHED */
+#include "ops/ops_cuda.h" /* mgpu_cuda_attn_fwd, mgpu_cuda_attn_bwd */
 
 struct cuda_impl {
 	cudaStream_t stream;
@@ -1040,6 +1041,8 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	cuda_emb_bwd,
 	cuda_attn_softmax,
 	cuda_attn_softmax_bwd,
+	mgpu_cuda_attn_fwd, /* attn_cuda.cu */
+	mgpu_cuda_attn_bwd,
 	cuda_heads_split,
 	cuda_heads_merge,
 	cuda_f32_to_bf16,

@@ -17,6 +17,7 @@
 
 #include <math.h>   /* sqrt */
 #include <stddef.h> /* size_t */
+#include <stdlib.h> /* malloc, free */
 
 #include "core/err.h"  /* MGPU_TRY */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
@@ -257,6 +258,149 @@ static int ref_heads_merge(struct mgpu_dev *dev, float *Y, int ldy, const float 
 	return 0;
 }
 
+/* s_ij of one (T,Dh) block: r(q_i) . r(k_j), the products summed in
+ * double (exact for bf16 operands), so the backends' fp32 sums are
+ * measured against the exact dot product. */
+static float ref_score(const float *q, const float *k, int i, int j, int Dh, int bf16)
+{
+	double s = 0.0;
+	int d;
+
+	for (d = 0; d < Dh; d++)
+		s += (double)mgpu_attn_in(q[(size_t)i * Dh + d], bf16) *
+		     mgpu_attn_in(k[(size_t)j * Dh + d], bf16);
+	return (float)s;
+}
+
+/* Row i of a block's forward: p (i + 1 entries) and the row's lse. */
+static void ref_attn_row(const float *q, const float *k, int i, int Dh, float scale,
+			 int bf16, float *p, float *lse)
+{
+	float mx, sum = 0.0f;
+	int j;
+
+	for (j = 0; j <= i; j++)
+		p[j] = ref_score(q, k, i, j, Dh, bf16);
+	mx = scale * p[0];
+	for (j = 1; j <= i; j++)
+		mx = mgpu_max_merge(mx, scale * p[j]);
+	for (j = 0; j <= i; j++)
+		sum += mgpu_exp_neg(scale * p[j] - mx);
+	for (j = 0; j <= i; j++)
+		p[j] = mgpu_softmax_elem(p[j], scale, mx, sum);
+	*lse = mgpu_attn_lse(mx, sum);
+}
+
+/* y, q, k, v (BH,T,Dh), lse (BH,T): the definition, a row at a time. */
+static int ref_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
+			const float *k, const float *v, int BH, int T, int Dh, float scale,
+			int bf16)
+{
+	size_t off, blk = (size_t)T * (size_t)Dh;
+	float *p;
+	double acc;
+	int b, i, j, d;
+
+	(void)dev;
+	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh));
+	if ((size_t)BH * (size_t)T == 0)
+		return 0;
+	p = malloc((size_t)T * sizeof *p);
+	if (!p)
+		return mgpu_err(MGPU_ENOMEM, "attn_fwd: out of memory");
+	bf16 = bf16 != 0;
+	for (b = 0; b < BH; b++) {
+		off = (size_t)b * blk;
+		for (i = 0; i < T; i++) {
+			ref_attn_row(q + off, k + off, i, Dh, scale, bf16, p,
+				     &lse[(size_t)b * T + i]);
+			for (d = 0; d < Dh; d++) {
+				acc = 0.0;
+				for (j = 0; j <= i; j++)
+					acc += (double)mgpu_attn_in(p[j], bf16) *
+					       mgpu_attn_in(v[off + (size_t)j * Dh + d], bf16);
+				y[off + (size_t)i * Dh + d] = (float)acc;
+			}
+		}
+	}
+	free(p);
+	return 0;
+}
+
+/* One block's P and dS (T,T, zero above the diagonal) from the saved lse. */
+static void ref_attn_pds(const float *q, const float *k, const float *v, const float *y,
+			 const float *dy, const float *lse, int T, int Dh, float scale, int bf16,
+			 float *P, float *dS)
+{
+	double D;
+	float dp;
+	int i, j, d;
+
+	for (i = 0; i < T; i++) {
+		D = 0.0;
+		for (d = 0; d < Dh; d++)
+			D += (double)dy[(size_t)i * Dh + d] * y[(size_t)i * Dh + d];
+		for (j = 0; j < T; j++) {
+			size_t at = (size_t)i * T + j;
+			P[at] = dS[at] = 0.0f;
+			if (j > i)
+				continue;
+			P[at] = mgpu_attn_p(ref_score(q, k, i, j, Dh, bf16), scale, lse[i]);
+			dp = ref_score(dy, v, i, j, Dh, bf16);
+			dS[at] = mgpu_attn_ds(P[at], dp, (float)D, scale);
+		}
+	}
+}
+
+/* out_i (T,Dh) = sum_j r(W_ij) r(X_j) (W (T,T); transposed: W_ji). */
+static void ref_attn_prod(float *out, const float *W, int trans, const float *X, int T,
+			  int Dh, int bf16)
+{
+	double acc;
+	float w;
+	int i, j, d;
+
+	for (i = 0; i < T; i++)
+		for (d = 0; d < Dh; d++) {
+			acc = 0.0;
+			for (j = 0; j < T; j++) {
+				w = trans ? W[(size_t)j * T + i] : W[(size_t)i * T + j];
+				acc += (double)mgpu_attn_in(w, bf16) *
+				       mgpu_attn_in(X[(size_t)j * Dh + d], bf16);
+			}
+			out[(size_t)i * Dh + d] = (float)acc;
+		}
+}
+
+static int ref_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
+			const float *k, const float *v, const float *y, const float *dy,
+			const float *lse, int BH, int T, int Dh, float scale, int bf16)
+{
+	size_t off, blk = (size_t)T * (size_t)Dh, tt = (size_t)T * (size_t)T;
+	float *P, *dS;
+	int b;
+
+	(void)dev;
+	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh));
+	if ((size_t)BH * (size_t)T == 0)
+		return 0;
+	P = malloc(2 * tt * sizeof *P);
+	if (!P)
+		return mgpu_err(MGPU_ENOMEM, "attn_bwd: out of memory");
+	dS = P + tt;
+	bf16 = bf16 != 0;
+	for (b = 0; b < BH; b++) {
+		off = (size_t)b * blk;
+		ref_attn_pds(q + off, k + off, v + off, y + off, dy + off, lse + (size_t)b * T, T,
+			     Dh, scale, bf16, P, dS);
+		ref_attn_prod(dv + off, P, 1, dy + off, T, Dh, bf16);
+		ref_attn_prod(dq + off, dS, 0, k + off, T, Dh, bf16);
+		ref_attn_prod(dk + off, dS, 1, q + off, T, Dh, bf16);
+	}
+	free(P);
+	return 0;
+}
+
 static int ref_f32_to_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
 {
 	size_t i;
@@ -348,6 +492,8 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.emb_bwd = ref_emb_bwd,
 	.attn_softmax = ops_host_attn_softmax,
 	.attn_softmax_bwd = ops_host_attn_softmax_bwd,
+	.attn_fwd = ref_attn_fwd,
+	.attn_bwd = ref_attn_bwd,
 	.heads_split = ref_heads_split,
 	.heads_merge = ref_heads_merge,
 	.f32_to_bf16 = ref_f32_to_bf16,

@@ -347,3 +347,90 @@ int mgpu_cpu_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP, 
 	}
 	return 0;
 }
+
+/* ---- fused attention's rows (attn_cpu.c's tiles) ------------------------- */
+
+/* x[j] = r(x[j]) for j < n: rounded to bf16 and widened back. */
+static inline void round_row(float *x, int n)
+{
+	int j;
+
+	for (j = 0; j < n; j++)
+		x[j] = mgpu_attn_in(x[j], 1);
+}
+
+/* One row of scores: the first `seen` become probabilities (the forward's
+ * exp(t - mx) / sum, as attn_row), the rest of the n are 0. */
+MGPU_CPU_WIDE static void flash_fwd_row(float *p, int seen, int n, float scale, float *lse,
+					int bf16)
+{
+	float mx = row_max(p, seen, scale);
+	float sum = row_exp(p, p, seen, scale, mx);
+	int j;
+
+	for (j = 0; j < seen; j++)
+		p[j] = p[j] / sum;
+	if (bf16)
+		round_row(p, seen);
+	for (j = seen; j < n; j++)
+		p[j] = 0.0f;
+	*lse = mgpu_attn_lse(mx, sum);
+}
+
+void mgpu_cpu_attn_fwd_rows(float *S, int R, int i0, float scale, float *lse, int bf16)
+{
+	int r, n = i0 + R;
+
+	for (r = 0; r < R; r++)
+		flash_fwd_row(S + (size_t)r * (size_t)n, i0 + r + 1, n, scale, &lse[r], bf16);
+}
+
+/* W probabilities from scores x and the row's lse, and W gradients ds
+ * from dp (in place), as elem.h's mgpu_attn_p and mgpu_attn_ds. */
+static inline void flash_bwd_block(float *x, float *dp, float scale, float lse, float D)
+{
+	float p[W];
+	int k;
+
+	for (k = 0; k < W; k++)
+		p[k] = mgpu_attn_p(x[k], scale, lse);
+	for (k = 0; k < W; k++) {
+		dp[k] = mgpu_attn_ds(p[k], dp[k], D, scale);
+		x[k] = p[k];
+	}
+}
+
+/* One row: s (scores) becomes P, dp becomes dS over the first `seen`
+ * columns, both 0 in the rest of the n. */
+MGPU_CPU_WIDE static void flash_bwd_row(float *s, float *dp, int seen, int n, float scale,
+					float lse, float D, int bf16)
+{
+	float p;
+	int j = 0;
+
+	for (; j + W <= seen; j += W)
+		flash_bwd_block(s + j, dp + j, scale, lse, D);
+	for (; j < seen; j++) {
+		p = mgpu_attn_p(s[j], scale, lse);
+		dp[j] = mgpu_attn_ds(p, dp[j], D, scale);
+		s[j] = p;
+	}
+	if (bf16) {
+		round_row(s, seen);
+		round_row(dp, seen);
+	}
+	for (j = seen; j < n; j++)
+		s[j] = dp[j] = 0.0f;
+}
+
+void mgpu_cpu_attn_bwd_rows(float *S, float *dP, int R, int i0, float scale, const float *lse,
+			    const float *D, int bf16)
+{
+	size_t off;
+	int r, n = i0 + R;
+
+	for (r = 0; r < R; r++) {
+		off = (size_t)r * (size_t)n;
+		flash_bwd_row(S + off, dP + off, i0 + r + 1, n, scale, lse[r], D[r], bf16);
+	}
+}

@@ -15,6 +15,7 @@
 #include <math.h>   /* NAN, isnan, logf, expf */
 #include <stdint.h> /* int32_t */
 #include <stdio.h>  /* printf, snprintf */
+#include <stdlib.h> /* calloc, free */
 #include <string.h> /* strcmp */
 
 #include "../t.h"         /* T_CHECK, T_OK, T_FAILS, T_SKIP */
@@ -461,6 +462,31 @@ static void test_gpt_ops(void)
 	run_cases(cs, n);
 }
 
+/* Fused attention against ref: T from 1 to past several tiles of every
+ * backend (odd tails), head dimensions from 1 to the largest taken, 1 to
+ * 16 blocks, empty shapes, both precisions. */
+static void test_flash(void)
+{
+	static const int sh[][3] = { { 0, 4, 8 },    { 3, 0, 8 },    { 1, 1, 8 },
+				     { 3, 5, 8 },    { 2, 33, 32 },  { 16, 64, 32 },
+				     { 2, 127, 64 }, { 1, 300, 100 }, { 2, 300, 128 },
+				     { 5, 65, 128 }, { 4, 97, 1 },   { 7, 129, 100 } }; /* BH T Dh */
+	static struct mgpu_ops_case cs[12 * 2];
+	size_t n = 0, i, f;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 12; i++)
+		for (f = 0; f < 2; f++) {
+			cs[n].op = "flash";
+			cs[n].m = sh[i][0];
+			cs[n].n = sh[i][1];
+			cs[n].k = sh[i][2];
+			cs[n].alpha = i % 2 ? 1.0f / sqrtf((float)sh[i][2]) : 0.5f;
+			cs[n++].flag = (int)f;
+		}
+	run_cases(cs, n);
+}
+
 /* The edges of the cuda row kernels' geometry (a warp per row, 8 rows a
  * block, at most 65535 blocks, then a grid-stride loop; column sums in
  * blocks of 8 columns x 64 row phases; emb_bwd a block per token id, its
@@ -548,6 +574,13 @@ static void test_gpt_bad_args(void)
 	T_FAILS(o->attn_softmax(&dev, NULL, NULL, -1, 3, 1.0f), MGPU_EINVAL, "attn_softmax");
 	T_FAILS(o->attn_softmax_bwd(&dev, NULL, NULL, NULL, 2, -3, 1.0f), MGPU_EINVAL,
 		"attn_softmax_bwd");
+	T_FAILS(o->attn_fwd(&dev, NULL, NULL, NULL, NULL, NULL, 2, 3, 129, 1.0f, 0), MGPU_EINVAL,
+		"head dimension 129 not in [1, 128]");
+	T_FAILS(o->attn_fwd(&dev, NULL, NULL, NULL, NULL, NULL, 2, 3, 0, 1.0f, 1), MGPU_EINVAL,
+		"head dimension 0");
+	T_FAILS(o->attn_bwd(&dev, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, -1, 3, 8,
+			    1.0f, 0),
+		MGPU_EINVAL, "attn_bwd: negative shape");
 	T_FAILS(o->heads_split(&dev, NULL, NULL, 11, 1, 2, 3, 4), MGPU_EINVAL, "row stride 11");
 	T_FAILS(o->heads_merge(&dev, NULL, 5, NULL, 1, 2, 3, -4), MGPU_EINVAL, "negative");
 	if (cur->host_memory) { /* ids are host memory: checked */
@@ -697,6 +730,33 @@ static int bad_attn(struct mgpu_dev *dev, float *P, const float *S, int BH, int 
 	return mgpu_ops_cpu.attn_softmax(dev, P, S, BH, npos, 1.0f);
 }
 
+/* Fused attention that forgets its scale. */
+static int bad_flash_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
+			 const float *k, const float *v, int BH, int npos, int Dh, float scale,
+			 int bf16)
+{
+	(void)scale;
+	return mgpu_ops_cpu.attn_fwd(dev, y, lse, q, k, v, BH, npos, Dh, 1.0f, bf16);
+}
+
+/* The backward without flash attention's row term D = dy . y. */
+static int bad_flash_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
+			 const float *k, const float *v, const float *y, const float *dy,
+			 const float *lse, int BH, int npos, int Dh, float scale, int bf16)
+{
+	size_t n = (size_t)BH * (size_t)npos * (size_t)Dh;
+	float *zero = calloc(n ? n : 1, sizeof *zero);
+	int rc;
+
+	(void)y;
+	if (!zero)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	rc = mgpu_ops_cpu.attn_bwd(dev, dq, dk, dv, q, k, v, zero, dy, lse, BH, npos, Dh, scale,
+				   bf16);
+	free(zero);
+	return rc;
+}
+
 /* heads_merge that clears the rest of each row (q/k/v neighbours). */
 static int bad_merge(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
 		     int npos, int H, int Dh)
@@ -760,6 +820,8 @@ static void test_check_detects(void)
 	bad.dropout = bad_dropout;
 	bad.emb_bwd = bad_emb_bwd;
 	bad.attn_softmax = bad_attn;
+	bad.attn_fwd = bad_flash_fwd;
+	bad.attn_bwd = bad_flash_bwd;
 	bad.heads_merge = bad_merge;
 	bad.f32_to_bf16 = bad_bf16;
 	bad.gemm_bf16 = bad_gemm_bf16;
@@ -770,14 +832,15 @@ static void test_check_detects(void)
 			     (!strcmp(op, "col_sum") && strstr(rep.row[r].shape, "beta=0")) ||
 			     !strcmp(op, "emb_bwd") || !strcmp(op, "attn_softmax") ||
 			     !strcmp(op, "heads_merge") || !strcmp(op, "f32_to_bf16") ||
-			     !strcmp(op, "gemm_bf16");
+			     !strcmp(op, "gemm_bf16") || !strncmp(op, "attn_fwd", 8) ||
+			     !strncmp(op, "attn_bwd", 8);
 		nbad += target && !rep.row[r].ok;
 		other_bad += !target && !rep.row[r].ok;
 		T_CHECK(!target || !rep.row[r].ok, "broken %s %s passed (err %g)", op,
 			rep.row[r].shape, rep.row[r].max_rel_err);
 		T_CHECK(strcmp(rep.row[r].backend, "broken") == 0, "backend %s", rep.row[r].backend);
 	}
-	T_CHECK(nbad == 14 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+	T_CHECK(nbad == 22 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
 		other_bad);
 	T_CHECK(rep.nfail == nbad, "nfail %d", rep.nfail);
 }
@@ -838,7 +901,7 @@ int main(void)
 		{ "act", test_act },                   { "col_sum_ln", test_col_sum_ln },
 		{ "dropout_xent_u8", test_dropout_xent_u8 }, { "optim", test_optim },
 		{ "sgemm_strided", test_sgemm_strided }, { "gemm_bf16", test_gemm_bf16 },
-		{ "gpt_ops", test_gpt_ops },
+		{ "gpt_ops", test_gpt_ops },           { "flash", test_flash },
 		{ "row_geometry", test_row_geometry },
 		{ "gpt_bad_args", test_gpt_bad_args },
 	};

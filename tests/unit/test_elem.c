@@ -20,6 +20,8 @@
 
 #include "../t.h"     /* T_RUN, T_CHECK, T_NEAR */
 #include "ops/elem.h" /* the functions under test */
+#include "core/err.h"  /* mgpu_errmsg (T_OK) */
+#include "ops/ops.h"  /* mgpu_ops_ref, mgpu_ops_cpu: the fused attention ops */
 
 /* Central difference step and its tolerance for float math. */
 #define H 1e-2
@@ -392,6 +394,109 @@ static void test_attn_grad(void)
 	S[0] = 1e30f;
 	mgpu_attn_row_fwd(S, 0, AT, 1.0f, P);
 	T_CHECK(P[0] == 1.0f, "row 0 attends to itself only: %g", (double)P[0]);
+}
+
+enum { FBH = 2, FT = 5, FDH = 3, FN = FBH * FT * FDH }; /* fused attention */
+
+/* L = sum w . y, y = attn_fwd(q, k, v) on o in fp32. */
+static double flash_objective(struct mgpu_dev *dev, const float *q, const float *k,
+			      const float *v, const float *w, float scale)
+{
+	float y[FN], lse[FBH * FT];
+	double L = 0;
+	int i;
+
+	if (dev->ops->attn_fwd(dev, y, lse, q, k, v, FBH, FT, FDH, scale, 0) < 0)
+		return NAN;
+	for (i = 0; i < FN; i++)
+		L += (double)w[i] * y[i];
+	return L;
+}
+
+/* Central differences of the objective in each element of x (q, k or v). */
+static void flash_fd(struct mgpu_dev *dev, float *x, float *q, float *k, float *v,
+		     const float *w, float scale, double *num)
+{
+	float save;
+	int i;
+
+	for (i = 0; i < FN; i++) {
+		save = x[i];
+		x[i] = save + (float)H;
+		num[i] = flash_objective(dev, q, k, v, w, scale);
+		x[i] = save - (float)H;
+		num[i] = (num[i] - flash_objective(dev, q, k, v, w, scale)) / (2 * H);
+		x[i] = save;
+	}
+}
+
+/* attn_bwd of ref and cpu against finite differences of attn_fwd; a
+ * backward without the row term D (y given as 0) must fail the check. */
+static void test_flash_grad(void)
+{
+	const struct mgpu_ops *backends[] = { &mgpu_ops_ref, &mgpu_ops_cpu };
+	const float scale = 0.8f;
+	float q[FN], k[FN], v[FN], w[FN], y[FN], zero[FN] = { 0 }, lse[FBH * FT];
+	float g[3][FN], gm[3][FN];
+	float *xs[3] = { q, k, v };
+	double num[FN];
+	struct mgpu_dev dev;
+	size_t b;
+	int i, x;
+
+	for (i = 0; i < FN; i++) {
+		q[i] = (float)sin(1.3 * i) * 1.5f;
+		k[i] = (float)cos(0.9 * i + 0.2) * 1.5f;
+		v[i] = (float)sin(0.7 * i + 0.4);
+		w[i] = (float)cos(0.31 * i);
+	}
+	for (b = 0; b < 2; b++) {
+		T_OK(mgpu_dev_open(&dev, backends[b], 0));
+		T_OK(dev.ops->attn_fwd(&dev, y, lse, q, k, v, FBH, FT, FDH, scale, 0));
+		T_OK(dev.ops->attn_bwd(&dev, g[0], g[1], g[2], q, k, v, y, w, lse, FBH, FT, FDH,
+				       scale, 0));
+		T_OK(dev.ops->attn_bwd(&dev, gm[0], gm[1], gm[2], q, k, v, zero, w, lse, FBH, FT,
+				       FDH, scale, 0));
+		for (x = 0; x < 3; x++) {
+			flash_fd(&dev, xs[x], q, k, v, w, scale, num);
+			T_CHECK(worst_diff(g[x], num, FN) <= TOL_FD, "%s: d%c off by %g",
+				backends[b]->name, "qkv"[x], worst_diff(g[x], num, FN));
+			if (x < 2) /* dv does not involve D */
+				T_CHECK(worst_diff(gm[x], num, FN) > 10 * TOL_FD,
+					"%s: mutant d%c passed (%g)", backends[b]->name, "qkv"[x],
+					worst_diff(gm[x], num, FN));
+		}
+		mgpu_dev_close(&dev);
+	}
+}
+
+/* Under bf16 the probabilities are rounded before the product with v:
+ * with q = 0 every row is uniform, p = 1 / (i + 1), and y_i = r(p) times
+ * the sum of the (bf16) v_j, where fp32 gives p itself. */
+static void test_flash_bf16(void)
+{
+	float q[FN] = { 0 }, v[FN], y[FN], y32[FN], lse[FBH * FT], p, s;
+	struct mgpu_dev dev;
+	int i, j, d;
+
+	for (i = 0; i < FN; i++)
+		v[i] = (float)(i % 7) - 3.0f; /* bf16 values */
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
+	T_OK(dev.ops->attn_fwd(&dev, y, lse, q, q, v, FBH, FT, FDH, 1.0f, 1));
+	T_OK(dev.ops->attn_fwd(&dev, y32, lse, q, q, v, FBH, FT, FDH, 1.0f, 0));
+	for (i = 0; i < FT; i++) {
+		T_NEAR(lse[FT + i], log(i + 1.0), 1e-6);
+		p = mgpu_bf16_to_f32(mgpu_bf16_from_f32(1.0f / (float)(i + 1)));
+		for (d = 0; d < FDH; d++) {
+			for (s = 0.0f, j = 0; j <= i; j++)
+				s += v[FT * FDH + j * FDH + d];
+			T_NEAR(y[FT * FDH + i * FDH + d], p * s, 1e-6);
+			if (i == 2 && s != 0.0f)
+				T_CHECK(fabs(y32[FT * FDH + i * FDH + d] - p * s) > 1e-4,
+					"fp32 rounded p too");
+		}
+	}
+	mgpu_dev_close(&dev);
 }
 
 enum { EB = 2, ET = 3, EV = 4, ED = 3 }; /* embedding shapes */
@@ -844,6 +949,8 @@ int main(void)
 	T_RUN(test_sgd);
 	T_RUN(test_adamw);
 	T_RUN(test_attn_grad);
+	T_RUN(test_flash_grad);
+	T_RUN(test_flash_bf16);
 	T_RUN(test_emb_grad);
 	T_RUN(test_heads_index);
 	T_RUN(test_bf16);

@@ -1,0 +1,487 @@
+/*
+ * attn_cuda.cu - the cuda backend's fused causal attention (attn_fwd and
+ * attn_bwd of ops.h), flash-attention style: tiles of q, k, v pass through
+ * shared memory and no (T,T) score or probability ever reaches memory.
+ *
+ * Three kernels, each a block of THREADS threads per (block of BH, tile):
+ *   k_attn_fwd  per query tile of BR rows, over the key tiles it can see
+ *               (BC keys each; tiles past the diagonal never visited), in
+ *               two passes: the rows' max and sum of exponentials (online,
+ *               elem.h's mgpu_attn_merge), then y = sum r(p) r(v) with the
+ *               final p = exp(t - mx) / sum, the definition's p exactly
+ *               (so bf16 rounds the same normalised p as ref and cpu do).
+ *   k_attn_dkv  per key tile of BR rows, over the query tiles (BC rows)
+ *               at or past it: dk, dv accumulate in registers.
+ *   k_attn_dq   per query tile of BR rows, over its key tiles: dq in
+ *               registers. dq gets its own pass over the keys instead of
+ *               atomics: every output is summed by one thread in a fixed
+ *               order, so results are the same on every run.
+ * The backward recomputes p from q, k and the saved lse, and D_i = dy . y
+ * per query row (no scratch memory).
+ *
+ * Thread geometry, the same in every kernel: thread (tx, ty) = (t % TX,
+ * t / TX) owns rows ty*RPT .. ty*RPT + RPT-1 of the resident tile (BR =
+ * TY * RPT rows), the streamed tile's rows tx, tx + TX (BC = TX * CPT) as
+ * score columns, and the head columns tx, tx + TX, ... (DPT of them, up
+ * to MGPU_ATTN_MAX_DH). The TX threads of a row are one half of a warp
+ * (TX = 16 lanes, aligned), so row reductions are xor shuffles inside it.
+ * Tiles in shared memory have rows Dh + 1 floats apart (score tiles BC +
+ * 1): the 16 rows a half-warp reads at one column fall in 16 banks.
+ *
+ * Arithmetic: elem.h's (mgpu_attn_in, mgpu_exp_neg, mgpu_softmax_elem,
+ * mgpu_attn_p, mgpu_attn_ds, mgpu_attn_lse), as ref and cpu; dot products
+ * and products accumulate in fp32 with explicit fused multiply-adds
+ * (__fmaf_rn: the build's -fmad=false forbids only implicit contraction).
+ * bf16: operands are rounded as they enter shared memory, p and ds before
+ * they are stored for the products; fp32 CUDA cores multiply the rounded
+ * values exactly and sum in fp32 (tensor cores are left for later).
+ *
+ * Synchronisation: every loop bound and every __syncthreads depends only
+ * on the block's tile, never on a thread's row, so the whole block
+ * reaches each barrier; shuffles run with all 32 lanes of every warp.
+ */
+#include <cuda_runtime.h> /* cudaFuncSetAttribute, cudaDeviceGetAttribute */
+#include <limits.h>       /* INT_MAX */
+#include <math.h>         /* INFINITY */
+
+#include "core/err.h"       /* mgpu_err, MGPU_TRY */
+#include "ops/cuda_check.h" /* CU, LAUNCHED */
+#include "ops/elem.h"       /* the per-element math */
+#include "ops/loops.h"      /* ops_check_flash */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, the prototypes */
+
+#define THREADS 256
+#define TX 16
+#define TY (THREADS / TX)
+#define RPT 4                          /* resident rows per thread */
+#define BR (TY * RPT)                  /* resident tile: 64 rows */
+#define CPT 2                          /* streamed rows (score columns) per thread */
+#define BC (TX * CPT)                  /* streamed tile: 32 rows */
+#define DPT (MGPU_ATTN_MAX_DH / TX)    /* head columns per thread: 8 */
+#define LDS (BC + 1)                   /* row stride of a score tile */
+#define FULL_MASK 0xffffffffu
+static_assert(TX * TY == THREADS && 32 % TX == 0, "a row's threads: half a warp");
+static_assert(MGPU_ATTN_MAX_DH % TX == 0, "head columns split evenly");
+static_assert(THREADS % BR == 0 && THREADS % BC == 0, "row_dots' groups");
+
+/* ---- shared-memory tiles ------------------------------------------------- */
+
+/* dst (nrows, Dh; rows ld apart) = r(rows r0 .. r0 + nrows - 1 of the
+ * (T,Dh) block src); rows at or past T are 0 (their p is 0, and 0 * 0
+ * keeps a product finite where garbage could be NaN). */
+static __device__ void load_tile(float *dst, const float *src, int r0, int nrows, int T,
+				 int Dh, int ld, int bf16)
+{
+	for (int e = threadIdx.x; e < nrows * Dh; e += THREADS) {
+		int r = e / Dh, d = e % Dh;
+		float x = 0.0f;
+
+		if (r0 + r < T)
+			x = mgpu_attn_in(src[(size_t)(r0 + r) * Dh + d], bf16);
+		dst[r * ld + d] = x;
+	}
+}
+
+/* D[r] = dy . y of rows r0 + r (THREADS / G rows, G threads a row, xor
+ * shuffles inside aligned groups of G lanes: every lane of a group ends
+ * with the same bits); 0 past T. All threads must call it. */
+template <int G>
+static __device__ void row_dots(float *D, const float *dy, const float *y, int r0, int T,
+				int Dh)
+{
+	int r = threadIdx.x / G, g = threadIdx.x % G;
+	float t = 0.0f;
+
+	if (r0 + r < T)
+		for (int d = g; d < Dh; d += G)
+			t = __fmaf_rn(dy[(size_t)(r0 + r) * Dh + d], y[(size_t)(r0 + r) * Dh + d], t);
+	for (int o = 1; o < G; o *= 2)
+		t += __shfl_xor_sync(FULL_MASK, t, o);
+	if (g == 0)
+		D[r] = t;
+}
+
+/* L[r] = lse of rows r0 + r, r < n (0 past T). */
+static __device__ void load_lse(float *L, const float *lse, int r0, int n, int T)
+{
+	for (int r = threadIdx.x; r < n; r += THREADS)
+		L[r] = r0 + r < T ? lse[r0 + r] : 0.0f;
+}
+
+/* s[a][u] = A_row . B_col over Dh: the thread's resident rows of A (BR
+ * rows) against its streamed rows of B (BC rows), both tiles ld apart. */
+static __device__ void tile_dots(float s[RPT][CPT], const float *A, const float *Bt, int Dh,
+				 int ld)
+{
+	int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+
+#pragma unroll
+	for (int a = 0; a < RPT; a++)
+#pragma unroll
+		for (int u = 0; u < CPT; u++)
+			s[a][u] = 0.0f;
+	for (int d = 0; d < Dh; d++) {
+		float x[RPT], w[CPT];
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+			x[a] = A[(ty * RPT + a) * ld + d];
+#pragma unroll
+		for (int u = 0; u < CPT; u++)
+			w[u] = Bt[(tx + TX * u) * ld + d];
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+#pragma unroll
+			for (int u = 0; u < CPT; u++)
+				s[a][u] = __fmaf_rn(x[a], w[u], s[a][u]);
+	}
+}
+
+/* acc[a][e] += sum over c < BC of W[row a][c] * X[c][column e]: a score
+ * tile W (BR, BC; rows LDS apart) times a streamed tile X (BC, Dh). */
+static __device__ void tile_prod(float acc[RPT][DPT], const float *W, const float *X, int Dh,
+				 int ld)
+{
+	int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+
+	for (int c = 0; c < BC; c++) {
+		float w[RPT], x[DPT];
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+			w[a] = W[(ty * RPT + a) * LDS + c];
+#pragma unroll
+		for (int e = 0; e < DPT; e++)
+			x[e] = tx + TX * e < Dh ? X[c * ld + tx + TX * e] : 0.0f;
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+#pragma unroll
+			for (int e = 0; e < DPT; e++)
+				acc[a][e] = __fmaf_rn(w[a], x[e], acc[a][e]);
+	}
+}
+
+static __device__ void zero_acc(float acc[RPT][DPT])
+{
+#pragma unroll
+	for (int a = 0; a < RPT; a++)
+#pragma unroll
+		for (int e = 0; e < DPT; e++)
+			acc[a][e] = 0.0f;
+}
+
+/* Rows r0 + ty*RPT + a of a (T,Dh) output = acc, rows before T. */
+static __device__ void store_rows(float *out, const float acc[RPT][DPT], int r0, int T, int Dh)
+{
+	int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+
+#pragma unroll
+	for (int a = 0; a < RPT; a++) {
+		int i = r0 + ty * RPT + a;
+#pragma unroll
+		for (int e = 0; e < DPT; e++)
+			if (i < T && tx + TX * e < Dh)
+				out[(size_t)i * Dh + tx + TX * e] = acc[a][e];
+	}
+}
+
+/* Query i sees key j: causal, and i a real row. */
+static __device__ bool sees(int i, int j, int T)
+{
+	return j <= i && i < T;
+}
+
+/* ---- forward --------------------------------------------------------------- */
+
+/* One tile's scores merged into the rows' running (mx, sum). */
+static __device__ void tile_stats(float mx[RPT], float sum[RPT], const float s[RPT][CPT],
+				  int i0, int j0, int T, float scale)
+{
+#pragma unroll
+	for (int a = 0; a < RPT; a++) {
+		float m = -INFINITY, l = 0.0f;
+#pragma unroll
+		for (int u = 0; u < CPT; u++)
+			if (sees(i0 + a, j0 + TX * u, T))
+				m = mgpu_max_merge(m, scale * s[a][u]);
+#pragma unroll
+		for (int u = 0; u < CPT; u++)
+			if (sees(i0 + a, j0 + TX * u, T))
+				l += mgpu_exp_neg(scale * s[a][u] - m);
+		mgpu_attn_merge(&mx[a], &sum[a], m, l);
+	}
+}
+
+/* (mx, sum) of a row merged over its TX threads: all of them end with
+ * the whole row's, bit for bit (mgpu_attn_merge is symmetric). */
+static __device__ void row_merge(float *mx, float *sum)
+{
+	for (int o = 1; o < TX; o *= 2) {
+		float m2 = __shfl_xor_sync(FULL_MASK, *mx, o);
+		float l2 = __shfl_xor_sync(FULL_MASK, *sum, o);
+		mgpu_attn_merge(mx, sum, m2, l2);
+	}
+}
+
+/* Grid: BH * ntiles blocks, query tiles of a block of BH heaviest first. */
+static __global__ void __launch_bounds__(THREADS)
+	k_attn_fwd(float *y, float *lse, const float *q, const float *k, const float *v, int T,
+		   int Dh, float scale, int bf16, int ntiles)
+{
+	extern __shared__ float sm[];
+	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+	float *Qs = sm, *Ks = Qs + BR * ld, *Vs = Ks + BC * ld, *Ps = Vs + BC * ld;
+	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
+	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * BR;
+	int kend = min(q0 + BR, T), i0 = q0 + ty * RPT;
+	float mx[RPT], sum[RPT], s[RPT][CPT], acc[RPT][DPT];
+
+	load_tile(Qs, q + off, q0, BR, T, Dh, ld, bf16);
+#pragma unroll
+	for (int a = 0; a < RPT; a++) {
+		mx[a] = -INFINITY;
+		sum[a] = 0.0f;
+	}
+	for (int k0 = 0; k0 < kend; k0 += BC) { /* pass 1: the rows' statistics */
+		__syncthreads(); /* Qs written; Ks's last readers done */
+		load_tile(Ks, k + off, k0, BC, T, Dh, ld, bf16);
+		__syncthreads();
+		tile_dots(s, Qs, Ks, Dh, ld);
+		tile_stats(mx, sum, s, i0, k0 + tx, T, scale);
+	}
+#pragma unroll
+	for (int a = 0; a < RPT; a++)
+		row_merge(&mx[a], &sum[a]);
+	zero_acc(acc);
+	for (int k0 = 0; k0 < kend; k0 += BC) { /* pass 2: y */
+		__syncthreads(); /* Ks, Vs, Ps's last readers done */
+		load_tile(Ks, k + off, k0, BC, T, Dh, ld, bf16);
+		load_tile(Vs, v + off, k0, BC, T, Dh, ld, bf16);
+		__syncthreads();
+		tile_dots(s, Qs, Ks, Dh, ld);
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+#pragma unroll
+			for (int u = 0; u < CPT; u++) {
+				float p = 0.0f;
+				if (sees(i0 + a, k0 + tx + TX * u, T))
+					p = mgpu_attn_in(mgpu_softmax_elem(s[a][u], scale, mx[a],
+									   sum[a]),
+							 bf16);
+				Ps[(ty * RPT + a) * LDS + tx + TX * u] = p;
+			}
+		__syncthreads();
+		tile_prod(acc, Ps, Vs, Dh, ld);
+	}
+	store_rows(y + off, acc, q0, T, Dh);
+#pragma unroll
+	for (int a = 0; a < RPT; a++)
+		if (tx == 0 && i0 + a < T)
+			lse[bh * T + i0 + a] = mgpu_attn_lse(mx[a], sum[a]);
+}
+
+/* ---- backward ---------------------------------------------------------------- */
+
+/* p and ds of one (resident row, streamed row) entry as stored for the
+ * products (rounded under bf16), 0 where the query does not see the key. */
+static __device__ void p_ds(float *p, float *ds, float s, float dp, int i, int j, int T,
+			    float L, float D, float scale, int bf16)
+{
+	float pe;
+
+	*p = *ds = 0.0f;
+	if (!sees(i, j, T))
+		return;
+	pe = mgpu_attn_p(s, scale, L);
+	*ds = mgpu_attn_in(mgpu_attn_ds(pe, dp, D, scale), bf16);
+	*p = mgpu_attn_in(pe, bf16);
+}
+
+/* dk, dv of a key tile (BR keys, resident) over the query tiles (BC
+ * queries, streamed) at or after it; key tiles of a block, heaviest (the
+ * first) first. Scores are (key, query) here: resident rows are keys. */
+static __global__ void __launch_bounds__(THREADS)
+	k_attn_dkv(float *dk, float *dv, const float *q, const float *k, const float *v,
+		   const float *y, const float *dy, const float *lse, int T, int Dh, float scale,
+		   int bf16, int ntiles)
+{
+	extern __shared__ float sm[];
+	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+	float *Ks = sm, *Vs = Ks + BR * ld, *Qs = Vs + BR * ld, *dYs = Qs + BC * ld;
+	float *Ws = dYs + BC * ld, *Ls = Ws + BR * LDS, *Ds = Ls + BC;
+	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
+	int k0 = (int)(blockIdx.x % ntiles) * BR, j0 = k0 + ty * RPT;
+	float s[RPT][CPT], dp[RPT][CPT], akk[RPT][DPT], avv[RPT][DPT];
+
+	load_tile(Ks, k + off, k0, BR, T, Dh, ld, bf16);
+	load_tile(Vs, v + off, k0, BR, T, Dh, ld, bf16);
+	zero_acc(akk);
+	zero_acc(avv);
+	for (int q0 = k0; q0 < T; q0 += BC) { /* BR is a multiple of BC: aligned */
+		__syncthreads(); /* Ks, Vs written; the last tile's readers done */
+		load_tile(Qs, q + off, q0, BC, T, Dh, ld, bf16);
+		load_tile(dYs, dy + off, q0, BC, T, Dh, ld, bf16);
+		load_lse(Ls, lse + bh * T, q0, BC, T);
+		row_dots<THREADS / BC>(Ds, dy + off, y + off, q0, T, Dh);
+		__syncthreads();
+		tile_dots(s, Ks, Qs, Dh, ld);
+		tile_dots(dp, Vs, dYs, Dh, ld);
+		/* p and ds take turns in one score tile (the shared memory of
+		 * a block of 64 keys at Dh 64 then fits in sm_75's 64 KiB) */
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+#pragma unroll
+			for (int u = 0; u < CPT; u++) {
+				int c = tx + TX * u;
+				p_ds(&s[a][u], &dp[a][u], s[a][u], dp[a][u], q0 + c, j0 + a, T,
+				     Ls[c], Ds[c], scale, bf16);
+				Ws[(ty * RPT + a) * LDS + c] = s[a][u];
+			}
+		__syncthreads();
+		tile_prod(avv, Ws, dYs, Dh, ld);
+		__syncthreads(); /* every thread done with p */
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+#pragma unroll
+			for (int u = 0; u < CPT; u++)
+				Ws[(ty * RPT + a) * LDS + tx + TX * u] = dp[a][u];
+		__syncthreads();
+		tile_prod(akk, Ws, Qs, Dh, ld);
+	}
+	store_rows(dk + off, akk, k0, T, Dh);
+	store_rows(dv + off, avv, k0, T, Dh);
+}
+
+/* dq of a query tile (BR queries, resident) over its key tiles (BC keys,
+ * streamed), query tiles heaviest first. */
+static __global__ void __launch_bounds__(THREADS)
+	k_attn_dq(float *dq, const float *q, const float *k, const float *v, const float *y,
+		  const float *dy, const float *lse, int T, int Dh, float scale, int bf16,
+		  int ntiles)
+{
+	extern __shared__ float sm[];
+	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+	float *Qs = sm, *dYs = Qs + BR * ld, *Ks = dYs + BR * ld, *Vs = Ks + BC * ld;
+	float *dSs = Vs + BC * ld, *Ls = dSs + BR * LDS, *Ds = Ls + BR;
+	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
+	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * BR;
+	int kend = min(q0 + BR, T), i0 = q0 + ty * RPT;
+	float s[RPT][CPT], dp[RPT][CPT], acc[RPT][DPT], p;
+
+	load_tile(Qs, q + off, q0, BR, T, Dh, ld, bf16);
+	load_tile(dYs, dy + off, q0, BR, T, Dh, ld, bf16);
+	load_lse(Ls, lse + bh * T, q0, BR, T);
+	row_dots<THREADS / BR>(Ds, dy + off, y + off, q0, T, Dh);
+	zero_acc(acc);
+	for (int k0 = 0; k0 < kend; k0 += BC) {
+		__syncthreads(); /* Qs, dYs, Ls, Ds written; the last tile's readers done */
+		load_tile(Ks, k + off, k0, BC, T, Dh, ld, bf16);
+		load_tile(Vs, v + off, k0, BC, T, Dh, ld, bf16);
+		__syncthreads();
+		tile_dots(s, Qs, Ks, Dh, ld);
+		tile_dots(dp, dYs, Vs, Dh, ld);
+#pragma unroll
+		for (int a = 0; a < RPT; a++)
+#pragma unroll
+			for (int u = 0; u < CPT; u++) {
+				int r = ty * RPT + a, c = tx + TX * u;
+				p_ds(&p, &dSs[r * LDS + c], s[a][u], dp[a][u], i0 + a, k0 + c, T,
+				     Ls[r], Ds[r], scale, bf16);
+			}
+		__syncthreads();
+		tile_prod(acc, dSs, Ks, Dh, ld);
+	}
+	store_rows(dq + off, acc, q0, T, Dh);
+}
+
+/* ---- launch ---------------------------------------------------------------- */
+
+/* Shared-memory bytes of each kernel at head dimension Dh. */
+static size_t fwd_bytes(int Dh)
+{
+	return ((size_t)(BR + 2 * BC) * (Dh + 1) + (size_t)BR * LDS) * sizeof(float);
+}
+
+static size_t dkv_bytes(int Dh)
+{
+	return ((size_t)(2 * BR + 2 * BC) * (Dh + 1) + (size_t)BR * LDS + 2 * BC) * sizeof(float);
+}
+
+static size_t dq_bytes(int Dh)
+{
+	return ((size_t)(2 * BR + 2 * BC) * (Dh + 1) + (size_t)BR * LDS + 2 * BR) *
+	       sizeof(float);
+}
+
+/* dev current; fn may use `bytes` of dynamic shared memory (above the
+ * default 48 KiB only by opting in), or a clear error where the device
+ * has less than that per block. */
+static int smem_for(struct mgpu_dev *dev, const void *fn, size_t bytes, const char *op, int Dh)
+{
+	int most = 0;
+
+	CU(cudaSetDevice(dev->index));
+	CU(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev->index));
+	if (bytes > (size_t)most)
+		return mgpu_err(MGPU_EINVAL,
+				"%s: head dimension %d needs %zu bytes of shared memory per block, "
+				"cuda device %d allows %d",
+				op, Dh, bytes, dev->index, most);
+	CU(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+	return 0;
+}
+
+/* Tiles of `rows` per block of BH, and the grid they make (one dimension). */
+static int grid_of(const char *op, int BH, int T, int rows, int *ntiles, unsigned *blocks)
+{
+	size_t nt = ((size_t)T + rows - 1) / rows, nb = nt * (size_t)BH;
+
+	if (nb > (size_t)INT_MAX)
+		return mgpu_err(MGPU_EINVAL, "%s: %d blocks of %d positions make %zu thread "
+				"blocks, more than one launch takes", op, BH, T, nb);
+	*ntiles = (int)nt;
+	*blocks = (unsigned)nb;
+	return 0;
+}
+
+extern "C" int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
+				  const float *k, const float *v, int BH, int T, int Dh,
+				  float scale, int bf16)
+{
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+	size_t bytes = fwd_bytes(Dh);
+	unsigned blocks = 0;
+	int nt = 0;
+
+	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh));
+	if ((size_t)BH * (size_t)T == 0)
+		return 0;
+	MGPU_TRY(grid_of("attn_fwd", BH, T, BR, &nt, &blocks));
+	MGPU_TRY(smem_for(dev, (const void *)k_attn_fwd, bytes, "attn_fwd", Dh));
+	k_attn_fwd<<<blocks, THREADS, bytes, st>>>(y, lse, q, k, v, T, Dh, scale, bf16 != 0, nt);
+	LAUNCHED();
+	return 0;
+}
+
+extern "C" int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv,
+				  const float *q, const float *k, const float *v, const float *y,
+				  const float *dy, const float *lse, int BH, int T, int Dh,
+				  float scale, int bf16)
+{
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+	unsigned blocks = 0;
+	int nt = 0;
+
+	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh));
+	if ((size_t)BH * (size_t)T == 0)
+		return 0;
+	bf16 = bf16 != 0;
+	MGPU_TRY(grid_of("attn_bwd", BH, T, BR, &nt, &blocks));
+	MGPU_TRY(smem_for(dev, (const void *)k_attn_dkv, dkv_bytes(Dh), "attn_bwd", Dh));
+	MGPU_TRY(smem_for(dev, (const void *)k_attn_dq, dq_bytes(Dh), "attn_bwd", Dh));
+	k_attn_dkv<<<blocks, THREADS, dkv_bytes(Dh), st>>>(dk, dv, q, k, v, y, dy, lse, T, Dh,
+							    scale, bf16, nt);
+	LAUNCHED();
+	k_attn_dq<<<blocks, THREADS, dq_bytes(Dh), st>>>(dq, q, k, v, y, dy, lse, T, Dh, scale,
+							  bf16, nt);
+	LAUNCHED();
+	return 0;
+}
