@@ -96,7 +96,7 @@ static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 	struct mgpu_model *m = o->model;
 	float norm;
 
-	MGPU_TRY(m->dev->ops->nrm2(m->dev, m->nparams, m->g, &norm));
+	MGPU_TRY(mgpu_dev_nrm2(m->dev, m->nparams, m->g, &norm));
 	o->last_norm = (double)norm * grad_scale;
 	*out = grad_scale * mgpu_optim_clip_factor(o, o->last_norm);
 	return 0;

@@ -185,6 +185,12 @@ struct mgpu_dev {
 	int index;         /* device ordinal in its backend */
 	size_t bytes_cur;  /* device bytes allocated now, through mgpu_dev_alloc */
 	size_t bytes_peak; /* the most ever allocated at once */
+	/* Host traffic, counted by mgpu_dev_to_host, mgpu_dev_from_host and
+	 * mgpu_dev_nrm2 on every backend: a device-to-host read blocks the
+	 * host until the device has run everything queued before it, so the
+	 * training loop keeps them to one per optimizer step (tests count). */
+	uint64_t d2h_count, d2h_nbytes; /* blocking device-to-host reads */
+	uint64_t h2d_count, h2d_nbytes; /* host-to-device copies */
 	void *impl;        /* backend state (cuBLAS handle, stream) */
 };
 
@@ -206,6 +212,11 @@ void mgpu_dev_free(struct mgpu_dev *dev, void *p, size_t nbytes);
 int mgpu_dev_from_host(struct mgpu_dev *dev, void *dst, const void *src_host,
 		       size_t nbytes);
 int mgpu_dev_to_host(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes);
+/* ops->nrm2, counted as a blocking read of one float. */
+int mgpu_dev_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_host);
+/* Count a blocking read of nbytes made outside mgpu_dev_to_host (the NCCL
+ * all-reduce of the step's statistics reads them on its own stream). */
+void mgpu_dev_count_read(struct mgpu_dev *dev, size_t nbytes);
 
 #ifdef __cplusplus
 }
