@@ -177,6 +177,14 @@ struct mgpu_ops {
 			 int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
 			 const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
 			 int ldc, long long strideC, int batch);
+	/* *acc (ONE device double) += scale * the sum of x[0..n) (with squares,
+	 * of x[i]^2), each element widened to double and added in the fixed
+	 * order of elem.h's mgpu_sum_* (chunks, lanes, a pairwise fold): the
+	 * same bits on every backend, whatever the GPU's grid. Nothing comes
+	 * back to the host: the per-step loss, correct count and squared
+	 * gradient norm accumulate on the device and are read once per step. */
+	int (*sum_acc)(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
+		       int squares, double scale);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */
