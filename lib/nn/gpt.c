@@ -220,11 +220,9 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	MGPU_TRY(dalloc(m, &m->row_loss, N, F));
 	MGPU_TRY(dalloc(m, &m->row_correct, N, F));
 	MGPU_TRY(alloc_scratch(m, g, N, D, PT));
-	m->h_loss = calloc(N, F);
-	m->h_correct = calloc(N, F);
 	g->h_ids = calloc(N, sizeof(int32_t));
 	g->h_tgt = calloc(N, sizeof(int32_t));
-	if (!m->h_loss || !m->h_correct || !g->h_ids || !g->h_tgt)
+	if (!g->h_ids || !g->h_tgt)
 		return mgpu_err(MGPU_ENOMEM, "gpt: out of host memory");
 	return 0;
 }
@@ -259,8 +257,6 @@ void mgpu_gpt_free(struct mgpu_model *m)
 		if (g->bufs[i])
 			m->dev->ops->release(m->dev, g->bufs[i]);
 	m->dev->bytes_cur -= m->dev_bytes;
-	free(m->h_loss);
-	free(m->h_correct);
 	free(g->h_ids);
 	free(g->h_tgt);
 	free(g);
@@ -440,27 +436,18 @@ int mgpu_gpt_forward(struct mgpu_model *m, int B, int train)
 		       0.0f, g->logits, g->V);
 }
 
-/* Per sample: the mean over its T positions. */
-int mgpu_gpt_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
-		  double *loss_sum, double *correct)
+/* Per sample: the mean over its T positions (the sums times 1/T). */
+int mgpu_gpt_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		      double *acc)
 {
 	struct mgpu_gpt *g = m->gpt;
-	int i, N = B * g->T;
-	double l = 0.0, c = 0.0;
+	const struct mgpu_ops *o = m->dev->ops;
+	size_t N = (size_t)B * (size_t)g->T;
 
-	MGPU_TRY(m->dev->ops->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss,
-				   m->row_correct, g->logits, m->labels, N, g->V,
-				   grad_scale / (float)g->T));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_loss, m->row_loss, (size_t)N * sizeof(float)));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_correct, m->row_correct,
-				  (size_t)N * sizeof(float)));
-	for (i = 0; i < N; i++) {
-		l += m->h_loss[i];
-		c += m->h_correct[i];
-	}
-	*loss_sum = l / g->T;
-	*correct = c / g->T;
-	return 0;
+	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
+			 g->logits, m->labels, (int)N, g->V, grad_scale / (float)g->T));
+	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, N, 0, 1.0 / g->T));
+	return o->sum_acc(m->dev, acc + 1, m->row_correct, N, 0, 1.0 / g->T);
 }
 
 /* ---- backward ----------------------------------------------------------- */

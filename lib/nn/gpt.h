@@ -48,8 +48,9 @@ int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed);
 /* B samples of T+1 bytes; a byte >= V is an error naming the sample. */
 int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B);
 int mgpu_gpt_forward(struct mgpu_model *m, int B, int train);
-int mgpu_gpt_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
-		  double *loss_sum, double *correct);
+/* mgpu_model_loss_acc of a gpt: per-sample means. */
+int mgpu_gpt_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		      double *acc);
 int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate);
 /* n bytes continuing prompt[0..plen) into out (model.h's
  * mgpu_model_generate says how they are chosen). */

@@ -112,11 +112,18 @@ static int alloc_all(struct mgpu_model *m)
 	MGPU_TRY(m->dev->ops->zero(m->dev, m->g, m->nparams * sizeof(float)));
 	for (l = 0; l < m->spec.nlayers; l++)
 		MGPU_TRY(alloc_layer(m, &m->layers[l]));
-	m->h_loss = calloc(B, sizeof(float));
-	m->h_correct = calloc(B, sizeof(float));
-	if (!m->h_loss || !m->h_correct)
-		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
 	return 0;
+}
+
+/* Every model, mlp or gpt: the step's statistics and mgpu_model_loss's
+ * sums, one block, zero. */
+static int alloc_stats(struct mgpu_model *m)
+{
+	size_t nbytes = (MGPU_STATS + 2) * sizeof(double);
+
+	MGPU_TRY(dalloc(m, &m->stats, nbytes));
+	m->lstats = m->stats + MGPU_STATS;
+	return m->dev->ops->zero(m->dev, m->stats, nbytes);
 }
 
 int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
@@ -138,6 +145,8 @@ int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 		layout(m);
 		rc = alloc_all(m);
 	}
+	if (rc == 0)
+		rc = alloc_stats(m);
 	if (rc < 0)
 		mgpu_model_free(m);
 	return rc;
@@ -178,6 +187,7 @@ void mgpu_model_free(struct mgpu_model *m)
 	if (!m->dev)
 		return;
 	mgpu_mm_free(m);
+	free_buf(m, m->stats);
 	if (m->gpt) {
 		mgpu_gpt_free(m);
 		memset(m, 0, sizeof *m);
@@ -205,8 +215,6 @@ void mgpu_model_free(struct mgpu_model *m)
 	free_buf(m, m->dbuf[1]);
 	free_buf(m, m->zeros);
 	m->dev->bytes_cur -= m->dev_bytes;
-	free(m->h_loss);
-	free(m->h_correct);
 	memset(m, 0, sizeof *m);
 }
 
@@ -316,26 +324,30 @@ int mgpu_model_forward(struct mgpu_model *m, int B, int train)
 	return 0;
 }
 
+int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+			double *acc)
+{
+	const struct mgpu_layer *top = &m->layers[m->spec.nlayers - 1];
+	const struct mgpu_ops *o = m->dev->ops;
+
+	if (m->gpt)
+		return mgpu_gpt_loss_acc(m, B, want_grad, grad_scale, acc);
+	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
+			 top->lin, m->labels, B, top->out, grad_scale));
+	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, (size_t)B, 0, 1.0));
+	return o->sum_acc(m->dev, acc + 1, m->row_correct, (size_t)B, 0, 1.0);
+}
+
 int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
 		    double *loss_sum, double *correct)
 {
-	const struct mgpu_layer *top = &m->layers[m->spec.nlayers - 1];
-	int i;
+	double h[2];
 
-	if (m->gpt)
-		return mgpu_gpt_loss(m, B, want_grad, grad_scale, loss_sum, correct);
-	MGPU_TRY(m->dev->ops->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss,
-				   m->row_correct, top->lin, m->labels, B, top->out,
-				   grad_scale));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_loss, m->row_loss, (size_t)B * sizeof(float)));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_correct, m->row_correct,
-				  (size_t)B * sizeof(float)));
-	*loss_sum = 0.0;
-	*correct = 0.0;
-	for (i = 0; i < B; i++) {
-		*loss_sum += m->h_loss[i];
-		*correct += m->h_correct[i];
-	}
+	MGPU_TRY(m->dev->ops->zero(m->dev, m->lstats, sizeof h));
+	MGPU_TRY(mgpu_model_loss_acc(m, B, want_grad, grad_scale, m->lstats));
+	MGPU_TRY(mgpu_dev_to_host(m->dev, h, m->lstats, sizeof h));
+	*loss_sum = h[0];
+	*correct = h[1];
 	return 0;
 }
 

@@ -103,8 +103,7 @@ static int nccl_finish(struct mgpu_sync *s, double *vals, int n)
 	if (s->grad_prec == MGPU_PREC_BF16) /* the buckets cover every parameter */
 		MGPU_TRY(m->dev->ops->bf16_to_f32(m->dev, m->g, p->g16, m->nparams));
 	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
-	return mgpu_sync_close_step(s, vals, n,
-				    s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0);
+	return mgpu_sync_close_step(s, vals, n, mgpu_sync_norm2_share(s));
 }
 
 static int nccl_allreduce_f64(struct mgpu_sync *s, double *v, int n)
