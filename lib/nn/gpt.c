@@ -19,7 +19,7 @@
  *
  * Memory: every buffer is sized for max_batch sequences and owned here
  * (listed in struct mgpu_gpt's bufs for one release loop); the saved
- * activations per block are ln1, qkv, q, k, v, P, merged y, the mid
+ * activations per block are ln1, q, k, v, P, merged y, the mid
  * residual, ln2, the MLP's pre-activation and GELU output.
  */
 #include "nn/gpt.h"
@@ -43,7 +43,6 @@ struct gpt_block {
 	struct mgpu_param *ln1g, *ln1b, *wqkv, *bqkv, *wproj, *bproj;
 	struct mgpu_param *ln2g, *ln2b, *wfc, *bfc, *wmp, *bmp;
 	float *a1, *mean1, *rstd1; /* ln1 output (N,D), stats (N) */
-	float *qkv;                /* (N,3D) */
 	float *q, *k, *v;          /* (B*H,T,Dh) each */
 	float *P;                  /* (B*H,T,T) attention weights */
 	float *y;                  /* (N,D) heads merged */
@@ -64,7 +63,7 @@ struct mgpu_gpt {
 	int32_t *h_ids, *h_tgt;     /* (N) host staging of inputs, targets */
 	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
 	float *dq, *dk, *dv;        /* (N,D) */
-	float *big;                 /* (N,4D): dh, then dqkv */
+	float *big;                 /* (N,4D): forward's qkv; backward's dh, then dqkv */
 	float *dP;                  /* (B*H,T,T) */
 	int nbufs;
 	void *bufs[GPT_MAX_BUFS];
@@ -167,7 +166,6 @@ static int alloc_block(struct mgpu_model *m, struct gpt_block *k, size_t N, size
 	MGPU_TRY(dalloc(m, &k->a1, N * D, F));
 	MGPU_TRY(dalloc(m, &k->mean1, N, F));
 	MGPU_TRY(dalloc(m, &k->rstd1, N, F));
-	MGPU_TRY(dalloc(m, &k->qkv, N * 3 * D, F));
 	MGPU_TRY(dalloc(m, &k->q, N * D, F));
 	MGPU_TRY(dalloc(m, &k->k, N * D, F));
 	MGPU_TRY(dalloc(m, &k->v, N * D, F));
@@ -366,17 +364,19 @@ static int linear(struct mgpu_model *m, float *Y, const float *X, const struct m
 	return o->bias_act(m->dev, MGPU_ACT_NONE, Y, Y, m->w + b->off, N, out);
 }
 
-/* k->y (N,D) = causal multi-head attention of k->qkv; yh is scratch. */
-static int attention(struct mgpu_model *m, struct gpt_block *k, int B, float *yh)
+/* k->y (N,D) = causal multi-head attention of qkv (N,3D), which backward
+ * does not need (it keeps the heads' copies): scratch, as yh is. */
+static int attention(struct mgpu_model *m, struct gpt_block *k, const float *qkv, int B,
+		     float *yh)
 {
 	const struct mgpu_ops *o = m->dev->ops;
 	struct mgpu_gpt *g = m->gpt;
 	int T = g->T, Dh = g->Dh, BH = B * g->H, D3 = 3 * g->D;
 	long long sT = (long long)T * Dh, sP = (long long)T * T;
 
-	MGPU_TRY(o->heads_split(m->dev, k->q, k->qkv, D3, B, T, g->H, Dh));
-	MGPU_TRY(o->heads_split(m->dev, k->k, k->qkv + g->D, D3, B, T, g->H, Dh));
-	MGPU_TRY(o->heads_split(m->dev, k->v, k->qkv + 2 * g->D, D3, B, T, g->H, Dh));
+	MGPU_TRY(o->heads_split(m->dev, k->q, qkv, D3, B, T, g->H, Dh));
+	MGPU_TRY(o->heads_split(m->dev, k->k, qkv + g->D, D3, B, T, g->H, Dh));
+	MGPU_TRY(o->heads_split(m->dev, k->v, qkv + 2 * g->D, D3, B, T, g->H, Dh));
 	MGPU_TRY(mgpu_mm_strided(m, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->k, Dh, sT, k->q,
 				 Dh, sT, 0.0f, k->P, T, sP, BH));
 	MGPU_TRY(o->attn_softmax(m->dev, k->P, k->P, BH, T, 1.0f / sqrtf((float)Dh)));
@@ -397,8 +397,8 @@ static int block_forward(struct mgpu_model *m, int l, const float *x, int B, int
 
 	MGPU_TRY(o->ln_fwd(m->dev, k->a1, k->mean1, k->rstd1, x, w + k->ln1g->off,
 			   w + k->ln1b->off, N, D, LN_EPS));
-	MGPU_TRY(linear(m, k->qkv, k->a1, k->wqkv, k->bqkv, N));
-	MGPU_TRY(attention(m, k, B, g->dx));
+	MGPU_TRY(linear(m, g->big, k->a1, k->wqkv, k->bqkv, N));
+	MGPU_TRY(attention(m, k, g->big, B, g->dx));
 	MGPU_TRY(linear(m, g->dt, k->y, k->wproj, k->bproj, N));
 	if (dropping)
 		MGPU_TRY(drop(m, g->dt, g->dt, N, 1 + 2 * l));

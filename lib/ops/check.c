@@ -10,7 +10,7 @@
  */
 #include "ops/check.h"
 
-#include <math.h>   /* fabs, isfinite, INFINITY, NAN */
+#include <math.h>   /* fabs, floorf, isfinite, INFINITY, NAN */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
 #include <string.h> /* memset, strcmp */
@@ -547,6 +547,8 @@ static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 	if (!lab)
 		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
 	fill(r->p, L, n, -3.0f, 3.0f);
+	for (i = 0; c->k && i < n; i++)
+		L[i] = floorf(L[i]); /* six values: a row's maximum repeats */
 	fill(r->p, u, B, 0.0f, 1.0f);
 	for (i = 0; i < B; i++)
 		lab[i] = (int32_t)(u[i] * (float)c->n) % (c->n ? c->n : 1);
@@ -567,8 +569,8 @@ static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(cmp_out(r, &e, ico, B));
 	if (!c->flag)
 		MGPU_TRY(cmp_out(r, &e, idl, n));
-	snprintf(shape, sizeof shape, "B=%d C=%d scale=%g%s", c->m, c->n, (double)c->alpha,
-		 c->flag ? " no-grad" : "");
+	snprintf(shape, sizeof shape, "B=%d C=%d scale=%g%s%s", c->m, c->n, (double)c->alpha,
+		 c->flag ? " no-grad" : "", c->k ? " ties" : "");
 	add_row(r->p, "xent", shape, e.worst);
 	return 0;
 }
@@ -1231,6 +1233,10 @@ static const struct mgpu_ops_case selftest[] = {
 	{ "add", MGPU_N, MGPU_N, 0, 32768, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 1 },
 	{ "emb", MGPU_N, MGPU_N, 4, 128, 64, 256, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
 	{ "attn", MGPU_N, MGPU_N, 16, 64, 0, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
+	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
+	 * warp per row on cuda; xent's logits tie for the maximum */
+	{ "ln", MGPU_N, MGPU_N, 64, 768, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
+	{ "xent", MGPU_N, MGPU_N, 64, 256, 1, 0, 0, 0, 1.0f / 64, 0.0f, MGPU_ACT_NONE, 0 },
 	{ "heads", MGPU_N, MGPU_N, 4, 32, 64, 4, 384, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
 	{ "bf16", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
 	/* --dtype bf16: the mlp's three products, then attention's batched one */

@@ -52,7 +52,8 @@ struct mgpu_ops_report {
  *   col_sum   m = B, n = D, beta
  *   ln        m = B, n = D, beta = acc (rows "ln_fwd" and "ln_bwd")
  *   dropout   n, alpha = p, k = offset, flag = in place
- *   xent      m = B, n = C, alpha = grad_scale, flag = no dlogits
+ *   xent      m = B, n = C, alpha = grad_scale, flag = no dlogits, k != 0:
+ *             whole-number logits, so a row's maximum repeats (argmax ties)
  *   u8_to_f32 n, alpha = scale, beta = shift
  *   sgd       n, beta = momentum (0: no buffer), flag = nesterov; 2 steps
  *   adamw     n; 2 steps
@@ -104,8 +105,9 @@ double mgpu_ops_tolerance(const char *op);
 /* The selftest: every op on representative shapes (a training-like
  * 512x128x784 sgemm and its two backward products, 128x512 element ops,
  * 128x10 xent, plus odd shapes; a small gpt block's attention and
- * embedding ops; the bf16 GEMM on the same products; the sums of a step's
- * statistics), ops device `index`
+ * embedding ops, LayerNorm at width 768 and xent over 256 tied logits;
+ * the bf16 GEMM on the same products; the sums of a step's statistics),
+ * ops device `index`
  * against ref device 0.
  * Returns 0 when everything ran (read rep->nfail for the verdict). */
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

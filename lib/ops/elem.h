@@ -5,17 +5,18 @@
  * plain inline function under a C compiler. The ref/cpu loops and the CUDA
  * kernels call these same functions; only indexing and scheduling differ,
  * so the CPU tests check the arithmetic the GPU runs (nvcc builds with
- * -fmad=false, as the C build does not contract either; expf and tanhf
- * of the CUDA math library may still differ in the last bits, hence the
- * conformance tolerances). GELU uses mgpu_erf and mgpu_exp_neg below, the
- * same arithmetic on every backend.
+ * -fmad=false, as the C build does not contract either; logf and tanhf
+ * of the CUDA math library may still differ in the last bits, and the
+ * backends sum rows in different orders, hence the conformance
+ * tolerances). GELU and the softmaxes use mgpu_erf and mgpu_exp_neg below,
+ * the same arithmetic on every backend.
  *
  * Row functions take row pointers (row-major (B,D) data, see ops.h).
  */
 #ifndef MGPU_OPS_ELEM_H
 #define MGPU_OPS_ELEM_H
 
-#include <math.h>   /* expf, logf, erff, tanhf, sqrtf */
+#include <math.h>   /* logf, tanhf, sqrtf */
 #include <stdint.h> /* uint64_t, int32_t */
 #include <string.h> /* memcpy */
 
@@ -136,13 +137,13 @@ MGPU_HD static inline void mgpu_xent_row(const float *l, int C, int32_t label,
 			arg = j;
 		}
 	for (j = 0; j < C; j++)
-		sum += expf(l[j] - mx);
+		sum += mgpu_exp_neg(l[j] - mx);
 	*loss = mx + logf(sum) - l[label];
 	*correct = arg == label ? 1.0f : 0.0f;
 	if (!dl)
 		return;
 	for (j = 0; j < C; j++)
-		dl[j] = (expf(l[j] - mx) / sum - (j == label ? 1.0f : 0.0f)) * grad_scale;
+		dl[j] = (mgpu_exp_neg(l[j] - mx) / sum - (j == label ? 1.0f : 0.0f)) * grad_scale;
 }
 
 /* LayerNorm of one row of D features (biased variance, as PyTorch). */
@@ -285,7 +286,7 @@ MGPU_HD static inline void mgpu_attn_row_fwd(const float *s, int i, int T, float
 		mx = t > mx ? t : mx;
 	}
 	for (j = 0; j <= i; j++) {
-		p[j] = expf(scale * s[j] - mx);
+		p[j] = mgpu_exp_neg(scale * s[j] - mx);
 		sum += p[j];
 	}
 	for (j = 0; j <= i; j++)
@@ -360,6 +361,220 @@ MGPU_HD static inline size_t mgpu_heads_index(size_t idx, int T, int H, int Dh, 
 	size_t h = bh % (size_t)H, b = bh / (size_t)H;
 
 	return (b * (size_t)T + t) * (size_t)ld + h * (size_t)Dh + d;
+}
+
+/* ---- a row in parts: what one GPU lane computes -------------------------
+ *
+ * The row functions above walk a row serially. The CUDA kernels give a row
+ * to a warp instead: lane l takes the part j = l, l + 32, l + 64, ... of
+ * the row, reduces it with a *_part function below, and the 32 partial
+ * results are combined across the warp (a sum by sums, a max by
+ * mgpu_max_merge, an argmax by mgpu_argmax_merge); then each lane writes
+ * its part with the per-element function. A part is (j0, n, step): the
+ * indices j0, j0 + step, ... below n. The part (0, n, 1) is the whole row,
+ * and then these functions compute exactly what the row functions above
+ * compute, bit for bit (test_elem checks it), so the formulas agree; only
+ * the order of a warp's sums differs, by rounding.
+ */
+
+/* sum of x[j] over the part. */
+MGPU_HD static inline float mgpu_part_sum(const float *x, size_t j0, size_t n, size_t step)
+{
+	float s = 0.0f;
+	size_t j;
+
+	for (j = j0; j < n; j += step)
+		s += x[j];
+	return s;
+}
+
+/* sum of (x[j] - mean)^2 over the part: LayerNorm's variance numerator. */
+MGPU_HD static inline float mgpu_part_sqdev(const float *x, float mean, size_t j0, size_t n,
+					    size_t step)
+{
+	float s = 0.0f, d;
+	size_t j;
+
+	for (j = j0; j < n; j += step) {
+		d = x[j] - mean;
+		s += d * d;
+	}
+	return s;
+}
+
+/* sum of x[j] * y[j] over the part. */
+MGPU_HD static inline float mgpu_part_dot(const float *x, const float *y, size_t j0, size_t n,
+					  size_t step)
+{
+	float s = 0.0f;
+	size_t j;
+
+	for (j = j0; j < n; j += step)
+		s += x[j] * y[j];
+	return s;
+}
+
+/* The larger of two partial maxima (the serial rows' comparison). */
+MGPU_HD static inline float mgpu_max_merge(float mx, float t)
+{
+	return t > mx ? t : mx;
+}
+
+/* max of scale * x[j] over the part; -Inf for an empty part. */
+MGPU_HD static inline float mgpu_part_max(const float *x, float scale, size_t j0, size_t n,
+					  size_t step)
+{
+	float mx = -INFINITY;
+	size_t j;
+
+	for (j = j0; j < n; j += step)
+		mx = mgpu_max_merge(mx, scale * x[j]);
+	return mx;
+}
+
+/* sum of exp(scale * x[j] - mx) over the part: a softmax's denominator. */
+MGPU_HD static inline float mgpu_part_sum_exp(const float *x, float scale, float mx, size_t j0,
+					      size_t n, size_t step)
+{
+	float s = 0.0f;
+	size_t j;
+
+	for (j = j0; j < n; j += step)
+		s += mgpu_exp_neg(scale * x[j] - mx);
+	return s;
+}
+
+/* (mx, arg) becomes (t, at) when t is larger, or equal at a smaller index:
+ * the first maximum of a row wins, as in mgpu_xent_row, whatever order the
+ * parts are merged in. */
+MGPU_HD static inline void mgpu_argmax_merge(float *mx, int *arg, float t, int at)
+{
+	if (t > *mx || (t == *mx && at < *arg)) {
+		*mx = t;
+		*arg = at;
+	}
+}
+
+/* The first maximum of x over the part; an empty part gives (-Inf, n),
+ * which loses every merge with a real element (n is past the row). */
+MGPU_HD static inline void mgpu_part_argmax(const float *x, size_t j0, size_t n, size_t step,
+					    float *mx, int *arg)
+{
+	size_t j;
+
+	*mx = -INFINITY;
+	*arg = (int)n;
+	for (j = j0; j < n; j += step)
+		mgpu_argmax_merge(mx, arg, x[j], (int)j);
+}
+
+/* LayerNorm backward's two row sums over the part: s1 of dxhat, s2 of
+ * dxhat * xhat, with dxhat = dy * g and xhat = (x - mean) * rstd. */
+MGPU_HD static inline void mgpu_ln_bwd_part(const float *dy, const float *x, float mean,
+					    float rstd, const float *g, size_t j0, size_t n,
+					    size_t step, float *s1, float *s2)
+{
+	float a = 0.0f, b = 0.0f, xhat, dxhat;
+	size_t j;
+
+	for (j = j0; j < n; j += step) {
+		xhat = (x[j] - mean) * rstd;
+		dxhat = dy[j] * g[j];
+		a += dxhat;
+		b += dxhat * xhat;
+	}
+	*s1 = a;
+	*s2 = b;
+}
+
+/* LayerNorm backward's column sums over the rows i0, i0 + step, ... < B
+ * of column j: sg of dy * xhat (dgamma), sb of dy (dbeta). */
+MGPU_HD static inline void mgpu_ln_col_part(const float *dY, const float *X, const float *mean,
+					    const float *rstd, size_t i0, size_t B, size_t step,
+					    size_t D, size_t j, float *sg, float *sb)
+{
+	float a = 0.0f, b = 0.0f, dy;
+	size_t i;
+
+	for (i = i0; i < B; i += step) {
+		dy = dY[i * D + j];
+		a += dy * (X[i * D + j] - mean[i]) * rstd[i];
+		b += dy;
+	}
+	*sg = a;
+	*sb = b;
+}
+
+/* sum of column j of Y (rows D floats apart) over rows i0, i0 + step, ... < B. */
+MGPU_HD static inline float mgpu_col_part(const float *Y, size_t i0, size_t B, size_t step,
+					  size_t D, size_t j)
+{
+	float s = 0.0f;
+	size_t i;
+
+	for (i = i0; i < B; i += step)
+		s += Y[i * D + j];
+	return s;
+}
+
+/* *dst = acc * *dst + s, or s when acc == 0 (the old value, NaN or never
+ * written, is then not read): how the gradient sums land. */
+MGPU_HD static inline void mgpu_acc_store(float *dst, float acc, float s)
+{
+	*dst = acc == 0.0f ? s : acc * *dst + s;
+}
+
+/* LayerNorm's row statistics from the row's sum and squared deviations. */
+MGPU_HD static inline float mgpu_ln_mean(float sum, int D)
+{
+	return sum / (float)D;
+}
+
+MGPU_HD static inline float mgpu_ln_rstd(float sqdev, int D, float eps)
+{
+	return 1.0f / sqrtf(sqdev / (float)D + eps);
+}
+
+/* One element of LayerNorm forward. */
+MGPU_HD static inline float mgpu_ln_fwd_elem(float x, float mean, float rstd, float g, float b)
+{
+	return (x - mean) * rstd * g + b;
+}
+
+/* One element of LayerNorm's dX; s1, s2 are mgpu_ln_bwd_part's sums over
+ * the whole row, divided by D. */
+MGPU_HD static inline float mgpu_ln_bwd_elem(float dy, float x, float mean, float rstd, float g,
+					     float s1, float s2)
+{
+	float xhat = (x - mean) * rstd;
+
+	return rstd * (dy * g - s1 - xhat * s2);
+}
+
+/* One element of a softmax of scale * x, given the row's max and sum. */
+MGPU_HD static inline float mgpu_softmax_elem(float x, float scale, float mx, float sum)
+{
+	return mgpu_exp_neg(scale * x - mx) / sum;
+}
+
+/* One element of the attention softmax backward, given sum p * dp. */
+MGPU_HD static inline float mgpu_attn_bwd_elem(float p, float dp, float dot, float scale)
+{
+	return scale * p * (dp - dot);
+}
+
+/* Cross-entropy of a row from its max, its sum of exp(l - max) and the
+ * label's logit. */
+MGPU_HD static inline float mgpu_xent_loss(float mx, float sum, float l_label)
+{
+	return mx + logf(sum) - l_label;
+}
+
+/* One element of dlogits: (softmax - onehot) * grad_scale. */
+MGPU_HD static inline float mgpu_xent_grad_elem(float l, float mx, float sum, int is_label,
+						float grad_scale)
+{
+	return (mgpu_exp_neg(l - mx) / sum - (is_label ? 1.0f : 0.0f)) * grad_scale;
 }
 
 /*

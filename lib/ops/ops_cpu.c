@@ -33,8 +33,7 @@
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
 #include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum, mgpu_cpu_gemm_bf16 */
 
-/* Block width of the vectorisable loops: 8 floats = one AVX or two SSE vectors. */
-#define W 8
+#define W MGPU_CPU_W
 
 /* BLAS level-1 calls take int lengths: longer vectors go in chunks. */
 #define BLAS_CHUNK ((size_t)1 << 30)
@@ -46,6 +45,22 @@ static int cpu_init(struct mgpu_dev *dev, int index)
 	return 0;
 }
 
+/* C (m x n, column-major, ldc) = 0. */
+static void zero_cols(float *C, int m, int n, int ldc)
+{
+	int j;
+
+	if (ldc == m) {
+		memset(C, 0, (size_t)m * (size_t)n * sizeof *C);
+		return;
+	}
+	for (j = 0; j < n; j++)
+		memset(C + (size_t)j * (size_t)ldc, 0, (size_t)m * sizeof *C);
+}
+
+/* beta == 0 is passed as a zeroed C and beta 1: OpenBLAS 0.3.21 clears C
+ * with scalar stores (sgemm_beta, 6% of a small gpt's step on Zen), memset
+ * with vector ones; 0 + x is x, so C comes out the same. */
 static int cpu_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
 		     int n, int k, float alpha, const float *A, int lda, const float *Bm,
 		     int ldb, float beta, float *C, int ldc)
@@ -54,6 +69,10 @@ static int cpu_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans t
 	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
 	if (m == 0 || n == 0)
 		return 0;
+	if (beta == 0.0f) {
+		zero_cols(C, m, n, ldc);
+		beta = 1.0f;
+	}
 	cblas_sgemm(CblasColMajor, ta == MGPU_T ? CblasTrans : CblasNoTrans,
 		    tb == MGPU_T ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda, Bm, ldb,
 		    beta, C, ldc);
@@ -147,18 +166,8 @@ static void bias_lin_row(int relu, float *y, float *z, const float *b, int D)
 		bias_row(y, z, b, D);
 }
 
-/*
- * GELU is arithmetic only (elem.h's erf and exp), so where the CPU has AVX2
- * the same loops run 8 lanes wide instead of the baseline's 4: gcc builds
- * both clones and picks one at load time. Only the width changes (no FMA,
- * which "avx2" does not enable; the same IEEE operations in the same
- * order), so every machine gets the same bits.
- */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define WIDE_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define WIDE_CLONES
-#endif
+/* GELU is arithmetic only (elem.h's erf and exp): it runs MGPU_CPU_WIDE. */
+#define WIDE_CLONES MGPU_CPU_WIDE
 
 /* gelu in blocks of W (vectorised: no call inside); y may equal z. */
 WIDE_CLONES static void bias_gelu_row(float *y, float *z, const float *restrict b, int D)
@@ -329,8 +338,8 @@ static void ln_cols(const float *dY, const float *X, const float *mean, const fl
 	}
 }
 
-/* dY, X, dX (B,D); mean, rstd (B); gamma, dgamma, dbeta (D): ref's rows,
- * and the columns through ln_cols. */
+/* dY, X, dX (B,D); mean, rstd (B); gamma, dgamma, dbeta (D): the rows in
+ * lanes (rows_cpu.c), the columns through ln_cols. */
 static int cpu_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbeta,
 		      const float *dY, const float *X, const float *mean, const float *rstd,
 		      const float *gamma, int B, int D, float acc)
@@ -342,7 +351,7 @@ static int cpu_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbe
 	MGPU_TRY(ops_check_rows("ln_bwd", B, D));
 	for (i = 0; i < B && D > 0; i++) {
 		off = (size_t)i * (size_t)D;
-		mgpu_ln_row_bwd(dY + off, X + off, mean[i], rstd[i], gamma, D, dX + off);
+		mgpu_cpu_ln_bwd_row(dY + off, X + off, mean[i], rstd[i], gamma, D, dX + off);
 	}
 	for (j = 0; j < D; j += LN_COLS)
 		ln_cols(dY, X, mean, rstd, B, D, j, D - j < LN_COLS ? D - j : LN_COLS, acc, dgamma,
@@ -621,10 +630,10 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.bias_act = cpu_bias_act,
 	.act_bwd = cpu_act_bwd,
 	.col_sum = cpu_col_sum,
-	.ln_fwd = ops_host_ln_fwd,
+	.ln_fwd = mgpu_cpu_ln_fwd, /* rows_cpu.c */
 	.ln_bwd = cpu_ln_bwd,
 	.dropout = cpu_dropout,
-	.xent = ops_host_xent,
+	.xent = mgpu_cpu_xent,
 	.u8_to_f32 = cpu_u8_to_f32,
 	.sgd = cpu_sgd,
 	.adamw = cpu_adamw,
@@ -632,8 +641,8 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.add = cpu_add,
 	.emb_fwd = cpu_emb_fwd,
 	.emb_bwd = cpu_emb_bwd,
-	.attn_softmax = ops_host_attn_softmax,
-	.attn_softmax_bwd = ops_host_attn_softmax_bwd,
+	.attn_softmax = mgpu_cpu_attn_softmax,
+	.attn_softmax_bwd = mgpu_cpu_attn_softmax_bwd,
 	.heads_split = cpu_heads_split,
 	.heads_merge = cpu_heads_merge,
 	.f32_to_bf16 = cpu_f32_to_bf16,

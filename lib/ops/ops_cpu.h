@@ -13,9 +13,26 @@
 #define MGPU_OPS_OPS_CPU_H
 
 #include <stddef.h> /* size_t */
-#include <stdint.h> /* uint16_t */
+#include <stdint.h> /* uint16_t, int32_t */
 
 #include "ops/ops.h" /* struct mgpu_sgd_hp, struct mgpu_adamw_hp */
+
+/* Block width of the vectorisable loops: 8 floats = one AVX or two SSE
+ * vectors. */
+#define MGPU_CPU_W 8
+
+/*
+ * Loops that are arithmetic only (elem.h's erf and exp) run 8 lanes wide
+ * instead of the baseline's 4 where the CPU has AVX2: gcc builds both
+ * clones and picks one at load time. Only the width changes (no FMA,
+ * which "avx2" does not enable; the same IEEE operations in the same
+ * order), so every machine gets the same bits.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MGPU_CPU_WIDE __attribute__((target_clones("avx2", "default")))
+#else
+#define MGPU_CPU_WIDE
+#endif
 
 /* mom may be NULL when hp->momentum == 0. ng >= 1. */
 void mgpu_cpu_sgd_sum(float *w, const float *const *g, int ng, float *mom, size_t n,
@@ -30,6 +47,19 @@ int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans
 		       const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
 		       long long sc, int batch);
 void mgpu_cpu_release(struct mgpu_dev *dev);
+
+/* The row ops of rows_cpu.c (ops.h's semantics; sums in lanes). */
+int mgpu_cpu_ln_fwd(struct mgpu_dev *dev, float *Y, float *mean, float *rstd, const float *X,
+		    const float *gamma, const float *beta, int B, int D, float eps);
+/* dx (D) of one LayerNorm row, as elem.h's mgpu_ln_row_bwd; dx != dy. */
+void mgpu_cpu_ln_bwd_row(const float *dy, const float *x, float mean, float rstd,
+			 const float *g, int D, float *dx);
+int mgpu_cpu_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *row_correct,
+		  const float *logits, const int32_t *labels, int B, int C, float grad_scale);
+int mgpu_cpu_attn_softmax(struct mgpu_dev *dev, float *P, const float *S, int BH, int T,
+			  float scale);
+int mgpu_cpu_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP, const float *P,
+			      int BH, int T, float scale);
 /* What that GEMM runs on in this process: OpenBLAS's cblas_sbgemm where it
  * exists and passes a probe, else widened inputs through cblas_sgemm. */
 const char *mgpu_cpu_bf16_gemm_path(void);

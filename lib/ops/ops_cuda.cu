@@ -386,17 +386,121 @@ static int cuda_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, 
 	return 0;
 }
 
-/* ---- row kernels: one thread per row; column kernels: one per column ---- */
+/* ---- row kernels: a warp per row; column kernels: a block per column tile
+ *
+ * A row op gives each row to one warp. Lane l reads elements l, l + 32, ...
+ * of the row (the 32 lanes read 32 neighbouring floats: coalesced), reduces
+ * that part with elem.h's *_part functions, and warp_sum / warp_max /
+ * warp_argmax combine the 32 parts with butterfly shuffles, after which
+ * every lane holds the row's total; then each lane writes its own elements
+ * with elem.h's per-element function.
+ *
+ * Geometry: blocks of THREADS threads, ROW_WARPS rows each, at most
+ * MAX_BLOCKS blocks; WARP_ROWS loops a warp over rows ROW_WARPS * gridDim.x
+ * apart. The row index is the same in the 32 lanes of a warp, so a warp
+ * enters and leaves every row whole and each shuffle runs with all 32
+ * lanes, as FULL_MASK states. A lane reads and writes only its own
+ * elements of a row, so the in-place forms (P == S, dS == dP) need no
+ * barrier. Offsets are size_t.
+ */
+#define WARP 32
+#define FULL_MASK 0xffffffffu
+#define ROW_WARPS (THREADS / WARP)
+static_assert(THREADS % WARP == 0, "row kernels need whole warps");
+
+/* Blocks for one warp per row (rows > 0); the kernels loop past the cap. */
+static unsigned row_blocks(size_t rows)
+{
+	size_t b = (rows + ROW_WARPS - 1) / ROW_WARPS;
+	return b < MAX_BLOCKS ? (unsigned)b : MAX_BLOCKS;
+}
+
+/* r: the calling warp's rows. blockDim.x == THREADS, a multiple of WARP, so
+ * the 32 threads of a warp share blockIdx.x and threadIdx.x / WARP. */
+#define WARP_ROWS(r, rows)                                                          \
+	for (size_t r = (size_t)blockIdx.x * ROW_WARPS + threadIdx.x / WARP; r < (rows); \
+	     r += (size_t)gridDim.x * ROW_WARPS)
+
+static __device__ unsigned lane_id(void)
+{
+	return threadIdx.x % WARP;
+}
+
+/* v summed over the warp, in every lane. The two lanes of a pair add the
+ * same two values (a + b == b + a), so all lanes end with the same bits,
+ * and every run adds in the same order. */
+static __device__ float warp_sum(float v)
+{
+	for (int o = WARP / 2; o > 0; o /= 2)
+		v += __shfl_xor_sync(FULL_MASK, v, o);
+	return v;
+}
+
+static __device__ float warp_max(float v)
+{
+	for (int o = WARP / 2; o > 0; o /= 2)
+		v = mgpu_max_merge(v, __shfl_xor_sync(FULL_MASK, v, o));
+	return v;
+}
+
+/* The first maximum over the warp's parts, in every lane (the merge picks
+ * the larger value, then the smaller index: the same pick in both lanes). */
+static __device__ void warp_argmax(float *mx, int *arg)
+{
+	for (int o = WARP / 2; o > 0; o /= 2) {
+		float t = __shfl_xor_sync(FULL_MASK, *mx, o);
+		int at = __shfl_xor_sync(FULL_MASK, *arg, o);
+		mgpu_argmax_merge(mx, arg, t, at);
+	}
+}
+
+/*
+ * Column kernels (col_sum, LayerNorm's dgamma/dbeta): a block of COL_W x
+ * COL_H threads takes COL_W neighbouring columns over all B rows. Thread
+ * (x, y) sums column x over rows y, y + COL_H, ... (a warp reads COL_W
+ * floats of each of WARP / COL_W rows: whole 32-byte sectors); col_total
+ * then adds the COL_H partial sums in order of y. No atomics, no scratch
+ * memory, the same order on every run, and ceil(D / COL_W) blocks (96 at
+ * D = 768), where one thread per column walking all rows kept only
+ * D / THREADS blocks busy. Blocks: D <= INT_MAX gives < 2^28 of them,
+ * under gridDim.x's 2^31 - 1.
+ */
+#define COL_W 8
+#define COL_H 64
+static_assert(COL_W * COL_H <= 1024 && WARP % COL_W == 0, "column block shape");
+
+static unsigned col_blocks(int D)
+{
+	return (unsigned)(((size_t)D + COL_W - 1) / COL_W);
+}
+
+/* Column threadIdx.x's partial sums v added over the block in order of
+ * threadIdx.y: the total, in the threads with threadIdx.y == 0. Every
+ * thread of the block must call it (__syncthreads). */
+static __device__ float col_total(float v)
+{
+	__shared__ float part[COL_H][COL_W];
+
+	part[threadIdx.y][threadIdx.x] = v;
+	__syncthreads();
+	if (threadIdx.y == 0)
+		for (int y = 1; y < COL_H; y++)
+			v += part[y][threadIdx.x];
+	__syncthreads(); /* part is free for the next call */
+	return v;
+}
 
 /* db (D) = beta * db + column sums of dY (B,D); beta == 0 overwrites. */
-static __global__ void k_col_sum(float *db, const float *dY, int B, int D, float beta)
+static __global__ void k_col_sum(float *db, const float *dY, size_t B, int D, float beta)
 {
-	GRID_STRIDE(j, (size_t)D) {
-		float s = 0.0f;
-		for (int i = 0; i < B; i++)
-			s += dY[(size_t)i * D + j];
-		db[j] = beta == 0.0f ? s : beta * db[j] + s;
-	}
+	size_t j = (size_t)blockIdx.x * COL_W + threadIdx.x;
+	float s = 0.0f;
+
+	if (j < (size_t)D)
+		s = mgpu_col_part(dY, threadIdx.y, B, COL_H, (size_t)D, j);
+	s = col_total(s);
+	if (threadIdx.y == 0 && j < (size_t)D)
+		mgpu_acc_store(&db[j], beta, s);
 }
 
 static int cuda_col_sum(struct mgpu_dev *dev, float *db, const float *dY, int B, int D,
@@ -406,18 +510,30 @@ static int cuda_col_sum(struct mgpu_dev *dev, float *db, const float *dY, int B,
 	if (D == 0)
 		return 0;
 	MGPU_TRY(use(dev));
-	k_col_sum<<<blocks_for((size_t)D), THREADS, 0, impl_of(dev)->stream>>>(db, dY, B, D,
-									      beta);
+	k_col_sum<<<col_blocks(D), dim3(COL_W, COL_H), 0, impl_of(dev)->stream>>>(
+		db, dY, (size_t)B, D, beta);
 	LAUNCHED();
 	return 0;
 }
 
+/* X, Y (B,D); gamma, beta (D); mean, rstd (B), written by lane 0. */
 static __global__ void k_ln_fwd(float *Y, float *mean, float *rstd, const float *X,
-			 const float *gamma, const float *beta, int B, int D, float eps)
+				const float *gamma, const float *beta, size_t B, int D, float eps)
 {
-	GRID_STRIDE(i, (size_t)B) {
-		size_t off = i * D;
-		mgpu_ln_row_fwd(X + off, D, gamma, beta, eps, Y + off, &mean[i], &rstd[i]);
+	unsigned lane = lane_id();
+
+	WARP_ROWS(i, B) {
+		const float *x = X + i * D;
+		float *y = Y + i * D;
+		float mu = mgpu_ln_mean(warp_sum(mgpu_part_sum(x, lane, D, WARP)), D);
+		float rs = mgpu_ln_rstd(warp_sum(mgpu_part_sqdev(x, mu, lane, D, WARP)), D, eps);
+
+		for (size_t j = lane; j < (size_t)D; j += WARP)
+			y[j] = mgpu_ln_fwd_elem(x[j], mu, rs, gamma[j], beta[j]);
+		if (lane == 0) {
+			mean[i] = mu;
+			rstd[i] = rs;
+		}
 	}
 }
 
@@ -429,26 +545,48 @@ static int cuda_ln_fwd(struct mgpu_dev *dev, float *Y, float *mean, float *rstd,
 	if (B == 0 || D == 0)
 		return 0;
 	MGPU_TRY(use(dev));
-	k_ln_fwd<<<blocks_for((size_t)B), THREADS, 0, impl_of(dev)->stream>>>(
-		Y, mean, rstd, X, gamma, beta, B, D, eps);
+	k_ln_fwd<<<row_blocks((size_t)B), THREADS, 0, impl_of(dev)->stream>>>(
+		Y, mean, rstd, X, gamma, beta, (size_t)B, D, eps);
 	LAUNCHED();
 	return 0;
 }
 
-static __global__ void k_ln_bwd_rows(float *dX, const float *dY, const float *X, const float *mean,
-			      const float *rstd, const float *gamma, int B, int D)
+/* dX (B,D) of LayerNorm, a warp per row. */
+static __global__ void k_ln_bwd_rows(float *dX, const float *dY, const float *X,
+				     const float *mean, const float *rstd, const float *gamma,
+				     size_t B, int D)
 {
-	GRID_STRIDE(i, (size_t)B) {
+	unsigned lane = lane_id();
+
+	WARP_ROWS(i, B) {
 		size_t off = i * D;
-		mgpu_ln_row_bwd(dY + off, X + off, mean[i], rstd[i], gamma, D, dX + off);
+		float mu = mean[i], rs = rstd[i], s1, s2;
+
+		mgpu_ln_bwd_part(dY + off, X + off, mu, rs, gamma, lane, D, WARP, &s1, &s2);
+		s1 = warp_sum(s1) / (float)D;
+		s2 = warp_sum(s2) / (float)D;
+		for (size_t j = lane; j < (size_t)D; j += WARP)
+			dX[off + j] = mgpu_ln_bwd_elem(dY[off + j], X[off + j], mu, rs, gamma[j],
+						       s1, s2);
 	}
 }
 
-static __global__ void k_ln_bwd_cols(float *dgamma, float *dbeta, const float *dY, const float *X,
-			      const float *mean, const float *rstd, int B, int D, float acc)
+/* dgamma, dbeta (D) = acc * old + column sums over the B rows. */
+static __global__ void k_ln_bwd_cols(float *dgamma, float *dbeta, const float *dY,
+				     const float *X, const float *mean, const float *rstd,
+				     size_t B, int D, float acc)
 {
-	GRID_STRIDE(j, (size_t)D)
-		mgpu_ln_col_bwd(dY, X, mean, rstd, B, D, (int)j, acc, dgamma, dbeta);
+	size_t j = (size_t)blockIdx.x * COL_W + threadIdx.x;
+	float sg = 0.0f, sb = 0.0f;
+
+	if (j < (size_t)D)
+		mgpu_ln_col_part(dY, X, mean, rstd, threadIdx.y, B, COL_H, (size_t)D, j, &sg, &sb);
+	sg = col_total(sg);
+	sb = col_total(sb);
+	if (threadIdx.y == 0 && j < (size_t)D) {
+		mgpu_acc_store(&dgamma[j], acc, sg);
+		mgpu_acc_store(&dbeta[j], acc, sb);
+	}
 }
 
 static int cuda_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbeta,
@@ -462,33 +600,51 @@ static int cuda_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *db
 		return 0;
 	MGPU_TRY(use(dev));
 	if (B > 0) {
-		k_ln_bwd_rows<<<blocks_for((size_t)B), THREADS, 0, s>>>(dX, dY, X, mean, rstd,
-									 gamma, B, D);
+		k_ln_bwd_rows<<<row_blocks((size_t)B), THREADS, 0, s>>>(dX, dY, X, mean, rstd,
+									 gamma, (size_t)B, D);
 		LAUNCHED();
 	}
-	k_ln_bwd_cols<<<blocks_for((size_t)D), THREADS, 0, s>>>(dgamma, dbeta, dY, X, mean,
-								 rstd, B, D, acc);
+	k_ln_bwd_cols<<<col_blocks(D), dim3(COL_W, COL_H), 0, s>>>(dgamma, dbeta, dY, X, mean,
+								   rstd, (size_t)B, D, acc);
 	LAUNCHED();
 	return 0;
 }
 
+/* Softmax cross-entropy, a warp per row of logits (B,C). The loss and the
+ * correct flag are written by the lane that owns l[y], which reads l[y]
+ * before it writes dl[y], so even dlogits == logits would be safe. */
 static __global__ void k_xent(float *dlogits, float *row_loss, float *row_correct,
-		       const float *logits, const int32_t *labels, int B, int C,
-		       float grad_scale)
+			      const float *logits, const int32_t *labels, size_t B, int C,
+			      float grad_scale)
 {
-	GRID_STRIDE(i, (size_t)B) {
+	unsigned lane = lane_id();
+
+	WARP_ROWS(i, B) {
 		size_t off = i * C;
+		const float *l = logits + off;
 		float *dl = dlogits ? dlogits + off : NULL;
-		int32_t y = labels[i];
+		int32_t y = labels[i]; /* the same in every lane: a uniform branch */
+		float mx, sum;
+		int arg;
 
 		if (y < 0 || y >= C) { /* cannot report: make it visible */
-			row_loss[i] = NAN;
-			row_correct[i] = 0.0f;
-			for (int j = 0; dl && j < C; j++)
+			if (lane == 0) {
+				row_loss[i] = NAN;
+				row_correct[i] = 0.0f;
+			}
+			for (size_t j = lane; dl && j < (size_t)C; j += WARP)
 				dl[j] = 0.0f;
 			continue;
 		}
-		mgpu_xent_row(logits + off, C, y, grad_scale, dl, &row_loss[i], &row_correct[i]);
+		mgpu_part_argmax(l, lane, C, WARP, &mx, &arg);
+		warp_argmax(&mx, &arg);
+		sum = warp_sum(mgpu_part_sum_exp(l, 1.0f, mx, lane, C, WARP));
+		if (lane == (unsigned)y % WARP) {
+			row_loss[i] = mgpu_xent_loss(mx, sum, l[y]);
+			row_correct[i] = arg == y ? 1.0f : 0.0f;
+		}
+		for (size_t j = lane; dl && j < (size_t)C; j += WARP)
+			dl[j] = mgpu_xent_grad_elem(l[j], mx, sum, j == (size_t)y, grad_scale);
 	}
 }
 
@@ -499,8 +655,8 @@ static int cuda_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, floa
 	if (B == 0)
 		return 0;
 	MGPU_TRY(use(dev));
-	k_xent<<<blocks_for((size_t)B), THREADS, 0, impl_of(dev)->stream>>>(
-		dlogits, row_loss, row_correct, logits, labels, B, C, grad_scale);
+	k_xent<<<row_blocks((size_t)B), THREADS, 0, impl_of(dev)->stream>>>(
+		dlogits, row_loss, row_correct, logits, labels, (size_t)B, C, grad_scale);
 	LAUNCHED();
 	return 0;
 }
@@ -590,15 +746,74 @@ static int cuda_emb_fwd(struct mgpu_dev *dev, float *Y, const int32_t *ids, cons
 	return 0;
 }
 
-/* One thread per (token id, column): a gather in row order, no atomics. */
+/* The lowest set bit of *hit, cleared from it; -1 when *hit is 0. */
+static __device__ int next_hit(unsigned *hit)
+{
+	int b = __ffs((int)*hit) - 1; /* __ffs counts from 1, and is 0 for 0 */
+
+	*hit &= *hit - 1;
+	return b;
+}
+
+/* dY[r0 + b][c], or 0 for no hit (b < 0) or a column past the row. */
+static __device__ float tok_val(const float *dY, size_t r0, int b, size_t c, size_t D)
+{
+	return b >= 0 && c < D ? dY[(r0 + (size_t)b) * D + c] : 0.0f;
+}
+
+/*
+ * dwte (V,D): a block per token id v (grid-stride past MAX_BLOCKS), a
+ * thread per column, blockDim.x columns at a time. Each warp walks the ids
+ * 32 rows at a time: a ballot marks the rows that hold v, and every lane
+ * adds those rows of its column in row order, four loads in flight. The
+ * sums start at 0.0f and go in row order, as mgpu_emb_tok_col's, so they
+ * are ref's bit for bit, deterministic and without atomics. A missing
+ * second to fourth hit adds 0.0f, which changes no sum (a sum from +0.0
+ * is never -0.0: x + -x rounds to +0.0). All the loops' bounds are the
+ * same across a warp, so every ballot has its 32 lanes.
+ */
 static __global__ void k_emb_tok(float *dwte, const float *dY, const int32_t *ids, size_t N,
 				 int V, int D, float acc)
 {
-	GRID_STRIDE(t, (size_t)V * D)
-		mgpu_emb_tok_col(dY, ids, N, D, (int)(t / D), (int)(t % D), acc, dwte);
+	unsigned lane = lane_id();
+
+	for (size_t v = blockIdx.x; v < (size_t)V; v += gridDim.x)
+		for (size_t c0 = 0; c0 < (size_t)D; c0 += blockDim.x) {
+			size_t c = c0 + threadIdx.x;
+			float s = 0.0f;
+
+			for (size_t r0 = 0; r0 < N; r0 += WARP) {
+				size_t r = r0 + lane;
+				unsigned hit = __ballot_sync(FULL_MASK, r < N && ids[r] == (int32_t)v);
+
+				while (hit) {
+					int b0 = next_hit(&hit), b1 = next_hit(&hit);
+					int b2 = next_hit(&hit), b3 = next_hit(&hit);
+					float x0 = tok_val(dY, r0, b0, c, D);
+					float x1 = tok_val(dY, r0, b1, c, D);
+					float x2 = tok_val(dY, r0, b2, c, D);
+					float x3 = tok_val(dY, r0, b3, c, D);
+
+					s += x0;
+					s += x1;
+					s += x2;
+					s += x3;
+				}
+			}
+			if (c < (size_t)D)
+				mgpu_acc_store(&dwte[v * D + c], acc, s);
+		}
 }
 
-/* One thread per (position, column). */
+/* Threads per block of k_emb_tok: D rounded up to whole warps, at most
+ * 1024 (wider rows take several passes). */
+static unsigned emb_tok_threads(int D)
+{
+	size_t t = ((size_t)D + WARP - 1) / WARP * WARP;
+	return t < 1024 ? (unsigned)t : 1024u;
+}
+
+/* One thread per (position, column), coalesced across columns; B is small. */
 static __global__ void k_emb_pos(float *dwpe, const float *dY, int B, int T, int D, float acc)
 {
 	GRID_STRIDE(t, (size_t)T * D)
@@ -615,8 +830,9 @@ static int cuda_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const fl
 		return 0;
 	MGPU_TRY(use(dev));
 	if (V > 0) {
-		k_emb_tok<<<blocks_for((size_t)V * D), THREADS, 0, s>>>(dwte, dY, ids,
-									 (size_t)B * T, V, D, acc);
+		unsigned blocks = (unsigned)V < MAX_BLOCKS ? (unsigned)V : MAX_BLOCKS;
+		k_emb_tok<<<blocks, emb_tok_threads(D), 0, s>>>(dwte, dY, ids, (size_t)B * T, V, D,
+								 acc);
 		LAUNCHED();
 	}
 	if (T > 0) {
@@ -626,12 +842,21 @@ static int cuda_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const fl
 	return 0;
 }
 
-/* One thread per row of the BH (T,T) blocks. */
+/* S, P (BH,T,T), a warp per row: row r is row i = r % T of its block and
+ * sees columns 0..i (`seen` of them); its later columns get 0. */
 static __global__ void k_attn_softmax(float *P, const float *S, size_t rows, int T, float scale)
 {
-	GRID_STRIDE(r, rows) {
-		size_t off = r * T;
-		mgpu_attn_row_fwd(S + off, (int)(r % T), T, scale, P + off);
+	unsigned lane = lane_id();
+
+	WARP_ROWS(r, rows) {
+		size_t off = r * T, seen = r % T + 1;
+		const float *s = S + off;
+		float *p = P + off;
+		float mx = warp_max(mgpu_part_max(s, scale, lane, seen, WARP));
+		float sum = warp_sum(mgpu_part_sum_exp(s, scale, mx, lane, seen, WARP));
+
+		for (size_t j = lane; j < (size_t)T; j += WARP)
+			p[j] = j < seen ? mgpu_softmax_elem(s[j], scale, mx, sum) : 0.0f;
 	}
 }
 
@@ -644,18 +869,25 @@ static int cuda_attn_softmax(struct mgpu_dev *dev, float *P, const float *S, int
 	if (rows == 0)
 		return 0;
 	MGPU_TRY(use(dev));
-	k_attn_softmax<<<blocks_for(rows), THREADS, 0, impl_of(dev)->stream>>>(P, S, rows, T,
+	k_attn_softmax<<<row_blocks(rows), THREADS, 0, impl_of(dev)->stream>>>(P, S, rows, T,
 										scale);
 	LAUNCHED();
 	return 0;
 }
 
+/* dS, dP, P (BH,T,T), a warp per row, masked as k_attn_softmax. */
 static __global__ void k_attn_softmax_bwd(float *dS, const float *dP, const float *P,
 					  size_t rows, int T, float scale)
 {
-	GRID_STRIDE(r, rows) {
-		size_t off = r * T;
-		mgpu_attn_row_bwd(P + off, dP + off, (int)(r % T), T, scale, dS + off);
+	unsigned lane = lane_id();
+
+	WARP_ROWS(r, rows) {
+		size_t off = r * T, seen = r % T + 1;
+		float dot = warp_sum(mgpu_part_dot(P + off, dP + off, lane, seen, WARP));
+
+		for (size_t j = lane; j < (size_t)T; j += WARP)
+			dS[off + j] = j < seen ? mgpu_attn_bwd_elem(P[off + j], dP[off + j], dot, scale)
+					       : 0.0f;
 	}
 }
 
@@ -668,7 +900,7 @@ static int cuda_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *d
 	if (rows == 0)
 		return 0;
 	MGPU_TRY(use(dev));
-	k_attn_softmax_bwd<<<blocks_for(rows), THREADS, 0, impl_of(dev)->stream>>>(
+	k_attn_softmax_bwd<<<row_blocks(rows), THREADS, 0, impl_of(dev)->stream>>>(
 		dS, dP, P, rows, T, scale);
 	LAUNCHED();
 	return 0;

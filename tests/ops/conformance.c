@@ -482,6 +482,66 @@ static void test_gpt_ops(void)
 	run_cases(cs, n);
 }
 
+/* The edges of the cuda row kernels' geometry (a warp per row, 8 rows a
+ * block, at most 65535 blocks, then a grid-stride loop; column sums in
+ * blocks of 8 columns x 64 row phases; emb_bwd a block per token id, its
+ * rows 32 at a time, at most 1024 columns a pass): rows shorter than a
+ * warp, 31, 32 and 33 long, long rows (D = 1000, T = 300 and 1000), T = 1,
+ * more rows than one grid of warps covers (524289 > 8 * 65535), more token
+ * ids than blocks, xent rows whose maximum repeats. Every backend runs
+ * them against ref. */
+static void test_row_geometry(void)
+{
+	static const int ln[][2] = { { 3, 31 }, { 5, 32 }, { 4, 33 }, { 2, 1000 },
+				     { 300, 1000 }, { 65, 9 }, { 524289, 2 } }; /* B D */
+	static const int cols[][2] = { { 1000, 13 }, { 64, 8 }, { 65, 9 }, { 300, 1000 } };
+	static const int xent[][2] = { { 5, 31 }, { 4, 32 }, { 3, 33 }, { 300, 257 },
+				       { 3, 1000 }, { 7, 1 }, { 524289, 2 } }; /* B C */
+	static const int attn[][2] = { { 5, 1 }, { 3, 31 }, { 2, 32 }, { 2, 33 },
+				       { 2, 300 }, { 1, 1000 }, { 524289, 1 } }; /* BH T */
+	static const int emb[][4] = { { 3, 50, 7, 33 }, { 2, 16, 5, 32 }, { 1, 1, 3, 1100 },
+				      { 4, 300, 256, 31 }, { 1, 2, 70000, 1 } }; /* B T V D */
+	static struct mgpu_ops_case cs[7 * 2 + 4 * 2 + 7 * 2 + 7 * 2 + 5 * 2];
+	size_t n = 0, i, f;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 7; i++)
+		for (f = 0; f < 2; f++) {
+			cs[n].op = "ln";
+			cs[n].m = ln[i][0];
+			cs[n].n = ln[i][1];
+			cs[n++].beta = f ? 0.5f : 0.0f;
+			cs[n].op = "xent";
+			cs[n].m = xent[i][0];
+			cs[n].n = xent[i][1];
+			cs[n].alpha = 0.25f;
+			cs[n].k = (int)f; /* ties */
+			cs[n++].flag = i == 5 && f; /* no dlogits once */
+			cs[n].op = "attn";
+			cs[n].m = attn[i][0];
+			cs[n].n = attn[i][1];
+			cs[n].alpha = f ? 0.125f : 1.0f;
+			cs[n++].flag = (int)f; /* in place */
+		}
+	for (i = 0; i < 4; i++)
+		for (f = 0; f < 2; f++) {
+			cs[n].op = "col_sum";
+			cs[n].m = cols[i][0];
+			cs[n].n = cols[i][1];
+			cs[n++].beta = f ? 0.5f : 0.0f;
+		}
+	for (i = 0; i < 5; i++)
+		for (f = 0; f < 2; f++) {
+			cs[n].op = "emb";
+			cs[n].m = emb[i][0];
+			cs[n].k = emb[i][1];
+			cs[n].lda = emb[i][2];
+			cs[n].n = emb[i][3];
+			cs[n++].beta = f ? 0.5f : 0.0f;
+		}
+	run_cases(cs, n);
+}
+
 /* The argument errors of the transformer ops. */
 static void test_gpt_bad_args(void)
 {
@@ -851,6 +911,7 @@ int main(void)
 		{ "dropout_xent_u8", test_dropout_xent_u8 }, { "optim", test_optim },
 		{ "sgemm_strided", test_sgemm_strided }, { "gemm_bf16", test_gemm_bf16 },
 		{ "gpt_ops", test_gpt_ops },         { "sum_acc", test_sum_acc },
+		{ "row_geometry", test_row_geometry },
 		{ "gpt_bad_args", test_gpt_bad_args },
 	};
 	const struct mgpu_ops *const *o;

@@ -539,6 +539,301 @@ static void test_bf16(void)
 	}
 }
 
+/* ---- a row in parts: the CUDA kernels' decomposition on the host -------- */
+
+#define LANES 32  /* a warp */
+#define CPARTS 64 /* the column kernels' COL_H */
+#define PMAX 1000 /* the longest row below */
+
+/* Row lengths around a warp's edges: shorter, one less, equal, one more,
+ * not a multiple, long. */
+static const int part_lens[] = { 1, 5, 31, 32, 33, 257, PMAX };
+#define NPARTLENS (sizeof part_lens / sizeof part_lens[0])
+
+/* x[i] in [lo, hi), a function of (seed, i). */
+static void fill_row(float *x, int n, float lo, float hi, uint64_t seed)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		x[i] = lo + (hi - lo) * (float)(mgpu_hash64(seed, (uint64_t)i) >> 40) *
+				    (1.0f / 16777216.0f);
+}
+
+/* max |a - b| / max |b| over n elements. */
+static double rel_diff(const float *a, const float *b, int n)
+{
+	double d = 0.0, m = 0.0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
+		m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
+	}
+	return d / (m > 0.0 ? m : 1.0);
+}
+
+/* ops_cuda.cu's warp_sum, lane l adding lane l ^ o's value for o = 16..1:
+ * every lane must end with the same bits. */
+static float lanes_sum(const float *part)
+{
+	float v[LANES], t[LANES];
+	int o, l;
+
+	memcpy(v, part, sizeof v);
+	for (o = LANES / 2; o > 0; o /= 2) {
+		for (l = 0; l < LANES; l++)
+			t[l] = v[l] + v[l ^ o];
+		memcpy(v, t, sizeof v);
+	}
+	for (l = 1; l < LANES; l++)
+		T_CHECK(memcmp(&v[l], &v[0], sizeof v[0]) == 0, "lane %d: %g vs %g", l,
+			(double)v[l], (double)v[0]);
+	return v[0];
+}
+
+static float lanes_max(const float *part)
+{
+	float v[LANES], t[LANES];
+	int o, l;
+
+	memcpy(v, part, sizeof v);
+	for (o = LANES / 2; o > 0; o /= 2) {
+		for (l = 0; l < LANES; l++)
+			t[l] = mgpu_max_merge(v[l], v[l ^ o]);
+		memcpy(v, t, sizeof v);
+	}
+	for (l = 1; l < LANES; l++)
+		T_CHECK(v[l] == v[0], "lane %d: max %g vs %g", l, (double)v[l], (double)v[0]);
+	return v[0];
+}
+
+/* warp_argmax: every lane must pick the same (max, index). */
+static void lanes_argmax(float *mx, int *arg)
+{
+	float t[LANES];
+	int ta[LANES], o, l;
+
+	for (o = LANES / 2; o > 0; o /= 2) {
+		memcpy(t, mx, sizeof t);
+		memcpy(ta, arg, sizeof ta);
+		for (l = 0; l < LANES; l++)
+			mgpu_argmax_merge(&mx[l], &arg[l], t[l ^ o], ta[l ^ o]);
+	}
+	for (l = 1; l < LANES; l++)
+		T_CHECK(mx[l] == mx[0] && arg[l] == arg[0], "lane %d: (%g, %d) vs (%g, %d)", l,
+			(double)mx[l], arg[l], (double)mx[0], arg[0]);
+}
+
+/* LayerNorm rows: the whole-row part is mgpu_ln_row_fwd/_bwd bit for bit;
+ * a warp's 32 parts agree within rounding. */
+static void test_parts_ln(void)
+{
+	static float x[PMAX], g[PMAX], b[PMAX], dy[PMAX], y0[PMAX], y1[PMAX], y2[PMAX];
+	static float dx0[PMAX], dx1[PMAX], dx2[PMAX];
+	float part[LANES], m0, r0, m1, r1, m2, r2, s1, s2, t1[LANES], t2[LANES];
+	size_t k, l;
+	int D, j;
+
+	for (k = 0; k < NPARTLENS; k++) {
+		D = part_lens[k];
+		fill_row(x, D, -2.0f, 3.0f, 10 + k);
+		fill_row(g, D, 0.5f, 1.5f, 20 + k);
+		fill_row(b, D, -0.5f, 0.5f, 30 + k);
+		fill_row(dy, D, -1.0f, 1.0f, 40 + k);
+		mgpu_ln_row_fwd(x, D, g, b, 1e-5f, y0, &m0, &r0);
+		mgpu_ln_row_bwd(dy, x, m0, r0, g, D, dx0);
+
+		m1 = mgpu_ln_mean(mgpu_part_sum(x, 0, D, 1), D);
+		r1 = mgpu_ln_rstd(mgpu_part_sqdev(x, m1, 0, D, 1), D, 1e-5f);
+		mgpu_ln_bwd_part(dy, x, m1, r1, g, 0, D, 1, &s1, &s2);
+		for (j = 0; j < D; j++) {
+			y1[j] = mgpu_ln_fwd_elem(x[j], m1, r1, g[j], b[j]);
+			dx1[j] = mgpu_ln_bwd_elem(dy[j], x[j], m1, r1, g[j], s1 / (float)D,
+						  s2 / (float)D);
+		}
+		T_CHECK(m1 == m0 && r1 == r0, "D=%d: mean %g/%g rstd %g/%g", D, (double)m1,
+			(double)m0, (double)r1, (double)r0);
+		T_CHECK(!memcmp(y1, y0, D * sizeof *y0), "D=%d: forward differs", D);
+		T_CHECK(!memcmp(dx1, dx0, D * sizeof *dx0), "D=%d: backward differs", D);
+
+		for (l = 0; l < LANES; l++)
+			part[l] = mgpu_part_sum(x, l, D, LANES);
+		m2 = mgpu_ln_mean(lanes_sum(part), D);
+		for (l = 0; l < LANES; l++)
+			part[l] = mgpu_part_sqdev(x, m2, l, D, LANES);
+		r2 = mgpu_ln_rstd(lanes_sum(part), D, 1e-5f);
+		for (l = 0; l < LANES; l++)
+			mgpu_ln_bwd_part(dy, x, m2, r2, g, l, D, LANES, &t1[l], &t2[l]);
+		s1 = lanes_sum(t1) / (float)D;
+		s2 = lanes_sum(t2) / (float)D;
+		for (j = 0; j < D; j++) {
+			y2[j] = mgpu_ln_fwd_elem(x[j], m2, r2, g[j], b[j]);
+			dx2[j] = mgpu_ln_bwd_elem(dy[j], x[j], m2, r2, g[j], s1, s2);
+		}
+		T_CHECK(rel_diff(y2, y0, D) <= 1e-6, "D=%d: warp forward off by %g", D,
+			rel_diff(y2, y0, D));
+		T_CHECK(rel_diff(dx2, dx0, D) <= 1e-5, "D=%d: warp backward off by %g", D,
+			rel_diff(dx2, dx0, D));
+	}
+}
+
+/* LayerNorm's column sums and col_sum: rows in one part are
+ * mgpu_ln_col_bwd bit for bit (acc 0 and 0.5); CPARTS parts added in order
+ * agree within rounding. */
+static void test_parts_cols(void)
+{
+	enum { CD = 3 };
+	static float X[PMAX * CD], dY[PMAX * CD], mean[PMAX], rstd[PMAX];
+	float dg0[CD], db0[CD], dg1[CD], db1[CD], sg, sb, pg, pb, cs, want;
+	size_t k, p;
+	int B, j, i;
+
+	for (k = 0; k < NPARTLENS; k++) {
+		B = part_lens[k];
+		fill_row(X, B * CD, -2.0f, 2.0f, 50 + k);
+		fill_row(dY, B * CD, -1.0f, 1.0f, 60 + k);
+		fill_row(mean, B, -0.5f, 0.5f, 70 + k);
+		fill_row(rstd, B, 0.5f, 2.0f, 80 + k);
+		for (j = 0; j < CD; j++) {
+			dg0[j] = dg1[j] = 1.5f;
+			db0[j] = db1[j] = -0.5f;
+			mgpu_ln_col_bwd(dY, X, mean, rstd, B, CD, j, 0.5f, dg0, db0);
+			mgpu_ln_col_part(dY, X, mean, rstd, 0, B, 1, CD, j, &sg, &sb);
+			mgpu_acc_store(&dg1[j], 0.5f, sg);
+			mgpu_acc_store(&db1[j], 0.5f, sb);
+			T_CHECK(dg1[j] == dg0[j] && db1[j] == db0[j], "B=%d col %d: %g/%g %g/%g", B,
+				j, (double)dg1[j], (double)dg0[j], (double)db1[j], (double)db0[j]);
+			dg1[j] = NAN; /* acc 0 must not read it */
+			mgpu_acc_store(&dg1[j], 0.0f, sg);
+			T_CHECK(dg1[j] == sg, "acc 0 overwrites");
+
+			sg = sb = cs = 0.0f;
+			for (p = 0; p < CPARTS; p++) {
+				mgpu_ln_col_part(dY, X, mean, rstd, p, B, CPARTS, CD, j, &pg, &pb);
+				sg += pg;
+				sb += pb;
+				cs += mgpu_col_part(dY, p, B, CPARTS, CD, j);
+			}
+			mgpu_ln_col_bwd(dY, X, mean, rstd, B, CD, j, 0.0f, dg0, db0);
+			T_NEAR(sg, dg0[j], 1e-5 * (1.0 + fabs(dg0[j])));
+			T_NEAR(sb, db0[j], 1e-5 * (1.0 + fabs(db0[j])));
+			want = 0.0f;
+			for (i = 0; i < B; i++)
+				want += dY[i * CD + j];
+			T_CHECK(mgpu_col_part(dY, 0, B, 1, CD, j) == want, "col part of all rows");
+			T_NEAR(cs, want, 1e-5 * (1.0 + fabs(want)));
+		}
+	}
+}
+
+/* Causal attention rows: row i sees i + 1 columns, on rows of every
+ * length; the whole-row part is mgpu_attn_row_fwd/_bwd bit for bit. */
+static void test_parts_attn(void)
+{
+	static float s[PMAX], dp[PMAX], p0[PMAX], p1[PMAX], p2[PMAX];
+	static float ds0[PMAX], ds1[PMAX], ds2[PMAX];
+	const float scale = 0.125f;
+	float part[LANES], mx, sum, dot;
+	size_t k, l, seen;
+	int T, i, j, q;
+
+	for (k = 0; k < NPARTLENS; k++) {
+		T = part_lens[k];
+		fill_row(s, T, -30.0f, 30.0f, 90 + k);
+		fill_row(dp, T, -1.0f, 1.0f, 100 + k);
+		for (q = 0; q < 4; q++) {
+			i = q == 0 ? 0 : q == 1 ? T / 3 : q == 2 ? T - 2 : T - 1;
+			if (i < 0)
+				continue;
+			seen = (size_t)i + 1;
+			mgpu_attn_row_fwd(s, i, T, scale, p0);
+			mgpu_attn_row_bwd(p0, dp, i, T, scale, ds0);
+			mx = mgpu_part_max(s, scale, 0, seen, 1);
+			sum = mgpu_part_sum_exp(s, scale, mx, 0, seen, 1);
+			dot = mgpu_part_dot(p0, dp, 0, seen, 1);
+			for (j = 0; j < T; j++) {
+				p1[j] = j <= i ? mgpu_softmax_elem(s[j], scale, mx, sum) : 0.0f;
+				ds1[j] = j <= i ? mgpu_attn_bwd_elem(p0[j], dp[j], dot, scale) : 0.0f;
+			}
+			T_CHECK(!memcmp(p1, p0, T * sizeof *p0), "T=%d i=%d: forward differs", T, i);
+			T_CHECK(!memcmp(ds1, ds0, T * sizeof *ds0), "T=%d i=%d: backward differs", T,
+				i);
+
+			for (l = 0; l < LANES; l++)
+				part[l] = mgpu_part_max(s, scale, l, seen, LANES);
+			mx = lanes_max(part);
+			T_CHECK(mx == mgpu_part_max(s, scale, 0, seen, 1), "T=%d i=%d: max", T, i);
+			for (l = 0; l < LANES; l++)
+				part[l] = mgpu_part_sum_exp(s, scale, mx, l, seen, LANES);
+			sum = lanes_sum(part);
+			for (l = 0; l < LANES; l++)
+				part[l] = mgpu_part_dot(p0, dp, l, seen, LANES);
+			dot = lanes_sum(part);
+			for (j = 0; j < T; j++) {
+				p2[j] = j <= i ? mgpu_softmax_elem(s[j], scale, mx, sum) : 0.0f;
+				ds2[j] = j <= i ? mgpu_attn_bwd_elem(p0[j], dp[j], dot, scale) : 0.0f;
+			}
+			T_CHECK(rel_diff(p2, p0, T) <= 1e-6, "T=%d i=%d: warp forward off by %g", T,
+				i, rel_diff(p2, p0, T));
+			T_CHECK(rel_diff(ds2, ds0, T) <= 1e-5, "T=%d i=%d: warp backward off by %g",
+				T, i, rel_diff(ds2, ds0, T));
+		}
+	}
+}
+
+/* Cross-entropy rows with ties for the maximum: the first maximum wins in
+ * one part and in 32 (a label on a later tie is not "correct"). */
+static void test_parts_xent(void)
+{
+	static float l[PMAX], dl0[PMAX], dl1[PMAX], dl2[PMAX];
+	float loss0, corr0, mx, sum, pm[LANES], top;
+	int pa[LANES], arg, first, C, j, label, tie;
+	size_t k, p;
+
+	for (k = 0; k < NPARTLENS; k++)
+		for (tie = 0; tie < 2; tie++) {
+			C = part_lens[k];
+			fill_row(l, C, -3.0f, 3.0f, 110 + k);
+			for (j = 0; tie && j < C; j++)
+				l[j] = floorf(l[j]); /* 6 values: the maximum repeats */
+			for (top = l[0], first = 0, j = 1; j < C; j++)
+				if (l[j] > top) {
+					top = l[j];
+					first = j;
+				}
+			for (label = first, j = C - 1; tie && j > first; j--)
+				if (l[j] == top) { /* the last tie: not the argmax */
+					label = j;
+					break;
+				}
+			mgpu_xent_row(l, C, label, 0.25f, dl0, &loss0, &corr0);
+			mgpu_part_argmax(l, 0, C, 1, &mx, &arg);
+			sum = mgpu_part_sum_exp(l, 1.0f, mx, 0, C, 1);
+			for (j = 0; j < C; j++)
+				dl1[j] = mgpu_xent_grad_elem(l[j], mx, sum, j == label, 0.25f);
+			T_CHECK(arg == first && mx == top, "C=%d: argmax %d, want %d", C, arg, first);
+			T_CHECK(mgpu_xent_loss(mx, sum, l[label]) == loss0, "C=%d: loss", C);
+			T_CHECK((arg == label ? 1.0f : 0.0f) == corr0, "C=%d: correct", C);
+			T_CHECK(!memcmp(dl1, dl0, C * sizeof *dl0), "C=%d: dlogits differ", C);
+
+			for (p = 0; p < LANES; p++)
+				mgpu_part_argmax(l, p, C, LANES, &pm[p], &pa[p]);
+			lanes_argmax(pm, pa);
+			T_CHECK(pa[0] == first && pm[0] == top, "C=%d tie=%d: warp argmax %d, want %d",
+				C, tie, pa[0], first);
+			T_CHECK(tie == 0 || C < 31 || label != first, "C=%d: the test has a later tie", C);
+			for (p = 0; p < LANES; p++)
+				pm[p] = mgpu_part_sum_exp(l, 1.0f, top, p, C, LANES);
+			sum = lanes_sum(pm);
+			T_NEAR(mgpu_xent_loss(top, sum, l[label]), loss0, 1e-6 * (1.0 + fabs(loss0)));
+			for (j = 0; j < C; j++)
+				dl2[j] = mgpu_xent_grad_elem(l[j], top, sum, j == label, 0.25f);
+			T_CHECK(rel_diff(dl2, dl0, C) <= 1e-6, "C=%d: warp dlogits off by %g", C,
+				rel_diff(dl2, dl0, C));
+		}
+}
+
 int main(void)
 {
 	T_RUN(test_act_df);
@@ -552,5 +847,9 @@ int main(void)
 	T_RUN(test_emb_grad);
 	T_RUN(test_heads_index);
 	T_RUN(test_bf16);
+	T_RUN(test_parts_ln);
+	T_RUN(test_parts_cols);
+	T_RUN(test_parts_attn);
+	T_RUN(test_parts_xent);
 	return T_DONE();
 }
