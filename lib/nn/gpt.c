@@ -60,7 +60,6 @@ struct mgpu_gpt {
 	float *xf, *meanf, *rstdf;  /* final LayerNorm */
 	float *logits;              /* (N,V) */
 	int32_t *ids;               /* (N) input tokens, device */
-	int32_t *h_ids, *h_tgt;     /* (N) host staging of inputs, targets */
 	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
 	float *dq, *dk, *dv;        /* (N,D) */
 	float *big;                 /* (N,4D): forward's qkv; backward's dh, then dqkv */
@@ -217,12 +216,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	MGPU_TRY(dalloc(m, &m->dlogits, N * V, F));
 	MGPU_TRY(dalloc(m, &m->row_loss, N, F));
 	MGPU_TRY(dalloc(m, &m->row_correct, N, F));
-	MGPU_TRY(alloc_scratch(m, g, N, D, PT));
-	g->h_ids = calloc(N, sizeof(int32_t));
-	g->h_tgt = calloc(N, sizeof(int32_t));
-	if (!g->h_ids || !g->h_tgt)
-		return mgpu_err(MGPU_ENOMEM, "gpt: out of host memory");
-	return 0;
+	return alloc_scratch(m, g, N, D, PT);
 }
 
 int mgpu_gpt_create(struct mgpu_model *m)
@@ -255,8 +249,6 @@ void mgpu_gpt_free(struct mgpu_model *m)
 		if (g->bufs[i])
 			m->dev->ops->release(m->dev, g->bufs[i]);
 	m->dev->bytes_cur -= m->dev_bytes;
-	free(g->h_ids);
-	free(g->h_tgt);
 	free(g);
 	m->gpt = NULL;
 }
@@ -311,15 +303,21 @@ int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed)
 	return rc;
 }
 
+/* Inputs and next-byte targets straight into the next upload buffer. */
 int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
 {
 	struct mgpu_gpt *g = m->gpt;
-	size_t T = (size_t)g->T, N = (size_t)B * T, b, t;
+	size_t T = (size_t)g->T, N = (size_t)B * T, off = mgpu_model_rows_off(m), b, t;
 	const uint8_t *row;
+	int32_t *ids, *tgt;
+	char *h;
 
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
+	MGPU_TRY(mgpu_upload_begin(&m->up, &h));
+	tgt = (int32_t *)(void *)h;
+	ids = (int32_t *)(void *)(h + off);
 	for (b = 0; b < (size_t)B; b++) {
 		row = x_host + b * (T + 1);
 		for (t = 0; t <= T; t++)
@@ -329,12 +327,13 @@ int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
 						"below vocab %d",
 						row[t], t, b, g->V);
 		for (t = 0; t < T; t++) {
-			g->h_ids[b * T + t] = row[t];
-			g->h_tgt[b * T + t] = row[t + 1];
+			ids[b * T + t] = row[t];
+			tgt[b * T + t] = row[t + 1];
 		}
 	}
-	MGPU_TRY(mgpu_dev_from_host(m->dev, g->ids, g->h_ids, N * sizeof(int32_t)));
-	return mgpu_dev_from_host(m->dev, m->labels, g->h_tgt, N * sizeof(int32_t));
+	MGPU_TRY(mgpu_upload_copy(&m->up, g->ids, off, N * sizeof(int32_t)));
+	MGPU_TRY(mgpu_upload_copy(&m->up, m->labels, 0, N * sizeof(int32_t)));
+	return mgpu_upload_end(&m->up);
 }
 
 /* ---- forward ------------------------------------------------------------ */

@@ -37,6 +37,9 @@
 #include "nn/model.h" /* struct mgpu_model */
 #include "nn/spec.h"  /* struct mgpu_spec */
 
+/* model.c: the offset of a batch's rows (a gpt's ids) in m->up's
+ * buffers; labels (targets) start at 0. */
+size_t mgpu_model_rows_off(const struct mgpu_model *m);
 /* Parameters of a gpt spec, without building it. */
 size_t mgpu_gpt_count(const struct mgpu_spec *s);
 /* Lay out and allocate; m->spec, dev, max_batch, w, g, ext_* are set. */

@@ -14,7 +14,7 @@
 #include <math.h>   /* sqrtf */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
-#include <string.h> /* memset */
+#include <string.h> /* memcpy, memset */
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
@@ -126,6 +126,25 @@ static int alloc_stats(struct mgpu_model *m)
 	return m->dev->ops->zero(m->dev, m->stats, nbytes);
 }
 
+/* Where a batch's labels and rows sit in an upload buffer: labels (or a
+ * gpt's targets) first, rows (float32 at most, or a gpt's ids) after. */
+size_t mgpu_model_rows_off(const struct mgpu_model *m)
+{
+	size_t n = (size_t)m->max_batch * sizeof(int32_t);
+
+	if (m->spec.kind == MGPU_MODEL_GPT)
+		n *= (size_t)m->spec.ctx;
+	return (n + 63) / 64 * 64;
+}
+
+static size_t upload_nbytes(const struct mgpu_model *m)
+{
+	size_t row = m->spec.kind == MGPU_MODEL_GPT ? (size_t)m->spec.ctx * sizeof(int32_t) :
+						     (size_t)m->spec.dims[0] * sizeof(float);
+
+	return mgpu_model_rows_off(m) + (size_t)m->max_batch * row;
+}
+
 int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 			  struct mgpu_dev *dev, int max_batch, float *w, float *g)
 {
@@ -147,6 +166,8 @@ int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 	}
 	if (rc == 0)
 		rc = alloc_stats(m);
+	if (rc == 0)
+		rc = mgpu_upload_open(&m->up, dev, upload_nbytes(m));
 	if (rc < 0)
 		mgpu_model_free(m);
 	return rc;
@@ -187,6 +208,7 @@ void mgpu_model_free(struct mgpu_model *m)
 	if (!m->dev)
 		return;
 	mgpu_mm_free(m);
+	mgpu_upload_close(&m->up);
 	free_buf(m, m->stats);
 	if (m->gpt) {
 		mgpu_gpt_free(m);
@@ -258,6 +280,21 @@ int mgpu_model_set(struct mgpu_model *m, const float *w_host)
 	return mgpu_dev_from_host(m->dev, m->w, w_host, m->nparams * sizeof(float));
 }
 
+/* nbytes of rows to x_dev and B labels, through the next upload buffer. */
+static int stage_batch(struct mgpu_model *m, void *x_dev, const void *x_host, size_t nbytes,
+		       const int32_t *y_host, int B)
+{
+	size_t ny = (size_t)B * sizeof(int32_t), off = mgpu_model_rows_off(m);
+	char *h;
+
+	MGPU_TRY(mgpu_upload_begin(&m->up, &h));
+	memcpy(h, y_host, ny);
+	memcpy(h + off, x_host, nbytes);
+	MGPU_TRY(mgpu_upload_copy(&m->up, m->labels, 0, ny));
+	MGPU_TRY(mgpu_upload_copy(&m->up, x_dev, off, nbytes));
+	return mgpu_upload_end(&m->up);
+}
+
 int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 			  const int32_t *y_host, int B, float scale, float shift)
 {
@@ -268,9 +305,7 @@ int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x_u8, x_host, n));
-	MGPU_TRY(mgpu_dev_from_host(m->dev, m->labels, y_host,
-				    (size_t)B * sizeof(int32_t)));
+	MGPU_TRY(stage_batch(m, m->x_u8, x_host, n, y_host, B));
 	return m->dev->ops->u8_to_f32(m->dev, m->x, m->x_u8, n, scale, shift);
 }
 
@@ -425,8 +460,7 @@ int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x, x_host, n * sizeof(float)));
-	return mgpu_dev_from_host(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
+	return stage_batch(m, m->x, x_host, n * sizeof(float), y_host, B);
 }
 
 int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,

@@ -31,8 +31,9 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint8_t, uint16_t, int32_t, uint64_t */
 
-#include "nn/spec.h" /* struct mgpu_spec */
-#include "ops/ops.h" /* struct mgpu_dev */
+#include "gpu/upload.h" /* struct mgpu_upload */
+#include "nn/spec.h"    /* struct mgpu_spec */
+#include "ops/ops.h"    /* struct mgpu_dev */
 
 /* an mlp has 4 per layer, a gpt 12 per block and 4 more */
 #define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
@@ -74,6 +75,7 @@ struct mgpu_model {
 	float *zeros;                /* widest hidden: a zero bias */
 	double *stats;               /* (MGPU_STATS) a step's statistics (device) */
 	double *lstats;              /* (2) mgpu_model_loss's sums (device) */
+	struct mgpu_upload up;       /* page-locked staging of input batches */
 	size_t dev_bytes;            /* what this model allocated */
 	int ext_w, ext_g;            /* w, g belong to the caller */
 	mgpu_grad_ready_fn grad_ready;
@@ -121,7 +123,9 @@ size_t mgpu_model_count(const struct mgpu_spec *spec);
 void mgpu_model_free(struct mgpu_model *m);
 /* torch.nn.Linear's default init, U(-1/sqrt(in), 1/sqrt(in)), seeded. */
 int mgpu_model_init(struct mgpu_model *m, uint64_t seed);
-/* Copy a batch of B raw uint8 rows and labels in; x = raw * scale + shift. */
+/* Copy a batch of B raw uint8 rows and labels in; x = raw * scale + shift.
+ * The bytes go through m->up (gpu/upload.h): the copies are queued, the
+ * host does not wait for them, and x_host may be reused on return. */
 int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 			  const int32_t *y_host, int B, float scale, float shift);
 /* Forward; train enables dropout with m->dropout_seed. */

@@ -11,7 +11,8 @@
  * update needs the norm first). The mlp runs are checked against a plain
  * loop over the same rows that reads every row's loss back and sums it on
  * the host, and steps the optimizer with its host-side norm: the reported
- * losses must agree with those sums and the weights bit for bit.
+ * losses must agree with those sums and the weights bit for bit. Inputs
+ * go through the model's double-buffered staging (gpu/upload.h).
  */
 #include <math.h>   /* fabs */
 #include <stdint.h> /* uint8_t, int32_t */
@@ -21,6 +22,7 @@
 
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/hash.h"    /* mgpu_hash64 */
+#include "gpu/upload.h"   /* mgpu_upload_* */
 #include "nn/train.h"     /* mgpu_train_run */
 #include "nn/train_int.h" /* struct train_data: the reference loop's rows */
 #include "t.h"
@@ -300,8 +302,40 @@ static void test_model_loss(void)
 	mgpu_dev_close(&dev);
 }
 
+/* The staging of input batches: two buffers taken in turn, copies from
+ * the current one counted as uploads, none past its end. */
+static void test_upload(void)
+{
+	struct mgpu_upload u;
+	struct mgpu_dev dev;
+	char *h0, *h1, *h2, *d = NULL, back[32];
+
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_cpu, 0));
+	T_OK(mgpu_dev_alloc(&dev, (void **)&d, 32));
+	T_OK(mgpu_upload_open(&u, &dev, 48));
+	T_OK(mgpu_upload_begin(&u, &h0));
+	memcpy(h0 + 16, "first batch's bytes, 32 of them", 32);
+	T_OK(mgpu_upload_copy(&u, d, 16, 32));
+	T_OK(mgpu_upload_end(&u));
+	T_CHECK(dev.h2d_count == 1 && dev.h2d_nbytes == 32, "%llu uploads",
+		(unsigned long long)dev.h2d_count);
+	T_OK(mgpu_upload_begin(&u, &h1));
+	T_CHECK(h1 != h0, "the next batch reuses the buffer of the one before");
+	T_FAILS(mgpu_upload_copy(&u, d, 17, 32), MGPU_EINVAL, "32 bytes at 17 of a 48-byte");
+	T_OK(mgpu_upload_end(&u));
+	T_OK(mgpu_upload_begin(&u, &h2));
+	T_CHECK(h2 == h0, "the buffers do not alternate");
+	T_OK(mgpu_upload_end(&u));
+	T_OK(mgpu_dev_to_host(&dev, back, d, 32));
+	T_CHECK(memcmp(back, "first batch's bytes, 32 of them", 32) == 0, "bytes moved");
+	mgpu_upload_close(&u);
+	mgpu_dev_free(&dev, d, 32);
+	mgpu_dev_close(&dev);
+}
+
 int main(void)
 {
+	T_RUN(test_upload);
 	T_RUN(test_model_loss);
 	T_RUN(test_mlp);
 	T_RUN(test_gpt);
