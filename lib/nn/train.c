@@ -141,17 +141,14 @@ static int begin_epoch_rows(struct train_rank *r)
 	return mgpu_loader_begin(&r->loader, MGPU_SPLIT_TRAIN, r->rank_order, k);
 }
 
-/* One micro-step: rows in (from the loader: data_s is the time waited for
- * them), forward, loss, backward, all queued: the loss and correct count
- * add up on the device (m->stats) until the step's one read. */
-static int micro_step(struct train_rank *r, int a, double lr, double *data_s)
+/* The rows of the coming micro-step, from the loader (data_s: the time
+ * waited for them) onto the device: queued copies, see gpu/upload.h. */
+static int load_micro(struct train_rank *r, double *data_s)
 {
-	struct mgpu_model *m = &r->model;
-	int B = r->plan->batch, A = r->plan->accum, got;
-	double wait_ms;
+	int B = r->plan->batch, got, rc;
 	const int32_t *yb;
 	const void *xb;
-	int rc;
+	double wait_ms;
 
 	rc = mgpu_loader_next(&r->loader, &xb, &yb, &got, &wait_ms);
 	if (rc == 1)
@@ -160,13 +157,39 @@ static int micro_step(struct train_rank *r, int a, double lr, double *data_s)
 	if (rc == 0 && got != B)
 		rc = mgpu_err(MGPU_EINVAL, "the loader gave %d rows, want %d", got, B);
 	*data_s += wait_ms * 1e-3;
-	MGPU_TRY(rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B));
+	return rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B);
+}
+
+/* One micro-step: its rows in (unless the step before loaded them ahead),
+ * forward, loss, backward, all queued: the loss and correct count add up
+ * on the device (m->stats) until the step's one read. */
+static int micro_step(struct train_rank *r, int a, double lr, double *data_s)
+{
+	struct mgpu_model *m = &r->model;
+	int B = r->plan->batch, A = r->plan->accum;
+
+	if (r->preloaded)
+		r->preloaded = 0;
+	else
+		MGPU_TRY(load_micro(r, data_s));
 	m->dropout_seed = mgpu_hash64(r->cfg->seed, (uint64_t)r->step);
 	m->row0 = (uint64_t)mgpu_batch_row0(r->plan, a, r->rank);
 	MGPU_TRY(mgpu_model_forward(m, B, 1));
 	MGPU_TRY(mgpu_model_loss_acc(m, B, 1, r->plan->grad_scale, m->stats + MGPU_STAT_LOSS));
 	mgpu_sync_micro(&r->sync, a == A - 1, (float)lr);
 	return mgpu_model_backward(m, B, a > 0);
+}
+
+/* Whether the next step's first rows may go to the device before this
+ * step's read: the next step runs, in this epoch (whose rows the loader
+ * serves; an epoch's end evaluates, which takes the input buffers), and
+ * this rank was not asked to stop. The device copies them after this
+ * step's work, in stream order, while the host waits for the read: the
+ * host's batch work no longer sits in the gap between two steps. */
+static int load_ahead(const struct train_rank *r)
+{
+	return r->step + 1 < r->total_steps && r->pos + 1 < r->steps_per_epoch &&
+	       !(r->cfg->stop && *r->cfg->stop);
 }
 
 /* A NaN or infinite loss or gradient ruins the weights for good: stop
@@ -194,6 +217,10 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 
 	for (a = 0; a < r->plan->accum; a++)
 		MGPU_TRY(micro_step(r, a, lr, &data_s));
+	if (load_ahead(r)) {
+		MGPU_TRY(load_micro(r, &data_s));
+		r->preloaded = 1;
+	}
 	vals[0] = r->cfg->stop && *r->cfg->stop ? 1.0 : 0.0;
 	MGPU_TRY(mgpu_sync_step(&r->sync, vals, 1));
 	MGPU_TRY(check_finite(r, r->sync.step_loss, r->sync.grad_norm));

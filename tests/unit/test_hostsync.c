@@ -12,7 +12,8 @@
  * loop over the same rows that reads every row's loss back and sums it on
  * the host, and steps the optimizer with its host-side norm: the reported
  * losses must agree with those sums and the weights bit for bit. Inputs
- * go through the model's double-buffered staging (gpu/upload.h).
+ * go through the model's double-buffered staging (gpu/upload.h), the next
+ * step's first rows before a step's read.
  */
 #include <math.h>   /* fabs */
 #include <stdint.h> /* uint8_t, int32_t */
@@ -34,7 +35,7 @@
 #define NTRAIN 512
 #define NTEST 40
 #define BATCH 16
-#define STEPS 6
+#define STEPS 10
 #define MAXW 8192
 
 /* What one run reported: its step records and final weights. */
@@ -124,7 +125,7 @@ static void config(struct mgpu_train_cfg *c, const char *data, const char *spec,
 	c->batch = BATCH;
 	c->accum = accum;
 	T_OK(mgpu_batch_plan_make(&c->plan, c->batch, 0, c->accum, c->world));
-	c->epochs = 1;
+	c->epochs = 3;
 	c->max_steps = STEPS;
 	c->log_every = 1;
 	c->val_fraction = 0.25;
@@ -158,22 +159,25 @@ static int reference(const struct mgpu_train_cfg *c, double *loss, float *w)
 	int32_t y[BATCH];
 	float rl[BATCH];
 	double l, cc;
-	int step, a, i;
+	int step, a, i, per_epoch;
 
 	memset(&d, 0, sizeof d);
 	MGPU_TRY(mgpu_train_data_load(&d, c));
 	order = malloc(d.ntrain * sizeof *order);
 	if (!order)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
-	mgpu_train_order(&d, c->seed, 0, order);
+	per_epoch = (int)(d.ntrain / (size_t)p->global);
 	MGPU_TRY(mgpu_dev_open(&dev, &mgpu_ops_cpu, 0));
 	MGPU_TRY(mgpu_model_create(&m, &c->spec, &dev, BATCH));
 	MGPU_TRY(mgpu_model_init(&m, c->seed));
 	MGPU_TRY(mgpu_optim_create(&o, &m, &c->optim)); /* no norm2_dev: nrm2 */
 	for (step = 0; step < STEPS; step++) {
+		if (step % per_epoch == 0)
+			mgpu_train_order(&d, c->seed, step / per_epoch, order);
 		loss[step] = 0;
 		for (a = 0; a < p->accum; a++) {
-			const uint32_t *rows = order + step * p->global + mgpu_batch_row0(p, a, 0);
+			const uint32_t *rows = order + (step % per_epoch) * p->global +
+					       mgpu_batch_row0(p, a, 0);
 			MGPU_TRY(mgpu_source_rows(&d.src, MGPU_SPLIT_TRAIN, rows, BATCH, x, y));
 			MGPU_TRY(mgpu_model_load_batch(&m, x, y, BATCH, d.src.norm.scale,
 						       d.src.norm.shift));
@@ -198,8 +202,26 @@ static int reference(const struct mgpu_train_cfg *c, double *loss, float *w)
 	return 0;
 }
 
-/* mlp: one read per optimizer step (two with clipping), two uploads
- * (rows, labels) per micro-step; losses and weights as the reference's. */
+/* Two uploads (rows, labels) per micro-step; the first micro-step of each
+ * step but an epoch's first loaded ahead, before the step before it read
+ * its statistics (per_epoch steps an epoch). */
+static void check_uploads(const struct seen *s, int accum, int per_epoch)
+{
+	double want;
+	int k;
+
+	for (k = 0; k < s->nsteps; k++) {
+		want = 2.0 * accum;
+		want += (k + 1) % per_epoch != 0 && k + 1 < STEPS ? 2 : 0; /* loads the next */
+		want -= k % per_epoch != 0 ? 2 : 0;                       /* was loaded */
+		T_CHECK(s->h2d[k] == want, "accum %d: step %d made %g uploads, want %g", accum,
+			k + 1, s->h2d[k], want);
+	}
+}
+
+/* mlp: one read per optimizer step (two with clipping); the uploads; losses
+ * and weights as the reference's, across an epoch's end (accum 3: 8 steps
+ * an epoch). */
 static void mlp_case(int accum, float clip, const char *spec)
 {
 	static float w[MAXW];
@@ -210,11 +232,10 @@ static void mlp_case(int accum, float clip, const char *spec)
 
 	config(&c, tmpdir, spec, accum, clip);
 	run(&c, &s);
-	for (k = 0; k < s.nsteps; k++) {
+	for (k = 0; k < s.nsteps; k++)
 		T_CHECK(s.d2h[k] == (clip > 0 ? 2.0 : 1.0), "accum %d clip %g: step %d made %g "
 			"blocking reads", accum, (double)clip, k + 1, s.d2h[k]);
-		T_CHECK(s.h2d[k] == 2.0 * accum, "step %d: %g uploads", k + 1, s.h2d[k]);
-	}
+	check_uploads(&s, accum, (NTRAIN * 3 / 4) / (BATCH * accum));
 	T_OK(reference(&c, loss, w));
 	for (k = 0; k < s.nsteps; k++)
 		T_NEAR(s.loss[k], loss[k], 1e-12 * fabs(loss[k]));
@@ -255,10 +276,10 @@ static void test_gpt(void)
 		for (k = 0; k < s.nsteps; k++) {
 			T_CHECK(s.d2h[k] == 1.0, "gpt accum %d: step %d made %g blocking reads",
 				accum, k + 1, s.d2h[k]);
-			T_CHECK(s.h2d[k] == 2.0 * accum, "step %d: %g uploads", k + 1, s.h2d[k]);
 			T_CHECK(s.loss[k] > 0 && s.loss[k] < 10, "step %d: loss %g", k + 1,
 				s.loss[k]);
 		}
+		check_uploads(&s, accum, (NTRAIN * 3 / 4) / (4 * accum));
 	}
 	t_tmpdir_remove();
 }
