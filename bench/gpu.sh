@@ -48,13 +48,11 @@ ctx=${MODEL##*ctx=}
 ctx=${ctx%%,*}
 "$B/bin/mgpu-shard" -q --text --context "$ctx" -o "$W/lm/manifest.tsv" $TEXT
 "$B/bin/mgpu-cache" -q -o "$W/lm/cache" "$W/lm/manifest.tsv" >/dev/null
-for dt in fp32 bf16; do
-	echo "# $MODEL, batch $BATCH, AdamW, $dt, 1 GPU"
-	"$B/bin/mgpu-bench" train -q --devices 1 --repeat "$REPEAT" --warmup-steps 10 \
-		--format markdown -- --data "$W/lm/cache" --model "$MODEL" --optimizer adamw \
-		--lr 3e-4 --batch-size "$BATCH" --dtype "$dt" --epochs 1000 \
-		--max-steps "$STEPS" | sed '/^Commands:/,$d'
-done
+echo "# $MODEL, batch $BATCH, AdamW, 1 GPU, fp32 and bf16"
+"$B/bin/mgpu-bench" train -q --devices 1 --dtypes fp32,bf16 --repeat "$REPEAT" \
+	--warmup-steps 10 --format markdown -- --data "$W/lm/cache" --model "$MODEL" \
+	--optimizer adamw --lr 3e-4 --batch-size "$BATCH" --epochs 1000 \
+	--max-steps "$STEPS" | sed '/^Commands:/,$d'
 echo "## PyTorch (bench/torch_gpt.py): eager fp32, eager bf16 autocast, torch.compile bf16"
 [ -z "$PY" ] || "$PY" "$SRC/bench/torch_gpt.py" --format markdown --model "$MODEL" \
 	--batch-size "$BATCH" --steps "$STEPS" --warmup-steps 10 --ranks '' \

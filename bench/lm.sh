@@ -15,7 +15,7 @@ set -eu
 B=${1:-build}
 case $B in /*) ;; *) B=$PWD/$B ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
-MODELS=${LM_MODELS:-"gpt:layers=2,heads=4,dim=128,ctx=64 gpt:layers=4,heads=4,dim=256,ctx=128"}
+MODELS=${LM_MODELS:-"gpt:layers=2,heads=4,dim=64,ctx=64 gpt:layers=2,heads=4,dim=128,ctx=64 gpt:layers=4,heads=4,dim=256,ctx=128"}
 BATCH=${LM_BATCH:-8}
 STEPS=${LM_STEPS:-40}
 WARMUP=${LM_WARMUP:-10}

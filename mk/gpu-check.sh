@@ -1,8 +1,10 @@
 #!/bin/sh
 # gpu-check.sh BUILD - the check a user runs on a new GPU machine (make
 # gpu-check): the selftest (every GPU op and 5 training steps against the CPU
-# backend), the backend conformance suite with its cuda rows, a 30-step
-# compute-sanitizer memcheck when compute-sanitizer is installed, two ranks
+# backend), the backend conformance suite with its cuda rows, when
+# compute-sanitizer is installed a 30-step memcheck of the MLP, the
+# conformance suite under memcheck, racecheck and synccheck and a memcheck
+# of 5 bf16 steps of a small gpt, two ranks
 # sharing the GPU through --sync-backend cpu against one rank (50 steps
 # within 1e-4), and a 10-epoch training on Fashion-MNIST that must reach a
 # test accuracy of 0.85.
@@ -42,6 +44,30 @@ else
 	bad conformance "exit $rc: $(grep -E "^(FAIL|SKIP)" "$log/conf" | head -n 3 | tr '\n' ' ')"
 fi
 
+# memcheck of 5 steps of a small gpt in bf16 (emb, attention, the bf16
+# GEMMs) on a text of its own, and of its generation
+gpt_memcheck() {
+	i=0
+	while [ $i -lt 400 ]; do
+		echo "line $i: the quick brown fox jumps over the lazy dog"
+		i=$((i + 1))
+	done >"$log/text.txt"
+	"$B/bin/mgpu-shard" -q --text --context 32 -o "$log/lm/manifest.tsv" "$log/text.txt" &&
+		"$B/bin/mgpu-cache" -q -o "$log/lm/cache" "$log/lm/manifest.tsv" >/dev/null ||
+		{ bad gpt-memcheck "could not make the text cache"; return; }
+	"$san" --tool memcheck --leak-check full --error-exitcode 3 "$B/bin/mgpu-train" \
+		--gpus "$gpu" --data "$log/lm/cache" --model gpt:layers=2,heads=2,dim=64,ctx=32 \
+		--dtype bf16 --optimizer adamw --lr 1e-3 --batch-size 4 --max-steps 5 \
+		--sample 8 --prompt 'line' -q >/dev/null 2>"$log/gmc"
+	rc=$?
+	if [ "$rc" = 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$log/gmc"; then
+		ok gpt-memcheck "5 bf16 steps and 8 sampled bytes, 0 errors"
+	else
+		bad gpt-memcheck "exit $rc: $(grep -E "SUMMARY|rror" "$log/gmc" | head -n 3 |
+			tr '\n' ' ')"
+	fi
+}
+
 san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$san" ]; then
 	"$san" --tool memcheck --leak-check full --error-exitcode 3 \
@@ -52,6 +78,21 @@ if [ -n "$san" ]; then
 	else
 		bad memcheck "exit $rc: $(grep -E "SUMMARY|error" "$log/mc" | head -n 3 | tr '\n' ' ')"
 	fi
+	# the conformance suite's cuda rows (every op, the row kernels' edge
+	# geometry) under each tool: the column kernels share memory across a
+	# block, so racecheck and synccheck too; then a few gpt steps in bf16
+	for tool in memcheck racecheck synccheck; do
+		"$san" --tool "$tool" --error-exitcode 3 "$B/tests/ops/conformance" \
+			>"$log/san" 2>&1
+		rc=$?
+		if [ "$rc" = 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$log/san"; then
+			ok "conformance-$tool" "0 errors"
+		else
+			bad "conformance-$tool" "exit $rc: $(grep -E "SUMMARY|rror" "$log/san" |
+				head -n 3 | tr '\n' ' ')"
+		fi
+	done
+	gpt_memcheck
 else
 	echo "SKIP memcheck: compute-sanitizer not found"
 	skip=$((skip + 1))

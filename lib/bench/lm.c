@@ -125,7 +125,19 @@ double mgpu_bench_gpt_flops_per_token(const struct mgpu_spec *s)
 	return 6 * n + 12 * L * T * D;
 }
 
-int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate, int share)
+/* The bytes of bf16 copies a bf16 model adds (lm.h): the weights', and the
+ * two scratch buffers of the largest non-weight operands. */
+static double bf16_copies(const struct mgpu_spec *s, double n, int B)
+{
+	double T = s->ctx, D = s->dim, HT = (double)s->heads * s->ctx, V = s->vocab;
+	double second = 4 * D > HT ? 4 * D : HT;
+
+	second = V > second ? V : second;
+	return 2 * (n + B * T * (4 * D + second));
+}
+
+int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate, int share,
+				    int bf16)
 {
 	double n = (double)mgpu_model_count(s), L = s->blocks, T = s->ctx, D = s->dim;
 	double H = s->heads, V = s->vocab, floats;
@@ -134,7 +146,7 @@ int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate
 		return -1;
 	floats = n + n * (1 + nstate) / share;                 /* gradients; weights, state */
 	floats += (double)B * T * (L * (16 * D + H * T) + 2 * D + 2 * V); /* activations */
-	return (int64_t)(4 * floats);
+	return (int64_t)(4 * floats + (bf16 ? bf16_copies(s, n, B) : 0));
 }
 
 /* The value of the last --name V or --name=V in argv, or NULL. */
@@ -171,7 +183,7 @@ int mgpu_bench_workload_parse(const char *const *argv, struct mgpu_bench_workloa
 	if ((v = last_value(argv, "grad-accum-steps")))
 		MGPU_TRY(mgpu_cli_int("--grad-accum-steps", v, 1, 1 << 20, &accum));
 	w->accum = (int)accum;
-	v = last_value(argv, "dtype");
+	v = mgpu_bench_argv_dtype(argv);
 	w->bf16 = v && strcmp(v, "bf16") == 0;
 	w->spec = c.spec;
 	w->nstate = mgpu_optim_nstate_for(&c.optim);
@@ -201,5 +213,5 @@ void mgpu_bench_lm_fill(struct mgpu_bench_trow *r, const struct mgpu_bench_workl
 	if (!dp && r->effective_batch > 0 && r->effective_batch % per == 0)
 		r->mem_est_bytes = mgpu_bench_gpt_mem_estimate(
 			&w->spec, (int)(r->effective_batch / per), w->nstate,
-			cpu && r->devices > 1 ? r->devices : 1);
+			cpu && r->devices > 1 ? r->devices : 1, w->bf16);
 }

@@ -30,6 +30,14 @@
  *   D, q k v 3D, attention weights H T, heads' output D, residual D, MLP
  *   pre- and post-activation 8D, block output D), and 2 D + 2 V more (the
  *   embedding sum, the final LayerNorm, the logits and their gradient).
+ * In bf16 (--dtype bf16, lib/nn/mm.c) each rank also holds 2-byte copies:
+ *   the rounded weights, N' (its own, never shared), and two scratch buffers
+ *   that the products' non-weight operands are rounded into, each grown to
+ *   the largest such operand: first operands B T 4D (the MLP output's
+ *   weight gradient reads the GELU output), second B T max(4D, H T, V) (the
+ *   MLP's input gradient, the heads' attention weights, the logits'
+ *   gradient in the tied head's products), so 2 (N' + B T (4D + max(4D,
+ *   H T, V))) bytes more.
  * Everything here is pure but mgpu_bench_peak_cpu_host, which reads /proc.
  */
 #ifndef MGPU_BENCH_LM_H
@@ -61,8 +69,10 @@ double mgpu_bench_gpt_flops_per_token(const struct mgpu_spec *s);
 
 /* Memory by hand of one device (see above): a gpt, micro-batch B, nstate
  * optimizer slots per parameter, share = W when the weights and state are
- * split over W ranks (CPU ranks, mode ddp), else 1. */
-int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate, int share);
+ * split over W ranks (CPU ranks, mode ddp), else 1; bf16 adds the bf16
+ * copies. */
+int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate, int share,
+				    int bf16);
 
 /* What a workload's mgpu-train arguments say about the model: the last
  * --model (a spec or a file), --optimizer, --momentum, --grad-accum-steps

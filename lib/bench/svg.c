@@ -2,7 +2,10 @@
  * svg.c - speedup and memory plot as SVG (see svg.h).
  *
  * Coordinates: each panel maps data (x, y) to pixels with px() / py() of a
- * struct panel; y grows upwards in data, downwards in SVG.
+ * struct panel; y grows upwards in data, downwards in SVG. Rows of
+ * different dtypes are different series, each from its own 1-device point;
+ * the dtype is named when a row ran in another than fp32
+ * (mgpu_bench_show_dtype).
  */
 #include "bench/svg.h"
 
@@ -89,7 +92,7 @@ static void frame(FILE *fp, const struct panel *p, const char *title, const char
 static int same_series(const struct mgpu_bench_trow *a, const struct mgpu_bench_trow *b)
 {
 	return strcmp(a->kind, b->kind) == 0 && strcmp(a->mode, b->mode) == 0 &&
-	       strcmp(a->sync, b->sync) == 0;
+	       strcmp(a->sync, b->sync) == 0 && strcmp(a->dtype, b->dtype) == 0;
 }
 
 static int ok_row(const struct mgpu_bench_trow *r)
@@ -97,8 +100,9 @@ static int ok_row(const struct mgpu_bench_trow *r)
 	return !r->error[0] && isfinite(r->samples_per_s);
 }
 
-/* One series: the 1-device point (speedup 1) and every multi-device row of
- * the same kind, mode and sync backend, by device count. */
+/* One series: the 1-device point (speedup 1) of the same kind and dtype,
+ * and every multi-device row of the same kind, mode, sync backend and
+ * dtype, by device count. */
 static void series(FILE *fp, const struct panel *p, const struct mgpu_bench_trow *rows, int n,
 		   int first, const char *color)
 {
@@ -110,7 +114,8 @@ static void series(FILE *fp, const struct panel *p, const struct mgpu_bench_trow
 			const struct mgpu_bench_trow *r = &rows[i];
 			if (r->devices != d || !ok_row(r) || !isfinite(r->speedup) ||
 			    (d > 1 && !same_series(r, &rows[first])) ||
-			    (d == 1 && strcmp(r->kind, rows[first].kind) != 0))
+			    (d == 1 && (strcmp(r->kind, rows[first].kind) != 0 ||
+					strcmp(r->dtype, rows[first].dtype) != 0)))
 				continue;
 			fprintf(fp, "%s%.1f,%.1f", started ? " " : "", px(p, d), py(p, r->speedup));
 			started = 1;
@@ -124,10 +129,12 @@ static void series(FILE *fp, const struct panel *p, const struct mgpu_bench_trow
 				px(p, rows[i].devices), py(p, rows[i].speedup), color);
 }
 
-static void series_name(const struct mgpu_bench_trow *r, char *buf, size_t cap)
+static void series_name(const struct mgpu_bench_trow *r, int dtype, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%s %s%s%s", strcmp(r->kind, "gpu") == 0 ? "GPUs" : "CPU ranks",
-		 strcmp(r->mode, "dp") == 0 ? "DP" : "DDP", r->sync[0] ? ", sync " : "", r->sync);
+	dtype = dtype && r->dtype[0];
+	snprintf(buf, cap, "%s %s%s%s%s%s", strcmp(r->kind, "gpu") == 0 ? "GPUs" : "CPU ranks",
+		 strcmp(r->mode, "dp") == 0 ? "DP" : "DDP", r->sync[0] ? ", sync " : "", r->sync,
+		 dtype ? ", " : "", dtype ? r->dtype : "");
 }
 
 static void speedup_panel(FILE *fp, const struct mgpu_bench_trow *rows, int n)
@@ -161,7 +168,7 @@ static void speedup_panel(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 		if (seen)
 			continue;
 		series(fp, &p, rows, n, i, colors[k % 8]);
-		series_name(&rows[i], buf, sizeof buf);
+		series_name(&rows[i], mgpu_bench_show_dtype(rows, n), buf, sizeof buf);
 		fprintf(fp, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"4\" fill=\"%s\"/>\n",
 			p.x0 + 10, p.y0 + 29 + 16 * k, colors[k % 8]);
 		text(fp, p.x0 + 28, p.y0 + 35 + 16 * k, "start", 11, buf);
@@ -169,12 +176,12 @@ static void speedup_panel(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 	}
 }
 
-static void group_label(const struct mgpu_bench_trow *r, char *buf, size_t cap)
+static void group_label(const struct mgpu_bench_trow *r, int dtype, char *buf, size_t cap)
 {
-	if (r->devices == 1)
-		snprintf(buf, cap, "1");
-	else
-		snprintf(buf, cap, "%d %s", r->devices, strcmp(r->mode, "dp") == 0 ? "DP" : "DDP");
+	dtype = dtype && r->dtype[0];
+	snprintf(buf, cap, "%d%s%s%s%s", r->devices, r->devices == 1 ? "" : " ",
+		 r->devices == 1 ? "" : strcmp(r->mode, "dp") == 0 ? "DP" : "DDP",
+		 dtype ? " " : "", dtype ? r->dtype : "");
 }
 
 static void bars(FILE *fp, const struct panel *p, const struct mgpu_bench_trow *r, double gx,
@@ -220,7 +227,7 @@ static void memory_panel(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 			continue;
 		/* a value label wider than its bar would run into the next one */
 		bars(fp, &p, &rows[i], p.x0 + g * gw + gw * 0.1, bw, bw >= 30);
-		group_label(&rows[i], buf, sizeof buf);
+		group_label(&rows[i], mgpu_bench_show_dtype(rows, n), buf, sizeof buf);
 		text(fp, p.x0 + g * gw + gw / 2, p.y0 + p.h + 16, "middle", 11, buf);
 		g++;
 	}

@@ -130,10 +130,10 @@ int mgpu_bench_run_parse(const char *text, size_t len, int64_t warmup_steps, con
 	return 0;
 }
 
-void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync)
+void mgpu_bench_label(struct mgpu_bench_trow *r, unsigned show)
 {
 	int gpu = strcmp(r->kind, "gpu") == 0, nodes = r->nodes > 1 ? r->nodes : 1;
-	int per = r->devices / nodes;
+	int per = r->devices / nodes, dtype = (show & MGPU_BENCH_LABEL_DTYPE) && r->dtype[0];
 	const char *unit = gpu ? "device" : "CPU rank";
 	char extra[80] = "", where[24] = "", link[48] = "";
 
@@ -145,11 +145,52 @@ void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync)
 		snprintf(link + strlen(link), sizeof link - strlen(link), ", +%gms",
 			 r->link_delay_ms);
 	if (r->devices > 1) {
-		snprintf(extra, sizeof extra, " (%s%s%s%s)", strcmp(r->mode, "dp") == 0 ? "DP" : "DDP",
-			 show_sync && r->sync[0] ? ", " : "", show_sync ? r->sync : "", link);
+		int sync = (show & MGPU_BENCH_LABEL_SYNC) && r->sync[0];
+		snprintf(extra, sizeof extra, " (%s%s%s%s%s%s)",
+			 strcmp(r->mode, "dp") == 0 ? "DP" : "DDP", sync ? ", " : "",
+			 sync ? r->sync : "", link, dtype ? ", " : "", dtype ? r->dtype : "");
+	} else if (dtype) {
+		snprintf(extra, sizeof extra, " (%s)", r->dtype);
 	}
 	snprintf(r->config, sizeof r->config, "%s%d %s%s%s", where, per, unit, per > 1 ? "s" : "",
 		 extra);
+}
+
+/* "--dtype", "--dtype=V" or an abbreviation getopt_long takes for it (no
+ * other mgpu-train option starts with "dt"): 1, and *val the value when
+ * it is in the word. */
+static int dtype_word(const char *w, const char **val)
+{
+	size_t n;
+
+	if (strncmp(w, "--dt", 4) != 0)
+		return 0;
+	n = strcspn(w + 2, "=");
+	if (strncmp(w + 2, "dtype", n) != 0 || n > 5)
+		return 0;
+	*val = w[2 + n] == '=' ? w + 3 + n : NULL;
+	return 1;
+}
+
+const char *mgpu_bench_argv_dtype(const char *const *argv)
+{
+	const char *v = NULL, *in;
+	int i;
+
+	for (i = 0; argv[i]; i++)
+		if (dtype_word(argv[i], &in))
+			v = in ? in : argv[i + 1];
+	return v;
+}
+
+int mgpu_bench_show_dtype(const struct mgpu_bench_trow *rows, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].dtype[0] && strcmp(rows[i].dtype, "fp32") != 0)
+			return 1;
+	return 0;
 }
 
 /* Per device: the mean of the runs' utilisations (unknown ones left out)
@@ -212,7 +253,8 @@ void mgpu_bench_trows_finish(struct mgpu_bench_trow *rows, int n)
 		double base = NAN;
 		for (j = 0; j < n; j++)
 			if (rows[j].devices == 1 && !rows[j].error[0] &&
-			    strcmp(rows[j].kind, rows[i].kind) == 0) {
+			    strcmp(rows[j].kind, rows[i].kind) == 0 &&
+			    strcmp(rows[j].dtype, rows[i].dtype) == 0) {
 				base = rows[j].samples_per_s;
 				break;
 			}
@@ -228,7 +270,7 @@ static const char *const tcols[] = {
 	"error", "command", "blas_core", "blas_threads", "gpu_util_pct", "gpu_mem_used_bytes",
 	"nodes", "link_rate", "link_delay_ms",
 	"ctx", "tokens_per_s", "flops_per_token", "peak_flops", "mfu", "mem_estimate_bytes",
-	"peak_how", /* new columns go last: saved tables keep theirs */
+	"peak_how", "dtype", /* new columns go last: saved tables keep theirs */
 };
 static const int ttypes[] = {
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM,
@@ -237,7 +279,7 @@ static const int ttypes[] = {
 	MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_STR, MGPU_TAB_NUM, MGPU_TAB_LIST, MGPU_TAB_LIST,
 	MGPU_TAB_NUM, MGPU_TAB_STR, MGPU_TAB_NUM,
 	MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM, MGPU_TAB_NUM,
-	MGPU_TAB_STR,
+	MGPU_TAB_STR, MGPU_TAB_STR,
 };
 _Static_assert(sizeof tcols / sizeof tcols[0] == sizeof ttypes / sizeof ttypes[0],
 	       "a type for every column");
@@ -301,6 +343,7 @@ static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *
 	int ok = !r->error[0];
 
 	MGPU_TRY(mgpu_tab_set(t, i, "config", r->config));
+	MGPU_TRY(mgpu_tab_set(t, i, "dtype", r->dtype[0] ? r->dtype : NULL));
 	MGPU_TRY(mgpu_tab_set(t, i, "kind", r->kind));
 	MGPU_TRY(mgpu_tab_setf(t, i, "devices", "%d", r->devices));
 	MGPU_TRY(mgpu_tab_setf(t, i, "nodes", "%d", r->nodes > 1 ? r->nodes : 1));
@@ -414,6 +457,23 @@ static void get_lm(const struct mgpu_tab *t, size_t i, struct mgpu_bench_trow *r
 	get_str(t, i, "peak_how", r->peak_how, sizeof r->peak_how);
 }
 
+/* The row's dtype: its column, or in a table saved before there was one,
+ * what its command asks mgpu-train for. */
+static void get_dtype(const struct mgpu_tab *t, size_t i, struct mgpu_bench_trow *r)
+{
+	char cmd[MGPU_BENCH_CMD], *argv[256];
+	const char *v = NULL;
+	int argc;
+
+	get_str(t, i, "dtype", r->dtype, sizeof r->dtype);
+	if (r->dtype[0])
+		return;
+	snprintf(cmd, sizeof cmd, "%s", r->command);
+	if (mgpu_bench_split_command(cmd, argv, 256, &argc) == 0)
+		v = mgpu_bench_argv_dtype((const char *const *)argv);
+	snprintf(r->dtype, sizeof r->dtype, "%s", v ? v : "fp32");
+}
+
 static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 		    struct mgpu_bench_trow *r)
 {
@@ -456,6 +516,7 @@ static int get_trow(const struct mgpu_tab *t, size_t i, const char *name,
 		return mgpu_err(MGPU_EFORMAT, "'%s': row %zu: bad gpu_util_pct or "
 				"gpu_mem_used_bytes list", name, i + 1);
 	get_lm(t, i, r);
+	get_dtype(t, i, r);
 	if (r->repeats < 1)
 		r->repeats = 1;
 	if (r->warmup_steps < 0)
@@ -555,8 +616,6 @@ out:
 	return rc;
 }
 
-/* One row per configuration, one column per device: peak MiB, or (util)
- * mean GPU utilisation of the sampled rows. */
 /* The memory table's estimate column: whether any row has one. */
 static int any_estimate(const struct mgpu_bench_trow *rows, int n)
 {
@@ -570,24 +629,41 @@ static int any_estimate(const struct mgpu_bench_trow *rows, int n)
 
 #define EST_COL "Estimate (MiB)"
 
+/* The leading cells of a per-device row: devices, mode, and the dtype and
+ * estimate where those columns are. */
+static int put_dev_head(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *r,
+			int dtype, int est)
+{
+	MGPU_TRY(mgpu_tab_setf(t, i, "Devices", "%d", r->devices));
+	MGPU_TRY(mgpu_tab_set(t, i, "Mode", r->devices == 1 ? "-" :
+			      strcmp(r->mode, "dp") == 0 ? "DP" : "DDP"));
+	if (dtype)
+		MGPU_TRY(mgpu_tab_set(t, i, "Dtype", r->dtype[0] ? r->dtype : "-"));
+	if (est && r->ctx > 0 && r->mem_est_bytes > 0)
+		MGPU_TRY(mgpu_tab_setf(t, i, EST_COL, "%.1f", (double)r->mem_est_bytes / (1 << 20)));
+	return 0;
+}
+
+/* One row per configuration, one column per device: peak MiB, or (util)
+ * mean GPU utilisation of the sampled rows. */
 static int per_dev_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t, int util)
 {
-	char names[MGPU_BENCH_MAXDEV + 3][16];
-	const char *cols[MGPU_BENCH_MAXDEV + 3];
-	int types[MGPU_BENCH_MAXDEV + 3], i, d, maxdev = 1, rc, nd, est, c0;
+	char names[MGPU_BENCH_MAXDEV][16];
+	const char *cols[MGPU_BENCH_MAXDEV + 4];
+	int types[MGPU_BENCH_MAXDEV + 4], i, d, maxdev = 1, rc, nd, est, dtype, c0 = 0;
 
 	for (i = 0; i < n; i++) {
 		nd = util ? rows[i].ngpumon : rows[i].ndev;
 		maxdev = nd > maxdev ? nd : maxdev;
 	}
 	est = !util && any_estimate(rows, n);
-	c0 = 2 + est;
-	cols[0] = "Devices";
-	cols[1] = "Mode";
-	cols[2] = EST_COL;
-	types[0] = MGPU_TAB_NUM;
-	types[1] = MGPU_TAB_STR;
-	types[2] = MGPU_TAB_NUM;
+	dtype = mgpu_bench_show_dtype(rows, n);
+	cols[c0] = "Devices", types[c0++] = MGPU_TAB_NUM;
+	cols[c0] = "Mode", types[c0++] = MGPU_TAB_STR;
+	if (dtype)
+		cols[c0] = "Dtype", types[c0++] = MGPU_TAB_STR;
+	if (est)
+		cols[c0] = EST_COL, types[c0++] = MGPU_TAB_NUM;
 	for (d = 0; d < maxdev; d++) {
 		if (snprintf(names[d], sizeof names[d], "dev %d (%s)", d, util ? "%" : "MiB") >=
 		    (int)sizeof names[d])
@@ -602,12 +678,7 @@ static int per_dev_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_ta
 		if (r->error[0] || nd == 0)
 			continue;
 		MGPU_CHECK(mgpu_tab_add_row(t));
-		MGPU_CHECK(mgpu_tab_setf(t, t->nrows - 1, "Devices", "%d", r->devices));
-		MGPU_CHECK(mgpu_tab_set(t, t->nrows - 1, "Mode", r->devices == 1 ? "-" :
-					strcmp(r->mode, "dp") == 0 ? "DP" : "DDP"));
-		if (est && r->ctx > 0 && r->mem_est_bytes > 0)
-			MGPU_CHECK(mgpu_tab_setf(t, t->nrows - 1, EST_COL, "%.1f",
-						 (double)r->mem_est_bytes / (1 << 20)));
+		MGPU_CHECK(put_dev_head(t, t->nrows - 1, r, dtype, est));
 		for (d = 0; d < maxdev; d++)
 			MGPU_CHECK(d >= nd ? mgpu_tab_set(t, t->nrows - 1, names[d], "-") : util ?
 				   mgpu_tab_num(t, t->nrows - 1, names[d], r->gpu_util_pct[d], 3) :

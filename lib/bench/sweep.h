@@ -1,14 +1,15 @@
 /*
  * sweep.h - the results of `mgpu-bench train`: one row per configuration
- * (device count, nodes, mode, sync backend), built from mgpu-train's JSON Lines,
- * turned into the speedup and memory tables, saved as TSV and read back
- * for --compare.
+ * (device count, nodes, mode, sync backend, dtype), built from mgpu-train's
+ * JSON Lines, turned into the speedup and memory tables, saved as TSV and
+ * read back for --compare.
  *
  * Throughput is measured from mgpu-train's step records after the warm-up
  * steps: every record covers the steps since the previous one
  * (samples_per_s x step_ms of each step), and only records whose window
  * starts at or after the warm-up count. Speedup is against the 1-device
- * row of the same kind (CPU ranks or GPUs); efficiency = speedup / devices.
+ * row of the same kind (CPU ranks or GPUs) and the same dtype (a bf16 row
+ * against the bf16 baseline); efficiency = speedup / devices.
  *
  * Everything here is pure: parse, compute, convert. The tool runs the
  * processes (bench/spawn.h) and prints.
@@ -76,31 +77,46 @@ struct mgpu_bench_trow {
 	double mfu;                /* tokens_per_s x flops_per_token / (devices x peak) */
 	int64_t mem_est_bytes;     /* per device, by hand; -1 unknown */
 	char peak_how[200];        /* where peak_flops came from */
+	char dtype[8];             /* mgpu-train's --dtype: "fp32" or "bf16"; "" unknown */
 };
 
+/* What a label names besides devices, nodes, mode and link (flags). */
+#define MGPU_BENCH_LABEL_SYNC 1  /* the sync backend: a sweep over several */
+#define MGPU_BENCH_LABEL_DTYPE 2 /* the dtype: a sweep over --dtypes */
 /* The row's label: "1 CPU rank", "2 devices (DDP)", "4 devices (DP, nccl)" (sync
- * named when show_sync), "2 nodes x 2 CPU ranks (DDP, 100mbit, +5ms)". */
-void mgpu_bench_label(struct mgpu_bench_trow *r, int show_sync);
+ * named with LABEL_SYNC), "2 nodes x 2 CPU ranks (DDP, 100mbit, +5ms)",
+ * "1 CPU rank (bf16)" and "2 CPU ranks (DDP, bf16)" (with LABEL_DTYPE). */
+void mgpu_bench_label(struct mgpu_bench_trow *r, unsigned show);
+/* The value of the last --dtype of an mgpu-train argv (NULL-terminated):
+ * "--dtype V", "--dtype=V" or an abbreviation getopt takes ("--dt V");
+ * NULL when there is none (mgpu-train's default, fp32). */
+const char *mgpu_bench_argv_dtype(const char *const *argv);
+/* Whether the tables need a Dtype column: some row ran in another dtype
+ * than mgpu-train's default fp32. */
+int mgpu_bench_show_dtype(const struct mgpu_bench_trow *rows, int n);
 /* Fold the runs of one configuration into r: median throughput and wall time,
  * min/max, the memory of the last run, and of the GPU samples the mean
  * utilisation and the most memory in use over the runs. */
 void mgpu_bench_trow_fold(struct mgpu_bench_trow *r, const struct mgpu_bench_run *runs, int n);
-/* Speedup and efficiency of every row against the 1-device row of its kind. */
+/* Speedup and efficiency of every row against the 1-device row of its kind
+ * and dtype. */
 void mgpu_bench_trows_finish(struct mgpu_bench_trow *rows, int n);
 
 /* The TSV / JSON schema (one column each). */
 int mgpu_bench_trows_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
-/* Read rows back from a table in that schema (e.g. a saved TSV). */
+/* Read rows back from a table in that schema (e.g. a saved TSV). A table
+ * saved before the dtype column existed: each row's dtype is its command's
+ * (mgpu_bench_argv_dtype, else fp32). */
 int mgpu_bench_trows_from_tab(const struct mgpu_tab *t, const char *name,
 			      struct mgpu_bench_trow **rows, int *n);
 /* The two display tables: "Configuration | Throughput | Training Time |
  * Speedup | Efficiency" (and "Tokens/s | MFU" when a row is a gpt's), and
  * "Devices | Mode | dev 0 | dev 1 | ..." (MiB; "Estimate" first when a row
- * has one). */
+ * has one, and "Dtype" after Mode when mgpu_bench_show_dtype). */
 int mgpu_bench_speedup_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
 int mgpu_bench_memory_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
 /* "Devices | Mode | dev 0 | ..." of mean GPU utilisation (%), for the rows
- * that were sampled; a table with no rows when none was. */
+ * that were sampled (Dtype as above); a table with no rows when none was. */
 int mgpu_bench_util_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t);
 
 /* A regression found by --compare: the row's label and what got worse. */

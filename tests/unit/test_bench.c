@@ -5,7 +5,8 @@
  * input), command quoting, the SVG plot, running a child, the
  * all-reduce wrong-element check (two threads on a private segment), and a
  * gpt workload's tokens/s, MFU, device peaks and memory estimate against
- * figures worked out by hand.
+ * figures worked out by hand, and rows of a --dtypes sweep (labels,
+ * speedup per dtype, the dtype column and its default in older tables).
  */
 #include <pthread.h> /* pthread_create */
 #include <stdlib.h>  /* free */
@@ -737,15 +738,20 @@ static void test_lm_model(void)
 	T_CHECK(mgpu_bench_gpt_flops_per_token(&w.spec) == 11328 + 768, "%g",
 		mgpu_bench_gpt_flops_per_token(&w.spec));
 	/* B 3: 1920 * (1 + 3) + 3 * 4 * (2 * (16*8 + 2*4) + 2*8 + 2*16) floats */
-	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1) == 4 * (7680 + 3840), "%lld",
-		(long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1));
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0) == 4 * (7680 + 3840), "%lld",
+		(long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0));
 	/* 2 ranks sharing weights and AdamW state: 1920 + 1920 * 3 / 2 */
-	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2) == 4 * (4800 + 3840), "shared");
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2, 0) == 4 * (4800 + 3840), "shared");
+	/* bf16: 2 bytes x (1920 weights + 3 * 4 tokens x (4D 32 + max(4D 32, H T 8,
+	 * V 16))), the weight copy never shared */
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 1) == 4 * (7680 + 3840) + 5376 &&
+		mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2, 1) == 4 * (4800 + 3840) + 5376,
+		"bf16 %lld", (long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 1));
 	T_OK(mgpu_bench_workload_parse(mlp, &w));
 	T_CHECK(w.spec.kind == MGPU_MODEL_MLP && w.nstate == 0 && w.accum == 1 && !w.bf16,
 		"defaults: kind %d nstate %d", w.spec.kind, w.nstate);
 	T_CHECK(mgpu_bench_gpt_flops_per_token(&w.spec) == 0 &&
-		mgpu_bench_gpt_mem_estimate(&w.spec, 3, 0, 1) == -1, "an mlp has no gpt figures");
+		mgpu_bench_gpt_mem_estimate(&w.spec, 3, 0, 1, 1) == -1, "an mlp has no gpt figures");
 	T_CHECK(mgpu_bench_workload_parse(bad, &w) < 0, "a bad spec parsed");
 }
 
@@ -807,6 +813,147 @@ static void test_lm_rows(void)
 	mgpu_tab_free(&t);
 }
 
+/* The bf16 copies where the attention weights (H T) or the logits (V) are
+ * the largest second operand: gpt:layers=1,heads=2,dim=8,ctx=32,vocab=16
+ * has N = 16*8 + 32*8 + 12*64 + 13*8 + 2*8 = 1272, H T 64 > 4D 32 > V 16;
+ * with vocab 100, V leads (N = 1944). */
+static void test_lm_bf16_operands(void)
+{
+	struct mgpu_spec s;
+
+	T_OK(mgpu_spec_load(&s, "gpt:layers=1,heads=2,dim=8,ctx=32,vocab=16"));
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 1) -
+		mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0) == 2 * (1272 + 32 * (32 + 64)),
+		"H T: %lld", (long long)(mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 1) -
+					 mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0)));
+	T_OK(mgpu_spec_load(&s, "gpt:layers=1,heads=2,dim=8,ctx=32,vocab=100"));
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 1) -
+		mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 0) == 2 * (1944 + 64 * (32 + 100)),
+		"V: %lld", (long long)(mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 1) -
+				       mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 0)));
+}
+
+/* A row of a sweep: kind, devices, mode, dtype, throughput; labelled as a
+ * --dtypes sweep labels it. */
+static void dtype_row(struct mgpu_bench_trow *r, const char *kind, int devices,
+		      const char *dtype, double sps)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->kind, sizeof r->kind, "%s", kind);
+	snprintf(r->mode, sizeof r->mode, "%s", devices > 1 ? "ddp" : "");
+	snprintf(r->dtype, sizeof r->dtype, "%s", dtype);
+	snprintf(r->command, sizeof r->command, "mgpu-train --dtype %s", dtype);
+	r->devices = r->ndev = devices;
+	r->samples_per_s = r->samples_per_s_min = r->samples_per_s_max = sps;
+	r->repeats = 1;
+	r->peak_bytes[0] = r->peak_bytes[1] = (int64_t)(strcmp(dtype, "bf16") == 0 ? 3 : 2) << 20;
+	mgpu_bench_label(r, MGPU_BENCH_LABEL_DTYPE);
+}
+
+static void test_dtype_labels(void)
+{
+	static const char *const a1[] = { "mgpu-train", "--dtype", "bf16", NULL };
+	static const char *const a2[] = { "mgpu-train", "--dtype=bf16", "--dt", "fp32", NULL };
+	static const char *const a3[] = { "mgpu-train", "--dtypes", "bf16", "--data", "x", NULL };
+	static const char *const a4[] = { "mgpu-train", "--dtype", NULL };
+	struct mgpu_bench_trow r;
+
+	dtype_row(&r, "cpu", 1, "bf16", 1);
+	T_CHECK(strcmp(r.config, "1 CPU rank (bf16)") == 0, "'%s'", r.config);
+	dtype_row(&r, "cpu", 2, "fp32", 1);
+	T_CHECK(strcmp(r.config, "2 CPU ranks (DDP, fp32)") == 0, "'%s'", r.config);
+	snprintf(r.sync, sizeof r.sync, "nccl");
+	snprintf(r.kind, sizeof r.kind, "gpu");
+	mgpu_bench_label(&r, MGPU_BENCH_LABEL_SYNC | MGPU_BENCH_LABEL_DTYPE);
+	T_CHECK(strcmp(r.config, "2 devices (DDP, nccl, fp32)") == 0, "'%s'", r.config);
+	mgpu_bench_label(&r, MGPU_BENCH_LABEL_SYNC); /* not swept: not named */
+	T_CHECK(strcmp(r.config, "2 devices (DDP, nccl)") == 0, "'%s'", r.config);
+	r.devices = 1;
+	mgpu_bench_label(&r, 0);
+	T_CHECK(strcmp(r.config, "1 device") == 0, "'%s'", r.config);
+	T_CHECK(strcmp(mgpu_bench_argv_dtype(a1), "bf16") == 0, "--dtype bf16");
+	T_CHECK(strcmp(mgpu_bench_argv_dtype(a2), "fp32") == 0, "the last, abbreviated");
+	T_CHECK(!mgpu_bench_argv_dtype(a3) && !mgpu_bench_argv_dtype(a4), "no --dtype");
+}
+
+/* Speedup against the 1-device row of the same dtype, the memory table's
+ * Dtype column, and the dtype column through a saved TSV and back. */
+static void test_dtype_rows(void)
+{
+	static struct mgpu_bench_trow rows[4], *back;
+	struct mgpu_tab t;
+	char *s;
+	int n;
+
+	dtype_row(&rows[0], "cpu", 1, "fp32", 1000);
+	dtype_row(&rows[1], "cpu", 1, "bf16", 500);
+	dtype_row(&rows[2], "cpu", 2, "fp32", 1800);
+	dtype_row(&rows[3], "cpu", 2, "bf16", 950);
+	mgpu_bench_trows_finish(rows, 4);
+	T_NEAR(rows[1].speedup, 1, 0);
+	T_NEAR(rows[2].speedup, 1.8, 1e-12);
+	T_NEAR(rows[3].speedup, 1.9, 1e-12); /* 950 / 500, not 950 / 1000 */
+	T_NEAR(rows[3].efficiency, 0.95, 1e-12);
+	T_OK(mgpu_bench_memory_tab(rows, 4, &t));
+	s = render(&t, MGPU_FMT_MD);
+	T_CHECK(s && strstr(s, "| Devices | Mode | Dtype | dev 0 (MiB) | dev 1 (MiB) |") &&
+		strstr(s, "| DDP  | bf16  |         3.0 |         3.0 |") &&
+		strstr(s, "| -    | fp32  |         2.0 |           - |"),
+		"%s", s);
+	free(s);
+	mgpu_tab_free(&t);
+	/* all fp32: today's table */
+	T_OK(mgpu_bench_memory_tab(rows, 1, &t));
+	T_CHECK(mgpu_tab_col(&t, "Dtype") < 0, "a Dtype column without bf16 rows");
+	mgpu_tab_free(&t);
+	/* the plot: a series per dtype, named, and bar groups named */
+	{
+		size_t len = 0;
+		FILE *fp = open_memstream(&s, &len);
+		T_OK(mgpu_bench_plot_svg(fp, rows, 4, NULL));
+		fclose(fp);
+		T_CHECK(s && strstr(s, ">CPU ranks DDP, fp32</text>") &&
+			strstr(s, ">CPU ranks DDP, bf16</text>") && strstr(s, ">2 DDP bf16</text>") &&
+			strstr(s, ">1 fp32</text>"), "%s", s);
+		free(s);
+	}
+	T_OK(mgpu_bench_trows_tab(rows, 4, &t));
+	s = render(&t, MGPU_FMT_TSV);
+	mgpu_tab_free(&t);
+	T_CHECK(s && strstr(s, "\tdtype\n") && strstr(s, "\tbf16\n"), "%s", s);
+	T_OK(mgpu_tab_parse_tsv(&t, s ? s : "", s ? strlen(s) : 0, "d.tsv"));
+	free(s);
+	T_OK(mgpu_bench_trows_from_tab(&t, "d.tsv", &back, &n));
+	T_CHECK(n == 4 && back && strcmp(back[1].dtype, "bf16") == 0 &&
+		strcmp(back[2].dtype, "fp32") == 0 &&
+		strcmp(back[3].config, "2 CPU ranks (DDP, bf16)") == 0, "round trip");
+	free(back);
+	mgpu_tab_free(&t);
+}
+
+/* A table saved before the dtype column: each row the dtype its command
+ * asked for, fp32 where it asked for none. */
+static void test_dtype_old_table(void)
+{
+	static const char old[] =
+		"config\tkind\tdevices\tsamples_per_s\tcommand\n"
+		"1 CPU rank\tcpu\t1\t1000\tmgpu-train -q --cpu-ranks 1\n"
+		"2 CPU ranks (DDP)\tcpu\t2\t900\tmgpu-train -q --cpu-ranks 2 --dtype=bf16\n"
+		"1 device\tgpu\t1\t9000\tmgpu-train --gpus 0 --dtype 'bf16'\n";
+	struct mgpu_bench_trow *rows = NULL;
+	struct mgpu_tab t;
+	int n = 0;
+
+	T_OK(mgpu_tab_parse_tsv(&t, old, sizeof old - 1, "old.tsv"));
+	T_OK(mgpu_bench_trows_from_tab(&t, "old.tsv", &rows, &n));
+	T_CHECK(n == 3 && rows && strcmp(rows[0].dtype, "fp32") == 0 &&
+		strcmp(rows[1].dtype, "bf16") == 0 && strcmp(rows[2].dtype, "bf16") == 0,
+		"dtypes '%s' '%s' '%s'", n ? rows[0].dtype : "", n > 1 ? rows[1].dtype : "",
+		n > 2 ? rows[2].dtype : "");
+	free(rows);
+	mgpu_tab_free(&t);
+}
+
 int main(void)
 {
 	T_RUN(test_median_spread);
@@ -831,5 +978,9 @@ int main(void)
 	T_RUN(test_lm_peaks);
 	T_RUN(test_lm_model);
 	T_RUN(test_lm_rows);
+	T_RUN(test_lm_bf16_operands);
+	T_RUN(test_dtype_labels);
+	T_RUN(test_dtype_rows);
+	T_RUN(test_dtype_old_table);
 	return T_DONE();
 }

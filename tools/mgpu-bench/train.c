@@ -4,7 +4,9 @@
  * and print the speedup and memory tables; --save, --plot, --compare.
  *
  * Each run is `mgpu-train -q --json --log-every 1 DEVICES [--mode M]
- * [--sync-backend S] WORKLOAD`, its exact command kept in the results.
+ * [--sync-backend S] WORKLOAD [--dtype D]`, its exact command kept in the
+ * results; with --dtypes every configuration runs once per dtype, the
+ * dtypes of one configuration one after the other.
  * With --nodes, a row of k > 1 nodes runs on k network namespaces made
  * for the sweep (bench/netns.h, as root): one mgpu-train launcher per
  * host with --nnodes k --node-rank i (leaders over TCP), or for sync
@@ -53,6 +55,7 @@ static const char help[] =
 
 static const char *const mode_words[] = { "ddp", "dp", NULL };
 static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
+static const char *const dtype_words[] = { "fp32", "bf16", NULL };
 #define SYNC_MPI 3
 static const char *const workload[] = { "--epochs", "1", "--max-steps", "200",
 					"--batch-size", "64" };
@@ -64,6 +67,7 @@ struct topts {
 	const char *link_rate;     /* NULL: none */
 	double link_delay_ms;      /* 0: none */
 	int modes[2], nmodes, syncs[4], nsyncs;
+	int dtypes[2], ndtypes;    /* ndtypes 0: the workload's own dtype */
 	int repeat, warmup, timeout_s; /* repeat, warmup: -1 when not given */
 	const char *plot, *save, *compare;
 	double tol;
@@ -128,6 +132,14 @@ static int set_syncs(void *t, const char *arg)
 	return 0;
 }
 
+static int set_dtypes(void *t, const char *arg)
+{
+	struct topts *o = t;
+
+	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 2);
+	return 0;
+}
+
 static int set_nodes(void *t, const char *arg)
 {
 	struct topts *o = t;
@@ -170,6 +182,9 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_CALL("modes", 0, set_modes, NULL, "LIST", "ddp,dp", "ddp,dp", 0),
 	MGPU_OPT_CALL("sync-backends", 0, set_syncs, NULL, "LIST",
 		      "auto,cpu,nccl,mpi (mpi: over --nodes, by mpirun)", "auto", 0),
+	MGPU_OPT_CALL("dtypes", 0, set_dtypes, NULL, "LIST",
+		      "fp32,bf16: each configuration once per dtype (mgpu-train --dtype)",
+		      "the workload's", 0),
 	MGPU_OPT_CALL("nodes", 0, set_nodes, NULL, "LIST",
 		      "node counts, e.g. 1,2: each node a network namespace (root)", "1", 0),
 	MGPU_OPT_CALL("link-rate", 0, set_rate, NULL, "RATE",
@@ -243,10 +258,13 @@ static void parse(struct topts *o, int argc, char **argv)
 	o->extra = argv + first;
 	o->nextra = argc - first;
 	if (o->compare && (o->ncpu || o->ngpu || o->nmodes || o->nsyncs || o->nextra ||
-			   o->nnodes || o->link_rate || o->link_delay_ms > 0))
+			   o->nnodes || o->link_rate || o->link_delay_ms > 0 || o->ndtypes))
 		usage_error("--compare re-runs the configurations of its file: it takes no "
 			    "--cpu-ranks, --devices, --nodes, --link-rate, --link-delay, --modes, "
-			    "--sync-backends or workload");
+			    "--sync-backends, --dtypes or workload");
+	if (o->ndtypes && mgpu_bench_argv_dtype((const char *const *)o->extra))
+		usage_error("--dtypes sets mgpu-train's --dtype of each run: give it, or --dtype "
+			    "after --, not both");
 	check_nodes(o);
 	if (!o->ncpu && !o->ngpu) {
 		o->cpu[0] = 1, o->cpu[1] = 2;
@@ -308,24 +326,21 @@ static void build(const struct topts *o, const struct mgpu_bench_trow *r, struct
 	}
 	for (i = 0; i < 6; i++)
 		add(c, workload[i]);
+	if (o->ndtypes) { /* never in extra too: parse refused that */
+		add(c, "--dtype");
+		add(c, r->dtype);
+	}
 	for (i = 0; i < o->nextra; i++)
 		add(c, o->extra[i]);
 }
 
-/* One row of the plan, unless the combination does not exist: dp runs in
- * one process (one node), mpi runs over several nodes. */
-static void plan_row(const struct topts *o, struct mgpu_bench_trow *rows, int *n, int kind,
-		     int per, int nodes, int m, int s)
+/* Row r: kind, per devices on each of nodes, mode m, sync backend s and
+ * (with --dtypes) dtype t, labelled. */
+static void plan_one(const struct topts *o, struct mgpu_bench_trow *r, int kind, int per,
+		     int nodes, int m, int s, int t)
 {
-	struct mgpu_bench_trow *r;
 	int devices = per * nodes;
 
-	if (devices > 1 && ((nodes > 1 && o->modes[m] == 1) ||
-			    (nodes == 1 && o->syncs[s] == SYNC_MPI)))
-		return;
-	if (*n >= MAX_ROWS)
-		usage_error("more than %d configurations", MAX_ROWS);
-	r = &rows[(*n)++];
 	memset(r, 0, sizeof *r);
 	snprintf(r->kind, sizeof r->kind, "%s", kind ? "gpu" : "cpu");
 	r->devices = devices;
@@ -338,11 +353,33 @@ static void plan_row(const struct topts *o, struct mgpu_bench_trow *rows, int *n
 		snprintf(r->mode, sizeof r->mode, "%s", mode_words[o->modes[m]]);
 		snprintf(r->sync, sizeof r->sync, "%s", o->syncs[s] ? sync_words[o->syncs[s]] : "");
 	}
-	mgpu_bench_label(r, o->nsyncs > 1);
+	if (o->ndtypes)
+		snprintf(r->dtype, sizeof r->dtype, "%s", dtype_words[o->dtypes[t]]);
+	mgpu_bench_label(r, (o->nsyncs > 1 ? MGPU_BENCH_LABEL_SYNC : 0) |
+			 (o->ndtypes ? MGPU_BENCH_LABEL_DTYPE : 0));
+}
+
+/* The rows of one configuration, one per dtype of --dtypes (one row
+ * without it), unless the combination does not exist: dp runs in one
+ * process (one node), mpi runs over several nodes. */
+static void plan_row(const struct topts *o, struct mgpu_bench_trow *rows, int *n, int kind,
+		     int per, int nodes, int m, int s)
+{
+	int t;
+
+	if (per * nodes > 1 && ((nodes > 1 && o->modes[m] == 1) ||
+				(nodes == 1 && o->syncs[s] == SYNC_MPI)))
+		return;
+	for (t = 0; t < (o->ndtypes ? o->ndtypes : 1); t++) {
+		if (*n >= MAX_ROWS)
+			usage_error("more than %d configurations", MAX_ROWS);
+		plan_one(o, &rows[(*n)++], kind, per, nodes, m, s, t);
+	}
 }
 
 /* The configurations of the sweep, in table order: devices per node, then
- * nodes, modes and sync backends. */
+ * nodes, modes, sync backends and dtypes (the dtypes of one configuration
+ * side by side, measured one after the other). */
 static int plan(const struct topts *o, struct mgpu_bench_trow *rows)
 {
 	int n = 0, kind, i, k, m, s, d;
@@ -620,10 +657,15 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 	struct mgpu_spawn_result res;
 	struct sampler smp;
 	char why[200] = "";
+	const char *dtype;
 	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0;
 
 	snprintf(r->blas_core, sizeof r->blas_core, "%s", bench_blas_core());
 	r->blas_threads = bench_blas_threads();
+	/* the dtype the command asks for (args may hold r->dtype itself) */
+	dtype = mgpu_bench_argv_dtype((const char *const *)args);
+	if (dtype != r->dtype)
+		snprintf(r->dtype, sizeof r->dtype, "%s", dtype ? dtype : "fp32");
 	if (mgpu_bench_quote_argv(args, r->command, sizeof r->command) < 0)
 		die_lib();
 	for (k = 0; k < repeats && !mgpu_interrupted; k++) {
@@ -706,12 +748,24 @@ static void rerun(const struct topts *o, const struct mgpu_bench_trow *old, int 
 	}
 }
 
-/* What the gpt columns mean, once per kind of device, after the tables. */
+/* Whether an earlier row of r's kind had r's peak line. */
+static int peak_said(const struct mgpu_bench_trow *rows, const struct mgpu_bench_trow *r)
+{
+	for (; rows < r; rows++)
+		if (rows->ctx && strcmp(rows->kind, r->kind) == 0 &&
+		    strcmp(rows->peak_how, r->peak_how) == 0)
+			return 1;
+	return 0;
+}
+
+/* What the gpt columns mean after the tables, and the peak of one device
+ * once per kind and dtype (a GPU's bf16 and fp32 peaks differ). */
 static void lm_notes(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
-	const char *seen[2] = { NULL, NULL };
-	int i, k;
+	int i, bf16 = 0;
 
+	for (i = 0; i < n; i++)
+		bf16 |= rows[i].ctx && strcmp(rows[i].dtype, "bf16") == 0;
 	for (i = 0; i < n && !rows[i].ctx; i++)
 		;
 	if (i == n)
@@ -719,15 +773,14 @@ static void lm_notes(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 	fprintf(fp, "\nTokens/s = samples/s x ctx (%d). MFU = tokens/s x model FLOPs per token "
 		"(6 N + 12 L T D = %.4g, N the parameters in matrix products) / (devices x the "
 		"peak of one device).\nEstimate = weights + gradients + optimizer state (shared "
-		"CPU ranks: their share) + activations, by hand (mgpu-bench(1)).\n",
-		rows[i].ctx, rows[i].flops_per_token);
-	for (i = 0; i < n; i++) {
-		k = strcmp(rows[i].kind, "gpu") == 0;
-		if (!rows[i].ctx || !rows[i].peak_how[0] || seen[k])
-			continue;
-		seen[k] = rows[i].peak_how;
-		fprintf(fp, "Peak of one %s: %s.\n", k ? "GPU" : "CPU rank", seen[k]);
-	}
+		"CPU ranks: their share) + activations%s, by hand (mgpu-bench(1)).\n",
+		rows[i].ctx, rows[i].flops_per_token,
+		bf16 ? " (bf16: + the bf16 copies of the weights and the largest operands)" : "");
+	for (i = 0; i < n; i++)
+		if (rows[i].ctx && rows[i].peak_how[0] && !peak_said(rows, &rows[i]))
+			fprintf(fp, "Peak of one %s: %s.\n",
+				strcmp(rows[i].kind, "gpu") == 0 ? "GPU" : "CPU rank",
+				rows[i].peak_how);
 }
 
 static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *rows, int n)
