@@ -26,6 +26,7 @@ struct nccl_state {
 	cudaStream_t stream;      /* communication */
 	cudaEvent_t ready, done;
 	double *scratch;          /* device: 16 doubles for small all-reduces */
+	double *pinned;           /* page-locked host: 16 doubles of step statistics */
 	int timeout_ms;
 	int pending;              /* buckets queued since the last wait */
 };
@@ -112,6 +113,7 @@ static int open_state(struct nccl_state *s, struct mgpu_dev *dev, int rank, int 
 	CU(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
 	CU(cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
 	CU(cudaMalloc((void **)&s->scratch, 16 * sizeof(double)));
+	CU(cudaMallocHost((void **)&s->pinned, 16 * sizeof(double)));
 	NCCL(NULL, ncclCommInitRankConfig(&s->comm, world, u, rank, &cfg));
 	return wait_ready(s, "communicator set-up");
 }
@@ -175,6 +177,49 @@ extern "C" int mgpu_nccl_wait(void *st, struct mgpu_dev *dev)
 	return 0;
 }
 
+extern "C" int mgpu_nccl_join(void *st, struct mgpu_dev *dev)
+{
+	struct nccl_state *s = (struct nccl_state *)st;
+	cudaStream_t compute = (cudaStream_t)mgpu_cuda_stream(dev);
+
+	if (s->pending == 0)
+		return 0;
+	s->pending = 0;
+	CU(cudaEventRecord(s->done, s->stream));
+	CU(cudaStreamWaitEvent(compute, s->done, 0));
+	return 0;
+}
+
+/* On the communication stream, in order: the host values up, the sum, the
+ * sums down into page-locked memory (so the copy is queued, not done
+ * inside the call), then the one wait, which watches for NCCL errors and
+ * the timeout over everything this stream was given in the step. */
+extern "C" int mgpu_nccl_allreduce_stats(void *st, struct mgpu_dev *dev, double *v_dev,
+					 double *host, int k0, int n)
+{
+	struct nccl_state *s = (struct nccl_state *)st;
+	cudaStream_t compute = (cudaStream_t)mgpu_cuda_stream(dev);
+	size_t up = (size_t)(n - k0) * sizeof(double);
+
+	if (n < 1 || n > 16 || k0 < 0 || k0 > n)
+		return mgpu_err(MGPU_EINVAL, "nccl: statistics all-reduce of %d values from %d "
+				"(max 16)", n, k0);
+	memcpy(s->pinned + k0, host + k0, up); /* the last use was waited for */
+	CU(cudaEventRecord(s->ready, compute));
+	CU(cudaStreamWaitEvent(s->stream, s->ready, 0));
+	if (up)
+		CU(cudaMemcpyAsync(v_dev + k0, s->pinned + k0, up, cudaMemcpyHostToDevice,
+				   s->stream));
+	NCCL(s->comm, ncclAllReduce(v_dev, v_dev, (size_t)n, ncclDouble, ncclSum, s->comm,
+				    s->stream));
+	MGPU_TRY(wait_ready(s, "statistics all-reduce launch"));
+	CU(cudaMemcpyAsync(s->pinned, v_dev, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost,
+			   s->stream));
+	MGPU_TRY(wait_stream(s, "the step's all-reduces"));
+	memcpy(host, s->pinned, (size_t)n * sizeof(double));
+	return 0;
+}
+
 extern "C" int mgpu_nccl_allreduce_f64(void *st, struct mgpu_dev *dev, double *v, int n)
 {
 	struct nccl_state *s = (struct nccl_state *)st;
@@ -216,6 +261,8 @@ extern "C" void mgpu_nccl_close(void *st)
 	/* Teardown errors cannot be acted on; the process is ending the job. */
 	if (s->scratch)
 		(void)cudaFree(s->scratch);
+	if (s->pinned)
+		(void)cudaFreeHost(s->pinned);
 	if (s->ready)
 		(void)cudaEventDestroy(s->ready);
 	if (s->done)

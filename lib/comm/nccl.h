@@ -30,8 +30,18 @@ int mgpu_nccl_open(void **st, struct mgpu_dev *dev, int rank, int world,
 int mgpu_nccl_bucket(void *st, struct mgpu_dev *dev, float *buf, size_t n);
 /* The same for n bfloat16 values (--grad-dtype bf16, ncclBfloat16). */
 int mgpu_nccl_bucket_bf16(void *st, struct mgpu_dev *dev, uint16_t *buf, size_t n);
-/* Make the compute stream wait for every bucket; scale is applied later. */
+/* Make the compute stream wait for every bucket; scale is applied later.
+ * The host waits too, watching for errors and the timeout. */
 int mgpu_nccl_wait(void *st, struct mgpu_dev *dev);
+/* The same without the host wait: the compute stream waits on the device,
+ * and the next mgpu_nccl_allreduce_stats waits (watching) for it all. */
+int mgpu_nccl_join(void *st, struct mgpu_dev *dev);
+/* Sum the n (<= 16) device doubles v_dev over the ranks in place, after
+ * the work queued on the compute stream so far; host[k0..n) replace
+ * v_dev[k0..n) first, and host[0..n) = the sums on return (through
+ * page-locked memory: the one blocking read of a training step). */
+int mgpu_nccl_allreduce_stats(void *st, struct mgpu_dev *dev, double *v_dev, double *host,
+			      int k0, int n);
 /* Sum n (<= 16) host doubles over the ranks. */
 int mgpu_nccl_allreduce_f64(void *st, struct mgpu_dev *dev, double *v, int n);
 void mgpu_nccl_abort(void *st);

@@ -47,6 +47,19 @@ int mgpu_nccl_wait(void *st, struct mgpu_dev *dev)
 	return absent();
 }
 
+int mgpu_nccl_join(void *st, struct mgpu_dev *dev)
+{
+	(void)st, (void)dev;
+	return absent();
+}
+
+int mgpu_nccl_allreduce_stats(void *st, struct mgpu_dev *dev, double *v_dev, double *host,
+			      int k0, int n)
+{
+	(void)st, (void)dev, (void)v_dev, (void)host, (void)k0, (void)n;
+	return absent();
+}
+
 int mgpu_nccl_allreduce_f64(void *st, struct mgpu_dev *dev, double *v, int n)
 {
 	(void)st, (void)dev, (void)v, (void)n;

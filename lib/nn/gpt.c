@@ -60,7 +60,6 @@ struct mgpu_gpt {
 	float *xf, *meanf, *rstdf;  /* final LayerNorm */
 	float *logits;              /* (N,V) */
 	int32_t *ids;               /* (N) input tokens, device */
-	int32_t *h_ids, *h_tgt;     /* (N) host staging of inputs, targets */
 	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
 	float *dq, *dk, *dv;        /* (N,D) */
 	float *big;                 /* (N,4D): forward's qkv; backward's dh, then dqkv */
@@ -217,14 +216,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	MGPU_TRY(dalloc(m, &m->dlogits, N * V, F));
 	MGPU_TRY(dalloc(m, &m->row_loss, N, F));
 	MGPU_TRY(dalloc(m, &m->row_correct, N, F));
-	MGPU_TRY(alloc_scratch(m, g, N, D, PT));
-	m->h_loss = calloc(N, F);
-	m->h_correct = calloc(N, F);
-	g->h_ids = calloc(N, sizeof(int32_t));
-	g->h_tgt = calloc(N, sizeof(int32_t));
-	if (!m->h_loss || !m->h_correct || !g->h_ids || !g->h_tgt)
-		return mgpu_err(MGPU_ENOMEM, "gpt: out of host memory");
-	return 0;
+	return alloc_scratch(m, g, N, D, PT);
 }
 
 int mgpu_gpt_create(struct mgpu_model *m)
@@ -257,10 +249,6 @@ void mgpu_gpt_free(struct mgpu_model *m)
 		if (g->bufs[i])
 			m->dev->ops->release(m->dev, g->bufs[i]);
 	m->dev->bytes_cur -= m->dev_bytes;
-	free(m->h_loss);
-	free(m->h_correct);
-	free(g->h_ids);
-	free(g->h_tgt);
 	free(g);
 	m->gpt = NULL;
 }
@@ -315,15 +303,21 @@ int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed)
 	return rc;
 }
 
+/* Inputs and next-byte targets straight into the next upload buffer. */
 int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
 {
 	struct mgpu_gpt *g = m->gpt;
-	size_t T = (size_t)g->T, N = (size_t)B * T, b, t;
+	size_t T = (size_t)g->T, N = (size_t)B * T, off = mgpu_model_rows_off(m), b, t;
 	const uint8_t *row;
+	int32_t *ids, *tgt;
+	char *h;
 
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
+	MGPU_TRY(mgpu_upload_begin(&m->up, &h));
+	tgt = (int32_t *)(void *)h;
+	ids = (int32_t *)(void *)(h + off);
 	for (b = 0; b < (size_t)B; b++) {
 		row = x_host + b * (T + 1);
 		for (t = 0; t <= T; t++)
@@ -333,12 +327,13 @@ int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
 						"below vocab %d",
 						row[t], t, b, g->V);
 		for (t = 0; t < T; t++) {
-			g->h_ids[b * T + t] = row[t];
-			g->h_tgt[b * T + t] = row[t + 1];
+			ids[b * T + t] = row[t];
+			tgt[b * T + t] = row[t + 1];
 		}
 	}
-	MGPU_TRY(mgpu_dev_from_host(m->dev, g->ids, g->h_ids, N * sizeof(int32_t)));
-	return mgpu_dev_from_host(m->dev, m->labels, g->h_tgt, N * sizeof(int32_t));
+	MGPU_TRY(mgpu_upload_copy(&m->up, g->ids, off, N * sizeof(int32_t)));
+	MGPU_TRY(mgpu_upload_copy(&m->up, m->labels, 0, N * sizeof(int32_t)));
+	return mgpu_upload_end(&m->up);
 }
 
 /* ---- forward ------------------------------------------------------------ */
@@ -440,27 +435,18 @@ int mgpu_gpt_forward(struct mgpu_model *m, int B, int train)
 		       0.0f, g->logits, g->V);
 }
 
-/* Per sample: the mean over its T positions. */
-int mgpu_gpt_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
-		  double *loss_sum, double *correct)
+/* Per sample: the mean over its T positions (the sums times 1/T). */
+int mgpu_gpt_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		      double *acc)
 {
 	struct mgpu_gpt *g = m->gpt;
-	int i, N = B * g->T;
-	double l = 0.0, c = 0.0;
+	const struct mgpu_ops *o = m->dev->ops;
+	size_t N = (size_t)B * (size_t)g->T;
 
-	MGPU_TRY(m->dev->ops->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss,
-				   m->row_correct, g->logits, m->labels, N, g->V,
-				   grad_scale / (float)g->T));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_loss, m->row_loss, (size_t)N * sizeof(float)));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_correct, m->row_correct,
-				  (size_t)N * sizeof(float)));
-	for (i = 0; i < N; i++) {
-		l += m->h_loss[i];
-		c += m->h_correct[i];
-	}
-	*loss_sum = l / g->T;
-	*correct = c / g->T;
-	return 0;
+	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
+			 g->logits, m->labels, (int)N, g->V, grad_scale / (float)g->T));
+	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, N, 0, 1.0 / g->T));
+	return o->sum_acc(m->dev, acc + 1, m->row_correct, N, 0, 1.0 / g->T);
 }
 
 /* ---- backward ----------------------------------------------------------- */

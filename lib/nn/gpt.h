@@ -37,6 +37,9 @@
 #include "nn/model.h" /* struct mgpu_model */
 #include "nn/spec.h"  /* struct mgpu_spec */
 
+/* model.c: the offset of a batch's rows (a gpt's ids) in m->up's
+ * buffers; labels (targets) start at 0. */
+size_t mgpu_model_rows_off(const struct mgpu_model *m);
 /* Parameters of a gpt spec, without building it. */
 size_t mgpu_gpt_count(const struct mgpu_spec *s);
 /* Lay out and allocate; m->spec, dev, max_batch, w, g, ext_* are set. */
@@ -48,8 +51,9 @@ int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed);
 /* B samples of T+1 bytes; a byte >= V is an error naming the sample. */
 int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B);
 int mgpu_gpt_forward(struct mgpu_model *m, int B, int train);
-int mgpu_gpt_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
-		  double *loss_sum, double *correct);
+/* mgpu_model_loss_acc of a gpt: per-sample means. */
+int mgpu_gpt_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		      double *acc);
 int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate);
 /* n bytes continuing prompt[0..plen) into out (model.h's
  * mgpu_model_generate says how they are chosen). */

@@ -14,7 +14,7 @@
 #include <math.h>   /* sqrtf */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
-#include <string.h> /* memset */
+#include <string.h> /* memcpy, memset */
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
@@ -112,11 +112,37 @@ static int alloc_all(struct mgpu_model *m)
 	MGPU_TRY(m->dev->ops->zero(m->dev, m->g, m->nparams * sizeof(float)));
 	for (l = 0; l < m->spec.nlayers; l++)
 		MGPU_TRY(alloc_layer(m, &m->layers[l]));
-	m->h_loss = calloc(B, sizeof(float));
-	m->h_correct = calloc(B, sizeof(float));
-	if (!m->h_loss || !m->h_correct)
-		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
 	return 0;
+}
+
+/* Every model, mlp or gpt: the step's statistics and mgpu_model_loss's
+ * sums, one block, zero. */
+static int alloc_stats(struct mgpu_model *m)
+{
+	size_t nbytes = (MGPU_STATS + 2) * sizeof(double);
+
+	MGPU_TRY(dalloc(m, &m->stats, nbytes));
+	m->lstats = m->stats + MGPU_STATS;
+	return m->dev->ops->zero(m->dev, m->stats, nbytes);
+}
+
+/* Where a batch's labels and rows sit in an upload buffer: labels (or a
+ * gpt's targets) first, rows (float32 at most, or a gpt's ids) after. */
+size_t mgpu_model_rows_off(const struct mgpu_model *m)
+{
+	size_t n = (size_t)m->max_batch * sizeof(int32_t);
+
+	if (m->spec.kind == MGPU_MODEL_GPT)
+		n *= (size_t)m->spec.ctx;
+	return (n + 63) / 64 * 64;
+}
+
+static size_t upload_nbytes(const struct mgpu_model *m)
+{
+	size_t row = m->spec.kind == MGPU_MODEL_GPT ? (size_t)m->spec.ctx * sizeof(int32_t) :
+						     (size_t)m->spec.dims[0] * sizeof(float);
+
+	return mgpu_model_rows_off(m) + (size_t)m->max_batch * row;
 }
 
 int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
@@ -138,6 +164,10 @@ int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 		layout(m);
 		rc = alloc_all(m);
 	}
+	if (rc == 0)
+		rc = alloc_stats(m);
+	if (rc == 0)
+		rc = mgpu_upload_open(&m->up, dev, upload_nbytes(m));
 	if (rc < 0)
 		mgpu_model_free(m);
 	return rc;
@@ -178,6 +208,8 @@ void mgpu_model_free(struct mgpu_model *m)
 	if (!m->dev)
 		return;
 	mgpu_mm_free(m);
+	mgpu_upload_close(&m->up);
+	free_buf(m, m->stats);
 	if (m->gpt) {
 		mgpu_gpt_free(m);
 		memset(m, 0, sizeof *m);
@@ -205,8 +237,6 @@ void mgpu_model_free(struct mgpu_model *m)
 	free_buf(m, m->dbuf[1]);
 	free_buf(m, m->zeros);
 	m->dev->bytes_cur -= m->dev_bytes;
-	free(m->h_loss);
-	free(m->h_correct);
 	memset(m, 0, sizeof *m);
 }
 
@@ -250,6 +280,21 @@ int mgpu_model_set(struct mgpu_model *m, const float *w_host)
 	return mgpu_dev_from_host(m->dev, m->w, w_host, m->nparams * sizeof(float));
 }
 
+/* nbytes of rows to x_dev and B labels, through the next upload buffer. */
+static int stage_batch(struct mgpu_model *m, void *x_dev, const void *x_host, size_t nbytes,
+		       const int32_t *y_host, int B)
+{
+	size_t ny = (size_t)B * sizeof(int32_t), off = mgpu_model_rows_off(m);
+	char *h;
+
+	MGPU_TRY(mgpu_upload_begin(&m->up, &h));
+	memcpy(h, y_host, ny);
+	memcpy(h + off, x_host, nbytes);
+	MGPU_TRY(mgpu_upload_copy(&m->up, m->labels, 0, ny));
+	MGPU_TRY(mgpu_upload_copy(&m->up, x_dev, off, nbytes));
+	return mgpu_upload_end(&m->up);
+}
+
 int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 			  const int32_t *y_host, int B, float scale, float shift)
 {
@@ -260,9 +305,7 @@ int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x_u8, x_host, n));
-	MGPU_TRY(mgpu_dev_from_host(m->dev, m->labels, y_host,
-				    (size_t)B * sizeof(int32_t)));
+	MGPU_TRY(stage_batch(m, m->x_u8, x_host, n, y_host, B));
 	return m->dev->ops->u8_to_f32(m->dev, m->x, m->x_u8, n, scale, shift);
 }
 
@@ -316,26 +359,30 @@ int mgpu_model_forward(struct mgpu_model *m, int B, int train)
 	return 0;
 }
 
+int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+			double *acc)
+{
+	const struct mgpu_layer *top = &m->layers[m->spec.nlayers - 1];
+	const struct mgpu_ops *o = m->dev->ops;
+
+	if (m->gpt)
+		return mgpu_gpt_loss_acc(m, B, want_grad, grad_scale, acc);
+	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
+			 top->lin, m->labels, B, top->out, grad_scale));
+	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, (size_t)B, 0, 1.0));
+	return o->sum_acc(m->dev, acc + 1, m->row_correct, (size_t)B, 0, 1.0);
+}
+
 int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
 		    double *loss_sum, double *correct)
 {
-	const struct mgpu_layer *top = &m->layers[m->spec.nlayers - 1];
-	int i;
+	double h[2];
 
-	if (m->gpt)
-		return mgpu_gpt_loss(m, B, want_grad, grad_scale, loss_sum, correct);
-	MGPU_TRY(m->dev->ops->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss,
-				   m->row_correct, top->lin, m->labels, B, top->out,
-				   grad_scale));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_loss, m->row_loss, (size_t)B * sizeof(float)));
-	MGPU_TRY(mgpu_dev_to_host(m->dev, m->h_correct, m->row_correct,
-				  (size_t)B * sizeof(float)));
-	*loss_sum = 0.0;
-	*correct = 0.0;
-	for (i = 0; i < B; i++) {
-		*loss_sum += m->h_loss[i];
-		*correct += m->h_correct[i];
-	}
+	MGPU_TRY(m->dev->ops->zero(m->dev, m->lstats, sizeof h));
+	MGPU_TRY(mgpu_model_loss_acc(m, B, want_grad, grad_scale, m->lstats));
+	MGPU_TRY(mgpu_dev_to_host(m->dev, h, m->lstats, sizeof h));
+	*loss_sum = h[0];
+	*correct = h[1];
 	return 0;
 }
 
@@ -413,8 +460,7 @@ int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
-	MGPU_TRY(mgpu_dev_from_host(m->dev, m->x, x_host, n * sizeof(float)));
-	return mgpu_dev_from_host(m->dev, m->labels, y_host, (size_t)B * sizeof(int32_t));
+	return stage_batch(m, m->x, x_host, n * sizeof(float), y_host, B);
 }
 
 int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,

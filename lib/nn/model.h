@@ -31,8 +31,9 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint8_t, uint16_t, int32_t, uint64_t */
 
-#include "nn/spec.h" /* struct mgpu_spec */
-#include "ops/ops.h" /* struct mgpu_dev */
+#include "gpu/upload.h" /* struct mgpu_upload */
+#include "nn/spec.h"    /* struct mgpu_spec */
+#include "ops/ops.h"    /* struct mgpu_dev */
 
 /* an mlp has 4 per layer, a gpt 12 per block and 4 more */
 #define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
@@ -72,7 +73,9 @@ struct mgpu_model {
 	float *dlogits, *row_loss, *row_correct;
 	float *dbuf[2];              /* ping-pong (B, widest hidden) gradients */
 	float *zeros;                /* widest hidden: a zero bias */
-	float *h_loss, *h_correct;   /* host copies of row_loss, row_correct */
+	double *stats;               /* (MGPU_STATS) a step's statistics (device) */
+	double *lstats;              /* (2) mgpu_model_loss's sums (device) */
+	struct mgpu_upload up;       /* page-locked staging of input batches */
 	size_t dev_bytes;            /* what this model allocated */
 	int ext_w, ext_g;            /* w, g belong to the caller */
 	mgpu_grad_ready_fn grad_ready;
@@ -84,6 +87,18 @@ struct mgpu_model {
 	uint16_t *w16;               /* bf16: w rounded at each forward */
 	uint16_t *s16[2];            /* bf16: other product operands, rounded */
 	size_t s16_cap[2];           /* their sizes, in elements */
+};
+
+/* The statistics a training step keeps on the device, in m->stats (zero
+ * between steps): the host reads them once per optimizer step, after the
+ * whole step is queued (nn/sync.c), instead of draining the device in the
+ * middle of each micro-step. */
+enum mgpu_stat {
+	MGPU_STAT_LOSS = 0,    /* summed loss of the step's rows (a gpt: per sample) */
+	MGPU_STAT_CORRECT = 1, /* their correct count */
+	MGPU_STAT_NORM2 = 2,   /* squared gradient norm (the optimizer, unclipped) */
+	MGPU_STAT_HOST = 3,    /* first slot of host values the closing all-reduce adds */
+	MGPU_STATS = 16,       /* slots */
 };
 
 /* What the model's matrix products take: fp32, or bf16 inputs with fp32
@@ -108,15 +123,23 @@ size_t mgpu_model_count(const struct mgpu_spec *spec);
 void mgpu_model_free(struct mgpu_model *m);
 /* torch.nn.Linear's default init, U(-1/sqrt(in), 1/sqrt(in)), seeded. */
 int mgpu_model_init(struct mgpu_model *m, uint64_t seed);
-/* Copy a batch of B raw uint8 rows and labels in; x = raw * scale + shift. */
+/* Copy a batch of B raw uint8 rows and labels in; x = raw * scale + shift.
+ * The bytes go through m->up (gpu/upload.h): the copies are queued, the
+ * host does not wait for them, and x_host may be reused on return. */
 int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 			  const int32_t *y_host, int B, float scale, float shift);
 /* Forward; train enables dropout with m->dropout_seed. */
 int mgpu_model_forward(struct mgpu_model *m, int B, int train);
 /* Softmax cross-entropy of the last forward: summed loss and correct count
- * of the B rows; with want_grad, dlogits = dloss/dlogits * grad_scale. */
+ * of the B rows; with want_grad, dlogits = dloss/dlogits * grad_scale.
+ * One blocking read (both sums come back together). */
 int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
 		    double *loss_sum, double *correct);
+/* The same, queued: acc[0] += the loss sum, acc[1] += the correct count
+ * (device doubles, e.g. m->stats + MGPU_STAT_LOSS), summed by the ops'
+ * sum_acc; nothing comes back to the host. */
+int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+			double *acc);
 /* Backward from dlogits; accumulate adds into g instead of overwriting. */
 int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
 /* A gpt's continuation of prompt[0..plen): n bytes into out, each chosen

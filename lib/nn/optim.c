@@ -3,7 +3,7 @@
  */
 #include "nn/optim.h"
 
-#include <math.h>   /* cos, pow, sqrt */
+#include <math.h>   /* cos, pow, sqrt, NAN */
 #include <string.h> /* memset */
 
 #include "core/err.h" /* MGPU_TRY */
@@ -90,13 +90,20 @@ float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm)
 
 /* Global-norm clipping folds into grad_scale: the norm's is the only extra
  * pass over g. It is taken without clipping too, so that training can stop
- * on a non-finite gradient before anything is saved. */
+ * on a non-finite gradient before anything is saved; then it stays on the
+ * device (norm2_dev) until the step's one read. */
 static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 {
 	struct mgpu_model *m = o->model;
 	float norm;
 
-	MGPU_TRY(m->dev->ops->nrm2(m->dev, m->nparams, m->g, &norm));
+	o->norm2_queued = o->norm2_dev && o->cfg.clip_norm <= 0.0f && grad_scale == 1.0f;
+	if (o->norm2_queued) {
+		o->last_norm = NAN;
+		*out = grad_scale;
+		return m->dev->ops->sum_acc(m->dev, o->norm2_dev, m->g, m->nparams, 1, 1.0);
+	}
+	MGPU_TRY(mgpu_dev_nrm2(m->dev, m->nparams, m->g, &norm));
 	o->last_norm = (double)norm * grad_scale;
 	*out = grad_scale * mgpu_optim_clip_factor(o, o->last_norm);
 	return 0;

@@ -42,7 +42,15 @@ struct mgpu_optim {
 	float *m, *v;       /* device state, NULL when unused */
 	int ext;            /* m, v belong to the caller */
 	int64_t t;          /* updates done (AdamW bias correction) */
-	double last_norm;   /* gradient norm before clipping, last step */
+	double last_norm;   /* gradient norm before clipping, last step (NaN:
+			     * norm2_queued) */
+	/* A device double (the model's MGPU_STAT_NORM2, set by the sync
+	 * layer) or NULL. Without clipping the norm feeds only the training
+	 * loop's non-finite check: mgpu_optim_step then adds the squared norm
+	 * there (sum_acc) instead of reading it back, and sets norm2_queued;
+	 * with clipping the update needs it first: one blocking read (nrm2). */
+	double *norm2_dev;
+	int norm2_queued;   /* the last step's norm went to norm2_dev */
 };
 
 const char *mgpu_optim_name(int kind);
@@ -56,7 +64,9 @@ int mgpu_optim_create_ext(struct mgpu_optim *o, struct mgpu_model *model,
 int mgpu_optim_nstate_for(const struct mgpu_optim_cfg *cfg);
 void mgpu_optim_free(struct mgpu_optim *o);
 /* One update with learning rate lr; the gradient is first multiplied by
- * grad_scale (1 for an averaged gradient), then clipped to cfg.clip_norm. */
+ * grad_scale (1 for an averaged gradient), then clipped to cfg.clip_norm.
+ * Its norm: see norm2_dev (taken on the device when grad_scale is 1 and
+ * nothing is clipped). */
 int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale);
 /* The update of parameters [begin, end) only, with the gradient already
  * scaled and clipped by grad_scale, and o->t already counting this step:

@@ -165,6 +165,7 @@ int mgpu_sync_bind(struct mgpu_sync *s, struct mgpu_model *m, struct mgpu_optim 
 	}
 	m->grad_ready = hook;
 	m->grad_ctx = s;
+	o->norm2_dev = m->stats + MGPU_STAT_NORM2; /* read with the step's statistics */
 	return s->st->bind ? s->st->bind(s) : 0;
 }
 
@@ -203,22 +204,52 @@ int mgpu_sync_step(struct mgpu_sync *s, double *vals, int n)
 	return s->st->finish(s, vals, n);
 }
 
+double mgpu_sync_norm2_share(const struct mgpu_sync *s)
+{
+	double n = s->opt->last_norm;
+
+	return s->rank == 0 && !s->opt->norm2_queued ? n * n : 0.0;
+}
+
+/* h[0..k) = the device statistics, summed over the ranks with the host
+ * values h[k..n): on the device where the strategy can, else read once
+ * and summed on the host. */
+static int sum_stats(struct mgpu_sync *s, double *h, int k, int n)
+{
+	struct mgpu_model *m = s->model;
+
+	if (s->st->allreduce_stats) {
+		if (s->rank != 0) /* only rank 0's norm counts: see close_step */
+			MGPU_TRY(m->dev->ops->zero(m->dev, m->stats + MGPU_STAT_NORM2,
+						   sizeof(double)));
+		return s->st->allreduce_stats(s, m->stats, h, k, n);
+	}
+	MGPU_TRY(mgpu_dev_to_host(m->dev, h, m->stats, (size_t)k * sizeof(double)));
+	if (s->rank != 0)
+		h[MGPU_STAT_NORM2] = 0.0;
+	return mgpu_sync_allreduce_f64(s, h, n);
+}
+
 int mgpu_sync_close_step(struct mgpu_sync *s, double *vals, int n, double norm2)
 {
-	double v[MGPU_SHM_MAX_VALS];
-	int i;
+	struct mgpu_model *m = s->model;
+	double h[MGPU_STATS];
+	int k = MGPU_STAT_HOST, total = MGPU_STAT_HOST + n + 1, i;
 
-	if (n < 0 || n + 1 > MGPU_SHM_MAX_VALS)
+	if (n < 0 || total > MGPU_STATS || total > MGPU_SHM_MAX_VALS)
 		return mgpu_err(MGPU_EINVAL, "sync: %d values per step, max %d", n,
-				MGPU_SHM_MAX_VALS - 1);
+				MGPU_STATS - MGPU_STAT_HOST - 1);
 	for (i = 0; i < n; i++)
-		v[i] = vals[i];
-	v[n] = norm2;
-	MGPU_TRY(mgpu_sync_allreduce_f64(s, v, n + 1));
+		h[k + i] = vals[i];
+	h[k + n] = norm2;
+	MGPU_TRY(sum_stats(s, h, k, total));
 	for (i = 0; i < n; i++)
-		vals[i] = v[i];
-	s->grad_norm = sqrt(v[n]);
-	return 0;
+		vals[i] = h[k + i];
+	s->step_loss = h[MGPU_STAT_LOSS];
+	s->step_correct = h[MGPU_STAT_CORRECT];
+	/* one of the two is 0: the norm was on the device or on the host */
+	s->grad_norm = sqrt(h[MGPU_STAT_NORM2] + h[k + n]);
+	return m->dev->ops->zero(m->dev, m->stats, (size_t)total * sizeof(double));
 }
 
 int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n)

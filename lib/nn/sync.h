@@ -79,6 +79,7 @@ struct mgpu_sync {
 	int syncing;                  /* this micro-step ends with a sync */
 	float lr;
 	double grad_norm;             /* after mgpu_sync_step: see there */
+	double step_loss, step_correct; /* after mgpu_sync_step: see there */
 };
 
 /* Mode ddp: join the job of env (rendezvous; then the shared segment for
@@ -106,12 +107,16 @@ void mgpu_sync_model_buffers(const struct mgpu_sync *s, int host_memory, float *
 			     float **g, float **state0, float **state1);
 /* Set before the backward of each micro-step: sync only on the last one. */
 void mgpu_sync_micro(struct mgpu_sync *s, int last, float lr);
-/* After the last backward: finish the reduction, update, and sum n (<= 15)
- * per-step values over the ranks in the closing barrier (the stop flag,
- * loss sums): every rank leaves with the same values, and with s->grad_norm
- * the L2 norm of the step's averaged gradient before clipping (NaN or
- * infinite when the gradient was), so that all ranks agree to stop on a
- * non-finite gradient. */
+/* After the last backward: finish the reduction, queue the update, then
+ * read the step's statistics from the device (the model's m->stats: the
+ * loss and correct sums its micro-steps accumulated, the squared gradient
+ * norm; ONE blocking read, after everything of the step is queued) and sum
+ * them and n (<= 12) host values (the stop flag) over the ranks in the
+ * closing barrier. Every rank leaves with the same vals, s->step_loss and
+ * s->step_correct (sums over the global batch), and s->grad_norm, the L2
+ * norm of the step's averaged gradient before clipping (NaN or infinite
+ * when the gradient was), so that all ranks agree to stop on a non-finite
+ * gradient. m->stats is zero again for the next step. */
 int mgpu_sync_step(struct mgpu_sync *s, double *vals, int n);
 /* Whether this rank initialises or loads weights and optimizer state (the
  * others share them or receive them when binding). */

@@ -221,8 +221,7 @@ static int host_finish(struct mgpu_sync *s, double *vals, int n)
 	 * after the closing barrier */
 	MGPU_TRY(mgpu_stage_drain(&p->stage));
 	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
-	return mgpu_sync_close_step(s, vals, n,
-				    s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0);
+	return mgpu_sync_close_step(s, vals, n, mgpu_sync_norm2_share(s));
 }
 
 static int host_allreduce_f64(struct mgpu_sync *s, double *v, int n)

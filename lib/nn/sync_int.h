@@ -49,6 +49,12 @@ struct mgpu_sync_strategy {
 	int (*finish)(struct mgpu_sync *s, double *vals, int n);
 	/* Optional (one rank needs none): sum n doubles over the ranks. */
 	int (*allreduce_f64)(struct mgpu_sync *s, double *v, int n);
+	/* Optional: close a step on the device. host[k0..n) replace the
+	 * device doubles v_dev[k0..n), v_dev[0..n) is summed over the ranks
+	 * in place after the work queued so far, and the sums come back in
+	 * host[0..n) with one read. Without it the host reads v_dev[0..k0)
+	 * and sums everything with allreduce_f64. */
+	int (*allreduce_stats)(struct mgpu_sync *s, double *v_dev, double *host, int k0, int n);
 	/* Optional: tell the peers this rank failed with rc. */
 	void (*cancel)(struct mgpu_sync *s, int rc);
 	/* Optional: release s->priv and whatever init made. */
@@ -73,10 +79,16 @@ int mgpu_sync_bucket_at(const struct mgpu_sync *s, int i);
  * them, waiting. *next counts the buckets processed this step. */
 int mgpu_sync_drain_buckets(struct mgpu_sync *s, struct mgpu_shm *shm, int *next,
 			    int published, int block, int (*process)(struct mgpu_sync *s, int b));
-/* The closing barrier of a step: sum vals[0..n) over the ranks together
- * with norm2, this rank's share of the squared norm of the averaged
- * gradient, and set s->grad_norm from that sum. */
+/* The closing barrier of a step: read the model's step statistics (one
+ * read), sum them with vals[0..n) and norm2 over the ranks, and set
+ * s->step_loss, step_correct and grad_norm (see mgpu_sync_step). norm2 is
+ * this rank's share of the squared norm of the averaged gradient known on
+ * the host; a squared norm the optimizer left on the device counts from
+ * rank 0 only (every rank that steps holds the same gradient). */
 int mgpu_sync_close_step(struct mgpu_sync *s, double *vals, int n, double norm2);
+/* The norm2 share of a rank that stepped with mgpu_optim_step: rank 0's
+ * squared norm when the host knows it (clipping), else 0. */
+double mgpu_sync_norm2_share(const struct mgpu_sync *s);
 /* sync_shm.c, for the strategies that reduce in the node's segment: rank
  * 0 creates it (with nstate state vectors), the rendezvous names it, the
  * others attach; every rank on one host, or MGPU_EUNSUP. */

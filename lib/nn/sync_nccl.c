@@ -2,7 +2,10 @@
  * sync_nccl.c - the gradient sync strategy of GPU ranks (mode ddp) over
  * NCCL: each bucket is all-reduced (sum) in place on the device as
  * backward produces it, on lib/comm's communication stream; after the
- * last one every rank steps its own replica (see sync.h). s->priv is a
+ * last one every rank steps its own replica (see sync.h), and the step's
+ * statistics (loss, correct count, stop flag, squared norm) are summed on
+ * the device too, so the host reads them once, after the update, and
+ * never waits for the buckets on its own. s->priv is a
  * struct nccl_sync: the communicator state of comm/nccl.h and, with
  * --grad-dtype bf16, a device buffer of the gradient rounded to bf16.
  *
@@ -99,12 +102,24 @@ static int nccl_finish(struct mgpu_sync *s, double *vals, int n)
 	struct nccl_sync *p = priv(s);
 	struct mgpu_model *m = s->model;
 
-	MGPU_TRY(mgpu_nccl_wait(p->comm, m->dev));
+	/* the compute stream waits for the buckets on the device; the host
+	 * waits (watching for timeouts) only for the step's closing read */
+	MGPU_TRY(mgpu_nccl_join(p->comm, m->dev));
 	if (s->grad_prec == MGPU_PREC_BF16) /* the buckets cover every parameter */
 		MGPU_TRY(m->dev->ops->bf16_to_f32(m->dev, m->g, p->g16, m->nparams));
 	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));
-	return mgpu_sync_close_step(s, vals, n,
-				    s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0);
+	return mgpu_sync_close_step(s, vals, n, mgpu_sync_norm2_share(s));
+}
+
+/* The step's statistics summed in place on the device, on the
+ * communication stream after the update, and read once. */
+static int nccl_allreduce_stats(struct mgpu_sync *s, double *v_dev, double *host, int k0,
+				int n)
+{
+	struct mgpu_dev *dev = s->model->dev;
+
+	mgpu_dev_count_read(dev, (size_t)n * sizeof(double));
+	return mgpu_nccl_allreduce_stats(priv(s)->comm, dev, v_dev, host, k0, n);
 }
 
 static int nccl_allreduce_f64(struct mgpu_sync *s, double *v, int n)
@@ -138,6 +153,7 @@ const struct mgpu_sync_strategy mgpu_sync_nccl = {
 	.reduce_bucket = nccl_reduce_bucket,
 	.finish = nccl_finish,
 	.allreduce_f64 = nccl_allreduce_f64,
+	.allreduce_stats = nccl_allreduce_stats,
 	.cancel = nccl_abort,
 	.free = nccl_free,
 };

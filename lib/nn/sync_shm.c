@@ -394,6 +394,8 @@ static double norm2_share(const struct mgpu_sync *s)
 {
 	if (s->mode == MGPU_MODE_DDP && !priv(s)->clip)
 		return priv(s)->sumsq;
+	if (s->mode == MGPU_MODE_DP) /* rank 0 stepped with mgpu_optim_step */
+		return mgpu_sync_norm2_share(s);
 	return s->rank == 0 ? s->opt->last_norm * s->opt->last_norm : 0.0;
 }
 

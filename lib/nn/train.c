@@ -5,12 +5,16 @@
  * the global batch (gather rows, copy to the device, forward, loss scaled
  * by the plan's 1 / global batch, backward); the sync layer sums gradients
  * as backward produces them and steps the optimizer; the closing barrier
- * sums the step's loss over the ranks and agrees on stopping. Only rank 0
+ * sums the step's loss over the ranks and agrees on stopping. Everything
+ * of a step is queued on the device before the host reads anything: the
+ * loss, correct count and gradient norm accumulate there and come back in
+ * one read (docs/ARCHITECTURE.md, "A step's timeline"). Only rank 0
  * reports records.
  */
 #include "nn/train.h"
 
 #include <math.h>         /* NAN, isfinite */
+#include <stdint.h>       /* uint64_t */
 #include <pthread.h>      /* pthread_create */
 #include <stdio.h>        /* snprintf */
 #include <stdlib.h>       /* calloc, free */
@@ -96,8 +100,11 @@ static int flush_window(struct train_rank *r, double lr)
 	rec.samples_per_s = (double)r->win_samples / r->win_step_s;
 	rec.step_ms = 1e3 * r->win_step_s / (double)r->win_steps;
 	rec.data_ms = 1e3 * r->win_data_s / (double)r->win_steps;
+	rec.d2h_per_step = (double)r->win_d2h / (double)r->win_steps;
+	rec.h2d_per_step = (double)r->win_h2d / (double)r->win_steps;
 	r->win_loss = r->win_step_s = r->win_data_s = 0;
 	r->win_steps = r->win_samples = 0;
+	r->win_d2h = r->win_h2d = 0;
 	return mgpu_train_emit(r, &rec);
 }
 
@@ -134,16 +141,14 @@ static int begin_epoch_rows(struct train_rank *r)
 	return mgpu_loader_begin(&r->loader, MGPU_SPLIT_TRAIN, r->rank_order, k);
 }
 
-/* One micro-step: rows in (from the loader: data_s is the time waited for
- * them), forward, loss, backward. */
-static int micro_step(struct train_rank *r, int a, double lr, double *loss, double *data_s)
+/* The rows of the coming micro-step, from the loader (data_s: the time
+ * waited for them) onto the device: queued copies, see gpu/upload.h. */
+static int load_micro(struct train_rank *r, double *data_s)
 {
-	struct mgpu_model *m = &r->model;
-	int B = r->plan->batch, A = r->plan->accum, got;
-	double l, c, wait_ms;
+	int B = r->plan->batch, got, rc;
 	const int32_t *yb;
 	const void *xb;
-	int rc;
+	double wait_ms;
 
 	rc = mgpu_loader_next(&r->loader, &xb, &yb, &got, &wait_ms);
 	if (rc == 1)
@@ -152,14 +157,39 @@ static int micro_step(struct train_rank *r, int a, double lr, double *loss, doub
 	if (rc == 0 && got != B)
 		rc = mgpu_err(MGPU_EINVAL, "the loader gave %d rows, want %d", got, B);
 	*data_s += wait_ms * 1e-3;
-	MGPU_TRY(rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B));
+	return rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B);
+}
+
+/* One micro-step: its rows in (unless the step before loaded them ahead),
+ * forward, loss, backward, all queued: the loss and correct count add up
+ * on the device (m->stats) until the step's one read. */
+static int micro_step(struct train_rank *r, int a, double lr, double *data_s)
+{
+	struct mgpu_model *m = &r->model;
+	int B = r->plan->batch, A = r->plan->accum;
+
+	if (r->preloaded)
+		r->preloaded = 0;
+	else
+		MGPU_TRY(load_micro(r, data_s));
 	m->dropout_seed = mgpu_hash64(r->cfg->seed, (uint64_t)r->step);
 	m->row0 = (uint64_t)mgpu_batch_row0(r->plan, a, r->rank);
 	MGPU_TRY(mgpu_model_forward(m, B, 1));
-	MGPU_TRY(mgpu_model_loss(m, B, 1, r->plan->grad_scale, &l, &c));
-	*loss += l;
+	MGPU_TRY(mgpu_model_loss_acc(m, B, 1, r->plan->grad_scale, m->stats + MGPU_STAT_LOSS));
 	mgpu_sync_micro(&r->sync, a == A - 1, (float)lr);
 	return mgpu_model_backward(m, B, a > 0);
+}
+
+/* Whether the next step's first rows may go to the device before this
+ * step's read: the next step runs, in this epoch (whose rows the loader
+ * serves; an epoch's end evaluates, which takes the input buffers), and
+ * this rank was not asked to stop. The device copies them after this
+ * step's work, in stream order, while the host waits for the read: the
+ * host's batch work no longer sits in the gap between two steps. */
+static int load_ahead(const struct train_rank *r)
+{
+	return r->step + 1 < r->total_steps && r->pos + 1 < r->steps_per_epoch &&
+	       !(r->cfg->stop && *r->cfg->stop);
 }
 
 /* A NaN or infinite loss or gradient ruins the weights for good: stop
@@ -177,19 +207,27 @@ static int check_finite(const struct train_rank *r, double loss, double grad_nor
 			isnan(bad) ? "NaN" : "infinite");
 }
 
-/* One optimizer step; *stop: any rank was asked to stop. */
+/* One optimizer step; *stop: any rank was asked to stop. The host reads
+ * from the device once, in mgpu_sync_step, after the update is queued. */
 static int train_step(struct train_rank *r, double lr, int *stop)
 {
-	double t0 = mgpu_now_s(), data_s = 0, vals[2] = { 0, 0 };
+	double t0 = mgpu_now_s(), data_s = 0, vals[1];
+	uint64_t d2h = r->dev.d2h_count, h2d = r->dev.h2d_count;
 	int a;
 
 	for (a = 0; a < r->plan->accum; a++)
-		MGPU_TRY(micro_step(r, a, lr, &vals[1], &data_s));
+		MGPU_TRY(micro_step(r, a, lr, &data_s));
+	if (load_ahead(r)) {
+		MGPU_TRY(load_micro(r, &data_s));
+		r->preloaded = 1;
+	}
 	vals[0] = r->cfg->stop && *r->cfg->stop ? 1.0 : 0.0;
-	MGPU_TRY(mgpu_sync_step(&r->sync, vals, 2));
-	MGPU_TRY(check_finite(r, vals[1], r->sync.grad_norm));
+	MGPU_TRY(mgpu_sync_step(&r->sync, vals, 1));
+	MGPU_TRY(check_finite(r, r->sync.step_loss, r->sync.grad_norm));
 	*stop = vals[0] > 0.5;
-	r->win_loss += vals[1];
+	r->win_d2h += r->dev.d2h_count - d2h;
+	r->win_h2d += r->dev.h2d_count - h2d;
+	r->win_loss += r->sync.step_loss;
 	r->win_samples += r->plan->global;
 	r->win_steps++;
 	r->win_data_s += data_s;
@@ -200,23 +238,24 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 }
 
 /* Summed loss, correct count and rows over this rank's slice of idx[0..n);
- * the slices of all ranks cover every row once. */
+ * the slices of all ranks cover every row once. The sums stay on the
+ * device (eval_acc) until one read at the end. */
 static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
 		    size_t n, double *loss, double *acc)
 {
 	size_t lo = n * (size_t)r->rank / (size_t)r->world;
 	size_t hi = n * (size_t)(r->rank + 1) / (size_t)r->world, i;
-	double l, c, v[3] = { 0, 0, (double)(hi - lo) };
+	double v[3] = { 0, 0, (double)(hi - lo) };
 	int B;
 
+	MGPU_TRY(r->dev.ops->zero(&r->dev, r->eval_acc, 2 * sizeof(double)));
 	for (i = lo; i < hi; i += (size_t)B) {
 		B = hi - i < (size_t)r->plan->batch ? (int)(hi - i) : r->plan->batch;
 		MGPU_TRY(mgpu_train_load_rows(r, idx + i, B, split));
 		MGPU_TRY(mgpu_model_forward(&r->model, B, 0));
-		MGPU_TRY(mgpu_model_loss(&r->model, B, 0, 0.0f, &l, &c));
-		v[0] += l;
-		v[1] += c;
+		MGPU_TRY(mgpu_model_loss_acc(&r->model, B, 0, 0.0f, r->eval_acc));
 	}
+	MGPU_TRY(mgpu_dev_to_host(&r->dev, v, r->eval_acc, 2 * sizeof(double)));
 	MGPU_TRY(mgpu_sync_allreduce_f64(&r->sync, v, 3));
 	*loss = v[2] > 0 ? v[0] / v[2] : NAN;
 	*acc = v[2] > 0 ? v[1] / v[2] : NAN;

@@ -90,6 +90,10 @@ struct mgpu_record {
 	double samples_per_s;  /* NaN in a summary when no step ran */
 	double step_ms;        /* mean wall time of one step in the window */
 	double data_ms;        /* mean time of that spent waiting for data */
+	/* Mean blocking device-to-host reads and host-to-device copies per
+	 * optimizer step over the window (struct mgpu_dev's counters; for
+	 * library callers and tests, mgpu-train does not print them). */
+	double d2h_per_step, h2d_per_step;
 	double val_loss, val_acc;
 	double test_loss, test_acc;
 	double wall_s;

@@ -49,6 +49,9 @@ struct train_rank {
 	double t0;
 	double win_loss, win_step_s, win_data_s; /* the logging window */
 	int64_t win_steps, win_samples;
+	uint64_t win_d2h, win_h2d;     /* the window's steps' reads and uploads */
+	double *eval_acc;              /* (2) an evaluation's sums (device) */
+	int preloaded;                 /* the next micro-step's rows are loaded */
 	int rc;                        /* a thread's result */
 };
 

@@ -201,6 +201,7 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	r->yb = malloc((size_t)r->plan->batch * sizeof(int32_t));
 	if (!r->order || !r->rank_order || !r->xb || !r->yb)
 		return mgpu_err(MGPU_ENOMEM, "out of memory for the batch buffers");
+	MGPU_TRY(mgpu_dev_alloc(&r->dev, (void **)&r->eval_acc, 2 * sizeof(double)));
 	MGPU_TRY(mgpu_loader_create(&r->loader, &r->d->src, r->plan->batch, c->prefetch));
 	r->loader_open = 1;
 	return 0;
@@ -212,8 +213,11 @@ void mgpu_train_rank_free(struct train_rank *r)
 	mgpu_model_free(&r->model);
 	if (r->sync_open)
 		mgpu_sync_close(&r->sync);
-	if (r->dev_open)
+	if (r->dev_open) {
+		mgpu_dev_free(&r->dev, r->eval_acc, 2 * sizeof(double));
 		mgpu_dev_close(&r->dev);
+	}
+	r->eval_acc = NULL;
 	if (r->loader_open)
 		mgpu_loader_free(&r->loader);
 	r->loader_open = 0;

@@ -48,6 +48,9 @@ static const struct {
 	 * looser than sgemm's for tensor cores' summation order (bf16
 	 * accumulation would be off by 1e-3 and more) */
 	{ "gemm_bf16", 1e-4 },
+	/* every backend adds in elem.h's order: the same bits (the bound is
+	 * not 0 only so that a row always has one) */
+	{ "sum_acc", 1e-15 },
 };
 
 /* The buffers of one case: host memory, and each device buffer on both. */
@@ -1175,6 +1178,45 @@ static int case_gemm_bf16(struct run *r, const struct mgpu_ops_case *c)
 	return 0;
 }
 
+/* Relative error of one double against the reference; the same
+ * non-finite value on both sides (a NaN or infinite input) counts as 0. */
+static double rel_err_f64(double a, double ref)
+{
+	if (a == ref || (isnan(a) && isnan(ref)))
+		return 0.0;
+	if (!isfinite(a) || !isfinite(ref))
+		return INFINITY;
+	return fabs(a - ref) / (fabs(ref) > TINY ? fabs(ref) : TINY);
+}
+
+/* n floats in [-1, 1) (flag & 2: one of them +inf) summed (flag & 1: their
+ * squares) times alpha into an accumulator that starts at beta. */
+static int case_sum_acc(struct run *r, const struct mgpu_ops_case *c)
+{
+	size_t n = (size_t)c->n;
+	double acc0 = c->beta, out[2];
+	int ix, ia, s;
+	char shape[64];
+	float *x;
+
+	NEWF(x, r, n);
+	fill(r->p, x, n, -1.0f, 1.0f);
+	if ((c->flag & 2) && n > 0)
+		x[n / 2] = INFINITY;
+	MGPU_TRY(up(r, x, n * sizeof *x, &ix));
+	MGPU_TRY(up(r, &acc0, sizeof acc0, &ia));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->sum_acc(devof(r, s), (double *)r->d[ia][s],
+						   dptr(r, ix, s), n, c->flag & 1,
+						   (double)c->alpha));
+	MGPU_TRY(down(r, ia, &out[0], &out[1]));
+	snprintf(shape, sizeof shape, "n=%zu %s%s scale=%g acc=%g", n,
+		 (c->flag & 1) ? "squares" : "values", (c->flag & 2) ? " inf" : "",
+		 (double)c->alpha, (double)c->beta);
+	add_row(r->p, "sum_acc", shape, rel_err_f64(out[0], out[1]));
+	return 0;
+}
+
 static const struct {
 	const char *op;
 	int (*fn)(struct run *r, const struct mgpu_ops_case *c);
@@ -1184,8 +1226,8 @@ static const struct {
 	{ "ln", case_ln },           { "dropout", case_dropout }, { "xent", case_xent },
 	{ "u8_to_f32", case_u8 },    { "sgd", case_sgd },         { "adamw", case_adamw },
 	{ "sgemm_strided", case_sgemm_strided }, { "add", case_add }, { "emb", case_emb },
-	{ "attn", case_attn },       { "flash", case_flash },     { "heads", case_heads },     { "bf16", case_bf16 },
-	{ "gemm_bf16", case_gemm_bf16 },
+	{ "attn", case_attn },       { "flash", case_flash },     { "heads", case_heads },
+	{ "bf16", case_bf16 },       { "gemm_bf16", case_gemm_bf16 }, { "sum_acc", case_sum_acc },
 };
 
 /* ---- public ----------------------------------------------------------- */
@@ -1291,6 +1333,10 @@ static const struct mgpu_ops_case selftest[] = {
 	{ "gemm_bf16", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 1 },
 	{ "gemm_bf16", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
 	{ "gemm_bf16", MGPU_T, MGPU_N, 64, 64, 32, 32, 32, 64, 0.125f, 0.0f, MGPU_ACT_NONE, 16 },
+	/* a step's statistics: the loss of 4096 rows per sample, and the
+	 * squared norm of a gradient of several chunks */
+	{ "sum_acc", MGPU_N, MGPU_N, 0, 4096, 0, 0, 0, 0, 1.0f / 64, 0.5f, MGPU_ACT_NONE, 0 },
+	{ "sum_acc", MGPU_N, MGPU_N, 0, 200003, 0, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
 };
 
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

@@ -72,6 +72,8 @@ struct mgpu_ops_report {
  *   bf16      n: NaN, Inf, ties and random bits (rows "f32_to_bf16",
  *             "bf16_to_f32", which must agree bit for bit)
  *   gemm_bf16 as sgemm_strided, the inputs rounded to bf16 on the host
+ *   sum_acc   n, alpha = scale, beta = the accumulator's start, flag bit 0 =
+ *             squares, bit 1 = one input is +inf
  */
 struct mgpu_ops_case {
 	const char *op;
@@ -107,7 +109,8 @@ double mgpu_ops_tolerance(const char *op);
  * 512x128x784 sgemm and its two backward products, 128x512 element ops,
  * 128x10 xent, plus odd shapes; a small gpt block's attention and
  * embedding ops, LayerNorm at width 768 and xent over 256 tied logits;
- * the bf16 GEMM on the same products), ops device `index`
+ * the bf16 GEMM on the same products; the sums of a step's statistics),
+ * ops device `index`
  * against ref device 0.
  * Returns 0 when everything ran (read rep->nfail for the verdict). */
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

@@ -632,4 +632,59 @@ MGPU_HD static inline float mgpu_xent_grad_elem(float l, float mx, float sum, in
 	return (mgpu_exp_neg(l - mx) / sum - (is_label ? 1.0f : 0.0f)) * grad_scale;
 }
 
+/*
+ * The deterministic sum of sum_acc: n floats, each widened to double (and
+ * squared, for a squared norm), added in an order a GPU runs in parallel
+ * and a CPU loop repeats exactly:
+ * - chunks of MGPU_SUM_CHUNK consecutive elements (one GPU block each);
+ * - in a chunk, lane j of MGPU_SUM_LANES sums elements j, j + LANES,
+ *   j + 2 LANES, ... in that order, starting from 0 (one thread each);
+ * - the lanes fold pairwise: lane j += lane j + s for s = LANES/2, ..., 1;
+ * - the chunks' totals add in chunk order, from 0.
+ * Double addition is exact IEEE on every backend (nvcc -fmad=false keeps
+ * the square and the add apart), so all agree bit for bit.
+ */
+#define MGPU_SUM_LANES 256
+#define MGPU_SUM_CHUNK ((size_t)65536)
+
+MGPU_HD static inline double mgpu_sum_term(float x, int squares)
+{
+	double d = (double)x;
+
+	return squares ? d * d : d;
+}
+
+/* Lane `lane` of the chunk x[0..n), n <= MGPU_SUM_CHUNK. */
+MGPU_HD static inline double mgpu_sum_lane(const float *x, size_t n, int lane, int squares)
+{
+	double s = 0.0;
+	size_t i;
+
+	for (i = (size_t)lane; i < n; i += MGPU_SUM_LANES)
+		s += mgpu_sum_term(x[i], squares);
+	return s;
+}
+
+/* One level of the fold: lane[j] += lane[j + s] for j < s. */
+MGPU_HD static inline void mgpu_sum_fold_level(double *lane, int s)
+{
+	int j;
+
+	for (j = 0; j < s; j++)
+		lane[j] += lane[j + s];
+}
+
+/* The total of the chunk x[0..n) in the order above (host loops). */
+static inline double mgpu_sum_chunk(const float *x, size_t n, int squares)
+{
+	double lane[MGPU_SUM_LANES];
+	int j, s;
+
+	for (j = 0; j < MGPU_SUM_LANES; j++)
+		lane[j] = mgpu_sum_lane(x, n, j, squares);
+	for (s = MGPU_SUM_LANES / 2; s > 0; s /= 2)
+		mgpu_sum_fold_level(lane, s);
+	return lane[0];
+}
+
 #endif

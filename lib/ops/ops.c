@@ -1,8 +1,9 @@
 /*
  * ops.c - backend registry and the counted allocation wrappers of ops.h.
  *
- * Byte accounting lives here, not in the backends, so every backend reports
- * current and peak device bytes the same way.
+ * Byte and transfer accounting lives here, not in the backends, so every
+ * backend reports current and peak device bytes, and its blocking reads and
+ * uploads, the same way.
  */
 #include "ops/ops.h"
 
@@ -79,12 +80,27 @@ int mgpu_dev_from_host(struct mgpu_dev *dev, void *dst, const void *src_host,
 {
 	if (nbytes == 0)
 		return 0;
+	dev->h2d_count++;
+	dev->h2d_nbytes += nbytes;
 	return dev->ops->to_dev(dev, dst, src_host, nbytes);
+}
+
+void mgpu_dev_count_read(struct mgpu_dev *dev, size_t nbytes)
+{
+	dev->d2h_count++;
+	dev->d2h_nbytes += nbytes;
 }
 
 int mgpu_dev_to_host(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes)
 {
 	if (nbytes == 0)
 		return 0;
+	mgpu_dev_count_read(dev, nbytes);
 	return dev->ops->to_host(dev, dst_host, src, nbytes);
+}
+
+int mgpu_dev_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_host)
+{
+	mgpu_dev_count_read(dev, sizeof *out_host);
+	return dev->ops->nrm2(dev, n, x, out_host);
 }

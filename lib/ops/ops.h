@@ -208,6 +208,14 @@ struct mgpu_ops {
 			 int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
 			 const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
 			 int ldc, long long strideC, int batch);
+	/* *acc (ONE device double) += scale * the sum of x[0..n) (with squares,
+	 * of x[i]^2), each element widened to double and added in the fixed
+	 * order of elem.h's mgpu_sum_* (chunks, lanes, a pairwise fold): the
+	 * same bits on every backend, whatever the GPU's grid. Nothing comes
+	 * back to the host: the per-step loss, correct count and squared
+	 * gradient norm accumulate on the device and are read once per step. */
+	int (*sum_acc)(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
+		       int squares, double scale);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */
@@ -216,6 +224,12 @@ struct mgpu_dev {
 	int index;         /* device ordinal in its backend */
 	size_t bytes_cur;  /* device bytes allocated now, through mgpu_dev_alloc */
 	size_t bytes_peak; /* the most ever allocated at once */
+	/* Host traffic, counted by mgpu_dev_to_host, mgpu_dev_from_host and
+	 * mgpu_dev_nrm2 on every backend: a device-to-host read blocks the
+	 * host until the device has run everything queued before it, so the
+	 * training loop keeps them to one per optimizer step (tests count). */
+	uint64_t d2h_count, d2h_nbytes; /* blocking device-to-host reads */
+	uint64_t h2d_count, h2d_nbytes; /* host-to-device copies */
 	void *impl;        /* backend state (cuBLAS handle, stream) */
 };
 
@@ -237,6 +251,11 @@ void mgpu_dev_free(struct mgpu_dev *dev, void *p, size_t nbytes);
 int mgpu_dev_from_host(struct mgpu_dev *dev, void *dst, const void *src_host,
 		       size_t nbytes);
 int mgpu_dev_to_host(struct mgpu_dev *dev, void *dst_host, const void *src, size_t nbytes);
+/* ops->nrm2, counted as a blocking read of one float. */
+int mgpu_dev_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_host);
+/* Count a blocking read of nbytes made outside mgpu_dev_to_host (the NCCL
+ * all-reduce of the step's statistics reads them on its own stream). */
+void mgpu_dev_count_read(struct mgpu_dev *dev, size_t nbytes);
 
 #ifdef __cplusplus
 }

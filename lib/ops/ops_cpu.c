@@ -609,6 +609,9 @@ static void cpu_fini(struct mgpu_dev *dev)
 	mgpu_cpu_release(dev);
 }
 
+static int cpu_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
+		       int squares, double scale); /* at the end of the file */
+
 const struct mgpu_ops mgpu_ops_cpu = {
 	.name = "cpu",
 	.host_memory = 1,
@@ -647,6 +650,7 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.f32_to_bf16 = cpu_f32_to_bf16,
 	.bf16_to_f32 = cpu_bf16_to_f32,
 	.gemm_bf16 = mgpu_cpu_gemm_bf16, /* bf16_cpu.c */
+	.sum_acc = cpu_sum_acc,
 };
 
 /* The summed gradient of element i over ng sources, in source order. */
@@ -713,4 +717,46 @@ void mgpu_cpu_adamw_sum(float *w, const float *const *g, int ng, float *m, float
 	}
 	for (i = 0; i < n; i++)
 		mgpu_adamw_elem(&w[i], grad_sum(g, ng, i), &m[i], &v[i], &h);
+}
+
+/* sum_acc's chunk in elem.h's order, but element-major: each lane still
+ * adds its elements in increasing order (the same bits as the lane-major
+ * definition), and the inner loop over contiguous lanes vectorises. */
+static double sum_chunk(const float *restrict x, size_t n, int squares)
+{
+	double lane[MGPU_SUM_LANES];
+	size_t i0, j, len;
+	int s;
+
+	for (j = 0; j < MGPU_SUM_LANES; j++)
+		lane[j] = 0.0;
+	for (i0 = 0; i0 < n; i0 += MGPU_SUM_LANES) {
+		len = n - i0 < MGPU_SUM_LANES ? n - i0 : MGPU_SUM_LANES;
+		if (squares)
+			for (j = 0; j < len; j++)
+				lane[j] += mgpu_sum_term(x[i0 + j], 1);
+		else
+			for (j = 0; j < len; j++)
+				lane[j] += mgpu_sum_term(x[i0 + j], 0);
+	}
+	for (s = MGPU_SUM_LANES / 2; s > 0; s /= 2)
+		mgpu_sum_fold_level(lane, s);
+	return lane[0];
+}
+
+static int cpu_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
+		       int squares, double scale)
+{
+	double t = 0.0;
+	size_t off, len;
+
+	(void)dev;
+	if (n == 0)
+		return 0;
+	for (off = 0; off < n; off += len) {
+		len = n - off < MGPU_SUM_CHUNK ? n - off : MGPU_SUM_CHUNK;
+		t += sum_chunk(x + off, len, squares);
+	}
+	*acc += scale * t;
+	return 0;
 }

@@ -19,6 +19,9 @@
  * - sgemm is pure fp32 (cublasGemmEx, CUBLAS_COMPUTE_32F: no TF32), with the
  *   same column-major arguments the CPU backend gives cblas_sgemm; gemm_bf16
  *   takes the same arguments with CUDA_R_16BF inputs.
+ * - sum_acc keeps one buffer of chunk totals per device (impl->part),
+ *   grown on demand; its sums are elem.h's order, so they match ref bit
+ *   for bit.
  * - xent cannot check labels without a round trip: a row whose label is
  *   outside [0, C) gets loss NaN, correct 0 and zero gradient.
  */
@@ -40,6 +43,8 @@ struct cuda_impl {
 	cudaStream_t stream;
 	cublasHandle_t blas;
 	const struct mgpu_cublas *cb; /* cuBLAS entry points (cublas_dl.h) */
+	double *part;                 /* sum_acc's chunk totals (device), or NULL */
+	size_t part_n;                /* their room */
 };
 
 
@@ -115,6 +120,8 @@ static void cuda_fini(struct mgpu_dev *dev)
 		return;
 	/* fini cannot fail: errors are ignored, as close() ignores them */
 	(void)cudaSetDevice(dev->index);
+	if (im->part)
+		(void)cudaFree(im->part);
 	if (im->blas)
 		(void)im->cb->destroy(im->blas);
 	if (im->stream)
@@ -1009,6 +1016,100 @@ static int cuda_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_tr
 	return 0;
 }
 
+/* ---- deterministic sums ------------------------------------------------ */
+
+/* One block of MGPU_SUM_LANES threads per chunk (grid-stride over chunks):
+ * thread j is lane j, the fold runs level by level in shared memory, as
+ * elem.h defines it. With add (a single chunk) the total goes straight into
+ * *out; otherwise chunk c's total into out[c]. */
+static __global__ void k_sum_chunks(double *out, int add, const float *x, size_t n,
+				    int squares, double scale)
+{
+	__shared__ double lane[MGPU_SUM_LANES];
+	size_t nch = (n + MGPU_SUM_CHUNK - 1) / MGPU_SUM_CHUNK;
+
+	for (size_t c = blockIdx.x; c < nch; c += gridDim.x) {
+		size_t off = c * MGPU_SUM_CHUNK;
+		size_t len = n - off < MGPU_SUM_CHUNK ? n - off : MGPU_SUM_CHUNK;
+
+		lane[threadIdx.x] = mgpu_sum_lane(x + off, len, (int)threadIdx.x, squares);
+		__syncthreads();
+		for (int s = MGPU_SUM_LANES / 2; s > 0; s /= 2) {
+			if ((int)threadIdx.x < s)
+				lane[threadIdx.x] += lane[threadIdx.x + s];
+			__syncthreads();
+		}
+		if (threadIdx.x == 0) {
+			if (add)
+				*out += scale * lane[0];
+			else
+				out[c] = lane[0];
+		}
+		__syncthreads(); /* lane[] is rewritten by the next chunk */
+	}
+}
+
+/* The chunk totals in chunk order, from 0, then into *acc. */
+static __global__ void k_sum_total(double *acc, const double *part, size_t nch, double scale)
+{
+	double t = 0.0;
+
+	for (size_t c = 0; c < nch; c++)
+		t += part[c];
+	*acc += scale * t;
+}
+
+/* Room for nch chunk totals. Growing waits for the stream first: queued
+ * sums may still read the old buffer. It happens once, at the first sum of
+ * a long vector (the first step's gradient norm). */
+static int part_room(struct mgpu_dev *dev, size_t nch)
+{
+	struct cuda_impl *im = impl_of(dev);
+	void *p = NULL;
+	cudaError_t rc;
+
+	if (nch <= im->part_n)
+		return 0;
+	CU(cudaStreamSynchronize(im->stream));
+	if (im->part)
+		CU(cudaFree(im->part));
+	im->part = NULL;
+	im->part_n = 0;
+	rc = cudaMalloc(&p, nch * sizeof(double));
+	if (rc == cudaErrorMemoryAllocation) {
+		(void)cudaGetLastError();
+		return mgpu_err(MGPU_ENOMEM, "cuda device %d: out of memory for %zu partial sums",
+				dev->index, nch);
+	}
+	CU(rc);
+	im->part = (double *)p;
+	im->part_n = nch;
+	return 0;
+}
+
+static int cuda_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
+			int squares, double scale)
+{
+	struct cuda_impl *im = impl_of(dev);
+	size_t nch = (n + MGPU_SUM_CHUNK - 1) / MGPU_SUM_CHUNK;
+	unsigned grid = nch < MAX_BLOCKS ? (unsigned)nch : MAX_BLOCKS;
+
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	if (nch == 1) {
+		k_sum_chunks<<<1, MGPU_SUM_LANES, 0, im->stream>>>(acc, 1, x, n, squares, scale);
+		LAUNCHED();
+		return 0;
+	}
+	MGPU_TRY(part_room(dev, nch));
+	k_sum_chunks<<<grid, MGPU_SUM_LANES, 0, im->stream>>>(im->part, 0, x, n, squares, scale);
+	LAUNCHED();
+	k_sum_total<<<1, 1, 0, im->stream>>>(acc, im->part, nch, scale);
+	LAUNCHED();
+	return 0;
+}
+
 /* Positional, in the order of struct mgpu_ops (C++17 has no designators). */
 extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	"cuda",
@@ -1048,6 +1149,7 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	cuda_f32_to_bf16,
 	cuda_bf16_to_f32,
 	cuda_gemm_bf16,
+	cuda_sum_acc,
 };
 
 /* The stream of a cuda device, for the NCCL code that runs beside it. */

@@ -461,6 +461,24 @@ static int ref_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_tra
 	return 0;
 }
 
+/* elem.h's order, chunk by chunk, lane by lane: the definition itself. */
+static int ref_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
+		       int squares, double scale)
+{
+	double t = 0.0;
+	size_t off, len;
+
+	(void)dev;
+	if (n == 0)
+		return 0;
+	for (off = 0; off < n; off += len) {
+		len = n - off < MGPU_SUM_CHUNK ? n - off : MGPU_SUM_CHUNK;
+		t += mgpu_sum_chunk(x + off, len, squares);
+	}
+	*acc += scale * t;
+	return 0;
+}
+
 const struct mgpu_ops mgpu_ops_ref = {
 	.name = "ref",
 	.host_memory = 1,
@@ -499,4 +517,5 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.f32_to_bf16 = ref_f32_to_bf16,
 	.bf16_to_f32 = ref_bf16_to_f32,
 	.gemm_bf16 = ref_gemm_bf16,
+	.sum_acc = ref_sum_acc,
 };

@@ -140,6 +140,27 @@ static void test_blas1(void)
 	run_cases(cs, n);
 }
 
+/* The step statistics' sums: inside one lane, one chunk and across
+ * chunks, values and squares, an infinite input, scale and a start. */
+static void test_sum_acc(void)
+{
+	static const int ns[] = { 0, 1, 255, 256, 257, 4099, 65536, 65537, 200003 };
+	struct mgpu_ops_case cs[9 * 4];
+	size_t n = 0, i;
+	int f;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 9; i++)
+		for (f = 0; f < 4; f++) {
+			cs[n].op = "sum_acc";
+			cs[n].n = ns[i];
+			cs[n].flag = f;
+			cs[n].alpha = f == 1 ? 0.25f : 1.0f;
+			cs[n++].beta = f == 2 ? -3.5f : 0.0f;
+		}
+	run_cases(cs, n);
+}
+
 static const int rows[][2] = { { 0, 5 }, { 5, 0 }, { 1, 1 }, { 3, 7 }, { 17, 13 }, { 64, 257 } };
 #define NROWS (sizeof rows / sizeof rows[0])
 
@@ -643,6 +664,41 @@ static void ref_known_bf16(struct mgpu_dev *dev)
 }
 
 /* ref against values worked out by hand: it is the definition. */
+/* sum_acc: exact sums, the fold's order, and cpu equal to ref bit for bit
+ * on a vector of several chunks. */
+static void ref_known_sum(struct mgpu_dev *dev)
+{
+	static float x[3 * 65536 + 11];
+	double acc = 1.0, a2 = 0.0, b2 = 0.0, want;
+	size_t i;
+
+	for (i = 0; i < 300; i++)
+		x[i] = 0.5f;
+	T_OK(mgpu_ops_ref.sum_acc(dev, &acc, x, 300, 0, 2.0));
+	T_CHECK(acc == 301.0, "1 + 2 * 150 = %.17g", acc);
+	acc = 0.0;
+	T_OK(mgpu_ops_ref.sum_acc(dev, &acc, x, 300, 1, 1.0));
+	T_CHECK(acc == 75.0, "sum of squares %.17g", acc);
+	/* lane 0 holds 1e17 then -1e17 (element 256): in lane order the 1 of
+	 * lane 1 survives, a plain left-to-right sum in double loses it */
+	for (i = 0; i < 512; i++)
+		x[i] = 0.0f;
+	x[0] = 1e17f;
+	x[1] = 1.0f;
+	x[256] = -1e17f;
+	acc = 0.0;
+	T_OK(mgpu_ops_ref.sum_acc(dev, &acc, x, 512, 0, 1.0));
+	T_CHECK(acc == 1.0, "fold order: %.17g", acc);
+	for (i = 0; i < sizeof x / sizeof x[0]; i++)
+		x[i] = (float)((i * 2654435761u) % 1000003) / 1000003.0f - 0.5f;
+	T_OK(mgpu_ops_ref.sum_acc(dev, &a2, x, sizeof x / sizeof x[0], 1, 0.5));
+	T_OK(mgpu_ops_cpu.sum_acc(dev, &b2, x, sizeof x / sizeof x[0], 1, 0.5));
+	for (want = 0.0, i = 0; i < sizeof x / sizeof x[0]; i++)
+		want += (double)x[i] * x[i];
+	T_CHECK(a2 == b2, "cpu %.17g, ref %.17g", b2, a2);
+	T_NEAR(a2, 0.5 * want, 1e-12 * want);
+}
+
 static void test_ref_known(void)
 {
 	/* column-major A = [1 2; 3 4] (A[0]=1 A[1]=3 A[2]=2 A[3]=4), B = [5 6; 7 8] */
@@ -680,6 +736,7 @@ static void test_ref_known(void)
 	T_CHECK(corr == 0.0f, "argmax is 2, label 0");
 	T_NEAR(dl[0], expf(1) / s - 1.0f, 1e-6);
 	T_NEAR(dl[2], expf(3) / s, 1e-6);
+	ref_known_sum(&dev);
 	mgpu_dev_close(&dev);
 }
 
@@ -809,6 +866,20 @@ static int bad_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_tra
 	return 0;
 }
 
+/* sum_acc that accumulates in float, in plain order. */
+static int bad_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
+		       int squares, double scale)
+{
+	float t = 0.0f;
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		t += squares ? x[i] * x[i] : x[i];
+	*acc += scale * t;
+	return 0;
+}
+
 static void test_check_detects(void)
 {
 	struct mgpu_ops bad = mgpu_ops_cpu;
@@ -825,6 +896,7 @@ static void test_check_detects(void)
 	bad.heads_merge = bad_merge;
 	bad.f32_to_bf16 = bad_bf16;
 	bad.gemm_bf16 = bad_gemm_bf16;
+	bad.sum_acc = bad_sum_acc;
 	T_OK(mgpu_ops_compare(&bad, 0, &mgpu_ops_ref, 42, &rep));
 	for (r = 0; r < rep.nrows; r++) {
 		const char *op = rep.row[r].op;
@@ -832,15 +904,15 @@ static void test_check_detects(void)
 			     (!strcmp(op, "col_sum") && strstr(rep.row[r].shape, "beta=0")) ||
 			     !strcmp(op, "emb_bwd") || !strcmp(op, "attn_softmax") ||
 			     !strcmp(op, "heads_merge") || !strcmp(op, "f32_to_bf16") ||
-			     !strcmp(op, "gemm_bf16") || !strncmp(op, "attn_fwd", 8) ||
-			     !strncmp(op, "attn_bwd", 8);
+			     !strcmp(op, "gemm_bf16") || !strcmp(op, "sum_acc") ||
+			     !strncmp(op, "attn_fwd", 8) || !strncmp(op, "attn_bwd", 8);
 		nbad += target && !rep.row[r].ok;
 		other_bad += !target && !rep.row[r].ok;
 		T_CHECK(!target || !rep.row[r].ok, "broken %s %s passed (err %g)", op,
 			rep.row[r].shape, rep.row[r].max_rel_err);
 		T_CHECK(strcmp(rep.row[r].backend, "broken") == 0, "backend %s", rep.row[r].backend);
 	}
-	T_CHECK(nbad == 22 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+	T_CHECK(nbad == 24 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
 		other_bad);
 	T_CHECK(rep.nfail == nbad, "nfail %d", rep.nfail);
 }
@@ -902,6 +974,7 @@ int main(void)
 		{ "dropout_xent_u8", test_dropout_xent_u8 }, { "optim", test_optim },
 		{ "sgemm_strided", test_sgemm_strided }, { "gemm_bf16", test_gemm_bf16 },
 		{ "gpt_ops", test_gpt_ops },           { "flash", test_flash },
+		{ "sum_acc", test_sum_acc },
 		{ "row_geometry", test_row_geometry },
 		{ "gpt_bad_args", test_gpt_bad_args },
 	};
