@@ -129,10 +129,9 @@ double mgpu_bench_gpt_flops_per_token(const struct mgpu_spec *s)
  * two scratch buffers of the largest non-weight operands. */
 static double bf16_copies(const struct mgpu_spec *s, double n, int B)
 {
-	double T = s->ctx, D = s->dim, HT = (double)s->heads * s->ctx, V = s->vocab;
-	double second = 4 * D > HT ? 4 * D : HT;
+	double T = s->ctx, D = s->dim, V = s->vocab;
+	double second = 4 * D > V ? 4 * D : V;
 
-	second = V > second ? V : second;
 	return 2 * (n + B * T * (4 * D + second));
 }
 
@@ -145,7 +144,7 @@ int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate
 	if (s->kind != MGPU_MODEL_GPT || B < 1 || share < 1)
 		return -1;
 	floats = n + n * (1 + nstate) / share;                 /* gradients; weights, state */
-	floats += (double)B * T * (L * (16 * D + H * T) + 2 * D + 2 * V); /* activations */
+	floats += (double)B * T * (L * (16 * D + H) + 2 * D + 2 * V); /* activations */
 	return (int64_t)(4 * floats + (bf16 ? bf16_copies(s, n, B) : 0));
 }
 

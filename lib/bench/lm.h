@@ -26,18 +26,19 @@
  *   momentum 1, without 0), N' all parameters; with W CPU ranks in mode ddp
  *   the weights and state are shared, each rank counting its 1/W share
  *   (as mgpu-train's peak_bytes does); plus the activations kept for the
- *   backward pass, per token: per block 16 D + H T (LayerNorm outputs D +
- *   D, q k v 3D, attention weights H T, heads' output D, residual D, MLP
- *   pre- and post-activation 8D, block output D), and 2 D + 2 V more (the
- *   embedding sum, the final LayerNorm, the logits and their gradient).
+ *   backward pass, per token: per block 16 D + H (LayerNorm outputs D +
+ *   D, q k v 3D, the attention rows' log-sum-exp H, heads' output D,
+ *   residual D, MLP pre- and post-activation 8D, block output D), and 2 D
+ *   + 2 V more (the embedding sum, the final LayerNorm, the logits and
+ *   their gradient). The fused attention stores nothing of size T x T.
  * In bf16 (--dtype bf16, lib/nn/mm.c) each rank also holds 2-byte copies:
  *   the rounded weights, N' (its own, never shared), and two scratch buffers
  *   that the products' non-weight operands are rounded into, each grown to
  *   the largest such operand: first operands B T 4D (the MLP output's
- *   weight gradient reads the GELU output), second B T max(4D, H T, V) (the
- *   MLP's input gradient, the heads' attention weights, the logits'
- *   gradient in the tied head's products), so 2 (N' + B T (4D + max(4D,
- *   H T, V))) bytes more.
+ *   weight gradient reads the GELU output), second B T max(4D, V) (the
+ *   MLP's input gradient, the logits' gradient in the tied head's
+ *   products), so 2 (N' + B T (4D + max(4D, V))) bytes more (attention
+ *   rounds its own operands inside the fused op).
  * Everything here is pure but mgpu_bench_peak_cpu_host, which reads /proc.
  */
 #ifndef MGPU_BENCH_LM_H

@@ -4,22 +4,19 @@
  *
  * Letters: B sequences, T positions, N = B*T token rows, D width, H heads of
  * Dh = D/H, V vocabulary. Activations are row-major (N, width); the
- * attention works per head on (B*H, T, Dh) copies and (B*H, T, T) scores.
+ * attention works per head on (B*H, T, Dh) copies through the fused ops
+ * attn_fwd / attn_bwd (ops.h), which never store the (T, T) scores: a block
+ * keeps its rows' log-sum-exp (B*H, T) for the backward instead.
  * Row-major products use ops.h's identity, as model.c does: with W (out,in)
  *   Y = X W^T   -> sgemm(T, N, out, N, in, 1, W, in, X, in, 0, Y, out)
  *   dX = dY W   -> sgemm(N, N, in, N, out, 1, W, in, dY, out, 0, dX, in)
  *   dW += dY^T X-> sgemm(N, T, in, out, N, 1, X, in, dY, out, acc, dW, in)
- * and per head (strided over B*H, q k v (T,Dh), P (T,T), row-major):
- *   S = q k^T   -> sgemm_strided(T, N, T, T, Dh, 1, k, Dh, q, Dh, 0, S, T)
- *   y = P v     -> sgemm_strided(N, N, Dh, T, T, 1, v, Dh, P, T, 0, y, Dh)
- *   dP = dy v^T -> sgemm_strided(T, N, T, T, Dh, 1, v, Dh, dy, Dh, 0, dP, T)
- *   dv = P^T dy -> sgemm_strided(N, T, Dh, T, T, 1, dy, Dh, P, T, 0, dv, Dh)
- *   dq = dS k   -> sgemm_strided(N, N, Dh, T, T, 1, k, Dh, dS, T, 0, dq, Dh)
- *   dk = dS^T q -> sgemm_strided(N, T, Dh, T, T, 1, q, Dh, dS, T, 0, dk, Dh)
+ * (the per-head products of attention are attn_cpu.c's, by the same
+ * identity, on the cpu backend).
  *
  * Memory: every buffer is sized for max_batch sequences and owned here
  * (listed in struct mgpu_gpt's bufs for one release loop); the saved
- * activations per block are ln1, q, k, v, P, merged y, the mid
+ * activations per block are ln1, q, k, v, lse, merged y, the mid
  * residual, ln2, the MLP's pre-activation and GELU output.
  */
 #include "nn/gpt.h"
@@ -44,7 +41,7 @@ struct gpt_block {
 	struct mgpu_param *ln2g, *ln2b, *wfc, *bfc, *wmp, *bmp;
 	float *a1, *mean1, *rstd1; /* ln1 output (N,D), stats (N) */
 	float *q, *k, *v;          /* (B*H,T,Dh) each */
-	float *P;                  /* (B*H,T,T) attention weights */
+	float *lse;                /* (B*H,T) attention rows' log-sum-exp */
 	float *y;                  /* (N,D) heads merged */
 	float *mid;                /* (N,D) residual after attention */
 	float *a2, *mean2, *rstd2; /* ln2 */
@@ -63,7 +60,6 @@ struct mgpu_gpt {
 	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
 	float *dq, *dk, *dv;        /* (N,D) */
 	float *big;                 /* (N,4D): forward's qkv; backward's dh, then dqkv */
-	float *dP;                  /* (B*H,T,T) */
 	int nbufs;
 	void *bufs[GPT_MAX_BUFS];
 };
@@ -160,7 +156,7 @@ static int dalloc(struct mgpu_model *m, void *pp, size_t count, size_t elem)
 #define F sizeof(float)
 
 static int alloc_block(struct mgpu_model *m, struct gpt_block *k, size_t N, size_t D,
-		       size_t PT)
+		       size_t NH)
 {
 	MGPU_TRY(dalloc(m, &k->a1, N * D, F));
 	MGPU_TRY(dalloc(m, &k->mean1, N, F));
@@ -168,7 +164,7 @@ static int alloc_block(struct mgpu_model *m, struct gpt_block *k, size_t N, size
 	MGPU_TRY(dalloc(m, &k->q, N * D, F));
 	MGPU_TRY(dalloc(m, &k->k, N * D, F));
 	MGPU_TRY(dalloc(m, &k->v, N * D, F));
-	MGPU_TRY(dalloc(m, &k->P, PT, F));
+	MGPU_TRY(dalloc(m, &k->lse, NH, F));
 	MGPU_TRY(dalloc(m, &k->y, N * D, F));
 	MGPU_TRY(dalloc(m, &k->mid, N * D, F));
 	MGPU_TRY(dalloc(m, &k->a2, N * D, F));
@@ -179,8 +175,7 @@ static int alloc_block(struct mgpu_model *m, struct gpt_block *k, size_t N, size
 	return dalloc(m, &k->out, N * D, F);
 }
 
-static int alloc_scratch(struct mgpu_model *m, struct mgpu_gpt *g, size_t N, size_t D,
-			 size_t PT)
+static int alloc_scratch(struct mgpu_model *m, struct mgpu_gpt *g, size_t N, size_t D)
 {
 	MGPU_TRY(dalloc(m, &g->dres, N * D, F));
 	MGPU_TRY(dalloc(m, &g->dt, N * D, F));
@@ -189,14 +184,13 @@ static int alloc_scratch(struct mgpu_model *m, struct mgpu_gpt *g, size_t N, siz
 	MGPU_TRY(dalloc(m, &g->dq, N * D, F));
 	MGPU_TRY(dalloc(m, &g->dk, N * D, F));
 	MGPU_TRY(dalloc(m, &g->dv, N * D, F));
-	MGPU_TRY(dalloc(m, &g->big, N * 4 * D, F));
-	return dalloc(m, &g->dP, PT, F);
+	return dalloc(m, &g->big, N * 4 * D, F);
 }
 
 static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 {
 	size_t N = (size_t)m->max_batch * (size_t)g->T, D = (size_t)g->D, V = (size_t)g->V;
-	size_t PT = (size_t)m->max_batch * (size_t)g->H * (size_t)g->T * (size_t)g->T;
+	size_t NH = N * (size_t)g->H;
 	int l;
 
 	if (!m->ext_w)
@@ -208,7 +202,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	MGPU_TRY(dalloc(m, &m->labels, N, sizeof(int32_t)));
 	MGPU_TRY(dalloc(m, &g->emb, N * D, F));
 	for (l = 0; l < g->L; l++)
-		MGPU_TRY(alloc_block(m, &g->blk[l], N, D, PT));
+		MGPU_TRY(alloc_block(m, &g->blk[l], N, D, NH));
 	MGPU_TRY(dalloc(m, &g->xf, N * D, F));
 	MGPU_TRY(dalloc(m, &g->meanf, N, F));
 	MGPU_TRY(dalloc(m, &g->rstdf, N, F));
@@ -216,7 +210,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	MGPU_TRY(dalloc(m, &m->dlogits, N * V, F));
 	MGPU_TRY(dalloc(m, &m->row_loss, N, F));
 	MGPU_TRY(dalloc(m, &m->row_correct, N, F));
-	return alloc_scratch(m, g, N, D, PT);
+	return alloc_scratch(m, g, N, D);
 }
 
 int mgpu_gpt_create(struct mgpu_model *m)
@@ -363,6 +357,12 @@ static int linear(struct mgpu_model *m, float *Y, const float *X, const struct m
 	return o->bias_act(m->dev, MGPU_ACT_NONE, Y, Y, m->w + b->off, N, out);
 }
 
+/* 1 / sqrt(Dh): the scores' scale. */
+static float attn_scale(const struct mgpu_gpt *g)
+{
+	return 1.0f / sqrtf((float)g->Dh);
+}
+
 /* k->y (N,D) = causal multi-head attention of qkv (N,3D), which backward
  * does not need (it keeps the heads' copies): scratch, as yh is. */
 static int attention(struct mgpu_model *m, struct gpt_block *k, const float *qkv, int B,
@@ -370,17 +370,13 @@ static int attention(struct mgpu_model *m, struct gpt_block *k, const float *qkv
 {
 	const struct mgpu_ops *o = m->dev->ops;
 	struct mgpu_gpt *g = m->gpt;
-	int T = g->T, Dh = g->Dh, BH = B * g->H, D3 = 3 * g->D;
-	long long sT = (long long)T * Dh, sP = (long long)T * T;
+	int T = g->T, Dh = g->Dh, D3 = 3 * g->D;
 
 	MGPU_TRY(o->heads_split(m->dev, k->q, qkv, D3, B, T, g->H, Dh));
 	MGPU_TRY(o->heads_split(m->dev, k->k, qkv + g->D, D3, B, T, g->H, Dh));
 	MGPU_TRY(o->heads_split(m->dev, k->v, qkv + 2 * g->D, D3, B, T, g->H, Dh));
-	MGPU_TRY(mgpu_mm_strided(m, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->k, Dh, sT, k->q,
-				 Dh, sT, 0.0f, k->P, T, sP, BH));
-	MGPU_TRY(o->attn_softmax(m->dev, k->P, k->P, BH, T, 1.0f / sqrtf((float)Dh)));
-	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->v, Dh, sT, k->P,
-				 T, sP, 0.0f, yh, Dh, sT, BH));
+	MGPU_TRY(o->attn_fwd(m->dev, yh, k->lse, k->q, k->k, k->v, B * g->H, T, Dh,
+			     attn_scale(g), m->prec == MGPU_PREC_BF16));
 	return o->heads_merge(m->dev, k->y, g->D, yh, B, T, g->H, Dh);
 }
 
@@ -477,26 +473,21 @@ static const float *branch_grad(struct mgpu_model *m, int N, int site, int *rc)
 	return g->dt;
 }
 
-/* dqkv (N,3D, in g->big) from dy (N,D) of the merged heads. */
-static int attention_bwd(struct mgpu_model *m, struct gpt_block *k, int B, const float *dy)
+/* dqkv (N,3D, in g->big) from dy (N,D) of the merged heads; yh (N,D) is
+ * scratch for the heads' output, split again out of k->y for attn_bwd's
+ * D = dy . y (cheaper than a copy per block kept from the forward). */
+static int attention_bwd(struct mgpu_model *m, struct gpt_block *k, int B, const float *dy,
+			 float *yh)
 {
 	const struct mgpu_ops *o = m->dev->ops;
 	struct mgpu_gpt *g = m->gpt;
-	int T = g->T, Dh = g->Dh, H = g->H, BH = B * H, D = g->D;
-	long long sT = (long long)T * Dh, sP = (long long)T * T;
+	int T = g->T, Dh = g->Dh, H = g->H, D = g->D;
 	float *dyh = g->dx, *dqkv = g->big;
 
 	MGPU_TRY(o->heads_split(m->dev, dyh, dy, D, B, T, H, Dh));
-	MGPU_TRY(mgpu_mm_strided(m, MGPU_T, MGPU_N, T, T, Dh, 1.0f, k->v, Dh, sT, dyh, Dh,
-				 sT, 0.0f, g->dP, T, sP, BH));
-	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_T, Dh, T, T, 1.0f, dyh, Dh, sT, k->P, T,
-				 sP, 0.0f, g->dv, Dh, sT, BH));
-	MGPU_TRY(o->attn_softmax_bwd(m->dev, g->dP, g->dP, k->P, BH, T,
-				     1.0f / sqrtf((float)Dh)));
-	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_N, Dh, T, T, 1.0f, k->k, Dh, sT, g->dP, T,
-				 sP, 0.0f, g->dq, Dh, sT, BH));
-	MGPU_TRY(mgpu_mm_strided(m, MGPU_N, MGPU_T, Dh, T, T, 1.0f, k->q, Dh, sT, g->dP, T,
-				 sP, 0.0f, g->dk, Dh, sT, BH));
+	MGPU_TRY(o->heads_split(m->dev, yh, k->y, D, B, T, H, Dh));
+	MGPU_TRY(o->attn_bwd(m->dev, g->dq, g->dk, g->dv, k->q, k->k, k->v, yh, dyh, k->lse,
+			     B * H, T, Dh, attn_scale(g), m->prec == MGPU_PREC_BF16));
 	MGPU_TRY(o->heads_merge(m->dev, dqkv, 3 * D, g->dq, B, T, H, Dh));
 	MGPU_TRY(o->heads_merge(m->dev, dqkv + D, 3 * D, g->dk, B, T, H, Dh));
 	return o->heads_merge(m->dev, dqkv + 2 * D, 3 * D, g->dv, B, T, H, Dh);
@@ -525,7 +516,8 @@ static int block_backward(struct mgpu_model *m, int l, const float *x, int B, fl
 	dt = branch_grad(m, N, 1 + 2 * l, &rc);
 	MGPU_TRY(rc);
 	MGPU_TRY(linear_bwd(m, g->da, dt, k->y, k->wproj, k->bproj, N, acc));
-	MGPU_TRY(attention_bwd(m, k, B, g->da));
+	/* g->dt (the branch's dropout gradient) is free again: yh */
+	MGPU_TRY(attention_bwd(m, k, B, g->da, g->dt));
 	MGPU_TRY(linear_bwd(m, g->da, g->big, k->a1, k->wqkv, k->bqkv, N, acc));
 	MGPU_TRY(o->ln_bwd(m->dev, g->dx, m->g + k->ln1g->off, m->g + k->ln1b->off, g->da, x,
 			   k->mean1, k->rstd1, m->w + k->ln1g->off, N, D, acc));

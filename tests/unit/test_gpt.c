@@ -153,11 +153,19 @@ static void test_grad_one_head(void)
 }
 
 /* Mutants: the check must name the tensors upstream of the broken op. */
-static int bad_attn_bwd(struct mgpu_dev *dev, float *dS, const float *dP, const float *P,
-			int BH, int T, float scale)
+static int bad_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
+			const float *k, const float *v, const float *y, const float *dy,
+			const float *lse, int BH, int T, int Dh, float scale, int bf16)
 {
-	(void)scale; /* the 1/sqrt(Dh) forgotten in backward */
-	return mgpu_ops_ref.attn_softmax_bwd(dev, dS, dP, P, BH, T, 1.0f);
+	size_t i, n = (size_t)BH * T * Dh;
+	int rc = mgpu_ops_ref.attn_bwd(dev, dq, dk, dv, q, k, v, y, dy, lse, BH, T, Dh, scale,
+				       bf16);
+
+	for (i = 0; i < n; i++) { /* the 1/sqrt(Dh) of ds applied twice */
+		dq[i] *= scale;
+		dk[i] *= scale;
+	}
+	return rc;
 }
 
 static int bad_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
@@ -173,7 +181,7 @@ static void test_grad_mutants(void)
 	char bad[1024];
 	int n;
 
-	ops.attn_softmax_bwd = bad_attn_bwd;
+	ops.attn_bwd = bad_attn_bwd;
 	n = grad_check(SPEC, &ops, bad, sizeof bad);
 	/* wrong from block 1's qkv down to the embeddings; right downstream */
 	T_CHECK(n > 0 && strstr(bad, "blocks.0.attn.qkv.weight") &&
