@@ -29,7 +29,7 @@
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h"  /* struct mgpu_rng */
-#include "nn/mm.h"     /* mgpu_mm, mgpu_mm_strided, mgpu_mm_round_weights */
+#include "nn/mm.h"     /* mgpu_mm, mgpu_mm_round_weights */
 
 #define GPT_MAX_BUFS (24 * MGPU_GPT_MAX_BLOCKS + 32)
 #define LN_EPS 1e-5f

@@ -33,7 +33,7 @@ static const struct {
 	{ "xent", 1e-5 },    { "u8_to_f32", 1e-6 }, { "sgd", 1e-6 },
 	{ "adamw", 1e-5 },
 	{ "sgemm_strided", 2e-5 }, { "add", 1e-6 }, { "emb_fwd", 1e-6 },
-	{ "emb_bwd", 1e-5 },        { "attn_softmax", 1e-5 }, { "attn_softmax_bwd", 1e-5 },
+	{ "emb_bwd", 1e-5 },
 	{ "heads_split", 1e-6 },    { "heads_merge", 1e-6 },  { "f32_to_bf16", 1e-6 },
 	{ "bf16_to_f32", 1e-6 },
 	/* fused attention: fp32 sums in another order than ref's exact ones */
@@ -863,64 +863,6 @@ static int case_emb(struct run *r, const struct mgpu_ops_case *c)
 	return emb_bwd(r, c, iid);
 }
 
-/* Backward half of case_attn: P is the reference's, given to both. */
-static int attn_bwd(struct run *r, const struct mgpu_ops_case *c, const float *P)
-{
-	size_t n = (size_t)c->m * c->n * c->n;
-	struct err e = { 0.0 };
-	float *dP, *dS;
-	int ip, idp, ids, s;
-	char shape[64];
-
-	NEWF(dP, r, n);
-	NEWF(dS, r, n);
-	fill(r->p, dP, n, -1.0f, 1.0f);
-	fill_const(dS, n, NAN);
-	MGPU_TRY(up(r, P, n * sizeof *P, &ip));
-	MGPU_TRY(up(r, dP, n * sizeof *dP, &idp));
-	MGPU_TRY(up(r, dS, n * sizeof *dS, &ids));
-	if (c->flag)
-		ids = idp;
-	for (s = 0; s < 2; s++)
-		MGPU_TRY(devof(r, s)->ops->attn_softmax_bwd(devof(r, s), dptr(r, ids, s),
-							    dptr(r, idp, s), dptr(r, ip, s), c->m,
-							    c->n, c->alpha));
-	MGPU_TRY(cmp_out(r, &e, ids, n));
-	snprintf(shape, sizeof shape, "BH=%d T=%d scale=%g%s", c->m, c->n, (double)c->alpha,
-		 c->flag ? " in-place" : "");
-	add_row(r->p, "attn_softmax_bwd", shape, e.worst);
-	return 0;
-}
-
-static int case_attn(struct run *r, const struct mgpu_ops_case *c)
-{
-	size_t n = (size_t)c->m * c->n * c->n;
-	struct err e = { 0.0 };
-	float *S, *P, *p0, *p1;
-	int is, ip, s;
-	char shape[64];
-
-	NEWF(S, r, n);
-	NEWF(P, r, n);
-	NEWF(p0, r, n);
-	NEWF(p1, r, n);
-	fill(r->p, S, n, -4.0f, 4.0f);
-	fill_const(P, n, NAN);
-	MGPU_TRY(up(r, S, n * sizeof *S, &is));
-	MGPU_TRY(up(r, P, n * sizeof *P, &ip));
-	if (c->flag)
-		ip = is;
-	for (s = 0; s < 2; s++)
-		MGPU_TRY(devof(r, s)->ops->attn_softmax(devof(r, s), dptr(r, ip, s),
-							dptr(r, is, s), c->m, c->n, c->alpha));
-	MGPU_TRY(down(r, ip, p0, p1));
-	err_vec(&e, p0, p1, n);
-	snprintf(shape, sizeof shape, "BH=%d T=%d scale=%g%s", c->m, c->n, (double)c->alpha,
-		 c->flag ? " in-place" : "");
-	add_row(r->p, "attn_softmax", shape, e.worst);
-	return attn_bwd(r, c, p1);
-}
-
 /* Backward half of case_flash: y and lse are the reference's, given to
  * both devices with the same q, k, v (ids iq, ik, iv). */
 static int flash_bwd(struct run *r, const struct mgpu_ops_case *c, int iq, int ik, int iv,
@@ -1226,7 +1168,7 @@ static const struct {
 	{ "ln", case_ln },           { "dropout", case_dropout }, { "xent", case_xent },
 	{ "u8_to_f32", case_u8 },    { "sgd", case_sgd },         { "adamw", case_adamw },
 	{ "sgemm_strided", case_sgemm_strided }, { "add", case_add }, { "emb", case_emb },
-	{ "attn", case_attn },       { "flash", case_flash },     { "heads", case_heads },
+	{ "flash", case_flash },     { "heads", case_heads },
 	{ "bf16", case_bf16 },       { "gemm_bf16", case_gemm_bf16 }, { "sum_acc", case_sum_acc },
 };
 
@@ -1316,7 +1258,6 @@ static const struct mgpu_ops_case selftest[] = {
 	{ "sgemm_strided", MGPU_N, MGPU_T, 32, 64, 64, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 16 },
 	{ "add", MGPU_N, MGPU_N, 0, 32768, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 1 },
 	{ "emb", MGPU_N, MGPU_N, 4, 128, 64, 256, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
-	{ "attn", MGPU_N, MGPU_N, 16, 64, 0, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
 	{ "flash", MGPU_N, MGPU_N, 16, 64, 32, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
 	{ "flash", MGPU_N, MGPU_N, 16, 64, 32, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 1 },
 	/* gpt-2 small's heads (Dh 64) over several tiles of keys and queries */

@@ -62,8 +62,6 @@ struct mgpu_ops_report {
  *   add       n, flag = 0 (Y apart), 1 (Y == X1), 2 (Y == X2)
  *   emb       m = B, k = T, n = D, lda = V, beta = acc (rows "emb_fwd",
  *             "emb_bwd")
- *   attn      m = BH, n = T, alpha = scale, flag = in place (rows
- *             "attn_softmax", "attn_softmax_bwd")
  *   flash     m = BH, n = T, k = Dh, alpha = scale, flag = bf16 (rows
  *             "attn_fwd", "attn_bwd", or with bf16 "attn_fwd_bf16",
  *             "attn_bwd_bf16"; the backward gets the reference's y, lse)

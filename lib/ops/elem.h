@@ -8,8 +8,8 @@
  * -fmad=false, as the C build does not contract either; logf and tanhf
  * of the CUDA math library may still differ in the last bits, and the
  * backends sum rows in different orders, hence the conformance
- * tolerances). GELU and the softmaxes use mgpu_erf and mgpu_exp_neg below,
- * the same arithmetic on every backend.
+ * tolerances). GELU, the softmaxes and attention use mgpu_erf and
+ * mgpu_exp_neg below, the same arithmetic on every backend.
  *
  * Row functions take row pointers (row-major (B,D) data, see ops.h).
  */
@@ -273,45 +273,6 @@ MGPU_HD static inline float mgpu_bf16_to_f32(uint16_t h)
 	return mgpu_f32_from_bits((uint32_t)h << 16);
 }
 
-/* Row i of a causal (T,T) attention block: p[j] = softmax over j <= i of
- * scale * s[j]; p[j] = 0 for j > i (a position never sees a later one). */
-MGPU_HD static inline void mgpu_attn_row_fwd(const float *s, int i, int T, float scale,
-					     float *p)
-{
-	float mx = scale * s[0], sum = 0.0f, t;
-	int j;
-
-	for (j = 1; j <= i; j++) {
-		t = scale * s[j];
-		mx = t > mx ? t : mx;
-	}
-	for (j = 0; j <= i; j++) {
-		p[j] = mgpu_exp_neg(scale * s[j] - mx);
-		sum += p[j];
-	}
-	for (j = 0; j <= i; j++)
-		p[j] = p[j] / sum;
-	for (j = i + 1; j < T; j++)
-		p[j] = 0.0f;
-}
-
-/* Backward of mgpu_attn_row_fwd for row i: ds = scale * p * (dp - sum p dp)
- * over j <= i, 0 beyond. ds may equal dp (each element is read before it
- * is written). */
-MGPU_HD static inline void mgpu_attn_row_bwd(const float *p, const float *dp, int i, int T,
-					     float scale, float *ds)
-{
-	float dot = 0.0f;
-	int j;
-
-	for (j = 0; j <= i; j++)
-		dot += p[j] * dp[j];
-	for (j = 0; j <= i; j++)
-		ds[j] = scale * p[j] * (dp[j] - dot);
-	for (j = i + 1; j < T; j++)
-		ds[j] = 0.0f;
-}
-
 /* ---- fused attention (attn_fwd, attn_bwd of ops.h) -----------------------
  *
  * What every backend computes per element; only the order of the sums
@@ -457,34 +418,10 @@ MGPU_HD static inline float mgpu_part_sqdev(const float *x, float mean, size_t j
 	return s;
 }
 
-/* sum of x[j] * y[j] over the part. */
-MGPU_HD static inline float mgpu_part_dot(const float *x, const float *y, size_t j0, size_t n,
-					  size_t step)
-{
-	float s = 0.0f;
-	size_t j;
-
-	for (j = j0; j < n; j += step)
-		s += x[j] * y[j];
-	return s;
-}
-
 /* The larger of two partial maxima (the serial rows' comparison). */
 MGPU_HD static inline float mgpu_max_merge(float mx, float t)
 {
 	return t > mx ? t : mx;
-}
-
-/* max of scale * x[j] over the part; -Inf for an empty part. */
-MGPU_HD static inline float mgpu_part_max(const float *x, float scale, size_t j0, size_t n,
-					  size_t step)
-{
-	float mx = -INFINITY;
-	size_t j;
-
-	for (j = j0; j < n; j += step)
-		mx = mgpu_max_merge(mx, scale * x[j]);
-	return mx;
 }
 
 /* sum of exp(scale * x[j] - mx) over the part: a softmax's denominator. */
@@ -610,12 +547,6 @@ MGPU_HD static inline float mgpu_ln_bwd_elem(float dy, float x, float mean, floa
 MGPU_HD static inline float mgpu_softmax_elem(float x, float scale, float mx, float sum)
 {
 	return mgpu_exp_neg(scale * x - mx) / sum;
-}
-
-/* One element of the attention softmax backward, given sum p * dp. */
-MGPU_HD static inline float mgpu_attn_bwd_elem(float p, float dp, float dot, float scale)
-{
-	return scale * p * (dp - dot);
 }
 
 /* Cross-entropy of a row from its max, its sum of exp(l - max) and the

@@ -107,14 +107,6 @@ static inline int ops_check_emb(const char *op, int B, int T, int V, int D)
 	return 0;
 }
 
-/* BH causal (T,T) blocks. */
-static inline int ops_check_attn(const char *op, int BH, int T)
-{
-	if (BH < 0 || T < 0)
-		return mgpu_err(MGPU_EINVAL, "%s: negative shape BH=%d T=%d", op, BH, T);
-	return 0;
-}
-
 /* Fused attention over BH (T,Dh) blocks; the head dimension is bounded
  * because the cuda kernels hold a row of a head per thread group. */
 static inline int ops_check_flash(const char *op, int BH, int T, int Dh)
@@ -162,36 +154,6 @@ static inline int ops_check_ids(const int32_t *ids, size_t n, int V)
 		if (ids[i] < 0 || ids[i] >= V)
 			return mgpu_err(MGPU_ERANGE, "emb_fwd: token id %d at %zu not in [0, %d)",
 					(int)ids[i], i, V);
-	return 0;
-}
-
-/* P, S (BH,T,T): one causal row at a time. */
-static inline int ops_host_attn_softmax(struct mgpu_dev *dev, float *P, const float *S,
-					int BH, int T, float scale)
-{
-	size_t r, off, rows = (size_t)BH * (size_t)T;
-
-	(void)dev;
-	MGPU_TRY(ops_check_attn("attn_softmax", BH, T));
-	for (r = 0; r < rows; r++) {
-		off = r * (size_t)T;
-		mgpu_attn_row_fwd(S + off, (int)(r % (size_t)T), T, scale, P + off);
-	}
-	return 0;
-}
-
-/* dS, dP, P (BH,T,T). */
-static inline int ops_host_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP,
-					    const float *P, int BH, int T, float scale)
-{
-	size_t r, off, rows = (size_t)BH * (size_t)T;
-
-	(void)dev;
-	MGPU_TRY(ops_check_attn("attn_softmax_bwd", BH, T));
-	for (r = 0; r < rows; r++) {
-		off = r * (size_t)T;
-		mgpu_attn_row_bwd(P + off, dP + off, (int)(r % (size_t)T), T, scale, dS + off);
-	}
 	return 0;
 }
 

@@ -152,14 +152,6 @@ struct mgpu_ops {
 	 * Deterministic on every backend (no floating-point atomics). */
 	int (*emb_bwd)(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
 		       const int32_t *ids, int B, int T, int V, int D, float acc);
-	/* P (BH,T,T) = causal softmax of scale * S (BH,T,T) per row: row i of a
-	 * block sees columns 0..i, later columns of P are 0. P may equal S. */
-	int (*attn_softmax)(struct mgpu_dev *dev, float *P, const float *S, int BH, int T,
-			    float scale);
-	/* dS = scale * P * (dP - sum over the row of P * dP), the backward of
-	 * attn_softmax with respect to S; masked entries are 0. dS may equal dP. */
-	int (*attn_softmax_bwd)(struct mgpu_dev *dev, float *dS, const float *dP,
-				const float *P, int BH, int T, float scale);
 	/*
 	 * Fused causal attention (flash attention): the (T,T) scores and
 	 * probabilities never reach memory. q, k, v, y, dy, dq, dk, dv are
@@ -171,8 +163,8 @@ struct mgpu_ops {
 	 *   mx_i  = max_j scale s_ij,  sum_i = sum_j exp(scale s_ij - mx_i)
 	 *   lse_i = mx_i + log(sum_i)          (saved for the backward)
 	 *   y_i   = sum_j r(p_ij) r(v_j),      p_ij = exp(scale s_ij - mx_i) / sum_i
-	 * exp is elem.h's mgpu_exp_neg. That is the softmax of attn_softmax
-	 * with --dtype bf16's rounding of q, k, v and P before the products.
+	 * exp is elem.h's mgpu_exp_neg; bf16 rounds what --dtype bf16's GEMMs
+	 * round (the operands of each product).
 	 */
 	int (*attn_fwd)(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 			const float *k, const float *v, int BH, int T, int Dh, float scale,

@@ -401,8 +401,8 @@ static int cuda_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, 
  * apart. The row index is the same in the 32 lanes of a warp, so a warp
  * enters and leaves every row whole and each shuffle runs with all 32
  * lanes, as FULL_MASK states. A lane reads and writes only its own
- * elements of a row, so the in-place forms (P == S, dS == dP) need no
- * barrier. Offsets are size_t.
+ * elements of a row, so an in-place form would need no barrier. Offsets
+ * are size_t. (Attention has its own tiled kernels, attn_cuda.cu.)
  */
 #define WARP 32
 #define FULL_MASK 0xffffffffu
@@ -434,13 +434,6 @@ static __device__ float warp_sum(float v)
 {
 	for (int o = WARP / 2; o > 0; o /= 2)
 		v += __shfl_xor_sync(FULL_MASK, v, o);
-	return v;
-}
-
-static __device__ float warp_max(float v)
-{
-	for (int o = WARP / 2; o > 0; o /= 2)
-		v = mgpu_max_merge(v, __shfl_xor_sync(FULL_MASK, v, o));
 	return v;
 }
 
@@ -843,70 +836,6 @@ static int cuda_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const fl
 	return 0;
 }
 
-/* S, P (BH,T,T), a warp per row: row r is row i = r % T of its block and
- * sees columns 0..i (`seen` of them); its later columns get 0. */
-static __global__ void k_attn_softmax(float *P, const float *S, size_t rows, int T, float scale)
-{
-	unsigned lane = lane_id();
-
-	WARP_ROWS(r, rows) {
-		size_t off = r * T, seen = r % T + 1;
-		const float *s = S + off;
-		float *p = P + off;
-		float mx = warp_max(mgpu_part_max(s, scale, lane, seen, WARP));
-		float sum = warp_sum(mgpu_part_sum_exp(s, scale, mx, lane, seen, WARP));
-
-		for (size_t j = lane; j < (size_t)T; j += WARP)
-			p[j] = j < seen ? mgpu_softmax_elem(s[j], scale, mx, sum) : 0.0f;
-	}
-}
-
-static int cuda_attn_softmax(struct mgpu_dev *dev, float *P, const float *S, int BH, int T,
-			     float scale)
-{
-	size_t rows = (size_t)BH * T;
-
-	MGPU_TRY(ops_check_attn("attn_softmax", BH, T));
-	if (rows == 0)
-		return 0;
-	MGPU_TRY(use(dev));
-	k_attn_softmax<<<row_blocks(rows), THREADS, 0, impl_of(dev)->stream>>>(P, S, rows, T,
-										scale);
-	LAUNCHED();
-	return 0;
-}
-
-/* dS, dP, P (BH,T,T), a warp per row, masked as k_attn_softmax. */
-static __global__ void k_attn_softmax_bwd(float *dS, const float *dP, const float *P,
-					  size_t rows, int T, float scale)
-{
-	unsigned lane = lane_id();
-
-	WARP_ROWS(r, rows) {
-		size_t off = r * T, seen = r % T + 1;
-		float dot = warp_sum(mgpu_part_dot(P + off, dP + off, lane, seen, WARP));
-
-		for (size_t j = lane; j < (size_t)T; j += WARP)
-			dS[off + j] = j < seen ? mgpu_attn_bwd_elem(P[off + j], dP[off + j], dot, scale)
-					       : 0.0f;
-	}
-}
-
-static int cuda_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP,
-				 const float *P, int BH, int T, float scale)
-{
-	size_t rows = (size_t)BH * T;
-
-	MGPU_TRY(ops_check_attn("attn_softmax_bwd", BH, T));
-	if (rows == 0)
-		return 0;
-	MGPU_TRY(use(dev));
-	k_attn_softmax_bwd<<<row_blocks(rows), THREADS, 0, impl_of(dev)->stream>>>(
-		dS, dP, P, rows, T, scale);
-	LAUNCHED();
-	return 0;
-}
-
 /* One thread per element of the (B*H,T,Dh) side. */
 static __global__ void k_heads(float *Y, const float *X, int ld, int T, int H, int Dh,
 			       size_t n, int merge)
@@ -1140,8 +1069,6 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	cuda_add,
 	cuda_emb_fwd,
 	cuda_emb_bwd,
-	cuda_attn_softmax,
-	cuda_attn_softmax_bwd,
 	mgpu_cuda_attn_fwd, /* attn_cuda.cu */
 	mgpu_cuda_attn_bwd,
 	cuda_heads_split,

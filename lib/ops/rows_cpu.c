@@ -1,6 +1,6 @@
 /*
  * rows_cpu.c - the cpu backend's row ops: LayerNorm rows, softmax
- * cross-entropy and the causal attention softmax (see ops.h).
+ * cross-entropy and the rows of the fused attention's tiles (see ops.h).
  *
  * elem.h's row functions sum a row serially: each add waits for the one
  * before (4 cycles), and gcc cannot vectorise a float sum without
@@ -278,76 +278,6 @@ int mgpu_cpu_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *
 	return 0;
 }
 
-/* ---- causal attention softmax ------------------------------------------- */
-
-/* Row i of a (T,T) block: p[j] = softmax over j <= i of scale * s[j], 0
- * beyond. p may equal s. */
-MGPU_CPU_WIDE static void attn_row(float *p, const float *s, int i, int T, float scale)
-{
-	int n = i + 1, j;
-	float sum = row_exp(p, s, n, scale, row_max(s, n, scale));
-
-	for (j = 0; j < n; j++)
-		p[j] = p[j] / sum;
-	for (; j < T; j++)
-		p[j] = 0.0f;
-}
-
-int mgpu_cpu_attn_softmax(struct mgpu_dev *dev, float *P, const float *S, int BH, int T,
-			  float scale)
-{
-	size_t r, off, rows = (size_t)BH * (size_t)T;
-
-	(void)dev;
-	MGPU_TRY(ops_check_attn("attn_softmax", BH, T));
-	for (r = 0; r < rows; r++) {
-		off = r * (size_t)T;
-		attn_row(P + off, S + off, (int)(r % (size_t)T), T, scale);
-	}
-	return 0;
-}
-
-/* sum p[j] dp[j] over j < n. */
-static inline float row_dot(const float *p, const float *dp, int n)
-{
-	vw s = { 0 };
-	float t;
-	int j = 0;
-
-	for (; j + W <= n; j += W)
-		s += load(p + j) * load(dp + j);
-	t = lanes_sum(s);
-	for (; j < n; j++)
-		t += p[j] * dp[j];
-	return t;
-}
-
-/* ds = scale * p * (dp - p.dp) over j <= i, 0 beyond; ds may equal dp. */
-MGPU_CPU_WIDE static void attn_row_bwd(float *ds, const float *dp, const float *p, int i, int T, float scale)
-{
-	int n = i + 1, j;
-	float dot = row_dot(p, dp, n);
-
-	for (j = 0; j < n; j++)
-		ds[j] = scale * p[j] * (dp[j] - dot);
-	for (; j < T; j++)
-		ds[j] = 0.0f;
-}
-
-int mgpu_cpu_attn_softmax_bwd(struct mgpu_dev *dev, float *dS, const float *dP, const float *P,
-			      int BH, int T, float scale)
-{
-	size_t r, off, rows = (size_t)BH * (size_t)T;
-
-	(void)dev;
-	MGPU_TRY(ops_check_attn("attn_softmax_bwd", BH, T));
-	for (r = 0; r < rows; r++) {
-		off = r * (size_t)T;
-		attn_row_bwd(dS + off, dP + off, P + off, (int)(r % (size_t)T), T, scale);
-	}
-	return 0;
-}
-
 /* ---- fused attention's rows (attn_cpu.c's tiles) ------------------------- */
 
 /* x[j] = r(x[j]) for j < n: rounded to bf16 and widened back. */
@@ -360,7 +290,7 @@ static inline void round_row(float *x, int n)
 }
 
 /* One row of scores: the first `seen` become probabilities (the forward's
- * exp(t - mx) / sum, as attn_row), the rest of the n are 0. */
+ * exp(t - mx) / sum), the rest of the n are 0. */
 MGPU_CPU_WIDE static void flash_fwd_row(float *p, int seen, int n, float scale, float *lse,
 					int bf16)
 {

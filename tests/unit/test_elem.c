@@ -322,80 +322,6 @@ static double worst_diff(const float *a, const double *num, int n)
 	return w;
 }
 
-enum { ABH = 2, AT = 5 }; /* attention: blocks, positions */
-
-/* L = sum dP * attn_softmax(S) over ABH causal (AT,AT) blocks. */
-static double attn_objective(const float *S, const float *dP, float scale)
-{
-	float p[AT];
-	double L = 0;
-	int r, j;
-
-	for (r = 0; r < ABH * AT; r++) {
-		mgpu_attn_row_fwd(S + r * AT, r % AT, AT, scale, p);
-		for (j = 0; j < AT; j++)
-			L += (double)dP[r * AT + j] * p[j];
-	}
-	return L;
-}
-
-/* The backward with the row dot product left out: a plausible slip the
- * finite-difference check must catch. */
-static void attn_row_bwd_mutant(const float *p, const float *dp, int i, int T, float scale,
-				float *ds)
-{
-	int j;
-
-	for (j = 0; j < T; j++)
-		ds[j] = j <= i ? scale * p[j] * dp[j] : 0.0f;
-}
-
-static void test_attn_grad(void)
-{
-	enum { N = ABH * AT * AT };
-	const float scale = 0.37f;
-	float S[N], dP[N], P[N], dS[N], dSm[N], save, sum;
-	double num[N];
-	int i, r, j;
-
-	for (i = 0; i < N; i++) {
-		S[i] = (float)sin(1.3 * i) * 3.0f;
-		dP[i] = (float)cos(0.7 * i + 0.4);
-	}
-	for (r = 0; r < ABH * AT; r++) {
-		mgpu_attn_row_fwd(S + r * AT, r % AT, AT, scale, P + r * AT);
-		mgpu_attn_row_bwd(P + r * AT, dP + r * AT, r % AT, AT, scale, dS + r * AT);
-		attn_row_bwd_mutant(P + r * AT, dP + r * AT, r % AT, AT, scale, dSm + r * AT);
-		for (sum = 0.0f, j = 0; j < AT; j++) {
-			sum += P[r * AT + j];
-			if (j > r % AT)
-				T_CHECK(P[r * AT + j] == 0.0f && dS[r * AT + j] == 0.0f,
-					"row %d sees position %d", r, j);
-		}
-		T_NEAR(sum, 1.0, 1e-6);
-	}
-	for (i = 0; i < N; i++) {
-		save = S[i];
-		S[i] = save + (float)H;
-		num[i] = attn_objective(S, dP, scale);
-		S[i] = save - (float)H;
-		num[i] = (num[i] - attn_objective(S, dP, scale)) / (2 * H);
-		S[i] = save;
-	}
-	T_CHECK(worst_diff(dS, num, N) <= TOL_FD, "dS off by %g", worst_diff(dS, num, N));
-	T_CHECK(worst_diff(dSm, num, N) > 10 * TOL_FD, "mutant passed (%g)",
-		worst_diff(dSm, num, N));
-	/* in place: ds may be dp */
-	memcpy(dSm, dP, sizeof dSm);
-	for (r = 0; r < ABH * AT; r++)
-		mgpu_attn_row_bwd(P + r * AT, dSm + r * AT, r % AT, AT, scale, dSm + r * AT);
-	T_CHECK(memcmp(dSm, dS, sizeof dS) == 0, "in-place backward differs");
-	/* huge scores stay finite (max subtracted) */
-	S[0] = 1e30f;
-	mgpu_attn_row_fwd(S, 0, AT, 1.0f, P);
-	T_CHECK(P[0] == 1.0f, "row 0 attends to itself only: %g", (double)P[0]);
-}
-
 enum { FBH = 2, FT = 5, FDH = 3, FN = FBH * FT * FDH }; /* fused attention */
 
 /* L = sum w . y, y = attn_fwd(q, k, v) on o in fp32. */
@@ -697,22 +623,6 @@ static float lanes_sum(const float *part)
 	return v[0];
 }
 
-static float lanes_max(const float *part)
-{
-	float v[LANES], t[LANES];
-	int o, l;
-
-	memcpy(v, part, sizeof v);
-	for (o = LANES / 2; o > 0; o /= 2) {
-		for (l = 0; l < LANES; l++)
-			t[l] = mgpu_max_merge(v[l], v[l ^ o]);
-		memcpy(v, t, sizeof v);
-	}
-	for (l = 1; l < LANES; l++)
-		T_CHECK(v[l] == v[0], "lane %d: max %g vs %g", l, (double)v[l], (double)v[0]);
-	return v[0];
-}
-
 /* warp_argmax: every lane must pick the same (max, index). */
 static void lanes_argmax(float *mx, int *arg)
 {
@@ -832,59 +742,61 @@ static void test_parts_cols(void)
 	}
 }
 
-/* Causal attention rows: row i sees i + 1 columns, on rows of every
- * length; the whole-row part is mgpu_attn_row_fwd/_bwd bit for bit. */
-static void test_parts_attn(void)
+/* The fused attention's row statistics in parts, as attn_cuda.cu merges
+ * them: lane l of 16 takes j = l, l + 16, ..., its (max, sum of exp(t -
+ * max)), and xor shuffles merge them with mgpu_attn_merge. Every lane must
+ * end with the same bits, the max exactly the row's and the sum close to
+ * the serial one; rows shorter than 16 leave lanes empty (-Inf, 0). */
+static void test_parts_merge(void)
 {
-	static float s[PMAX], dp[PMAX], p0[PMAX], p1[PMAX], p2[PMAX];
-	static float ds0[PMAX], ds1[PMAX], ds2[PMAX];
+	enum { TXL = 16 };
+	static float s[PMAX];
 	const float scale = 0.125f;
-	float part[LANES], mx, sum, dot;
-	size_t k, l, seen;
-	int T, i, j, q;
+	float mx[TXL], sum[TXL], m2[TXL], l2[TXL], smx, ssum, t;
+	size_t k, j;
+	int o, l, T;
 
 	for (k = 0; k < NPARTLENS; k++) {
 		T = part_lens[k];
 		fill_row(s, T, -30.0f, 30.0f, 90 + k);
-		fill_row(dp, T, -1.0f, 1.0f, 100 + k);
-		for (q = 0; q < 4; q++) {
-			i = q == 0 ? 0 : q == 1 ? T / 3 : q == 2 ? T - 2 : T - 1;
-			if (i < 0)
-				continue;
-			seen = (size_t)i + 1;
-			mgpu_attn_row_fwd(s, i, T, scale, p0);
-			mgpu_attn_row_bwd(p0, dp, i, T, scale, ds0);
-			mx = mgpu_part_max(s, scale, 0, seen, 1);
-			sum = mgpu_part_sum_exp(s, scale, mx, 0, seen, 1);
-			dot = mgpu_part_dot(p0, dp, 0, seen, 1);
-			for (j = 0; j < T; j++) {
-				p1[j] = j <= i ? mgpu_softmax_elem(s[j], scale, mx, sum) : 0.0f;
-				ds1[j] = j <= i ? mgpu_attn_bwd_elem(p0[j], dp[j], dot, scale) : 0.0f;
+		smx = scale * s[0];
+		for (j = 1; j < (size_t)T; j++)
+			smx = mgpu_max_merge(smx, scale * s[j]);
+		for (ssum = 0.0f, j = 0; j < (size_t)T; j++)
+			ssum += mgpu_exp_neg(scale * s[j] - smx);
+		for (l = 0; l < TXL; l++) {
+			mx[l] = -INFINITY;
+			sum[l] = 0.0f;
+			for (j = (size_t)l; j < (size_t)T; j += TXL) {
+				t = scale * s[j];
+				/* one element at a time: the merge of a part of one */
+				mgpu_attn_merge(&mx[l], &sum[l], t, 1.0f);
 			}
-			T_CHECK(!memcmp(p1, p0, T * sizeof *p0), "T=%d i=%d: forward differs", T, i);
-			T_CHECK(!memcmp(ds1, ds0, T * sizeof *ds0), "T=%d i=%d: backward differs", T,
-				i);
-
-			for (l = 0; l < LANES; l++)
-				part[l] = mgpu_part_max(s, scale, l, seen, LANES);
-			mx = lanes_max(part);
-			T_CHECK(mx == mgpu_part_max(s, scale, 0, seen, 1), "T=%d i=%d: max", T, i);
-			for (l = 0; l < LANES; l++)
-				part[l] = mgpu_part_sum_exp(s, scale, mx, l, seen, LANES);
-			sum = lanes_sum(part);
-			for (l = 0; l < LANES; l++)
-				part[l] = mgpu_part_dot(p0, dp, l, seen, LANES);
-			dot = lanes_sum(part);
-			for (j = 0; j < T; j++) {
-				p2[j] = j <= i ? mgpu_softmax_elem(s[j], scale, mx, sum) : 0.0f;
-				ds2[j] = j <= i ? mgpu_attn_bwd_elem(p0[j], dp[j], dot, scale) : 0.0f;
-			}
-			T_CHECK(rel_diff(p2, p0, T) <= 1e-6, "T=%d i=%d: warp forward off by %g", T,
-				i, rel_diff(p2, p0, T));
-			T_CHECK(rel_diff(ds2, ds0, T) <= 1e-5, "T=%d i=%d: warp backward off by %g",
-				T, i, rel_diff(ds2, ds0, T));
 		}
+		for (o = 1; o < TXL; o *= 2) {
+			memcpy(m2, mx, sizeof mx);
+			memcpy(l2, sum, sizeof sum);
+			for (l = 0; l < TXL; l++)
+				mgpu_attn_merge(&mx[l], &sum[l], m2[l ^ o], l2[l ^ o]);
+		}
+		for (l = 1; l < TXL; l++)
+			T_CHECK(!memcmp(&mx[l], &mx[0], sizeof mx[0]) &&
+					!memcmp(&sum[l], &sum[0], sizeof sum[0]),
+				"T=%d lane %d: (%g, %g) vs (%g, %g)", T, l, (double)mx[l],
+				(double)sum[l], (double)mx[0], (double)sum[0]);
+		T_CHECK(mx[0] == smx, "T=%d: max %g vs %g", T, (double)mx[0], (double)smx);
+		T_NEAR(sum[0], ssum, 1e-5 * ssum);
+		T_NEAR(mgpu_attn_lse(mx[0], sum[0]), smx + log(ssum), 1e-5 * (1 + fabs(smx)));
 	}
+	/* an empty part changes nothing, whichever side it is on */
+	mx[0] = 2.0f;
+	sum[0] = 3.0f;
+	mgpu_attn_merge(&mx[0], &sum[0], -INFINITY, 0.0f);
+	T_CHECK(mx[0] == 2.0f && sum[0] == 3.0f, "empty right");
+	mx[1] = -INFINITY;
+	sum[1] = 0.0f;
+	mgpu_attn_merge(&mx[1], &sum[1], 2.0f, 3.0f);
+	T_CHECK(mx[1] == 2.0f && sum[1] == 3.0f, "empty left");
 }
 
 /* Cross-entropy rows with ties for the maximum: the first maximum wins in
@@ -948,7 +860,6 @@ int main(void)
 	T_RUN(test_dropout_mask);
 	T_RUN(test_sgd);
 	T_RUN(test_adamw);
-	T_RUN(test_attn_grad);
 	T_RUN(test_flash_grad);
 	T_RUN(test_flash_bf16);
 	T_RUN(test_emb_grad);
@@ -956,7 +867,7 @@ int main(void)
 	T_RUN(test_bf16);
 	T_RUN(test_parts_ln);
 	T_RUN(test_parts_cols);
-	T_RUN(test_parts_attn);
+	T_RUN(test_parts_merge);
 	T_RUN(test_parts_xent);
 	return T_DONE();
 }
