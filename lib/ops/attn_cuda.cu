@@ -40,7 +40,7 @@
  * on the block's tile, never on a thread's row, so the whole block
  * reaches each barrier; shuffles run with all 32 lanes of every warp.
  */
-#include <cuda_runtime.h> /* cudaFuncSetAttribute, cudaDeviceGetAttribute */
+#include <cuda_runtime.h> /* cudaFuncSetAttribute, cudaSetDevice */
 #include <limits.h>       /* INT_MAX */
 #include <math.h>         /* INFINITY */
 
@@ -63,6 +63,7 @@
 static_assert(TX * TY == THREADS && 32 % TX == 0, "a row's threads: half a warp");
 static_assert(MGPU_ATTN_MAX_DH % TX == 0, "head columns split evenly");
 static_assert(THREADS % BR == 0 && THREADS % BC == 0, "row_dots' groups");
+static_assert(BR == MGPU_CUDA_ATTN_TC_ROWS, "attn_wmma.cu's kernels take this grid");
 
 /* ---- shared-memory tiles ------------------------------------------------- */
 
@@ -416,10 +417,8 @@ static size_t dq_bytes(int Dh)
  * has less than that per block. */
 static int smem_for(struct mgpu_dev *dev, const void *fn, size_t bytes, const char *op, int Dh)
 {
-	int most = 0;
+	int most = mgpu_cuda_smem_optin(dev);
 
-	CU(cudaSetDevice(dev->index));
-	CU(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev->index));
 	if (bytes > (size_t)most)
 		return mgpu_err(MGPU_EINVAL,
 				"%s: head dimension %d needs %zu bytes of shared memory per block, "
@@ -454,7 +453,10 @@ extern "C" int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, co
 	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
+	CU(cudaSetDevice(dev->index));
 	MGPU_TRY(grid_of("attn_fwd", BH, T, BR, &nt, &blocks));
+	if (bf16 && mgpu_cuda_attn_tc(dev, Dh, 0))
+		return mgpu_cuda_attn_fwd_tc(dev, y, lse, q, k, v, T, Dh, scale, nt, blocks);
 	MGPU_TRY(smem_for(dev, (const void *)k_attn_fwd, bytes, "attn_fwd", Dh));
 	k_attn_fwd<<<blocks, THREADS, bytes, st>>>(y, lse, q, k, v, T, Dh, scale, bf16 != 0, nt);
 	LAUNCHED();
@@ -474,7 +476,11 @@ extern "C" int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, fl
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
 	bf16 = bf16 != 0;
+	CU(cudaSetDevice(dev->index));
 	MGPU_TRY(grid_of("attn_bwd", BH, T, BR, &nt, &blocks));
+	if (bf16 && mgpu_cuda_attn_tc(dev, Dh, 1))
+		return mgpu_cuda_attn_bwd_tc(dev, dq, dk, dv, q, k, v, y, dy, lse, T, Dh, scale,
+					     nt, blocks);
 	MGPU_TRY(smem_for(dev, (const void *)k_attn_dkv, dkv_bytes(Dh), "attn_bwd", Dh));
 	MGPU_TRY(smem_for(dev, (const void *)k_attn_dq, dq_bytes(Dh), "attn_bwd", Dh));
 	k_attn_dkv<<<blocks, THREADS, dkv_bytes(Dh), st>>>(dk, dv, q, k, v, y, dy, lse, T, Dh,

@@ -1263,6 +1263,9 @@ static const struct mgpu_ops_case selftest[] = {
 	/* gpt-2 small's heads (Dh 64) over several tiles of keys and queries */
 	{ "flash", MGPU_N, MGPU_N, 3, 257, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 0 },
 	{ "flash", MGPU_N, MGPU_N, 3, 257, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 1 },
+	/* one sample of the 768-wide, 12-head model (Dh 64) in bf16: the
+	 * tensor-core kernels on cuda devices of capability 8.0 and newer */
+	{ "flash", MGPU_N, MGPU_N, 12, 256, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 1 },
 	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
 	 * warp per row on cuda; xent's logits tie for the maximum */
 	{ "ln", MGPU_N, MGPU_N, 64, 768, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },

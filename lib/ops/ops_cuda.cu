@@ -45,6 +45,8 @@ struct cuda_impl {
 	const struct mgpu_cublas *cb; /* cuBLAS entry points (cublas_dl.h) */
 	double *part;                 /* sum_acc's chunk totals (device), or NULL */
 	size_t part_n;                /* their room */
+	int cc;                       /* compute capability, 10 major + minor */
+	int smem_optin;               /* shared memory bytes a block may opt in to */
 };
 
 
@@ -97,6 +99,19 @@ static int cuda_device_count(int *n, char *why, size_t whylen)
 	return 0;
 }
 
+/* What kernels choose by, asked once: launches must not query it. */
+static int query_caps(struct mgpu_dev *dev, struct cuda_impl *im)
+{
+	int major = 0, minor = 0;
+
+	CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev->index));
+	CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev->index));
+	CU(cudaDeviceGetAttribute(&im->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+				  dev->index));
+	im->cc = 10 * major + minor;
+	return 0;
+}
+
 static int cuda_open(struct mgpu_dev *dev, struct cuda_impl *im)
 {
 	const struct mgpu_cublas *cb;
@@ -109,6 +124,7 @@ static int cuda_open(struct mgpu_dev *dev, struct cuda_impl *im)
 	CUBLAS(cb->set_stream(im->blas, im->stream));
 	CUBLAS(cb->set_pointer_mode(im->blas, CUBLAS_POINTER_MODE_HOST));
 	CUBLAS(cb->set_math_mode(im->blas, CUBLAS_DEFAULT_MATH)); /* no TF32 */
+	MGPU_TRY(query_caps(dev, im));
 	return 0;
 }
 
@@ -1083,4 +1099,14 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 extern "C" void *mgpu_cuda_stream(struct mgpu_dev *dev)
 {
 	return dev->impl ? (void *)impl_of(dev)->stream : NULL;
+}
+
+extern "C" int mgpu_cuda_cc(struct mgpu_dev *dev)
+{
+	return dev->impl ? impl_of(dev)->cc : 0;
+}
+
+extern "C" int mgpu_cuda_smem_optin(struct mgpu_dev *dev)
+{
+	return dev->impl ? impl_of(dev)->smem_optin : 0;
 }

@@ -1,0 +1,523 @@
+/*
+ * attn_wmma.cu - the bf16 fused attention on tensor cores: the kernels
+ * attn_cuda.cu launches instead of its fp32 ones for attn_fwd / attn_bwd
+ * with bf16 != 0 on devices of compute capability 8.0 or newer (bf16 WMMA
+ * needs sm_80). Same results as the fp32 kernels up to the order of the
+ * fp32 sums: the operands (q, k, v, dy, p, ds) are rounded to bf16 with
+ * elem.h's mgpu_bf16_from_f32 (round to nearest even, as
+ * __float2bfloat16_rn), and a bf16 MMA with fp32 accumulators multiplies
+ * such values exactly and sums in fp32, as ops.h defines.
+ *
+ * Geometry: blocks of WARPS = 4 warps over tiles of TILE = 64 rows, 16
+ * rows a warp; the streamed tile has TILE rows too (attn_cuda.cu's BR, so
+ * both paths share its grid: one block per (block of BH, tile)).
+ *   k_fwd_tc  per query tile, two passes over its key tiles as the fp32
+ *             kernel: the rows' (max, sum) online, then y = sum r(p) r(v)
+ *             with the definition's normalised p.
+ *   k_dkv_tc  per key tile, over the query tiles at or after it: dk, dv.
+ *   k_dq_tc   per query tile, over its key tiles: dq.
+ * Each warp multiplies its 16 rows: scores (16 x 64) by wmma into fp32
+ * shared memory (the mapping of a fragment's elements to lanes is
+ * unspecified, so the per-element math reads them back from there), then
+ * elem.h's functions per element, two lanes a row, p / ds rounded to
+ * bf16 into shared memory, then (16 x 64) x (64 x Dh) by wmma into fp32
+ * accumulator fragments that live in registers for the whole kernel.
+ * Deterministic: each output is summed by one warp in a fixed order, no
+ * atomics (dq has its own kernel, as in attn_cuda.cu).
+ *
+ * Head dimensions: tiles are DP = 16, 32, 64 or 128 columns wide, the
+ * smallest that holds Dh; columns Dh..DP-1 and rows past T are zero in
+ * shared memory, so they add 0 * 0 to every product and any Dh of ops.h
+ * takes this path. Rows of bf16 tiles are DP + 8 elements apart and score
+ * tiles TILE + 4 floats: WMMA wants ldm a multiple of 8 (16-bit types) or
+ * 4 (float) elements and 256-bit aligned fragment pointers; every
+ * fragment starts on a multiple of 16 rows and 16 columns, which keeps
+ * them aligned, and the padding spreads rows over the banks.
+ *
+ * Synchronisation: every loop bound, every branch around a *_sync call
+ * and every __syncthreads depends only on the block's tile, the warp and
+ * Dh, never on a lane's row: all 32 lanes of a warp reach each wmma call
+ * together and the whole block each barrier. A warp's score, p and ds
+ * rows are its own (__syncwarp between writing and reading them); the
+ * streamed tiles are shared (__syncthreads around their loads).
+ *
+ * Architectures: the build also makes sm_75 code, where the bf16 WMMA
+ * types do not exist; there the kernels compile to nothing (TC is 0), and
+ * the host never launches them (mgpu_cuda_attn_tc checks the device's
+ * capability, cached when the device opens).
+ */
+#include <cuda_bf16.h>    /* __nv_bfloat16, __nv_bfloat16_raw */
+#include <cuda_runtime.h> /* cudaFuncSetAttribute */
+#include <math.h>         /* INFINITY */
+#include <mma.h>          /* nvcuda::wmma */
+
+#include "core/err.h"       /* mgpu_err, MGPU_TRY */
+#include "ops/cuda_check.h" /* CU, LAUNCHED */
+#include "ops/elem.h"       /* the per-element math */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, mgpu_cuda_cc, the prototypes */
+
+/* 1 where the bf16 WMMA API exists: sm_80 and newer device code, and the
+ * host pass (which sees the kernels' bodies but never runs them). */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define TC 1
+#else
+#define TC 0
+#endif
+
+#define WARPS 4
+#define TC_THREADS (32 * WARPS)
+#define TILE MGPU_CUDA_ATTN_TC_ROWS /* rows of a resident and of a streamed tile */
+#define LDF (TILE + 4)     /* row stride of an fp32 score tile */
+#define LDP (TILE + 8)     /* row stride of a bf16 p or ds tile */
+#define FULL_MASK 0xffffffffu
+static_assert(TILE == 16 * WARPS, "16 rows a warp");
+
+typedef __nv_bfloat16 bf16;
+
+/* Row stride of a bf16 operand tile NF fragments (16 NF columns) wide. */
+#define LDB(NF) (16 * (NF) + 8)
+
+/* Shared-memory bytes of each kernel at NF fragments a row. */
+static size_t fwd_bytes(int nf)
+{
+	return (size_t)3 * TILE * LDB(nf) * sizeof(bf16) + (size_t)TILE * LDF * sizeof(float) +
+	       (size_t)TILE * LDP * sizeof(bf16);
+}
+
+static size_t dkv_bytes(int nf)
+{
+	return (size_t)4 * TILE * LDB(nf) * sizeof(bf16) + (size_t)2 * TILE * LDF * sizeof(float) +
+	       (size_t)2 * TILE * LDP * sizeof(bf16) + (size_t)2 * TILE * sizeof(float);
+}
+
+static size_t dq_bytes(int nf)
+{
+	return (size_t)4 * TILE * LDB(nf) * sizeof(bf16) + (size_t)2 * TILE * LDF * sizeof(float) +
+	       (size_t)TILE * LDP * sizeof(bf16) + (size_t)2 * TILE * sizeof(float);
+}
+
+/* Fragments a row for head dimension Dh (1..MGPU_ATTN_MAX_DH). */
+static int nf_of(int Dh)
+{
+	return Dh <= 16 ? 1 : Dh <= 32 ? 2 : Dh <= 64 ? 4 : 8;
+}
+
+#if TC
+namespace wmma = nvcuda::wmma;
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> frag_a;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> frag_b;
+/* B given by the rows of its transpose: element (d, j) at j * ldm + d. */
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> frag_bt;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_c;
+
+/* x rounded to bf16 exactly as ref and cpu round it (mgpu_attn_in). */
+static __device__ bf16 bf16_of(float x)
+{
+	__nv_bfloat16_raw r;
+
+	r.x = mgpu_bf16_from_f32(x);
+	return bf16(r);
+}
+
+/* Query i sees key j: causal, and i a real row. */
+static __device__ bool sees(int i, int j, int T)
+{
+	return j <= i && i < T;
+}
+
+/* The column a lane visits at step c < 32: lane l owns row l / 2 of its
+ * warp's 16 and half l % 2 of the TILE columns, visited in an order
+ * skewed by row so that the 32 lanes read 32 different banks of a score
+ * tile (word (4 r + col) mod 32 = 6 r + h + c mod 32, all distinct). */
+static __device__ int lane_col(int lane, int c)
+{
+	int r = lane >> 1, h = lane & 1;
+
+	return h * 32 + ((c + 2 * r + h) & 31);
+}
+
+/* dst (TILE, DP; rows LDB apart) = r(rows r0 .. r0 + TILE - 1 of the
+ * (T,Dh) block src), 0 past T and past Dh. */
+template <int NF>
+static __device__ void load_tile(bf16 *dst, const float *src, int r0, int T, int Dh)
+{
+	const int DP = 16 * NF;
+
+	for (int e = threadIdx.x; e < TILE * DP; e += TC_THREADS) {
+		int r = e / DP, d = e % DP;
+		float x = 0.0f;
+
+		if (r0 + r < T && d < Dh)
+			x = src[(size_t)(r0 + r) * Dh + d];
+		dst[r * LDB(NF) + d] = bf16_of(x);
+	}
+}
+
+/* L[r] = lse of rows r0 + r; D[r] = dy . y of them (fp32, unrounded
+ * operands, two threads a row in a fixed order); 0 past T. All threads
+ * must call it. */
+static __device__ void load_rows(float *L, float *D, const float *lse, const float *dy,
+				 const float *y, int r0, int T, int Dh)
+{
+	int r = threadIdx.x / 2, g = threadIdx.x % 2;
+	float t = 0.0f;
+
+	static_assert(TC_THREADS == 2 * TILE, "two threads a row");
+	if (r0 + r < T)
+		for (int d = g; d < Dh; d += 2)
+			t = __fmaf_rn(dy[(size_t)(r0 + r) * Dh + d], y[(size_t)(r0 + r) * Dh + d], t);
+	t += __shfl_xor_sync(FULL_MASK, t, 1);
+	if (g == 0) {
+		D[r] = t;
+		L[r] = r0 + r < T ? lse[r0 + r] : 0.0f;
+	}
+}
+
+/* Fw (16, TILE; rows LDF apart) = Aw B^T: the warp's 16 rows of an
+ * operand tile (Aw, rows LDB apart) against all TILE rows of another (B). */
+template <int NF>
+static __device__ void warp_scores(float *Fw, const bf16 *Aw, const bf16 *B)
+{
+	frag_a a[NF];
+
+#pragma unroll
+	for (int f = 0; f < NF; f++)
+		wmma::load_matrix_sync(a[f], Aw + 16 * f, LDB(NF));
+#pragma unroll
+	for (int n = 0; n < TILE / 16; n++) {
+		frag_c s;
+		wmma::fill_fragment(s, 0.0f);
+#pragma unroll
+		for (int f = 0; f < NF; f++) {
+			frag_bt b;
+			wmma::load_matrix_sync(b, B + 16 * n * LDB(NF) + 16 * f, LDB(NF));
+			wmma::mma_sync(s, a[f], b, s);
+		}
+		wmma::store_matrix_sync(Fw + 16 * n, s, LDF, wmma::mem_row_major);
+	}
+}
+
+/* acc[f] += Pw X: the warp's (16, TILE) p or ds rows (LDP apart) times
+ * the (TILE, DP) operand tile X, fragment f being columns 16 f.. */
+template <int NF>
+static __device__ void warp_prod(frag_c (&acc)[NF], const bf16 *Pw, const bf16 *X)
+{
+#pragma unroll
+	for (int c = 0; c < TILE / 16; c++) {
+		frag_a a;
+		wmma::load_matrix_sync(a, Pw + 16 * c, LDP);
+#pragma unroll
+		for (int f = 0; f < NF; f++) {
+			frag_b b;
+			wmma::load_matrix_sync(b, X + 16 * c * LDB(NF) + 16 * f, LDB(NF));
+			wmma::mma_sync(acc[f], a, b, acc[f]);
+		}
+	}
+}
+
+template <int NF>
+static __device__ void zero_acc(frag_c (&acc)[NF])
+{
+#pragma unroll
+	for (int f = 0; f < NF; f++)
+		wmma::fill_fragment(acc[f], 0.0f);
+}
+
+/* Rows i0 .. i0 + 15 (those before T) of a (T,Dh) output = acc's columns
+ * below Dh, through the warp's score rows Fw as scratch. */
+template <int NF>
+static __device__ void store_rows(float *out, const frag_c (&acc)[NF], float *Fw, int i0, int T,
+				  int Dh)
+{
+	int lane = threadIdx.x % 32;
+
+#pragma unroll
+	for (int f = 0; f < NF; f++) {
+		if (16 * f >= Dh)
+			break; /* Dh is the block's: the warp stays together */
+		wmma::store_matrix_sync(Fw, acc[f], LDF, wmma::mem_row_major);
+		__syncwarp();
+		for (int e = lane; e < 16 * 16; e += 32) {
+			int r = e / 16, d = 16 * f + e % 16;
+			if (i0 + r < T && d < Dh)
+				out[(size_t)(i0 + r) * Dh + d] = Fw[r * LDF + e % 16];
+		}
+		__syncwarp(); /* read before the next fragment overwrites */
+	}
+}
+
+/* The lane's part of its row's (max, sum) over one score tile row Fr
+ * (scale applied), merged into (mx, sum): row i, keys j0 + column. */
+static __device__ void row_stats(float *mx, float *sum, const float *Fr, int i, int j0, int T,
+				 float scale)
+{
+	int lane = threadIdx.x % 32;
+	float m = -INFINITY, l = 0.0f;
+
+	for (int c = 0; c < 32; c++) {
+		int col = lane_col(lane, c);
+		if (sees(i, j0 + col, T))
+			m = mgpu_max_merge(m, scale * Fr[col]);
+	}
+	for (int c = 0; c < 32; c++) {
+		int col = lane_col(lane, c);
+		if (sees(i, j0 + col, T))
+			l += mgpu_exp_neg(scale * Fr[col] - m);
+	}
+	mgpu_attn_merge(mx, sum, m, l);
+}
+#endif /* TC */
+
+/* ---- forward ---------------------------------------------------------------- */
+
+/* Grid: BH * ntiles blocks, query tiles of a block of BH heaviest first. */
+template <int NF>
+static __global__ void __launch_bounds__(TC_THREADS)
+	k_fwd_tc(float *y, float *lse, const float *q, const float *k, const float *v, int T,
+		 int Dh, float scale, int ntiles)
+{
+#if TC
+	extern __shared__ __align__(128) unsigned char smem[];
+	bf16 *Qs = (bf16 *)smem, *Ks = Qs + TILE * LDB(NF), *Vs = Ks + TILE * LDB(NF);
+	float *F = (float *)(Vs + TILE * LDB(NF));
+	bf16 *P = (bf16 *)(F + TILE * LDF);
+	int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane >> 1;
+	float *Fw = F + 16 * w * LDF;
+	bf16 *Pw = P + 16 * w * LDP;
+	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
+	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * TILE;
+	int kend = min(q0 + TILE, T), i = q0 + 16 * w + r;
+	float mx = -INFINITY, sum = 0.0f;
+	frag_c acc[NF];
+
+	load_tile<NF>(Qs, q + off, q0, T, Dh);
+	for (int k0 = 0; k0 < kend; k0 += TILE) { /* pass 1: the rows' statistics */
+		__syncthreads(); /* Qs written; Ks's last readers done */
+		load_tile<NF>(Ks, k + off, k0, T, Dh);
+		__syncthreads();
+		warp_scores<NF>(Fw, Qs + 16 * w * LDB(NF), Ks);
+		__syncwarp();
+		row_stats(&mx, &sum, Fw + r * LDF, i, k0, T, scale);
+	}
+	/* the two lanes of a row: both end with the whole row's bits */
+	{
+		float m2 = __shfl_xor_sync(FULL_MASK, mx, 1);
+		float l2 = __shfl_xor_sync(FULL_MASK, sum, 1);
+		mgpu_attn_merge(&mx, &sum, m2, l2);
+	}
+	zero_acc<NF>(acc);
+	for (int k0 = 0; k0 < kend; k0 += TILE) { /* pass 2: y */
+		__syncthreads(); /* Ks, Vs's last readers done */
+		load_tile<NF>(Ks, k + off, k0, T, Dh);
+		load_tile<NF>(Vs, v + off, k0, T, Dh);
+		__syncthreads();
+		warp_scores<NF>(Fw, Qs + 16 * w * LDB(NF), Ks);
+		__syncwarp();
+		for (int c = 0; c < 32; c++) {
+			int col = lane_col(lane, c);
+			float p = 0.0f;
+			if (sees(i, k0 + col, T))
+				p = mgpu_softmax_elem(Fw[r * LDF + col], scale, mx, sum);
+			Pw[r * LDP + col] = bf16_of(p);
+		}
+		__syncwarp();
+		warp_prod<NF>(acc, Pw, Vs);
+	}
+	if ((lane & 1) == 0 && i < T)
+		lse[bh * T + i] = mgpu_attn_lse(mx, sum);
+	store_rows<NF>(y + off, acc, Fw, q0 + 16 * w, T, Dh);
+#endif
+}
+
+/* ---- backward ---------------------------------------------------------------- */
+
+/* dk, dv of a key tile (resident; a warp's 16 keys are its rows) over the
+ * query tiles at or after it (streamed); key tiles of a block of BH, the
+ * heaviest (the first) first. Scores here are (key, query). */
+template <int NF>
+static __global__ void __launch_bounds__(TC_THREADS)
+	k_dkv_tc(float *dk, float *dv, const float *q, const float *k, const float *v,
+		 const float *y, const float *dy, const float *lse, int T, int Dh, float scale,
+		 int ntiles)
+{
+#if TC
+	extern __shared__ __align__(128) unsigned char smem[];
+	bf16 *Ks = (bf16 *)smem, *Vs = Ks + TILE * LDB(NF), *Qs = Vs + TILE * LDB(NF);
+	bf16 *dYs = Qs + TILE * LDB(NF);
+	float *S = (float *)(dYs + TILE * LDB(NF)), *dP = S + TILE * LDF;
+	bf16 *P = (bf16 *)(dP + TILE * LDF), *dS = P + TILE * LDP;
+	float *Ls = (float *)(dS + TILE * LDP), *Ds = Ls + TILE;
+	int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane >> 1;
+	float *Sw = S + 16 * w * LDF, *dPw = dP + 16 * w * LDF;
+	bf16 *Pw = P + 16 * w * LDP, *dSw = dS + 16 * w * LDP;
+	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
+	int k0 = (int)(blockIdx.x % ntiles) * TILE, j = k0 + 16 * w + r;
+	frag_c adk[NF], adv[NF];
+
+	load_tile<NF>(Ks, k + off, k0, T, Dh);
+	load_tile<NF>(Vs, v + off, k0, T, Dh);
+	zero_acc<NF>(adk);
+	zero_acc<NF>(adv);
+	for (int q0 = k0; q0 < T; q0 += TILE) {
+		__syncthreads(); /* Ks, Vs written; the last tile's readers done */
+		load_tile<NF>(Qs, q + off, q0, T, Dh);
+		load_tile<NF>(dYs, dy + off, q0, T, Dh);
+		load_rows(Ls, Ds, lse + bh * T, dy + off, y + off, q0, T, Dh);
+		__syncthreads();
+		warp_scores<NF>(Sw, Ks + 16 * w * LDB(NF), Qs);
+		warp_scores<NF>(dPw, Vs + 16 * w * LDB(NF), dYs);
+		__syncwarp();
+		for (int c = 0; c < 32; c++) {
+			int col = lane_col(lane, c);
+			float p = 0.0f, ds = 0.0f;
+			if (sees(q0 + col, j, T)) {
+				p = mgpu_attn_p(Sw[r * LDF + col], scale, Ls[col]);
+				ds = mgpu_attn_ds(p, dPw[r * LDF + col], Ds[col], scale);
+			}
+			Pw[r * LDP + col] = bf16_of(p);
+			dSw[r * LDP + col] = bf16_of(ds);
+		}
+		__syncwarp();
+		warp_prod<NF>(adv, Pw, dYs);
+		warp_prod<NF>(adk, dSw, Qs);
+	}
+	store_rows<NF>(dk + off, adk, Sw, k0 + 16 * w, T, Dh);
+	store_rows<NF>(dv + off, adv, Sw, k0 + 16 * w, T, Dh);
+#endif
+}
+
+/* dq of a query tile (resident) over its key tiles (streamed), query
+ * tiles heaviest first. */
+template <int NF>
+static __global__ void __launch_bounds__(TC_THREADS)
+	k_dq_tc(float *dq, const float *q, const float *k, const float *v, const float *y,
+		const float *dy, const float *lse, int T, int Dh, float scale, int ntiles)
+{
+#if TC
+	extern __shared__ __align__(128) unsigned char smem[];
+	bf16 *Qs = (bf16 *)smem, *dYs = Qs + TILE * LDB(NF), *Ks = dYs + TILE * LDB(NF);
+	bf16 *Vs = Ks + TILE * LDB(NF);
+	float *S = (float *)(Vs + TILE * LDB(NF)), *dP = S + TILE * LDF;
+	bf16 *dS = (bf16 *)(dP + TILE * LDF);
+	float *Ls = (float *)(dS + TILE * LDP), *Ds = Ls + TILE;
+	int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane >> 1;
+	float *Sw = S + 16 * w * LDF, *dPw = dP + 16 * w * LDF;
+	bf16 *dSw = dS + 16 * w * LDP;
+	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
+	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * TILE;
+	int kend = min(q0 + TILE, T), i = q0 + 16 * w + r;
+	frag_c acc[NF];
+
+	load_tile<NF>(Qs, q + off, q0, T, Dh);
+	load_tile<NF>(dYs, dy + off, q0, T, Dh);
+	load_rows(Ls, Ds, lse + bh * T, dy + off, y + off, q0, T, Dh);
+	zero_acc<NF>(acc);
+	for (int k0 = 0; k0 < kend; k0 += TILE) {
+		__syncthreads(); /* Qs, dYs, Ls, Ds written; the last tile's readers done */
+		load_tile<NF>(Ks, k + off, k0, T, Dh);
+		load_tile<NF>(Vs, v + off, k0, T, Dh);
+		__syncthreads();
+		warp_scores<NF>(Sw, Qs + 16 * w * LDB(NF), Ks);
+		warp_scores<NF>(dPw, dYs + 16 * w * LDB(NF), Vs);
+		__syncwarp();
+		for (int c = 0; c < 32; c++) {
+			int col = lane_col(lane, c);
+			float ds = 0.0f;
+			if (sees(i, k0 + col, T)) {
+				float p = mgpu_attn_p(Sw[r * LDF + col], scale, Ls[16 * w + r]);
+				ds = mgpu_attn_ds(p, dPw[r * LDF + col], Ds[16 * w + r], scale);
+			}
+			dSw[r * LDP + col] = bf16_of(ds);
+		}
+		__syncwarp();
+		warp_prod<NF>(acc, dSw, Ks);
+	}
+	store_rows<NF>(dq + off, acc, Sw, q0 + 16 * w, T, Dh);
+#endif
+}
+
+/* ---- launch ---------------------------------------------------------------- */
+
+/* fn may use `bytes` of dynamic shared memory (opting in above 48 KiB);
+ * mgpu_cuda_attn_tc has checked the device allows it. */
+static int smem_set(const void *fn, size_t bytes)
+{
+	CU(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+	return 0;
+}
+
+template <int NF>
+static int fwd_launch(struct mgpu_dev *dev, float *y, float *lse, const float *q, const float *k,
+		      const float *v, int T, int Dh, float scale, int ntiles, unsigned blocks)
+{
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+	size_t bytes = fwd_bytes(NF);
+
+	MGPU_TRY(smem_set((const void *)k_fwd_tc<NF>, bytes));
+	k_fwd_tc<NF><<<blocks, TC_THREADS, bytes, st>>>(y, lse, q, k, v, T, Dh, scale, ntiles);
+	LAUNCHED();
+	return 0;
+}
+
+template <int NF>
+static int bwd_launch(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
+		      const float *k, const float *v, const float *y, const float *dy,
+		      const float *lse, int T, int Dh, float scale, int ntiles, unsigned blocks)
+{
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+
+	MGPU_TRY(smem_set((const void *)k_dkv_tc<NF>, dkv_bytes(NF)));
+	MGPU_TRY(smem_set((const void *)k_dq_tc<NF>, dq_bytes(NF)));
+	k_dkv_tc<NF><<<blocks, TC_THREADS, dkv_bytes(NF), st>>>(dk, dv, q, k, v, y, dy, lse, T,
+								 Dh, scale, ntiles);
+	LAUNCHED();
+	k_dq_tc<NF><<<blocks, TC_THREADS, dq_bytes(NF), st>>>(dq, q, k, v, y, dy, lse, T, Dh,
+							       scale, ntiles);
+	LAUNCHED();
+	return 0;
+}
+
+extern "C" int mgpu_cuda_attn_tc(struct mgpu_dev *dev, int Dh, int bwd)
+{
+	int nf = nf_of(Dh);
+	size_t most = (size_t)mgpu_cuda_smem_optin(dev);
+
+	if (mgpu_cuda_cc(dev) < 80)
+		return 0;
+	if (!bwd)
+		return fwd_bytes(nf) <= most;
+	return dkv_bytes(nf) <= most && dq_bytes(nf) <= most;
+}
+
+extern "C" int mgpu_cuda_attn_fwd_tc(struct mgpu_dev *dev, float *y, float *lse, const float *q,
+				     const float *k, const float *v, int T, int Dh, float scale,
+				     int ntiles, unsigned blocks)
+{
+	switch (nf_of(Dh)) {
+	case 1: return fwd_launch<1>(dev, y, lse, q, k, v, T, Dh, scale, ntiles, blocks);
+	case 2: return fwd_launch<2>(dev, y, lse, q, k, v, T, Dh, scale, ntiles, blocks);
+	case 4: return fwd_launch<4>(dev, y, lse, q, k, v, T, Dh, scale, ntiles, blocks);
+	default: return fwd_launch<8>(dev, y, lse, q, k, v, T, Dh, scale, ntiles, blocks);
+	}
+}
+
+extern "C" int mgpu_cuda_attn_bwd_tc(struct mgpu_dev *dev, float *dq, float *dk, float *dv,
+				     const float *q, const float *k, const float *v,
+				     const float *y, const float *dy, const float *lse, int T,
+				     int Dh, float scale, int ntiles, unsigned blocks)
+{
+	switch (nf_of(Dh)) {
+	case 1:
+		return bwd_launch<1>(dev, dq, dk, dv, q, k, v, y, dy, lse, T, Dh, scale, ntiles,
+				     blocks);
+	case 2:
+		return bwd_launch<2>(dev, dq, dk, dv, q, k, v, y, dy, lse, T, Dh, scale, ntiles,
+				     blocks);
+	case 4:
+		return bwd_launch<4>(dev, dq, dk, dv, q, k, v, y, dy, lse, T, Dh, scale, ntiles,
+				     blocks);
+	default:
+		return bwd_launch<8>(dev, dq, dk, dv, q, k, v, y, dy, lse, T, Dh, scale, ntiles,
+				     blocks);
+	}
+}
