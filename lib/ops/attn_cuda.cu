@@ -34,7 +34,10 @@
  * (__fmaf_rn: the build's -fmad=false forbids only implicit contraction).
  * bf16: operands are rounded as they enter shared memory, p and ds before
  * they are stored for the products; fp32 CUDA cores multiply the rounded
- * values exactly and sum in fp32 (tensor cores are left for later).
+ * values exactly and sum in fp32. On devices of compute capability 8.0
+ * and newer the bf16 op launches attn_wmma.cu's tensor-core kernels
+ * instead (same grid: BR == MGPU_CUDA_ATTN_TC_ROWS); these serve fp32,
+ * sm_75, and a device whose shared memory is too small for those.
  *
  * Synchronisation: every loop bound and every __syncthreads depends only
  * on the block's tile, never on a thread's row, so the whole block
