@@ -174,24 +174,28 @@ static __device__ void load_rows(float *L, float *D, const float *lse, const flo
 }
 
 /* Fw (16, TILE; rows LDF apart) = Aw B^T: the warp's 16 rows of an
- * operand tile (Aw, rows LDB apart) against all TILE rows of another (B). */
+ * operand tile (Aw, rows LDB apart) against all TILE rows of another (B).
+ * Aw's fragments stay in registers over the TILE / 16 column blocks up to
+ * NF 4; at NF 8 they are loaded again per block, since the backward's
+ * 2 x 8 accumulator fragments leave no room for them (ptxas spilled). */
 template <int NF>
 static __device__ void warp_scores(float *Fw, const bf16 *Aw, const bf16 *B)
 {
-	frag_a a[NF];
+	constexpr int HOLD = NF <= 4 ? NF : 1;
+	frag_a a[HOLD];
 
-#pragma unroll
-	for (int f = 0; f < NF; f++)
-		wmma::load_matrix_sync(a[f], Aw + 16 * f, LDB(NF));
 #pragma unroll
 	for (int n = 0; n < TILE / 16; n++) {
 		frag_c s;
 		wmma::fill_fragment(s, 0.0f);
 #pragma unroll
 		for (int f = 0; f < NF; f++) {
+			frag_a &af = a[f % HOLD];
 			frag_bt b;
+			if (HOLD < NF || n == 0)
+				wmma::load_matrix_sync(af, Aw + 16 * f, LDB(NF));
 			wmma::load_matrix_sync(b, B + 16 * n * LDB(NF) + 16 * f, LDB(NF));
-			wmma::mma_sync(s, a[f], b, s);
+			wmma::mma_sync(s, af, b, s);
 		}
 		wmma::store_matrix_sync(Fw + 16 * n, s, LDF, wmma::mem_row_major);
 	}
