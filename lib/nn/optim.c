@@ -92,12 +92,17 @@ float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm)
  * pass over g. It is taken without clipping too, so that training can stop
  * on a non-finite gradient before anything is saved; then it stays on the
  * device (norm2_dev) until the step's one read. */
+int mgpu_optim_reads_norm(const struct mgpu_optim *o, float grad_scale)
+{
+	return !(o->norm2_dev && o->cfg.clip_norm <= 0.0f && grad_scale == 1.0f);
+}
+
 static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 {
 	struct mgpu_model *m = o->model;
 	float norm;
 
-	o->norm2_queued = o->norm2_dev && o->cfg.clip_norm <= 0.0f && grad_scale == 1.0f;
+	o->norm2_queued = !mgpu_optim_reads_norm(o, grad_scale);
 	if (o->norm2_queued) {
 		o->last_norm = NAN;
 		*out = grad_scale;

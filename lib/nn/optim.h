@@ -68,6 +68,11 @@ void mgpu_optim_free(struct mgpu_optim *o);
  * Its norm: see norm2_dev (taken on the device when grad_scale is 1 and
  * nothing is clipped). */
 int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale);
+/* Whether mgpu_optim_step(o, lr, grad_scale) reads the gradient norm back
+ * (a blocking read: clipping, or no norm2_dev), so that a caller whose
+ * gradient is still being summed elsewhere (NCCL) waits for that first,
+ * watching for failures, instead of blocking in the read. */
+int mgpu_optim_reads_norm(const struct mgpu_optim *o, float grad_scale);
 /* The update of parameters [begin, end) only, with the gradient already
  * scaled and clipped by grad_scale, and o->t already counting this step:
  * the sharded form, where each rank updates its own slice. */

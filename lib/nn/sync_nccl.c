@@ -103,8 +103,12 @@ static int nccl_finish(struct mgpu_sync *s, double *vals, int n)
 	struct mgpu_model *m = s->model;
 
 	/* the compute stream waits for the buckets on the device; the host
-	 * waits (watching for timeouts) only for the step's closing read */
-	MGPU_TRY(mgpu_nccl_join(p->comm, m->dev));
+	 * waits (watching for timeouts) only for the step's closing read, or,
+	 * when the optimizer reads the norm back first (clipping), here: that
+	 * read would block on the buckets without watching, and hang on a
+	 * dead peer instead of failing after --timeout */
+	MGPU_TRY(mgpu_optim_reads_norm(s->opt, 1.0f) ? mgpu_nccl_wait(p->comm, m->dev) :
+						      mgpu_nccl_join(p->comm, m->dev));
 	if (s->grad_prec == MGPU_PREC_BF16) /* the buckets cover every parameter */
 		MGPU_TRY(m->dev->ops->bf16_to_f32(m->dev, m->g, p->g16, m->nparams));
 	MGPU_TRY(mgpu_optim_step(s->opt, s->lr, 1.0f));

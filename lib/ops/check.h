@@ -52,8 +52,10 @@ struct mgpu_ops_report {
  *   col_sum   m = B, n = D, beta
  *   ln        m = B, n = D, beta = acc (rows "ln_fwd" and "ln_bwd")
  *   dropout   n, alpha = p, k = offset, flag = in place
- *   xent      m = B, n = C, alpha = grad_scale, flag = no dlogits, k != 0:
- *             whole-number logits, so a row's maximum repeats (argmax ties)
+ *   xent      m = B, n = C, alpha = grad_scale, flag = no dlogits, k = 1:
+ *             whole-number logits, so a row's maximum repeats (argmax ties);
+ *             k = 2: every other row's first logit NaN and label 0 (NaN
+ *             loss and gradient, correct 1, as ref's scan from l[0] gives)
  *   u8_to_f32 n, alpha = scale, beta = shift
  *   sgd       n, beta = momentum (0: no buffer), flag = nesterov; 2 steps
  *   adamw     n; 2 steps

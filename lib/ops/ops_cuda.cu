@@ -648,6 +648,10 @@ static __global__ void k_xent(float *dlogits, float *row_loss, float *row_correc
 		}
 		mgpu_part_argmax(l, lane, C, WARP, &mx, &arg);
 		warp_argmax(&mx, &arg);
+		if (l[0] != l[0]) { /* ref's scan starts from a NaN l[0] and keeps it */
+			mx = l[0];
+			arg = 0;
+		}
 		sum = warp_sum(mgpu_part_sum_exp(l, 1.0f, mx, lane, C, WARP));
 		if (lane == (unsigned)y % WARP) {
 			row_loss[i] = mgpu_xent_loss(mx, sum, l[y]);

@@ -10,7 +10,7 @@ B="$BIN/mgpu-bench"
 # windows of 9 bytes of text as 1 x 9 IDX "images" (ctx 8)
 text_idx d 256 16 9 1 "the quick brown fox jumps over a lazy dog. " 50
 # L 1, H 2, D 16, T 8, V 256: N = 256*16 + 8*16 + 12*256 + 13*16 + 2*16 = 7536.
-# bf16 adds 2 bytes x (N + B T (4D + max(4D, H T, V))) per rank, B 4:
+# bf16 adds 2 bytes x (N + B T (4D + max(4D, V))) per rank, B 4:
 # 2 * (7536 + 32 * (64 + 256)) = 35552.
 w="--data d --model gpt:layers=1,heads=2,dim=16,ctx=8 --optimizer adamw --max-steps 6 --batch-size 4"
 "$B" train --cpu-ranks 1,2 --modes ddp --dtypes fp32,bf16 --repeat 1 --warmup-steps 2 \

@@ -585,6 +585,28 @@ static void test_row_geometry(void)
 	run_cases(cs, n);
 }
 
+/* xent rows whose first logit is NaN: NaN loss and gradient on every
+ * backend, and the correct flag of ref's scan, which starts from l[0] and
+ * keeps the NaN there (argmax 0), where a max over parts would skip it. */
+static void test_xent_nan(void)
+{
+	static const int xent[][2] = { { 2, 1 }, { 5, 31 }, { 6, 33 }, { 9, 257 } }; /* B C */
+	static struct mgpu_ops_case cs[4 * 2];
+	size_t n = 0, i, f;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 4; i++)
+		for (f = 0; f < 2; f++) {
+			cs[n].op = "xent";
+			cs[n].m = xent[i][0];
+			cs[n].n = xent[i][1];
+			cs[n].alpha = 0.5f;
+			cs[n].k = 2;
+			cs[n++].flag = (int)f;
+		}
+	run_cases(cs, n);
+}
+
 /* The argument errors of the transformer ops. */
 static void test_gpt_bad_args(void)
 {
@@ -982,6 +1004,7 @@ int main(void)
 		{ "flash_tc", test_flash_tc },
 		{ "sum_acc", test_sum_acc },
 		{ "row_geometry", test_row_geometry },
+		{ "xent_nan", test_xent_nan },
 		{ "gpt_bad_args", test_gpt_bad_args },
 	};
 	const struct mgpu_ops *const *o;

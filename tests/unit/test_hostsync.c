@@ -354,9 +354,51 @@ static void test_upload(void)
 	mgpu_dev_close(&dev);
 }
 
+/* Whether a step reads the gradient norm back is known before the step
+ * (mgpu_optim_reads_norm: the NCCL strategy then waits for the gradient
+ * buckets first, watching for a dead peer), and the step does what it
+ * said: one blocking read exactly when it did. */
+static void test_reads_norm(void)
+{
+	static const struct {
+		float clip, scale;
+		int bound, reads;
+	} cs[] = { { 0.0f, 1.0f, 1, 0 }, { 0.0f, 0.5f, 1, 1 }, { 1.0f, 1.0f, 1, 1 },
+		   { 0.0f, 1.0f, 0, 1 } };
+	struct mgpu_train_cfg c;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	struct mgpu_optim o;
+	uint64_t before;
+	size_t i;
+
+	mgpu_train_defaults(&c);
+	T_OK(mgpu_spec_parse(&c.spec, "mlp:12-8-3", "test"));
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
+	T_OK(mgpu_model_create(&m, &c.spec, &dev, BATCH));
+	for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		c.optim.clip_norm = cs[i].clip;
+		T_OK(mgpu_optim_create(&o, &m, &c.optim));
+		o.norm2_dev = cs[i].bound ? m.stats + MGPU_STAT_NORM2 : NULL; /* as sync binds */
+		T_CHECK(mgpu_optim_reads_norm(&o, cs[i].scale) == cs[i].reads,
+			"case %zu: reads_norm says %d", i, !cs[i].reads);
+		before = dev.d2h_count;
+		T_OK(mgpu_optim_step(&o, 0.1f, cs[i].scale));
+		T_CHECK(dev.d2h_count - before == (uint64_t)cs[i].reads,
+			"case %zu: the step made %llu reads, reads_norm said %d", i,
+			(unsigned long long)(dev.d2h_count - before), cs[i].reads);
+		T_CHECK(o.norm2_queued == !cs[i].reads, "case %zu: norm2_queued %d", i,
+			o.norm2_queued);
+		mgpu_optim_free(&o);
+	}
+	mgpu_model_free(&m);
+	mgpu_dev_close(&dev);
+}
+
 int main(void)
 {
 	T_RUN(test_upload);
+	T_RUN(test_reads_norm);
 	T_RUN(test_model_loss);
 	T_RUN(test_mlp);
 	T_RUN(test_gpt);
