@@ -43,8 +43,11 @@
  *
  * Architectures: the build also makes sm_75 code, where the bf16 WMMA
  * types do not exist; there the kernels compile to nothing (TC is 0), and
- * the host never launches them (mgpu_cuda_attn_tc checks the device's
- * capability, cached when the device opens).
+ * the host never launches them: mgpu_cuda_attn_tc checks the device's
+ * capability (cached when the device opens) and that the code the driver
+ * runs there comes from compute_80 or newer, since a build whose only PTX
+ * is older (CUDA_ARCHS=75) reaches an 8.x device by compiling that PTX,
+ * with the kernels empty.
  */
 #include <cuda_bf16.h>    /* __nv_bfloat16, __nv_bfloat16_raw */
 #include <cuda_runtime.h> /* cudaFuncSetAttribute */
@@ -481,12 +484,28 @@ static int bwd_launch(struct mgpu_dev *dev, float *dq, float *dk, float *dv, con
 	return 0;
 }
 
+/* Whether the current device runs the kernels with their bodies: the
+ * code the driver picked for it (a cubin, else PTX it compiled) must come
+ * from compute_80 or newer, where TC is 1 (what cub's PtxVersion asks
+ * too). No code for the device at all: 0, and the fp32 kernel's launch
+ * reports it. */
+static int tc_code(void)
+{
+	cudaFuncAttributes a;
+
+	if (cudaFuncGetAttributes(&a, (const void *)k_fwd_tc<1>) != cudaSuccess) {
+		(void)cudaGetLastError(); /* not left for LAUNCHED to find */
+		return 0;
+	}
+	return a.ptxVersion >= 80;
+}
+
 extern "C" int mgpu_cuda_attn_tc(struct mgpu_dev *dev, int Dh, int bwd)
 {
 	int nf = nf_of(Dh);
 	size_t most = (size_t)mgpu_cuda_smem_optin(dev);
 
-	if (mgpu_cuda_cc(dev) < 80)
+	if (mgpu_cuda_cc(dev) < 80 || !tc_code())
 		return 0;
 	if (!bwd)
 		return fwd_bytes(nf) <= most;

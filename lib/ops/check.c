@@ -1282,6 +1282,9 @@ static const struct mgpu_ops_case selftest[] = {
 	/* one sample of the 768-wide, 12-head model (Dh 64) in bf16: the
 	 * tensor-core kernels on cuda devices of capability 8.0 and newer */
 	{ "flash", MGPU_N, MGPU_N, 12, 256, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 1 },
+	/* bf16 at a head width the tensor-core tiles pad (100 of 128 columns,
+	 * the widest tiles) and a T that leaves rows past it in both tiles */
+	{ "flash", MGPU_N, MGPU_N, 2, 100, 100, 0, 0, 0, 0.1f, 0.0f, MGPU_ACT_NONE, 1 },
 	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
 	 * warp per row on cuda; xent's logits tie for the maximum */
 	{ "ln", MGPU_N, MGPU_N, 64, 768, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },

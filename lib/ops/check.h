@@ -109,7 +109,8 @@ double mgpu_ops_tolerance(const char *op);
  * 512x128x784 sgemm and its two backward products, 128x512 element ops,
  * 128x10 xent, plus odd shapes; a small gpt block's attention and
  * embedding ops, LayerNorm at width 768 and xent over 256 tied logits;
- * the 768-wide, 12-head model's attention in bf16 (tensor cores on cuda);
+ * the 768-wide, 12-head model's attention in bf16 (tensor cores on cuda)
+ * and bf16 attention at a padded head width (100) and T (100);
  * the bf16 GEMM on the same products; the sums of a step's statistics),
  * ops device `index`
  * against ref device 0.

@@ -22,7 +22,8 @@ int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, co
 
 /* attn_wmma.cu: the bf16 attention on tensor cores. mgpu_cuda_attn_tc
  * says whether dev runs it at head dimension Dh (compute capability 8.0
- * or newer, enough shared memory; bwd: the backward's kernels); the
+ * or newer, the binary's code for it built for sm_80 or newer, enough
+ * shared memory; bwd: the backward's kernels); the
  * launchers take attn_cuda.cu's grid (ntiles tiles of
  * MGPU_CUDA_ATTN_TC_ROWS rows per block of BH, blocks in all) and its
  * checked arguments. */

@@ -939,7 +939,7 @@ static void test_check_detects(void)
 			rep.row[r].shape, rep.row[r].max_rel_err);
 		T_CHECK(strcmp(rep.row[r].backend, "broken") == 0, "backend %s", rep.row[r].backend);
 	}
-	T_CHECK(nbad == 25 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+	T_CHECK(nbad == 27 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
 		other_bad);
 	T_CHECK(rep.nfail == nbad, "nfail %d", rep.nfail);
 }
