@@ -2,11 +2,15 @@
  * attn_wmma.cu - the bf16 fused attention on tensor cores: the kernels
  * attn_cuda.cu launches instead of its fp32 ones for attn_fwd / attn_bwd
  * with bf16 != 0 on devices of compute capability 8.0 or newer (bf16 WMMA
- * needs sm_80). Same results as the fp32 kernels up to the order of the
- * fp32 sums: the operands (q, k, v, dy, p, ds) are rounded to bf16 with
+ * needs sm_80). The same results as the fp32 kernels up to the fp32
+ * sums: the operands (q, k, v, dy, p, ds) are rounded to bf16 with
  * elem.h's mgpu_bf16_from_f32 (round to nearest even, as
- * __float2bfloat16_rn), and a bf16 MMA with fp32 accumulators multiplies
- * such values exactly and sums in fp32, as ops.h defines.
+ * __float2bfloat16_rn), and a bf16 MMA multiplies such values exactly; it
+ * adds them into fp32 accumulators in its own order, and published
+ * measurements of A100 tensor cores show those additions truncate rather
+ * than round to nearest, so the sums may differ from ref's by a few ulps
+ * more than the order alone explains (within the bf16 rows' conformance
+ * tolerance, 4e-3).
  *
  * Geometry: blocks of WARPS = 4 warps over tiles of TILE = 64 rows, 16
  * rows a warp; the streamed tile has TILE rows too (attn_cuda.cu's BR, so
