@@ -157,6 +157,27 @@ static inline int ops_check_ids(const int32_t *ids, size_t n, int V)
 	return 0;
 }
 
+/* sum_acc (ops.h) on a host backend: acc += scale * the sum of the
+ * chunks' sums in order, each chunk of MGPU_SUM_CHUNK elements summed by
+ * chunk_sum (elem.h's order: mgpu_sum_chunk itself, or a faster loop
+ * giving its bits). */
+static inline int ops_host_sum_acc(double *acc, const float *x, size_t n, int squares,
+				   double scale,
+				   double (*chunk_sum)(const float *, size_t, int))
+{
+	double t = 0.0;
+	size_t off, len;
+
+	if (n == 0)
+		return 0;
+	for (off = 0; off < n; off += len) {
+		len = n - off < MGPU_SUM_CHUNK ? n - off : MGPU_SUM_CHUNK;
+		t += chunk_sum(x + off, len, squares);
+	}
+	*acc += scale * t;
+	return 0;
+}
+
 /* Host backends: one device, index 0. */
 static inline int ops_host_device_count(int *n, char *why, size_t whylen)
 {

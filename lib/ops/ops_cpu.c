@@ -745,16 +745,6 @@ static double sum_chunk(const float *restrict x, size_t n, int squares)
 static int cpu_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
 		       int squares, double scale)
 {
-	double t = 0.0;
-	size_t off, len;
-
 	(void)dev;
-	if (n == 0)
-		return 0;
-	for (off = 0; off < n; off += len) {
-		len = n - off < MGPU_SUM_CHUNK ? n - off : MGPU_SUM_CHUNK;
-		t += sum_chunk(x + off, len, squares);
-	}
-	*acc += scale * t;
-	return 0;
+	return ops_host_sum_acc(acc, x, n, squares, scale, sum_chunk);
 }

@@ -465,18 +465,8 @@ static int ref_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_tra
 static int ref_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
 		       int squares, double scale)
 {
-	double t = 0.0;
-	size_t off, len;
-
 	(void)dev;
-	if (n == 0)
-		return 0;
-	for (off = 0; off < n; off += len) {
-		len = n - off < MGPU_SUM_CHUNK ? n - off : MGPU_SUM_CHUNK;
-		t += mgpu_sum_chunk(x + off, len, squares);
-	}
-	*acc += scale * t;
-	return 0;
+	return ops_host_sum_acc(acc, x, n, squares, scale, mgpu_sum_chunk);
 }
 
 const struct mgpu_ops mgpu_ops_ref = {
