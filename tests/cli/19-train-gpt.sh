@@ -2,8 +2,9 @@
 # next-byte targets 1..T): it learns, its checkpoint holds GPT-2-style
 # tensor names whose test loss an independent numpy forward reproduces,
 # 2 CPU ranks x 8 (ddp or dp) and 2 accumulation steps x 8 match 1 rank x
-# 16, a resumed run is bit-identical (and on 2 ranks within 1e-4), the
-# spec file under models/ loads, and samples of the wrong width are refused.
+# 16, a resumed run is bit-identical (and on 2 ranks within 1e-4), so is
+# one resumed after SIGINT, the spec file under models/ loads, and samples
+# of the wrong width are refused.
 . tests/cli/lib.sh
 "$BIN/mgpu-train" --help | grep -q "gpt:layers=L,heads=H,dim=D,ctx=T" ||
 	fail "--help does not give the gpt: spec"
@@ -108,6 +109,27 @@ awk 'NR == FNR { want[$1] = $2; next }
 	{ d = want[$1] - $2; if (d < 0) d = -d; if (!($1 in want) || d > 1e-4 * $2) { print; bad = 1 } }
 	END { exit bad }' <(losses full.tsv) <(losses res2.tsv) ||
 	fail "resumed on 2 ranks differs from 1 rank"
+
+# SIGINT on 2 ranks: both stop after the same step, rank 0 saves, exit 130;
+# resumed, the run ends where an uninterrupted one does, bit for bit.
+sig="--epochs 400 --max-steps 1000 --batch-size 8 --cpu-ranks 2"
+run $sig --save-dir sfull --keep 0 >/dev/null
+# (mgpu-train itself in the background: kill must reach it, not a subshell)
+"$BIN/mgpu-train" --data d --model $model --optimizer adamw --lr 0.01 --warmup-steps 5 \
+	--log-every 1 -q $sig --save-dir spart >spart.tsv 2>spart.err &
+L=$!
+for _ in $(seq 200); do grep -q '^step' spart.tsv 2>/dev/null && break; sleep 0.05; done
+kill -INT $L
+set +e
+wait $L
+rc=$?
+set -e
+[ "$rc" = 130 ] || fail "interrupted gpt run exited $rc: $(cat spart.err)"
+ck=$(cat spart/latest)
+[ -n "$ck" ] && [ "$ck" != step-00001000 ] || fail "no mid-run gpt checkpoint ($ck)"
+run $sig --save-dir spart --resume spart >/dev/null
+cmp sfull/step-00001000/model.safetensors spart/step-00001000/model.safetensors ||
+	fail "gpt resumed after SIGINT at $ck differs from the uninterrupted run"
 
 # The example spec file (ctx 32) and a sample width that does not fit.
 text_idx d33 64 16 33 3
