@@ -691,6 +691,28 @@ static __global__ void k_scale_c_strided(float *C, int m, int n, int ldc, long l
 	}
 }
 
+/* What sgemm_strided and gemm_bf16 share before cuBLAS: the checks, and
+ * the products that need no multiply (nothing to write; k == 0 or
+ * alpha == 0: C = beta * C). 1 when that settled the call, 0 when cuBLAS
+ * must run, < 0 on an error. */
+static int gemm_batch_trivial(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
+			      int m, int n, int k, float alpha, int lda, long long sa, int ldb,
+			      long long sb, float beta, float *C, int ldc, long long sc, int batch)
+{
+	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	if (m == 0 || n == 0 || batch == 0)
+		return 1;
+	MGPU_TRY(use(dev));
+	if (k != 0 && alpha != 0.0f)
+		return 0;
+	if (beta != 1.0f) {
+		k_scale_c_strided<<<blocks_for((size_t)m * n * batch), THREADS, 0,
+				    impl_of(dev)->stream>>>(C, m, n, ldc, sc, batch, beta);
+		LAUNCHED();
+	}
+	return 1;
+}
+
 static int cuda_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
 			      int m, int n, int k, float alpha, const float *A, int lda,
 			      long long sa, const float *Bm, int ldb, long long sb, float beta,
@@ -698,19 +720,11 @@ static int cuda_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgp
 {
 	struct cuda_impl *im = impl_of(dev);
 	const struct mgpu_cublas *cb = im->cb;
+	int rc = gemm_batch_trivial(dev, ta, tb, m, n, k, alpha, lda, sa, ldb, sb, beta, C, ldc,
+				    sc, batch);
 
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
-	if (m == 0 || n == 0 || batch == 0)
-		return 0;
-	MGPU_TRY(use(dev));
-	if (k == 0 || alpha == 0.0f) {
-		if (beta == 1.0f)
-			return 0;
-		k_scale_c_strided<<<blocks_for((size_t)m * n * batch), THREADS, 0, im->stream>>>(
-			C, m, n, ldc, sc, batch, beta);
-		LAUNCHED();
-		return 0;
-	}
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	CUBLAS(cb->gemm_strided_ex(im->blas, ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N,
 				    tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
 				    CUDA_R_32F, lda, sa, Bm, CUDA_R_32F, ldb, sb, &beta, C,
@@ -940,19 +954,11 @@ static int cuda_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_tr
 	const struct mgpu_cublas *cb = im->cb;
 	cublasOperation_t oa = ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N;
 	cublasOperation_t ob = tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+	int rc = gemm_batch_trivial(dev, ta, tb, m, n, k, alpha, lda, sa, ldb, sb, beta, C, ldc,
+				    sc, batch);
 
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
-	if (m == 0 || n == 0 || batch == 0)
-		return 0;
-	MGPU_TRY(use(dev));
-	if (k == 0 || alpha == 0.0f) {
-		if (beta == 1.0f)
-			return 0;
-		k_scale_c_strided<<<blocks_for((size_t)m * n * batch), THREADS, 0, im->stream>>>(
-			C, m, n, ldc, sc, batch, beta);
-		LAUNCHED();
-		return 0;
-	}
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
 	if (batch == 1) {
 		CUBLAS(cb->gemm_ex(im->blas, oa, ob, m, n, k, &alpha, A, CUDA_R_16BF, lda, Bm,
 				    CUDA_R_16BF, ldb, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
