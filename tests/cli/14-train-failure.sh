@@ -12,10 +12,6 @@ ranks_of() { # the rank processes of launcher $1, as "pid rank" lines
 		[ -n "$r" ] && echo "$p $r"
 	done
 }
-wait_for_step() { # wait until file $1 holds a step record
-	for _ in $(seq 200); do grep -q '^step' "$1" 2>/dev/null && return 0; sleep 0.05; done
-	fail "no step record in $1"
-}
 long="--data d --model mlp:64-256-256-4 --epochs 400 --batch-size 32 --cpu-ranks 2 --log-every 1"
 
 # kill -9 of rank 1.

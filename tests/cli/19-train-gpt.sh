@@ -118,7 +118,7 @@ run $sig --save-dir sfull --keep 0 >/dev/null
 "$BIN/mgpu-train" --data d --model $model --optimizer adamw --lr 0.01 --warmup-steps 5 \
 	--log-every 1 -q $sig --save-dir spart >spart.tsv 2>spart.err &
 L=$!
-for _ in $(seq 200); do grep -q '^step' spart.tsv 2>/dev/null && break; sleep 0.05; done
+wait_for_step spart.tsv
 kill -INT $L
 set +e
 wait $L

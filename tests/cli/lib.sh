@@ -150,3 +150,10 @@ for name, n in (("train", ntr), ("t10k", nte)):
         f.write(struct.pack(">HBBI", 0, 8, 1, n) + bytes(n))
 PY
 }
+
+# wait_for_step FILE: until FILE (a run's stdout) holds a step record, at
+# most 10 s.
+wait_for_step() {
+	for _ in $(seq 200); do grep -q '^step' "$1" 2>/dev/null && return 0; sleep 0.05; done
+	fail "no step record in $1"
+}
