@@ -13,6 +13,7 @@
 #include <time.h>      /* clock_gettime, nanosleep */
 #include <unistd.h>    /* ftruncate, getpid, close */
 
+#include "core/cancel.h" /* mgpu_cancel_check_grace */
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err */
 
@@ -246,6 +247,10 @@ static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, con
 		if (t >= next_check) {
 			if (peer_gone(s, r))
 				return mgpu_err(MGPU_EPEER, "rank %d died (%s)", r, what);
+			if (mgpu_cancel_check_grace() < 0)
+				return mgpu_err(MGPU_EINTR, "interrupted by %s while waiting for "
+						"rank %d (%s)", mgpu_cancel_signal() == SIGTERM ?
+						"SIGTERM" : "SIGINT", r, what);
 			next_check = t + 100;
 		}
 		if (t - t0 > s->timeout_ms)

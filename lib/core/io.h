@@ -38,6 +38,12 @@ int mgpu_read_file(const char *path, unsigned char **data, size_t *len);
  * name labels messages ("-" for stdin).
  */
 int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len);
+/* The same, failing with MGPU_ERANGE once *len would pass max bytes (a
+ * pipe that does not end). Both wait for input in short slices and stop
+ * with MGPU_EINTR on a stop request (core/cancel.h), even while a pipe or
+ * FIFO stays silent. */
+int mgpu_read_fd_max(int fd, const char *name, size_t max, unsigned char **data,
+		     size_t *len);
 /* fsync a directory so a rename inside it is durable. */
 int mgpu_fsync_dir(const char *dir);
 /* buf = dir/name, or MGPU_EINVAL when it does not fit. */

@@ -25,6 +25,7 @@ struct mgpu_input_opts {
 	const char *labels;        /* labels file for .npy and IDX images, or NULL */
 	const char *label_column;  /* CSV label column, or NULL for "label" */
 	unsigned long long text_context; /* > 0: paths are text, cut at this context */
+	unsigned long long text_max;     /* bytes of text per path at most; 0: no limit */
 };
 
 int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,

@@ -38,7 +38,9 @@ size_t mgpu_text_nsamples(size_t len, size_t context);
 int mgpu_text_cut(const unsigned char *text, size_t len, size_t context, const char *name,
 		  struct mgpu_samples *out);
 
-/* Read the file at path ("-": standard input) and cut it as above. */
-int mgpu_text_load(const char *path, size_t context, struct mgpu_samples *out);
+/* Read the file at path ("-": standard input) and cut it as above; more
+ * than max bytes (0: no limit) is an error (MGPU_ERANGE), so that a pipe
+ * that never ends stops before memory runs out. */
+int mgpu_text_load(const char *path, size_t context, size_t max, struct mgpu_samples *out);
 
 #endif
