@@ -3,7 +3,9 @@
 # the end of input) and a pipe that never ends (it read until memory ran
 # out: now --text-limit), mgpu-train generating a long --sample (only
 # SIGKILL ended it), and the rendezvous with --cpu-ranks 1 and with
-# torchrun-style ranks whose peers never come (it waited out --timeout).
+# torchrun-style ranks whose peers never come (it waited out --timeout);
+# a segment left by a node killed during the rendezvous is removed by the
+# next job of its name (which failed 'File exists').
 # Each interrupted command exits 130 (143 for SIGTERM); every command is
 # bounded by timeout(1), so one that ignores the signal fails as 124.
 . tests/cli/lib.sh
@@ -120,4 +122,27 @@ set -e
 kill $holder 2>/dev/null || true
 interrupted "rendezvous, rank 1 alone" $rc 2 # mgpu-train: 130 for both
 ls /dev/shm | grep -q "mgpu-sig-$$" && fail "a segment was left: $(ls /dev/shm)"
+
+# node 0 killed (SIGKILL) during the rendezvous leaves its segment; the
+# next job of the same port and token removes it and runs
+node() { "$M" --data m --model mlp:64-8-4 --batch-size 16 --max-steps 2 --cpu-ranks 1 \
+	--nnodes 2 --timeout 300 -q --node-rank "$@"; }
+set +e
+timeout 60 "$M" --data m --model mlp:64-8-4 --batch-size 16 --cpu-ranks 1 --nnodes 2 \
+	--node-rank 0 --timeout 300 -q >/dev/null 2>err.txt &
+p=$!
+set -e
+seg=/dev/shm/mgpu-sig-$$-$MASTER_PORT-n0
+for _ in $(seq 400); do [ -e $seg ] && break; sleep 0.05; done
+[ -e $seg ] || fail "node 0 made no segment $seg: $(cat err.txt)"
+kill -KILL $(pgrep -P $(pgrep -P $p)) # the rank: timeout > launcher > rank
+set +e
+wait $p
+set -e
+[ -e $seg ] || fail "the killed rank's segment is gone already: the test proves nothing"
+node 1 >/dev/null 2>e1.txt &
+p1=$!
+node 0 >run.tsv 2>e0.txt || fail "the job after a stale segment: $(cat e0.txt)"
+wait $p1 || fail "the job after a stale segment, node 1: $(cat e1.txt)"
+[ ! -e $seg ] || fail "the segment stays after the job"
 exit 0
