@@ -64,12 +64,30 @@ static int normalisation(struct train_data *d)
 	return 0;
 }
 
+/* A gpt reads tokens of the data's width: bytes (ids 0 to 255) today, so
+ * a larger vocab would only train logits no byte ever asks for, and what
+ * generation draws from them would not fit a byte. */
+static int gpt_tokens(const struct mgpu_source *src, const struct mgpu_spec *s,
+		      const char *path)
+{
+	if (src->dtype != MGPU_DTYPE_U8)
+		return mgpu_err(MGPU_EINVAL, "'%s': holds float32 features, but a gpt reads "
+				"byte tokens: build the cache with --dtype u8 and without "
+				"--normalize (or train on the shards)", path);
+	if (s->vocab > 256)
+		return mgpu_err(MGPU_EINVAL, "'%s': holds bytes (token ids 0 to 255): a gpt "
+				"on it has a vocab of at most 256, not %d", path, s->vocab);
+	return 0;
+}
+
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg)
 {
 	const struct mgpu_spec *s = &cfg->spec;
 	int C = s->dims[s->nlayers];
 
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
+	if (s->kind == MGPU_MODEL_GPT)
+		MGPU_TRY(gpt_tokens(&d->src, s, cfg->data));
 	if (d->src.d != s->dims[0])
 		return mgpu_err(MGPU_EINVAL,
 				"'%s': samples have %d features but the model takes %d",

@@ -244,7 +244,9 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 	return 0;
 }
 
-/* A JSON string of n bytes, which may hold NUL. */
+/* A JSON string of n bytes, which may hold NUL and need not be UTF-8:
+ * each byte is the character of its value (U+0000..U+00FF), so bytes of
+ * 0x80 and above are escaped and the string reads back as Latin-1. */
 static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
 {
 	char one[2] = "", e[16];
@@ -253,8 +255,8 @@ static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
 	putc('"', fp);
 	for (i = 0; i < n; i++) {
 		one[0] = (char)b[i];
-		if (!b[i])
-			fputs("\\u0000", fp);
+		if (!b[i] || b[i] >= 0x80)
+			fprintf(fp, "\\u%04x", b[i]);
 		else if (mgpu_json_escape_buf(e, sizeof e, one) < sizeof e)
 			fwrite(e + 1, 1, strlen(e) - 2, fp); /* without its quotes */
 	}
