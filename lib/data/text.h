@@ -24,8 +24,9 @@
 
 #include "data/samples.h" /* struct mgpu_samples */
 
-/* Largest context: a sample of T+1 bytes stays far below MGPU_SAMPLES_MAX_D. */
-#define MGPU_TEXT_MAX_CONTEXT ((size_t)1 << 24)
+/* Largest context: the largest ctx of a gpt (nn/spec.c takes it from
+ * here), so that no shard set is cut for a model that cannot exist. */
+#define MGPU_TEXT_MAX_CONTEXT ((size_t)1 << 16)
 
 /* Samples that len bytes of text give at context T (0 when len <= T). */
 size_t mgpu_text_nsamples(size_t len, size_t context);

@@ -36,7 +36,7 @@ mkfifo fifo
 sleep 300 >fifo &
 writer=$!
 set +e
-timeout 60 "$S" --text --context 8 -o m.tsv fifo 2>err.txt &
+timeout -k 5 60 "$S" --text --context 8 -o m.tsv fifo 2>err.txt &
 p=$!
 until_open $p fifo
 sig INT $p
@@ -51,7 +51,7 @@ grep -q "interrupted by SIGINT" err.txt || fail "shard, FIFO: $(cat err.txt)"
 # ... and on standard input from a silent pipe, SIGTERM
 set +e
 # (fd 3: an asynchronous command's standard input would be /dev/null)
-sleep 300 | { exec 3<&0; timeout 60 "$S" --text --context 8 -o m.tsv - <&3 2>err.txt & p=$!
+sleep 300 | { exec 3<&0; timeout -k 5 60 "$S" --text --context 8 -o m.tsv - <&3 2>err.txt & p=$!
 	until_open $p pipe:; sig TERM $p; wait $p; echo $? >rc.txt
 	pkill -P $$ -x sleep; } # the silent writer, or the pipeline waits for it
 set -e
@@ -59,7 +59,7 @@ interrupted "shard, silent pipe" "$(cat rc.txt)" 15
 
 # a pipe that never ends stops at --text-limit, not when memory runs out
 set +e
-yes | timeout 60 "$S" --text --context 8 --text-limit 100000 -o m.tsv - 2>err.txt
+yes | timeout -k 5 60 "$S" --text --context 8 --text-limit 100000 -o m.tsv - 2>err.txt
 rc=$?
 set -e
 [ "$rc" = 1 ] || fail "yes | mgpu-shard: exit $rc: $(cat err.txt)"
@@ -72,7 +72,7 @@ text_idx d 400 32 17 5
 "$M" --data d --model gpt:layers=1,heads=2,dim=16,ctx=16,vocab=128 --batch-size 16 \
 	--max-steps 2 -q --save-dir ck >/dev/null
 set +e
-timeout 60 "$M" --resume ck --sample 16777216 >run.tsv 2>err.txt &
+timeout -k 5 60 "$M" --resume ck --sample 16777216 >run.tsv 2>err.txt &
 p=$!
 set -e
 for _ in $(seq 400); do grep -q '^summary' run.tsv && break; sleep 0.05; done
@@ -89,7 +89,7 @@ interrupted "--sample" $rc 2
 export MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + $$ % 20000)) MGPU_JOB_TOKEN=sig-$$
 mkidx m 200 20 8 4
 set +e
-timeout 60 "$M" --data m --model mlp:64-8-4 --batch-size 16 --cpu-ranks 1 --nnodes 2 --node-rank 0 \
+timeout -k 5 60 "$M" --data m --model mlp:64-8-4 --batch-size 16 --cpu-ranks 1 --nnodes 2 --node-rank 0 \
 	--timeout 300 -q >/dev/null 2>err.txt &
 p=$!
 set -e
@@ -109,7 +109,7 @@ s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); c = s.accept(); time.sleep(
 holder=$!
 for _ in $(seq 400); do ss -ltn | grep -q ":$MASTER_PORT " && break; sleep 0.05; done
 set +e
-RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 timeout 60 "$M" --data m \
+RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 timeout -k 5 60 "$M" --data m \
 	--model mlp:64-8-4 --batch-size 16 --timeout 300 -q >/dev/null 2>err.txt &
 p=$!
 set -e
@@ -128,7 +128,7 @@ ls /dev/shm | grep -q "mgpu-sig-$$" && fail "a segment was left: $(ls /dev/shm)"
 node() { "$M" --data m --model mlp:64-8-4 --batch-size 16 --max-steps 2 --cpu-ranks 1 \
 	--nnodes 2 --timeout 300 -q --node-rank "$@"; }
 set +e
-timeout 60 "$M" --data m --model mlp:64-8-4 --batch-size 16 --cpu-ranks 1 --nnodes 2 \
+timeout -k 5 60 "$M" --data m --model mlp:64-8-4 --batch-size 16 --cpu-ranks 1 --nnodes 2 \
 	--node-rank 0 --timeout 300 -q >/dev/null 2>err.txt &
 p=$!
 set -e

@@ -56,7 +56,7 @@ static const struct mgpu_opt options[] = {
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
 		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
-		     "(the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+		     "(the model's ctx, at most 65536)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "text-limit", 0, O, in.text_max, 1, 1e15, "BYTES",
 		     "read at most this much text per SOURCE (a pipe that never ends is "
 		     "an error, not a machine out of memory)", 0),

@@ -380,6 +380,14 @@ static void resolve_world(struct train_opts *o)
 					 c->mode == MGPU_MODE_DP))
 		usage_error("--sync-backend mpi is for CPU ranks in mode ddp (GPU ranks on "
 			    "several nodes: nccl)");
+	/* what mgpu_sync_set_grad_prec would refuse in every rank, once here */
+	if (c->grad_prec == MGPU_PREC_BF16 && c->world > 1 && c->mode == MGPU_MODE_DDP &&
+	    c->sync != MGPU_SYNC_NCCL && (c->sync == MGPU_SYNC_MPI || c->env.nnodes > 1 ||
+					  o->nnodes > 1 || strcmp(c->backend, "cuda") == 0))
+		usage_error("--grad-dtype bf16 needs sync backend cpu with CPU ranks on one node, "
+			    "or nccl; not %s", strcmp(c->backend, "cuda") == 0 ?
+			    "cpu for GPU ranks (use nccl)" : c->sync == MGPU_SYNC_MPI ?
+			    "--sync-backend mpi" : "cpu across nodes");
 	if (c->sync == MGPU_SYNC_MPI && !mgpu_mpi_in_build())
 		die("--sync-backend mpi: this build has no MPI (install libopenmpi-dev and "
 		    "rebuild)");

@@ -391,7 +391,8 @@ void train_opts_show(const struct train_opts *o)
 		s.gpus = list;
 	else if (!s.cpu_ranks && s.cfg.env.launcher == MGPU_LAUNCH_NONE)
 		s.cpu_ranks = s.cfg.world;
-	s.sync = s.cfg.sync;
+	/* one rank syncs nothing (the summary says none): auto is what holds */
+	s.sync = s.cfg.world > 1 ? s.cfg.sync : 0;
 	s.global_batch = s.cfg.plan.global;
 	if (mgpu_opt_settings_argv(options, &s, &a) < 0)
 		die_lib();
