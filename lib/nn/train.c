@@ -31,7 +31,7 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 {
 	memset(c, 0, sizeof *c);
 	snprintf(c->data, sizeof c->data, "/usr/share/datasets/fashion-mnist");
-	mgpu_spec_parse(&c->spec, "mlp:784-512-256-10", "default");
+	mgpu_spec_parse(&c->spec, "mlp:auto-512-256-auto", "default");
 	snprintf(c->backend, sizeof c->backend, "cpu");
 	c->world = 1;
 	c->sync = MGPU_SYNC_CPU;
@@ -306,7 +306,7 @@ static int summary(struct train_rank *r, int64_t steps_run)
 	int rc;
 
 	rec.step = r->step;
-	rec.epoch = r->epoch;
+	rec.epoch = r->epoch + (r->pos > 0); /* as the step rows count: 1-based, partial included */
 	rec.wall_s = mgpu_now_s() - r->t0;
 	rec.samples_per_s = steps_run > 0 ? (double)steps_run * (double)r->plan->global / rec.wall_s : NAN;
 	ntest = r->d->src.n[MGPU_SPLIT_TEST];
@@ -358,6 +358,7 @@ static int start_record(struct train_rank *r)
 	rec.step = r->total_steps;
 	rec.epoch = (int)r->steps_per_epoch;
 	rec.first_step = r->step;
+	rec.spec = &r->cfg->spec;
 	return mgpu_train_emit(r, &rec);
 }
 
@@ -497,22 +498,30 @@ static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hook
 	return rc;
 }
 
-int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h)
+int mgpu_train_run(const struct mgpu_train_cfg *given, const struct mgpu_train_hooks *h)
 {
 	struct mgpu_ckpt_dir sd = { .fd = -1 };
+	/* the run's own copy, whose spec the data completes (auto sizes) */
+	struct mgpu_train_cfg *cfg = malloc(sizeof *cfg);
 	struct train_data d;
 	struct train_rank r;
 	int rc;
 
+	if (!cfg)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	*cfg = *given;
 	memset(&d, 0, sizeof d);
 	if (cfg->plan.batch != cfg->batch || cfg->plan.accum != cfg->accum ||
 	    cfg->plan.world != cfg->world)
-		return mgpu_err(MGPU_EINVAL, "the batch plan was not made for these options "
-				"(mgpu_batch_plan_make)");
+		rc = mgpu_err(MGPU_EINVAL, "the batch plan was not made for these options "
+			      "(mgpu_batch_plan_make)");
 	/* Rank 0 writes the checkpoints: it holds the save dir for the run. */
-	if (cfg->save_dir[0] && cfg->env.rank == 0)
-		MGPU_TRY(mgpu_train_open_save_dir(&sd, cfg->save_dir));
-	rc = mgpu_train_data_load(&d, cfg);
+	else if (cfg->save_dir[0] && cfg->env.rank == 0)
+		rc = mgpu_train_open_save_dir(&sd, cfg->save_dir);
+	else
+		rc = 0;
+	if (rc == 0)
+		rc = mgpu_train_data_load(&d, cfg, &cfg->spec);
 	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
 		rc = run_dp(cfg, h, &d);
 	} else if (rc == 0) {
@@ -523,5 +532,6 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 	}
 	mgpu_train_data_free(&d);
 	mgpu_ckpt_dir_close(&sd);
+	free(cfg);
 	return rc;
 }

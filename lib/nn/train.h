@@ -101,6 +101,7 @@ struct mgpu_record {
 	int64_t peak_bytes[MGPU_MAX_DEVICES];  /* per device */
 	int64_t rss_bytes[MGPU_MAX_DEVICES];   /* per rank: peak resident set */
 	const char *path;      /* checkpoint written (MGPU_REC_CKPT) */
+	const struct mgpu_spec *spec; /* START: the model, its auto sizes filled in */
 	int64_t effective_batch;
 	int world;
 	int mode, sync;

@@ -62,17 +62,12 @@ static int normalisation(struct train_data *d)
 	return 0;
 }
 
-int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg)
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
+			 struct mgpu_spec *spec)
 {
-	const struct mgpu_spec *s = &cfg->spec;
-	int C = s->dims[s->nlayers];
-
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
-	if (d->src.d != s->dims[0])
-		return mgpu_err(MGPU_EINVAL,
-				"'%s': samples have %d features but the model takes %d",
-				cfg->data, d->src.d, s->dims[0]);
-	MGPU_TRY(mgpu_source_check_classes(&d->src, C));
+	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, d->src.classes, cfg->data));
+	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(split(d, cfg));
 	return normalisation(d);
 }

@@ -206,7 +206,7 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 
 	if (out->quiet)
 		return;
-	mgpu_spec_format(&c->spec, spec, sizeof spec);
+	mgpu_spec_format(r->spec ? r->spec : &c->spec, spec, sizeof spec);
 	if (c->env.nnodes > 1)
 		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
 	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "

@@ -126,7 +126,7 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROW(MGPU_OPT_INT, "epochs", 0, O, cfg.epochs, 1, 1000000, "N",
 		     "passes over the training data (a resume may raise it)", SAVED),
 	MGPU_OPT_ROWD(MGPU_OPT_I64, "max-steps", 0, O, cfg.max_steps, 0, 9.3e18, "N",
-		      "stop after N optimizer steps", "0: none", 0),
+		      "stop after N optimizer steps (the schedule ends there)", "0: none", SAVED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "batch-size", 0, O, cfg.batch, 1, 1 << 20, "N",
 		     "samples per device and micro-step", SAVED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "grad-accum-steps", 0, O, cfg.accum, 1, 1 << 20, "N",
@@ -274,6 +274,13 @@ static void resume_span(const struct train_opts *o, struct train_opts *ck,
 			 "step %lld on, so this run is no longer bit-identical to an "
 			 "uninterrupted one", o->cfg.epochs, ck->cfg.epochs, o->cfg.epochs,
 			 o->cfg.epochs > 1 ? "s" : "", (long long)st->step);
+	else if (train_opts_given(o, "max-steps") && o->cfg.max_steps != ck->cfg.max_steps)
+		snprintf(ck->resume_note, sizeof ck->resume_note, "--max-steps %lld, not the "
+			 "checkpoint's %lld: the learning-rate schedule now ends %s from step "
+			 "%lld on, so this run is no longer bit-identical to an uninterrupted one",
+			 (long long)o->cfg.max_steps, (long long)ck->cfg.max_steps,
+			 o->cfg.max_steps > 0 ? "at the new last step" : "with the last epoch",
+			 (long long)st->step);
 }
 
 /* The command line must not change a FIXED setting of the checkpoint ck. */
