@@ -157,3 +157,17 @@ wait_for_step() {
 	for _ in $(seq 200); do grep -q '^step' "$1" 2>/dev/null && return 0; sleep 0.05; done
 	fail "no step record in $1"
 }
+
+# closed_pipe CMD...: run CMD with standard output a pipe whose reader has
+# already gone (so its first write fails, whatever its timing), stderr into
+# err.txt; prints its status as a shell reports it (141: killed by SIGPIPE).
+closed_pipe() {
+	python3 - "$@" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+with open("err.txt", "w") as err:
+    rc = subprocess.run(sys.argv[1:], stdout=w, stderr=err).returncode
+print(128 - rc if rc < 0 else rc)
+PY
+}

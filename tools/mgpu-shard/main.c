@@ -268,7 +268,7 @@ static void print_rows(struct out *w)
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno == EPIPE) { /* the reader went away: quietly undo */
 			undo();
-			exit(1);
+			exit_pipe_closed();
 		}
 		mgpu_err_errno(MGPU_EIO, "cannot write to standard output");
 		fail();

@@ -430,7 +430,7 @@ static int launch(struct train_opts *o, char **argv)
 			     mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res)) < 0)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
-		exit(1);
+		exit_pipe_closed();
 	if (res.elsewhere) /* the real cause last: the node and rank that failed */
 		die("node %d's ranks stopped after a failure elsewhere: %s", o->node_rank,
 		    res.why);
@@ -447,8 +447,11 @@ static int finish(const struct train_opts *o, struct output *res, int rc)
 		output_abort(res);
 	else
 		output_commit(res);
-	if (rc == MGPU_ECLOSED)
-		exit(o->cfg.env.launcher == MGPU_LAUNCH_SELF ? MGPU_EXIT_PIPE : 1);
+	if (rc == MGPU_ECLOSED) {
+		if (o->cfg.env.launcher == MGPU_LAUNCH_SELF)
+			exit(MGPU_EXIT_PIPE);
+		exit_pipe_closed();
+	}
 	if (rc == MGPU_EINTR) {
 		if (!o->com.quiet && o->cfg.env.rank == 0)
 			note("%s%s", mgpu_errmsg(), o->cfg.save_dir[0] ? ", checkpoint written" : "");
