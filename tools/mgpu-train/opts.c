@@ -12,7 +12,7 @@
 #include "opts.h"
 
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* free */
+#include <stdlib.h> /* free, setenv */
 #include <string.h> /* strcmp, strlen */
 
 #include "../common.h"   /* parse_options, usage_error, note */
@@ -184,6 +184,8 @@ static const struct mgpu_opt options[] = {
 		     "nodes, one launcher each (MASTER_ADDR, MASTER_PORT name node 0)", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "node-rank", 0, O, node_rank, 0, MGPU_MAX_NODES - 1, "I",
 		     "this launcher's node, 0 to --nnodes - 1", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "port", 0, O, port, 1, 65535, "N",
+		     "node 0's rendezvous port (sets MASTER_PORT)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_WORDS("uneven", O, cfg.pad_tail, uneven_words, "drop|pad",
 		       "the epoch's last partial global batch", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
@@ -232,6 +234,29 @@ static void defaults(struct train_opts *o)
 	o->nnodes = 1;
 }
 
+/* "--gpus 0 1" as TensorFlow users type it: option parsing stops at "1",
+ * so say what to write (--gpus's list and the GPU ids after it, joined by
+ * commas). */
+static void gpus_words(const char *gpus, int n, char **words)
+{
+	char list[512];
+	size_t len;
+	int i;
+
+	for (i = 0; i < n && words[i][0] && strspn(words[i], "0123456789") == strlen(words[i]); i++)
+		;
+	if (i == 0)
+		return;
+	n = i;
+	len = (size_t)snprintf(list, sizeof list, "%s", gpus);
+	for (i = 0; i < n && len < sizeof list; i++)
+		len += (size_t)snprintf(list + len, sizeof list - len, ",%s", words[i]);
+	if (len >= sizeof list)
+		return;
+	usage_error("unexpected argument '%s': --gpus takes one comma-separated list: write "
+		    "--gpus %s", words[0], list);
+}
+
 /* One command line (or a checkpoint's argv) into o, over what o holds. */
 static void parse_into(struct train_opts *o, int argc, char **argv,
 		       struct mgpu_opt_given *given)
@@ -242,6 +267,8 @@ static void parse_into(struct train_opts *o, int argc, char **argv,
 
 	defaults(&def);
 	first = parse_options(&cli, o, &o->com, argc, argv, 1, given);
+	if (first < argc && o->gpus)
+		gpus_words(o->gpus, argc - first, argv + first);
 	if (first < argc)
 		usage_error("unexpected argument '%s'", argv[first]);
 	o->cfg.timeout_ms = 1000 * o->timeout_s;
@@ -324,8 +351,16 @@ static void merge_resume(struct train_opts *o, int argc, char **argv)
 
 void train_opts_parse(struct train_opts *o, int argc, char **argv)
 {
+	char port[16];
+
 	defaults(o);
 	parse_into(o, argc, argv, &o->given);
+	/* --port is MASTER_PORT by another name: the launchers, the ranks they
+	 * start and the rendezvous all read the variable */
+	if (o->port) {
+		snprintf(port, sizeof port, "%d", o->port);
+		setenv("MASTER_PORT", port, 1);
+	}
 	if (o->cfg.resume[0] && !o->selftest)
 		merge_resume(o, argc, argv);
 }
