@@ -112,6 +112,23 @@ static int fallback(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_tr
 	return 0;
 }
 
+/* C = beta C (0 where beta is 0, whatever C held): the product without
+ * its A B term. OpenBLAS 0.3.21 on AVX512 cores (its small-matrix kernels,
+ * sgemm and sbgemm alike) still reads A and B when alpha is 0, so a NaN
+ * there (or past a stand-in buffer) came out in C; BLAS promises not to
+ * read them. */
+static void scale_c(int m, int n, float beta, float *C, int ldc, long long sc, int batch)
+{
+	int b, i, j;
+
+	for (b = 0; b < batch; b++)
+		for (j = 0; j < n; j++) {
+			float *c = C + b * sc + (long long)j * ldc;
+			for (i = 0; i < m; i++)
+				c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+		}
+}
+
 /* ---- the probe ---------------------------------------------------------- */
 
 #define PM 5
@@ -215,6 +232,10 @@ int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans
 	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
 	if (m == 0 || n == 0 || batch == 0)
 		return 0;
+	if (alpha == 0.0f || k == 0) {
+		scale_c(m, n, beta, C, ldc, sc, batch);
+		return 0;
+	}
 	pthread_once(&probe_once, probe);
 	if (use_sbgemm) {
 		for (i = 0; i < batch; i++)
