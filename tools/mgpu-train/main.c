@@ -137,7 +137,10 @@ static const char *const cols[] = {
 	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
 	"world_size", "mode", "sync_backend", "peak_bytes", "rss_bytes", "path",
 	"bpb", "val_bpb", "test_bpb",
+	/* --per-class only: the class records' own columns */
+	"class", "name", "samples",
 };
+#define NCOLS_PLAIN ((int)(sizeof cols / sizeof cols[0]) - 3)
 
 struct out {
 	const struct mgpu_train_cfg *cfg;
@@ -149,7 +152,8 @@ struct out {
 	double last_bar;
 };
 
-static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint" };
+static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
+					  "class" };
 
 /* A gpt's loss is nats per byte of text: also give it in bits per byte,
  * the unit text models are compared in. An mlp's classes are no bytes. */
@@ -166,6 +170,14 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 	mgpu_table_str(t, "kind", kind_names[r->kind]);
 	mgpu_table_int(t, "step", r->step);
 	mgpu_table_int(t, "epoch", r->epoch);
+	if (r->kind == MGPU_REC_CLASS) {
+		mgpu_table_int(t, "class", r->class_id);
+		mgpu_table_str(t, "name", r->class_name);
+		mgpu_table_int(t, "samples", r->samples);
+		mgpu_table_num(t, "val_acc", r->val_acc, 6);
+		mgpu_table_num(t, "test_acc", r->test_acc, 6);
+		return mgpu_table_emit(t);
+	}
 	if (r->kind == MGPU_REC_CKPT) {
 		mgpu_table_str(t, "path", r->path);
 		return mgpu_table_emit(t);
@@ -521,7 +533,8 @@ static int train(struct train_opts *o)
 	out.cfg = &o->cfg;
 	out.o = o;
 	out.resume_note = o->resume_note;
-	mgpu_table_init(&out.t, res.fp, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
+	mgpu_table_init(&out.t, res.fp, o->com.format, cols,
+			o->cfg.per_class ? NCOLS_PLAIN + 3 : NCOLS_PLAIN);
 	rc = mgpu_train_run(&o->cfg, &h);
 	mgpu_opt_argv_free(&saved);
 	return finish(o, &res, rc);

@@ -212,6 +212,8 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("metrics and checks"),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "log-every", 0, O, cfg.log_every, 1, 1 << 30, "N",
 		     "steps per step record", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "per-class", 0, O, cfg.per_class, 0, 0, NULL,
+		     "after the summary, a class row per class: its test accuracy", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "selftest", 0, O, selftest, 0, 0, NULL,
 		     "compare every backend op against the CPU and exit", MGPU_OPT_META),
 	MGPU_OPT_COMMON(O, com),
@@ -363,6 +365,8 @@ void train_opts_parse(struct train_opts *o, int argc, char **argv)
 	}
 	if (o->cfg.resume[0] && !o->selftest)
 		merge_resume(o, argc, argv);
+	if (o->cfg.per_class && o->cfg.spec.kind == MGPU_MODEL_GPT)
+		usage_error("--per-class needs an mlp: a gpt's classes are bytes of text");
 }
 
 void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out)
