@@ -194,8 +194,9 @@ gpu-check: deps
 	@$(MAKE) --no-print-directory all
 	@sh mk/gpu-check.sh $(B)
 
+# mandoc's lint, and the rendered pages scanned for prose turned into flags
 lint-man:
-	mandoc -T lint -W warning man/*.[157]
+	@sh mk/lint-man.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
