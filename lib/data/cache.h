@@ -106,6 +106,10 @@ struct mgpu_cache_opts {
 	size_t chunk_nbytes;    /* decoded bytes per chunk (rows rounded down, >= 1 row) */
 	int force;              /* mgpu_cache_ensure: rebuild even when current */
 	uint8_t key[32];
+	/* After each wave of chunks is written (NULL: none): rows stored so
+	 * far of every split's rows, and their decoded bytes. */
+	void (*progress)(void *ctx, uint64_t rows, uint64_t total_rows, uint64_t data_nbytes);
+	void *progress_ctx;
 };
 
 struct mgpu_cache_stats {
