@@ -93,8 +93,8 @@ aligned table7 || fail "gpt: eval lines not aligned: $(cat table7)"
 # SIGINT: the checkpoint and the command that resumes the run, which ends it
 mkidx_big big 6000
 long="--data big --model mlp:784-256-10 --epochs 20 --max-steps 3000 --batch-size 8 --lr 0.01"
-script -q -e -c "stty cols 150; echo \$\$ >pid; exec $M $long --cpu-ranks 2 --save-dir ck2" \
-	/dev/null </dev/null >raw8 &
+timeout -k 5 120 script -q -e -c "stty cols 150; echo \$\$ >pid; exec $M $long --cpu-ranks 2 \
+	--save-dir ck2" /dev/null </dev/null >raw8 &
 spid=$!
 for _ in $(seq 400); do grep -aq 'step [1-9][0-9]*/' raw8 2>/dev/null && break; sleep 0.05; done
 grep -aq 'step [1-9][0-9]*/' raw8 || { kill "$spid"; fail "no status line: $(cat -v raw8)"; }
