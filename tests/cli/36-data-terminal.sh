@@ -1,9 +1,9 @@
 # mgpu-shard and mgpu-cache as a person at a terminal sees them (a
 # pseudo-terminal from script(1)): progress on stderr (the source being
-# read; samples and shards done of the total, bytes, rate, elapsed, ETA),
-# gone from the screen when the tool ends, the table on stdout clean; none
-# with -q or when stderr is not a terminal; stdout's table the same bytes
-# as a run without a terminal.
+# read; samples, shards or chunks done of the total, bytes, rate, elapsed,
+# ETA), gone from the screen when the tool ends, the table on stdout clean;
+# none with -q or when stderr is not a terminal; stdout's table the same
+# bytes as a run without a terminal.
 . tests/cli/lib.sh
 need_script
 mkidx d 2000 200 8 4
@@ -46,4 +46,10 @@ screen raw6 | grep -v '^mgpu-cache: ' >shown.tsv
 cmp -s shown.tsv plain.tsv || fail "mgpu-cache: the table on the terminal: $(diff shown.tsv plain.tsv | head)"
 on_tty raw7 "$C --force -q --chunk-size 4K -o c sh/manifest.tsv >/dev/null" || fail "mgpu-cache -q: exit $tty_rc"
 [ ! -s raw7 ] || fail "mgpu-cache -q wrote to the terminal: $(cat -v raw7)"
+# --verify: chunks checked of all, bytes, rate, ETA
+on_tty raw8 "$C --verify c >/dev/null" || fail "mgpu-cache --verify: exit $tty_rc"
+grep -aEq "verifying [0-9]+/36 chunks, $bytes, $bytes/s, [0-9:]+s?" raw8 ||
+	fail "mgpu-cache --verify: no progress: $(cat -v raw8)"
+[ "$(screen raw8)" = "mgpu-cache: 'c': all 36 chunks check out" ] ||
+	fail "mgpu-cache --verify: the screen holds: $(screen raw8)"
 exit 0

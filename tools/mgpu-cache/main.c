@@ -358,15 +358,35 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 	mgpu_cache_close(&c);
 }
 
+/* Chunks checked so far, on the terminal. */
+struct checking {
+	struct mgpu_progress bar;
+	uint64_t nbytes; /* stored bytes of every chunk */
+};
+
+static void on_checked(void *ctx, uint64_t done, uint64_t total, uint64_t nbytes)
+{
+	struct checking *ck = ctx;
+
+	mgpu_progress_count(&ck->bar, "verifying", done, total, "chunks", nbytes, ck->nbytes,
+			    done == total);
+}
+
 static int verify(const struct opts *o)
 {
 	struct mgpu_cache c;
+	struct checking ck = { .nbytes = 0 };
+	uint64_t k;
 	size_t n;
 
 	if (mgpu_cache_open(&c, o->in[0]) < 0)
 		die_lib();
-	if (mgpu_cache_verify(&c, &n) < 0)
-		die_lib();
+	for (k = 0; k < c.h.total_chunks; k++)
+		ck.nbytes += c.ix[k].stored_nbytes;
+	mgpu_progress_init(&ck.bar, 2, !o->com.quiet && isatty(2));
+	if (mgpu_cache_verify_progress(&c, &n, on_checked, &ck) < 0)
+		fail();
+	mgpu_progress_clear(&ck.bar);
 	mgpu_cache_close(&c);
 	if (!o->com.quiet)
 		note("'%s': all %zu chunks check out", o->in[0], n);
