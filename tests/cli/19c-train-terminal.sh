@@ -90,6 +90,12 @@ grep -Eq '^test: +[0-9.]+ bits per byte \(loss [0-9.]+\); validation [0-9.]+ bit
 sed -n '/^epoch  *step/,/^$/p' screen7 | sed '/^$/d' >table7
 aligned table7 || fail "gpt: eval lines not aligned: $(cat table7)"
 
+# under an outside launcher the command is each rank's
+on_tty raw9 "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+	MASTER_PORT=29871 $M $args --save-dir ck9" || fail "torchrun's variables: exit $tty_rc"
+screen raw9 | grep -q "^train on: .* --resume ck9 --epochs 4  (each rank, under torchrun as before)$" ||
+	fail "torchrun's variables: $(screen raw9)"
+
 # SIGINT: the checkpoint and the command that resumes the run, which ends it
 mkidx_big big 6000
 long="--data big --model mlp:784-256-10 --epochs 20 --max-steps 3000 --batch-size 8 --lr 0.01"

@@ -10,7 +10,8 @@
 #include <string.h>  /* strcmp, strncmp, strlen */
 #include <unistd.h>  /* isatty */
 
-#include "../common.h"  /* mgpu_tool_name, finish_stdout */
+#include "../common.h"  /* mgpu_tool_name */
+#include "comm/launch.h" /* mgpu_launcher_name */
 #include "core/clock.h" /* mgpu_now_s */
 
 /* EMA weight of the newest rate, as tqdm smooths its rate. */
@@ -222,6 +223,21 @@ static void resume_cmd(const struct view *v, const char *const *drop, const char
 	memmove(buf, buf + 1, strlen(buf)); /* the first word's space */
 }
 
+/* Where the command runs when this process did not start the job alone:
+ * under the same outside launcher, or on every node. */
+static const char *where(const struct view *v, char *buf, size_t cap)
+{
+	const struct mgpu_rank_env *e = &v->cfg->env;
+
+	buf[0] = '\0';
+	if (e->launcher != MGPU_LAUNCH_NONE && e->launcher != MGPU_LAUNCH_SELF)
+		snprintf(buf, cap, "  (each rank, under %s as before)",
+			 mgpu_launcher_name(e->launcher));
+	else if (e->nnodes > 1)
+		snprintf(buf, cap, "  (on every node, with its own --node-rank)");
+	return buf;
+}
+
 static int64_t largest(const int64_t *x, int n)
 {
 	int64_t m = 0;
@@ -239,7 +255,7 @@ static void say_checkpoint(const struct view *v, const struct mgpu_record *r)
 	static const char *const steps[] = { "max-steps", NULL };
 	static const char *const longer[] = { "epochs", "max-steps", NULL };
 	const struct mgpu_train_cfg *c = v->cfg;
-	char cmd[8192], extra[64] = "";
+	char cmd[8192], extra[64] = "", how[96];
 	int by_steps = c->max_steps > 0 && r->step < (int64_t)c->epochs * v->per_epoch;
 
 	if (!c->save_dir[0] || !v->ckpt[0]) {
@@ -250,7 +266,7 @@ static void say_checkpoint(const struct view *v, const struct mgpu_record *r)
 		snprintf(extra, sizeof extra, " --epochs %d", 2 * c->epochs);
 	resume_cmd(v, by_steps ? steps : longer, extra, cmd, sizeof cmd);
 	say(v, "checkpoint: %s", v->ckpt);
-	say(v, "train on:   %s", cmd);
+	say(v, "train on:   %s%s", cmd, where(v, how, sizeof how));
 }
 
 static void summary(struct view *v, const struct mgpu_record *r)
@@ -283,14 +299,14 @@ static void summary(struct view *v, const struct mgpu_record *r)
 
 void view_interrupted(struct view *v)
 {
-	char cmd[8192];
+	char cmd[8192], how[96];
 
 	if (!v->sum || !v->cfg->save_dir[0] || !v->ckpt[0])
 		return;
 	mgpu_progress_clear(&v->bar);
 	resume_cmd(v, (const char *const[]){ NULL }, NULL, cmd, sizeof cmd);
 	say(v, "checkpoint: %s", v->ckpt);
-	say(v, "resume:     %s", cmd);
+	say(v, "resume:     %s%s", cmd, where(v, how, sizeof how));
 	fflush(v->sum);
 }
 
