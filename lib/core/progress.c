@@ -27,6 +27,11 @@ void mgpu_progress_init(struct mgpu_progress *p, int fd, int on)
 	p->shown = 0;
 }
 
+void mgpu_progress_restart(struct mgpu_progress *p)
+{
+	p->t0 = mgpu_now_s();
+}
+
 int mgpu_progress_due(const struct mgpu_progress *p)
 {
 	return p->fd >= 0 && (p->last < 0 || mgpu_now_s() - p->last >= p->every_s);

@@ -2,7 +2,7 @@
  * test_progress.c - unit tests of lib/core/progress: the number formats
  * of a status line, what a draw, a clear and a hide write, the cut to the
  * terminal's width, the rate limit, and counted work with and without a
- * known total.
+ * known total, and a new phase's clock.
  */
 #include <fcntl.h>  /* open */
 #include <stdlib.h> /* setenv */
@@ -122,6 +122,11 @@ static void test_count(void)
 	mgpu_progress_count(&p, "reading", 1, 4, "shards", 750, 1000, 1);
 	w = written(fd);
 	T_CHECK(strstr(w, "ETA 3s"), "'%s'", w);
+	/* a new phase counts its time from now */
+	mgpu_progress_restart(&p);
+	mgpu_progress_count(&p, "caching", 1, 4, "rows", 10, 0, 1);
+	w = written(fd);
+	T_CHECK(strstr(w, "/s, 0s, ETA 0s"), "'%s'", w);
 	close(fd);
 }
 

@@ -300,6 +300,7 @@ static int write_all(const struct opts *o, const struct plan *p)
 
 	for (s = 0; s < MGPU_NSPLITS; s++)
 		prog.total += p->n[s];
+	mgpu_progress_restart(&prog.bar); /* the rate is the writing's */
 	place(o, &w);
 	open_rows(o, &w);
 	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0)
