@@ -324,7 +324,10 @@ int view_record(struct view *v, const struct mgpu_record *r)
 		snprintf(v->ckpt, sizeof v->ckpt, "%s", r->path);
 	if (r->kind == MGPU_REC_STEP)
 		add_steps(v, r);
-	if (v->table || v->records_tty || r->kind == MGPU_REC_SUMMARY)
+	/* the status line goes only when something else is written: the
+	 * table shows no step or checkpoint record */
+	if (v->records_tty || r->kind == MGPU_REC_SUMMARY ||
+	    (v->table && r->kind == MGPU_REC_EVAL))
 		mgpu_progress_clear(&v->bar);
 	if (v->table && r->kind == MGPU_REC_EVAL)
 		eval_line(v, r);
