@@ -62,6 +62,13 @@ static int columns(int fd)
 	return c > 0 && c < 10000 ? (int)c : 80;
 }
 
+int mgpu_progress_width(const struct mgpu_progress *p)
+{
+	/* the last column stays free: a full line wraps on some terminals,
+	 * and a wrapped line is no longer one "\r" can return to */
+	return p->fd < 0 ? 0 : columns(p->fd) - 1;
+}
+
 void mgpu_progress_draw(struct mgpu_progress *p, const char *fmt, ...)
 {
 	char line[1024];
@@ -74,9 +81,7 @@ void mgpu_progress_draw(struct mgpu_progress *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof line - n, fmt, ap);
 	va_end(ap);
-	/* the last column stays free: a full line wraps on some terminals,
-	 * and a wrapped line is no longer one "\r" can return to */
-	w = (size_t)columns(p->fd) - 1;
+	w = (size_t)mgpu_progress_width(p);
 	if (strlen(line + n) > w)
 		line[n + w] = '\0';
 	put(p->fd, line, strlen(line));

@@ -36,6 +36,8 @@ void mgpu_progress_init(struct mgpu_progress *p, int fd, int on);
 void mgpu_progress_restart(struct mgpu_progress *p);
 /* Whether a draw is due: the first always is, then one per every_s. */
 int mgpu_progress_due(const struct mgpu_progress *p);
+/* The columns a line may take: the terminal's width less one. */
+int mgpu_progress_width(const struct mgpu_progress *p);
 /* Replace the line on the terminal with the text (no newline), cut to the
  * terminal's width. Not rate-limited: ask mgpu_progress_due first. */
 void mgpu_progress_draw(struct mgpu_progress *p, const char *fmt, ...) MGPU_PRINTF(2, 3);

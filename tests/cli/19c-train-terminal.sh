@@ -45,6 +45,14 @@ grep -q "resuming from ck" err.txt || fail "train-on command did not resume: $(c
 awk -F '\t' '$1 == "summary" && $2 == 200 { ok = 1 } END { exit !ok }' more.tsv ||
 	fail "train-on command did not reach step 200: $(tail -n 1 more.tsv)"
 
+# 60 columns: the parts that matter most stay whole (lr, elapsed time and
+# epoch give way), and no line is longer than 59
+on_tty rawn "stty cols 60; $M $args" || fail "60 columns: exit $tty_rc"
+tr '\r' '\n' <rawn | grep -a 'step [0-9]*/100' | sed 's/^\x1b\[K//' >narrow
+grep -Eq '^step [0-9]+/100  loss [0-9.]+  [0-9.]+[kMG]? samples/s  ETA [0-9:?]+s?$' narrow ||
+	fail "60 columns: $(cat -v narrow)"
+awk 'length($0) > 59 { exit 1 }' narrow || fail "60 columns: a line too long: $(cat -v narrow)"
+
 # the records of a run with no terminal at all, timings masked
 mask() { awk -F '\t' -v OFS='\t' '{ for (i = 6; i <= 19; i++) if (i ~ /^(6|7|8|13|19)$/ && $i != "NA") $i = "T"; print }' "$@"; }
 "$M" $args 2>/dev/null | mask >plain.tsv

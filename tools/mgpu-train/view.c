@@ -47,11 +47,39 @@ static const char *rate_unit(const struct view *v)
 
 /* ---- the live status ---- */
 
+/* The status line's parts in the order shown, and the order they give way
+ * in when the terminal is too narrow for all: lr first, the step and loss
+ * last. */
+enum { P_EPOCH, P_STEP, P_LOSS, P_LR, P_RATE, P_ELAPSED, P_ETA, NPARTS };
+static const int give_way[NPARTS] = { P_LR, P_ELAPSED, P_EPOCH, P_RATE, P_ETA, P_LOSS, P_STEP };
+
+static void draw_parts(struct view *v, char part[NPARTS][64])
+{
+	char line[NPARTS * 66];
+	size_t len = 0, n;
+	int skip[NPARTS] = { 0 }, i, k;
+
+	for (k = 0; k < NPARTS - 1; k++) {
+		for (i = 0, len = 0; i < NPARTS; i++)
+			len += skip[i] ? 0 : strlen(part[i]) + 2;
+		if (len - 2 <= (size_t)mgpu_progress_width(&v->bar))
+			break;
+		skip[give_way[k]] = 1;
+	}
+	for (i = 0, len = 0; i < NPARTS; i++) {
+		if (skip[i])
+			continue;
+		n = (size_t)snprintf(line + len, sizeof line - len, "%s%s", len ? "  " : "", part[i]);
+		len += n < sizeof line - len ? n : 0;
+	}
+	mgpu_progress_draw(&v->bar, "%s", line);
+}
+
 void view_step(struct view *v, const struct mgpu_step_info *s)
 {
 	double now = mgpu_now_s(), dt, r, eta = -1;
 	int64_t epochs = v->per_epoch ? (v->total + v->per_epoch - 1) / v->per_epoch : 0;
-	char rate[32], el[32], left[32];
+	char part[NPARTS][64], num[32];
 
 	v->win_loss += s->loss;
 	v->win_steps++;
@@ -64,13 +92,16 @@ void view_step(struct view *v, const struct mgpu_step_info *s)
 	}
 	if (v->rate > 0)
 		eta = (double)(s->total - s->step) * (double)s->samples / v->rate;
-	mgpu_fmt_count(v->rate * per_sample(v), rate, sizeof rate);
-	mgpu_fmt_duration(now - v->bar.t0, el, sizeof el);
-	mgpu_fmt_duration(eta, left, sizeof left);
-	mgpu_progress_draw(&v->bar, "epoch %d/%lld  step %lld/%lld  loss %.4f  lr %.3g  %s %s  "
-			   "elapsed %s  ETA %s", s->epoch, (long long)epochs, (long long)s->step,
-			   (long long)s->total, v->win_loss / (double)v->win_steps, s->lr, rate,
-			   rate_unit(v), el, left);
+	snprintf(part[P_EPOCH], 64, "epoch %d/%lld", s->epoch, (long long)epochs);
+	snprintf(part[P_STEP], 64, "step %lld/%lld", (long long)s->step, (long long)s->total);
+	snprintf(part[P_LOSS], 64, "loss %.4f", v->win_loss / (double)v->win_steps);
+	snprintf(part[P_LR], 64, "lr %.3g", s->lr);
+	snprintf(part[P_RATE], 64, "%s %s", mgpu_fmt_count(v->rate * per_sample(v), num, sizeof num),
+		 rate_unit(v));
+	snprintf(part[P_ELAPSED], 64, "elapsed %s", mgpu_fmt_duration(now - v->bar.t0, num,
+								   sizeof num));
+	snprintf(part[P_ETA], 64, "ETA %s", mgpu_fmt_duration(eta, num, sizeof num));
+	draw_parts(v, part);
 	v->win_loss = 0;
 	v->win_steps = 0;
 	v->t_mark = now;
