@@ -52,6 +52,14 @@ tr '\r' '\n' <rawn | grep -a 'step [0-9]*/100' | sed 's/^\x1b\[K//' >narrow
 grep -Eq '^step [0-9]+/100  loss [0-9.]+  [0-9.]+[kMG]? samples/s  ETA [0-9:?]+s?$' narrow ||
 	fail "60 columns: $(cat -v narrow)"
 awk 'length($0) > 59 { exit 1 }' narrow || fail "60 columns: a line too long: $(cat -v narrow)"
+# at its last step (options abbreviated, as getopt takes them): nothing to
+# train, the checkpoint it resumed, and the command for as many epochs again
+on_tty rawe "$M $base --save-dir ck --res ck --epoch=4" || fail "a finished run: exit $tty_rc"
+screen rawe >screene
+grep -q '^done: *step 200: nothing was left to train$' screene || fail "a finished run: $(cat screene)"
+grep -q '^checkpoint: ck$' screene || fail "a finished run: no checkpoint: $(cat screene)"
+grep -qx "train on: *$M $base --save-dir ck --resume ck --epochs 8" screene ||
+	fail "a finished run: $(grep 'train on' screene)"
 
 # the records of a run with no terminal at all, timings masked
 mask() { awk -F '\t' -v OFS='\t' '{ for (i = 6; i <= 19; i++) if (i ~ /^(6|7|8|13|19)$/ && $i != "NA") $i = "T"; print }' "$@"; }

@@ -208,24 +208,23 @@ static size_t shell_word(char *buf, size_t cap, const char *w)
 	return n;
 }
 
-/* Whether argv[i] is --name or --name=VALUE; *skip: the words it takes. */
+/* Whether w is --name or --name=VALUE, or an abbreviation of it (as
+ * getopt_long takes them; the command line parsed, so one that names name
+ * names no other option); *skip: the words it takes. */
 static int is_opt(const char *w, const char *name, int *skip)
 {
-	size_t n = strlen(name);
+	size_t n = strcspn(w, "=");
 
-	if (strncmp(w, "--", 2) != 0 || strncmp(w + 2, name, n) != 0)
+	if (strncmp(w, "--", 2) != 0 || n < 3 || strncmp(w + 2, name, n - 2) != 0 ||
+	    n - 2 > strlen(name))
 		return 0;
-	if (w[2 + n] == '\0')
-		*skip = 2;
-	else if (w[2 + n] == '=')
-		*skip = 1;
-	else
-		return 0;
+	*skip = w[n] == '=' ? 1 : 2;
 	return 1;
 }
 
 /* The command line as given, without --resume and the options in drop,
- * then --resume SAVE_DIR and extra. */
+ * then --resume DIR (the save dir, else the checkpoint this run resumed)
+ * and extra. */
 static void resume_cmd(const struct view *v, const char *const *drop, const char *extra,
 		       char *buf, size_t cap)
 {
@@ -248,7 +247,8 @@ static void resume_cmd(const struct view *v, const char *const *drop, const char
 		n += shell_word(buf + n, cap - n, v->argv[i]);
 	}
 	n += n + 1 < cap ? shell_word(buf + n, cap - n, "--resume") : 0;
-	n += n + 1 < cap ? shell_word(buf + n, cap - n, v->cfg->save_dir) : 0;
+	n += n + 1 < cap ? shell_word(buf + n, cap - n, v->cfg->save_dir[0] ? v->cfg->save_dir :
+				      v->cfg->resume) : 0;
 	if (extra && n + 1 < cap)
 		snprintf(buf + n, cap - n, "%s", extra);
 	memmove(buf, buf + 1, strlen(buf)); /* the first word's space */
@@ -288,15 +288,18 @@ static void say_checkpoint(const struct view *v, const struct mgpu_record *r)
 	const struct mgpu_train_cfg *c = v->cfg;
 	char cmd[8192], extra[64] = "", how[96];
 	int by_steps = c->max_steps > 0 && r->step < (int64_t)c->epochs * v->per_epoch;
+	/* a resumed run that had nothing to train ends where its checkpoint is */
+	const char *ck = v->ckpt[0] ? v->ckpt : c->resume[0] && r->step == v->first ? c->resume :
+				      NULL;
 
-	if (!c->save_dir[0] || !v->ckpt[0]) {
+	if (!ck) {
 		say(v, "no checkpoint written (--save-dir DIR keeps one)");
 		return;
 	}
 	if (!by_steps)
 		snprintf(extra, sizeof extra, " --epochs %d", 2 * c->epochs);
 	resume_cmd(v, by_steps ? steps : longer, extra, cmd, sizeof cmd);
-	say(v, "checkpoint: %s", v->ckpt);
+	say(v, "checkpoint: %s", ck);
 	say(v, "train on:   %s%s", cmd, where(v, how, sizeof how));
 }
 
@@ -312,9 +315,12 @@ static void summary(struct view *v, const struct mgpu_record *r)
 	if (v->table)
 		putchar('\n');
 	/* the epoch of the last step, 1-based as in the step records */
-	say(v, "done:       step %lld, epoch %lld, in %s (%s %s)", (long long)r->step,
-	    (long long)(v->per_epoch && r->step ? (r->step - 1) / v->per_epoch + 1 : 0), t, rate,
-	    rate_unit(v));
+	if (r->step > v->first)
+		say(v, "done:       step %lld, epoch %lld, in %s (%s %s)", (long long)r->step,
+		    (long long)(v->per_epoch ? (r->step - 1) / v->per_epoch + 1 : 0), t, rate,
+		    rate_unit(v));
+	else
+		say(v, "done:       step %lld: nothing was left to train", (long long)r->step);
 	if (v->gpt)
 		say(v, "test:       %.4f bits per byte (loss %.4f); validation %.4f bits per byte",
 		    r->test_loss / log(2.0), r->test_loss, r->val_loss / log(2.0));
@@ -346,7 +352,7 @@ int view_record(struct view *v, const struct mgpu_record *r)
 	if (r->kind == MGPU_REC_START) {
 		v->total = r->step;
 		v->per_epoch = r->epoch;
-		v->last_step = v->step_mark = r->first_step;
+		v->first = v->last_step = v->step_mark = r->first_step;
 		v->t_mark = mgpu_now_s();
 		v->bar.t0 = v->t_mark;
 		return 0;

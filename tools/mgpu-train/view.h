@@ -27,6 +27,7 @@ struct view {
 	int argc;
 	struct mgpu_progress bar;
 	int64_t total, per_epoch;  /* steps of the run, and per epoch (START) */
+	int64_t first;             /* the step training starts from (START) */
 	int gpt;
 	/* the live status: steps since the last draw */
 	double win_loss, rate, t_mark;
