@@ -115,10 +115,19 @@ struct mgpu_record {
 	int mode, sync;
 };
 
+/* After every optimizer step, for a live status on a terminal. */
+struct mgpu_step_info {
+	int64_t step, total;   /* optimizer steps done, and of the whole run */
+	int epoch;             /* 1-based epoch the step belongs to */
+	double loss;           /* this step's mean loss over the global batch */
+	double lr;             /* the rate the step ran with */
+	int64_t samples;       /* samples per step: the global batch */
+};
+
 struct mgpu_train_hooks {
 	int (*on_record)(void *ctx, const struct mgpu_record *r);
-	/* Progress: step done out of total (for a bar on a terminal). */
-	void (*on_progress)(void *ctx, int64_t step, int64_t total);
+	/* Rank 0, after each step (NULL: none). */
+	void (*on_progress)(void *ctx, const struct mgpu_step_info *s);
 	void *ctx;
 	/* Rank 0 only, after the summary record: the trained model, for what
 	 * the caller does with it (mgpu-train samples text from a gpt). Other
