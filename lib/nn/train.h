@@ -66,6 +66,10 @@ struct mgpu_train_cfg {
 	int keep;                     /* checkpoints kept in save_dir */
 	char resume[MGPU_PATH_MAX];   /* "" : fresh start */
 	int log_every;                /* steps per step record */
+	/* Lines "KEY VALUE": the settings every rank of a job must share,
+	 * compared at the rendezvous (comm/rdzv.h) with the data's identity
+	 * added; NULL: the settings are not compared, the data still is. */
+	const char *ident;
 	const char *const *argv;      /* the resolved options, saved verbatim */
 	int argc;
 	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */

@@ -505,6 +505,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	struct output res;
 	struct out out;
 	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model };
+	static char ident[MGPU_IDENT_LEN];
 	int rc;
 
 	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
@@ -514,6 +515,8 @@ static int train(struct train_opts *o, int argc, char **argv)
 	o->cfg.argv = (const char *const *)saved.argv;
 	o->cfg.argc = saved.argc;
 	o->cfg.stop = &mgpu_interrupted;
+	train_opts_ident(o, ident, sizeof ident);
+	o->cfg.ident = ident;
 	memset(&out, 0, sizeof out);
 	memset(&res, 0, sizeof res);
 	res.fp = stdout;
