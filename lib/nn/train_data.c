@@ -80,19 +80,16 @@ static int gpt_tokens(const struct mgpu_source *src, const struct mgpu_spec *s,
 	return 0;
 }
 
-int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg)
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
+			 struct mgpu_spec *spec)
 {
-	const struct mgpu_spec *s = &cfg->spec;
-	int C = s->dims[s->nlayers];
-
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
-	if (s->kind == MGPU_MODEL_GPT)
-		MGPU_TRY(gpt_tokens(&d->src, s, cfg->data));
-	if (d->src.d != s->dims[0])
-		return mgpu_err(MGPU_EINVAL,
-				"'%s': samples have %d features but the model takes %d",
-				cfg->data, d->src.d, s->dims[0]);
-	MGPU_TRY(mgpu_source_check_classes(&d->src, C));
+	if (spec->kind == MGPU_MODEL_GPT)
+		MGPU_TRY(gpt_tokens(&d->src, spec, cfg->data));
+	/* named classes count whether or not a split holds them */
+	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, d->src.nnames > d->src.classes ? d->src.nnames :
+					       d->src.classes, cfg->data));
+	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(split(d, cfg));
 	return normalisation(d);
 }

@@ -56,7 +56,9 @@ struct train_rank {
 };
 
 /* train_data.c */
-int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg);
+/* Open cfg->data and fit *spec to it (auto sizes from the data). */
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
+			 struct mgpu_spec *spec);
 void mgpu_train_data_free(struct train_data *d);
 void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order);
 int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split);

@@ -105,11 +105,20 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 			struct mgpu_ckpt_state *st)
 {
 	const struct mgpu_batch_plan *p = &c->plan;
+	struct mgpu_spec s = c->spec, ck;
 	char spec[512], split[128];
 
 	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
 	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
-	MGPU_TRY(mgpu_spec_format(&c->spec, spec, sizeof spec));
+	/* an auto size (before the data is read) matches the checkpoint's */
+	if (mgpu_spec_has_auto(&s) && mgpu_spec_parse(&ck, st->spec, "checkpoint") == 0 &&
+	    ck.kind == s.kind && ck.nlayers == s.nlayers) {
+		if (s.dims[0] == MGPU_SPEC_AUTO)
+			s.dims[0] = ck.dims[0];
+		if (s.dims[s.nlayers] == MGPU_SPEC_AUTO)
+			s.dims[s.nlayers] = ck.dims[s.nlayers];
+	}
+	MGPU_TRY(mgpu_spec_format(&s, spec, sizeof spec));
 	if (strcmp(spec, st->spec) != 0)
 		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint holds model '%s', not '%s'", dir,
 				st->spec, spec);
@@ -183,7 +192,7 @@ static void setup_sched(struct train_rank *r)
 		       c->lr_scale == MGPU_LR_SCALE_SQRT   ? sqrt(f) : 1.0;
 	r->sched = (struct mgpu_sched){
 		.kind = c->sched, .lr = c->lr * r->lr_factor, .min_lr = c->min_lr,
-		.gamma = c->gamma, .total_steps = r->steps_per_epoch * c->epochs,
+		.gamma = c->gamma, .total_steps = r->total_steps,
 		.warmup_steps = c->warmup_steps ? c->warmup_steps :
 			(int64_t)(c->warmup_epochs * (double)r->steps_per_epoch + 0.5),
 		.step_every = (int64_t)(c->step_epochs * (double)r->steps_per_epoch + 0.5),

@@ -47,6 +47,7 @@ struct cuda_impl {
 	size_t part_n;                /* their room */
 	int cc;                       /* compute capability, 10 major + minor */
 	int smem_optin;               /* shared memory bytes a block may opt in to */
+	void *conv;                   /* conv_cuda.cu's cuDNN state, or NULL */
 };
 
 
@@ -134,6 +135,7 @@ static void cuda_fini(struct mgpu_dev *dev)
 
 	if (!im)
 		return;
+	mgpu_cuda_conv_release(dev);
 	/* fini cannot fail: errors are ignored, as close() ignores them */
 	(void)cudaSetDevice(dev->index);
 	if (im->part)
@@ -1065,47 +1067,70 @@ static int cuda_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_
 	return 0;
 }
 
-/* Positional, in the order of struct mgpu_ops (C++17 has no designators). */
+/* Designated (C++20), so that two swapped entries of one type are a
+ * compile error, as in the C backends. */
 extern "C" const struct mgpu_ops mgpu_ops_cuda = {
-	"cuda",
-	0, /* host_memory */
-	cuda_device_count,
-	cuda_init,
-	cuda_fini,
-	cuda_alloc,
-	cuda_release,
-	cuda_to_dev,
-	cuda_to_host,
-	cuda_zero,
-	cuda_sync,
-	cuda_sgemm,
-	cuda_nrm2,
-	cuda_scal,
-	cuda_bias_act,
-	cuda_act_bwd,
-	cuda_col_sum,
-	cuda_ln_fwd,
-	cuda_ln_bwd,
-	cuda_dropout,
-	cuda_xent,
-	cuda_u8_to_f32,
-	cuda_sgd,
-	cuda_adamw,
-	cuda_sgemm_strided,
-	cuda_add,
-	cuda_emb_fwd,
-	cuda_emb_bwd,
-	mgpu_cuda_attn_fwd, /* attn_cuda.cu */
-	mgpu_cuda_attn_bwd,
-	cuda_heads_split,
-	cuda_heads_merge,
-	cuda_f32_to_bf16,
-	cuda_bf16_to_f32,
-	cuda_gemm_bf16,
-	cuda_sum_acc,
+	.name = "cuda",
+	.host_memory = 0,
+	.device_count = cuda_device_count,
+	.init = cuda_init,
+	.fini = cuda_fini,
+	.alloc = cuda_alloc,
+	.release = cuda_release,
+	.to_dev = cuda_to_dev,
+	.to_host = cuda_to_host,
+	.zero = cuda_zero,
+	.sync = cuda_sync,
+	.sgemm = cuda_sgemm,
+	.nrm2 = cuda_nrm2,
+	.scal = cuda_scal,
+	.bias_act = cuda_bias_act,
+	.act_bwd = cuda_act_bwd,
+	.col_sum = cuda_col_sum,
+	.ln_fwd = cuda_ln_fwd,
+	.ln_bwd = cuda_ln_bwd,
+	.dropout = cuda_dropout,
+	.xent = cuda_xent,
+	.u8_to_f32 = cuda_u8_to_f32,
+	.sgd = cuda_sgd,
+	.adamw = cuda_adamw,
+	.sgemm_strided = cuda_sgemm_strided,
+	.add = cuda_add,
+	.emb_fwd = cuda_emb_fwd,
+	.emb_bwd = cuda_emb_bwd,
+	.attn_fwd = mgpu_cuda_attn_fwd, /* attn_cuda.cu */
+	.attn_bwd = mgpu_cuda_attn_bwd,
+	.heads_split = cuda_heads_split,
+	.heads_merge = cuda_heads_merge,
+	.f32_to_bf16 = cuda_f32_to_bf16,
+	.bf16_to_f32 = cuda_bf16_to_f32,
+	.gemm_bf16 = cuda_gemm_bf16,
+	.sum_acc = cuda_sum_acc,
+	/* conv nets (conv_cuda.cu): cuDNN, or im2col + cuBLAS without it */
+	.act_fwd = mgpu_cuda_act_fwd,
+	.conv_fwd = mgpu_cuda_conv_fwd,
+	.conv_bwd_data = mgpu_cuda_conv_bwd_data,
+	.conv_bwd_weight = mgpu_cuda_conv_bwd_weight,
+	.im2col = mgpu_cuda_im2col,
+	.col2im = mgpu_cuda_col2im,
+	.pool_fwd = mgpu_cuda_pool_fwd,
+	.pool_bwd = mgpu_cuda_pool_bwd,
+	.upsample_fwd = mgpu_cuda_upsample_fwd,
+	.upsample_bwd = mgpu_cuda_upsample_bwd,
+	.bn_stats = mgpu_cuda_bn_stats,
+	.bn_fwd = mgpu_cuda_bn_fwd,
+	.bn_bwd_stats = mgpu_cuda_bn_bwd_stats,
+	.bn_bwd_data = mgpu_cuda_bn_bwd_data,
+	.gn_fwd = mgpu_cuda_gn_fwd,
+	.gn_bwd = mgpu_cuda_gn_bwd,
 };
 
 /* The stream of a cuda device, for the NCCL code that runs beside it. */
+extern "C" void **mgpu_cuda_conv_slot(struct mgpu_dev *dev)
+{
+	return &impl_of(dev)->conv;
+}
+
 extern "C" void *mgpu_cuda_stream(struct mgpu_dev *dev)
 {
 	return dev->impl ? (void *)impl_of(dev)->stream : NULL;

@@ -25,6 +25,7 @@ struct train_opts {
 	int sync;                       /* --sync-backend: 0 auto, else enum mgpu_sync_kind */
 	int timeout_s;
 	int nnodes, node_rank;          /* this launcher's place: --nnodes, --node-rank */
+	int port;                       /* --port (MASTER_PORT); 0: not given */
 	int64_t global_batch;           /* 0: not given */
 	int sample;                     /* --sample N bytes after training; 0: none */
 	const char *prompt;             /* --prompt; NULL: none */
