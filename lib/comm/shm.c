@@ -296,8 +296,9 @@ static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, con
 				return mgpu_err(MGPU_EPEER, "rank %d died (%s)", r, what);
 			if (mgpu_cancel_check_grace() < 0)
 				return mgpu_err(MGPU_EINTR, "interrupted by %s while waiting for "
-						"rank %d (%s)", mgpu_cancel_signal() == SIGTERM ?
-						"SIGTERM" : "SIGINT", r, what);
+						"rank %d (%s)", mgpu_signal_name(mgpu_cancel_signal()) ?
+						mgpu_signal_name(mgpu_cancel_signal()) : "a signal", r,
+						what);
 			next_check = t + 100;
 		}
 		if (t - t0 > s->timeout_ms)

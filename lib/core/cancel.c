@@ -22,15 +22,25 @@ int mgpu_cancel_signal(void)
 	return pending;
 }
 
+const char *mgpu_signal_name(int sig)
+{
+	switch (sig) {
+	case SIGINT: return "SIGINT";
+	case SIGTERM: return "SIGTERM";
+	case SIGHUP: return "SIGHUP";
+	case SIGQUIT: return "SIGQUIT";
+	}
+	return NULL;
+}
+
 int mgpu_cancel_check(void)
 {
 	int sig = pending;
 
 	if (!sig)
 		return 0;
-	if (sig == SIGINT || sig == SIGTERM)
-		return mgpu_err(MGPU_EINTR, "interrupted by %s", sig == SIGINT ? "SIGINT" :
-				"SIGTERM");
+	if (mgpu_signal_name(sig))
+		return mgpu_err(MGPU_EINTR, "interrupted by %s", mgpu_signal_name(sig));
 	return mgpu_err(MGPU_EINTR, "interrupted by signal %d", sig);
 }
 

@@ -15,6 +15,9 @@
 
 /* Ask the loops to stop because of signal sig (> 0). Async-signal-safe. */
 void mgpu_cancel_raise(int sig);
+/* "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT" (the signals the tools stop
+ * on), else NULL. */
+const char *mgpu_signal_name(int sig);
 /* The signal of a pending request, or 0. */
 int mgpu_cancel_signal(void);
 /* 0, or MGPU_EINTR with the message "interrupted by SIGINT" (or the signal's

@@ -17,6 +17,16 @@
 #include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h" /* mgpu_err */
 
+/* The dead temporaries of path in its directory. */
+static void sweep_dead(const char *path)
+{
+	char dir[4096], base[4096];
+
+	snprintf(dir, sizeof dir, "%s", path);
+	snprintf(base, sizeof base, "%s", path);
+	mgpu_tmp_sweep(dirname(dir), basename(base));
+}
+
 int mgpu_afile_open(struct mgpu_afile *af, const char *path)
 {
 	struct stat st;
@@ -34,6 +44,7 @@ int mgpu_afile_open(struct mgpu_afile *af, const char *path)
 			return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 		return 0;
 	}
+	sweep_dead(path); /* what killed writers of path left (SIGKILL) */
 	snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
 	af->fp = fopen(af->tmp, "wb");
 	if (!af->fp) {

@@ -4,7 +4,8 @@
  * An atomic file is written under "PATH.tmp.PID", flushed, fsynced and
  * renamed over PATH, then the directory is fsynced: readers see the old file
  * or the complete new one, never a partial one. On any failure the temporary
- * is removed.
+ * is removed; opening one removes the temporaries of PATH whose writer is
+ * gone (killed with SIGKILL), as mgpu_tmp_sweep does.
  */
 #ifndef MGPU_CORE_IO_H
 #define MGPU_CORE_IO_H
