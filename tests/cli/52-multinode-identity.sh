@@ -6,7 +6,8 @@
 # train on silently with different weights), another model shape or
 # --max-steps (which used to deadlock until --timeout), and other data
 # (the identity is the data's, not its path: a copy under another name
-# joins). Every run has --timeout 300 and is bounded by timeout(1) at 120 s,
+# joins); mpirun's ranks of --sync-backend mpi compare the same over MPI.
+# Every run has --timeout 300 and is bounded by timeout(1) at 120 s,
 # so a rank that waits for the timeout fails the test as 124.
 . tests/cli/lib.sh
 mkidx d 600 100 8 4
@@ -52,6 +53,24 @@ p1=$!
 $tr0 "$M" $common --data d >run.tsv 2>e0.txt || fail "torchrun, same run: $(cat e0.txt)"
 wait $p1 || fail "torchrun, same run, rank 1: $(cat e1.txt)"
 grep -q '^summary' run.tsv || fail "torchrun, same run: no summary: $(cat run.tsv)"
+
+# mpirun's ranks (--sync-backend mpi) compare theirs over MPI
+if "$M" -V -v | grep -q 'mpi=1' && command -v mpirun >/dev/null; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	set +e
+	timeout 120 mpirun --bind-to none --oversubscribe -np 1 "$M" $common --data d \
+		--sync-backend mpi : -np 1 "$M" $common --data d2 --sync-backend mpi --seed 7 \
+		>o0.txt 2>e0.txt
+	rc=$?
+	set -e
+	[ "$rc" = 1 ] || fail "mpirun --seed: exit $rc: $(cat e0.txt)"
+	for r in 0 1; do
+		grep -q "rank $r: error: rank 1 (node 0, host $(hostname)) does not run rank 0's job (host $(hostname)): --seed 7 against 42" e0.txt ||
+			fail "mpirun --seed: rank $r does not say: $(cat e0.txt)"
+	done
+else
+	echo "note: no MPI in this build or no mpirun: the mpirun case did not run" >&2
+fi
 
 . "$SRC/tests/netns.sh"
 netns_up 2
