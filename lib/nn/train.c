@@ -479,6 +479,8 @@ int mgpu_train_rank_loop(struct train_rank *r)
 		if (stop) {
 			MGPU_TRY(flush_window(r, lr));
 			MGPU_TRY(save_once(r, &saved_step));
+			if (r->rank == 0 && r->h->on_stop)
+				r->h->on_stop(r->h->ctx);
 			return mgpu_err(MGPU_EINTR, "interrupted at step %lld",
 					(long long)r->step);
 		}

@@ -149,6 +149,7 @@ struct out {
 	int quiet;
 	struct mgpu_table t;
 	struct view v;    /* what a person at a terminal sees */
+	struct output *res; /* the metrics' file */
 };
 
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
@@ -308,6 +309,14 @@ static int on_model(void *ctx, struct mgpu_model *m)
 		rc = errno == EPIPE ? mgpu_err(MGPU_ECLOSED, "output closed") :
 				      mgpu_err(MGPU_EIO, "standard output: %s", strerror(errno));
 	return rc;
+}
+
+/* Stopped by a signal: the metrics so far are complete, commit them now
+ * (mpirun kills its ranks a second after it forwarded a signal, before
+ * they could leave MPI; finish() then has nothing left to do). */
+static void on_stop(void *ctx)
+{
+	output_commit(((struct out *)ctx)->res);
 }
 
 /* --prompt and --temperature shape --sample, which only a gpt does. */
@@ -514,7 +523,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	struct mgpu_opt_argv saved;
 	struct output res;
 	struct out out;
-	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model };
+	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model, on_stop };
 	static char ident[MGPU_IDENT_LEN];
 	int rc;
 
@@ -529,6 +538,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	o->cfg.ident = ident;
 	memset(&out, 0, sizeof out);
 	memset(&res, 0, sizeof res);
+	out.res = &res;
 	res.fp = stdout;
 	if (o->cfg.env.rank == 0) /* only rank 0 writes the metrics */
 		output_open(&res, &o->com);
