@@ -44,7 +44,11 @@ set +e
 "$BIN/mgpu-train" --selftest 2>err.txt | head -n 1 >/dev/null
 rc=${PIPESTATUS[0]}
 set -e
-[ ! -s err.txt ] || fail "--selftest into a closed pipe printed: $(cat err.txt)"
+# Its notes (which GEMM path, no cuda device) are stderr's in any case and
+# come out when the whole table reached the pipe before head exited (a
+# loaded machine), so only an error about the pipe fails.
+! grep -qiE "error:|broken pipe" err.txt ||
+	fail "--selftest into a closed pipe printed: $(cat err.txt)"
 [ "$rc" = 141 ] || [ "$rc" = 0 ] || fail "--selftest into a closed pipe: exit $rc"
 # The common options: -o writes the same table atomically (rank 0 alone,
 # one header), --format markdown a Markdown table, -v the settings.
