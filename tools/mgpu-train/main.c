@@ -536,8 +536,13 @@ int cmd_main(int argc, char **argv)
 	resolve_world(&o);
 	resolve_batch(&o);
 	check_resume(&o);
+	if (o.com.print_config) {
+		train_opts_show(&o, stdout);
+		finish_stdout();
+		return 0;
+	}
 	if (o.com.verbose && o.cfg.env.rank == 0 && o.cfg.env.launcher != MGPU_LAUNCH_SELF)
-		train_opts_show(&o);
+		train_opts_show(&o, stderr);
 	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
 	    o.cfg.mode == MGPU_MODE_DDP)
 		return launch(&o, argv);

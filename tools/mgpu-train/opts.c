@@ -212,6 +212,8 @@ static const struct mgpu_opt options[] = {
 		     "steps per step record", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "selftest", 0, O, selftest, 0, 0, NULL,
 		     "compare every backend op against the CPU and exit", MGPU_OPT_META),
+	/* issue 22: configuration files, TensorBoard, evaluation, fp16 */
+	MGPU_OPT_CONFIG(O, com),
 	MGPU_OPT_COMMON(O, com),
 	MGPU_OPT_TABLE_END,
 };
@@ -223,6 +225,9 @@ static const struct mgpu_opt options[] = {
 static const char synopsis[] =
 	"usage: mgpu-train [options]\n"
 	"Train a model data-parallel; metrics go to stdout as TSV (or JSON Lines).\n";
+
+static struct train_opts def; /* the defaults --help shows */
+static const struct tool_cli cli = { options, synopsis, &def, sizeof(struct train_opts) };
 
 static void defaults(struct train_opts *o)
 {
@@ -236,8 +241,6 @@ static void defaults(struct train_opts *o)
 static void parse_into(struct train_opts *o, int argc, char **argv,
 		       struct mgpu_opt_given *given)
 {
-	static struct train_opts def;
-	struct tool_cli cli = { options, synopsis, &def };
 	int first;
 
 	defaults(&def);
@@ -329,23 +332,11 @@ void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out)
 		die_lib();
 }
 
-/* A value as a shell word: quoted when it holds anything but plain
- * characters, so the printed line can be pasted back. */
-static size_t put_word(char *buf, size_t cap, const char *w)
-{
-	int plain = w[0] != '\0' && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					     "0123456789_./:,=+-") == strlen(w);
-	int n = snprintf(buf, cap, plain ? " %s" : " '%s'", w);
-
-	return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
-}
-
-void train_opts_show(const struct train_opts *o)
+void train_opts_show(const struct train_opts *o, FILE *f)
 {
 	static struct train_opts s;
-	struct mgpu_opt_argv a;
-	char line[8192], list[8 * MGPU_MAX_DEVICES] = "";
-	size_t len = 0, n = 0;
+	char list[8 * MGPU_MAX_DEVICES] = "";
+	size_t n = 0;
 	int i;
 
 	/* what main.c resolved, in the options' own terms */
@@ -359,11 +350,5 @@ void train_opts_show(const struct train_opts *o)
 		s.cpu_ranks = s.cfg.world;
 	s.sync = s.cfg.sync;
 	s.global_batch = s.cfg.plan.global;
-	if (mgpu_opt_settings_argv(options, &s, &a) < 0)
-		die_lib();
-	line[0] = '\0';
-	for (i = 0; i < a.argc && len + 1 < sizeof line; i++)
-		len += put_word(line + len, sizeof line - len, a.argv[i]);
-	note("settings:%s", line);
-	mgpu_opt_argv_free(&a);
+	print_config(f, &cli, &s, NULL);
 }

@@ -11,6 +11,7 @@
 #define MGPU_TOOLS_TRAIN_OPTS_H
 
 #include <stdint.h> /* int64_t */
+#include <stdio.h>  /* FILE */
 
 #include "core/opt.h" /* struct mgpu_common_opts, struct mgpu_opt_given */
 #include "nn/train.h" /* struct mgpu_train_cfg */
@@ -42,7 +43,8 @@ int train_opts_given(const struct train_opts *o, const char *name);
 /* The settings a checkpoint records, as an argv (free with
  * mgpu_opt_argv_free). */
 void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out);
-/* -v: every setting as resolved, on stderr in one line. */
-void train_opts_show(const struct train_opts *o);
+/* Every setting as resolved, in the --config format (core/conf.h) on f:
+ * -v prints it on stderr, --print-config on stdout. */
+void train_opts_show(const struct train_opts *o, FILE *f);
 
 #endif
