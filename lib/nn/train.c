@@ -100,9 +100,10 @@ static int flush_window(struct train_rank *r, double lr)
 	rec.samples_per_s = (double)r->win_samples / r->win_step_s;
 	rec.step_ms = 1e3 * r->win_step_s / (double)r->win_steps;
 	rec.data_ms = 1e3 * r->win_data_s / (double)r->win_steps;
+	rec.grad_norm = r->win_gnorm / (double)r->win_steps;
 	rec.d2h_per_step = (double)r->win_d2h / (double)r->win_steps;
 	rec.h2d_per_step = (double)r->win_h2d / (double)r->win_steps;
-	r->win_loss = r->win_step_s = r->win_data_s = 0;
+	r->win_loss = r->win_step_s = r->win_data_s = r->win_gnorm = 0;
 	r->win_steps = r->win_samples = 0;
 	r->win_d2h = r->win_h2d = 0;
 	return mgpu_train_emit(r, &rec);
@@ -228,6 +229,7 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 	r->win_d2h += r->dev.d2h_count - d2h;
 	r->win_h2d += r->dev.h2d_count - h2d;
 	r->win_loss += r->sync.step_loss;
+	r->win_gnorm += r->sync.grad_norm;
 	r->win_samples += r->plan->global;
 	r->win_steps++;
 	r->win_data_s += data_s;

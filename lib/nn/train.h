@@ -90,6 +90,7 @@ struct mgpu_record {
 	double samples_per_s;  /* NaN in a summary when no step ran */
 	double step_ms;        /* mean wall time of one step in the window */
 	double data_ms;        /* mean time of that spent waiting for data */
+	double grad_norm;      /* mean L2 norm of the summed gradient (before clipping) */
 	/* Mean blocking device-to-host reads and host-to-device copies per
 	 * optimizer step over the window (struct mgpu_dev's counters; for
 	 * library callers and tests, mgpu-train does not print them). */

@@ -48,6 +48,7 @@ struct train_rank {
 	double lr_factor;
 	double t0;
 	double win_loss, win_step_s, win_data_s; /* the logging window */
+	double win_gnorm;              /* the window's summed gradient norms */
 	int64_t win_steps, win_samples;
 	uint64_t win_d2h, win_h2d;     /* the window's steps' reads and uploads */
 	double *eval_acc;              /* (2) an evaluation's sums (device) */

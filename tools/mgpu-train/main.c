@@ -28,6 +28,7 @@
 #include "nn/train.h"      /* mgpu_train_run */
 #include "opts.h"          /* struct train_opts, train_opts_parse */
 #include "selftest.h"      /* train_selftest */
+#include "tb.h"            /* train_tb_record */
 
 const char *const mgpu_tool_name = "mgpu-train";
 
@@ -147,6 +148,7 @@ struct out {
 	struct mgpu_table t;
 	int bar;          /* draw a progress bar on stderr */
 	double last_bar;
+	struct train_tb tb; /* --tensorboard */
 };
 
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint" };
@@ -229,6 +231,7 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 {
 	struct out *out = ctx;
 
+	MGPU_TRY(train_tb_record(&out->tb, r));
 	if (r->kind == MGPU_REC_START) {
 		announce(out, r);
 		return 0;
@@ -519,7 +522,10 @@ static int train(struct train_opts *o)
 	out.o = o;
 	out.resume_note = o->resume_note;
 	mgpu_table_init(&out.t, res.fp, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
+	train_tb_init(&out.tb, o);
 	rc = mgpu_train_run(&o->cfg, &h);
+	if (train_tb_close(&out.tb) < 0 && rc == 0)
+		rc = MGPU_EIO;
 	mgpu_opt_argv_free(&saved);
 	return finish(o, &res, rc);
 }

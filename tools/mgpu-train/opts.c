@@ -213,6 +213,10 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "selftest", 0, O, selftest, 0, 0, NULL,
 		     "compare every backend op against the CPU and exit", MGPU_OPT_META),
 	/* issue 22: configuration files, TensorBoard, evaluation, fp16 */
+	MGPU_OPT_HEAD("TensorBoard"),
+	MGPU_OPT_ROWD(MGPU_OPT_PATH, "tensorboard", 0, O, tensorboard, 0, 0, "DIR",
+		      "write TensorBoard event files of the run's metrics to DIR",
+		      "SAVE_DIR/tb with --save-dir", 0),
 	MGPU_OPT_CONFIG(O, com),
 	MGPU_OPT_COMMON(O, com),
 	MGPU_OPT_TABLE_END,
