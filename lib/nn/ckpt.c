@@ -100,16 +100,29 @@ static int check_finite(const struct mgpu_model *m, const float *host, int64_t s
 static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_ckpt_state *st,
 		       float *host)
 {
-	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec };
+	/* The inputs' normalisation travels with the weights: a program that
+	 * loads only this file feeds (x - mean) / std, x the raw sample values
+	 * (bytes as 0..255); scale and shift are the exact float32 transform
+	 * x * scale + shift the trainer applied. */
+	char scale[32], shift[32], mean[32], sd[32];
+	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec,
+			       "mgpu_input_mean", mean, "mgpu_input_std", sd,
+			       "mgpu_norm_scale", scale, "mgpu_norm_shift", shift };
 	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
 	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
 	int n;
+
+	snprintf(scale, sizeof scale, "%.9g", (double)(float)st->norm_scale);
+	snprintf(shift, sizeof shift, "%.9g", (double)(float)st->norm_shift);
+	snprintf(sd, sizeof sd, "%.17g", 1.0 / (double)(float)st->norm_scale);
+	snprintf(mean, sizeof mean, "%.17g", -(double)(float)st->norm_shift /
+					     (double)(float)st->norm_scale);
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
 	MGPU_TRY(mgpu_model_get(m, host));
 	MGPU_TRY(check_finite(m, host, st->step));
 	n = add_entries(e, names, m, host, NULL);
-	return mgpu_st_write(path, e, n, meta, 2);
+	return mgpu_st_write(path, e, n, meta, 6);
 }
 
 static int write_optim(const char *dir, struct mgpu_model *m, struct mgpu_optim *o,

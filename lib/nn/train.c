@@ -357,7 +357,7 @@ static int start_record(struct train_rank *r)
 {
 	struct mgpu_record rec = { .kind = MGPU_REC_START };
 
-	rec.step = r->total_steps;
+	rec.step = r->cfg->evaluate ? r->step : r->total_steps;
 	rec.epoch = (int)r->steps_per_epoch;
 	rec.first_step = r->step;
 	return mgpu_train_emit(r, &rec);
@@ -372,7 +372,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 
 	MGPU_TRY(start_record(r));
 	r->t0 = mgpu_now_s();
-	while (r->step < r->total_steps) {
+	while (r->step < r->total_steps && !c->evaluate) {
 		if (r->pos == 0 || r->step == start) {
 			mgpu_train_order(r->d, c->seed, r->epoch, r->order);
 			MGPU_TRY(begin_epoch_rows(r));
@@ -396,8 +396,11 @@ int mgpu_train_rank_loop(struct train_rank *r)
 		}
 	}
 	MGPU_TRY(flush_window(r, lr));
-	MGPU_TRY(save_once(r, &saved_step));
+	if (!c->evaluate)
+		MGPU_TRY(save_once(r, &saved_step));
 	MGPU_TRY(summary(r, r->step - start));
+	if (r->rank == 0 && c->predict[0])
+		MGPU_TRY(mgpu_train_predict(r));
 	if (r->rank == 0 && r->h->on_model)
 		return r->h->on_model(r->h->ctx, &r->model);
 	return 0;
@@ -499,9 +502,26 @@ static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hook
 	return rc;
 }
 
+/* An evaluation feeds the model inputs normalised as in its training:
+ * with the checkpoint's statistics, not the data's. */
+static int evaluation_norm(const struct mgpu_train_cfg *cfg, struct mgpu_norm *n)
+{
+	struct mgpu_ckpt_state st;
+	char dir[MGPU_CKPT_PATH];
+
+	if (!cfg->evaluate)
+		return 0;
+	MGPU_TRY(mgpu_ckpt_resolve(cfg->resume, dir, sizeof dir));
+	MGPU_TRY(mgpu_ckpt_load_state(dir, &st, NULL, NULL));
+	n->scale = (float)st.norm_scale;
+	n->shift = (float)st.norm_shift;
+	return 0;
+}
+
 int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h)
 {
 	struct mgpu_ckpt_dir sd = { .fd = -1 };
+	struct mgpu_norm norm = { 1.0f, 0.0f };
 	struct train_data d;
 	struct train_rank r;
 	int rc;
@@ -514,7 +534,9 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 	/* Rank 0 writes the checkpoints: it holds the save dir for the run. */
 	if (cfg->save_dir[0] && cfg->env.rank == 0)
 		MGPU_TRY(mgpu_train_open_save_dir(&sd, cfg->save_dir));
-	rc = mgpu_train_data_load(&d, cfg);
+	rc = evaluation_norm(cfg, &norm);
+	if (rc == 0)
+		rc = mgpu_train_data_load(&d, cfg, cfg->evaluate ? &norm : NULL);
 	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
 		rc = run_dp(cfg, h, &d);
 	} else if (rc == 0) {

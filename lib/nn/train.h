@@ -65,6 +65,10 @@ struct mgpu_train_cfg {
 	int keep;                     /* checkpoints kept in save_dir */
 	char resume[MGPU_PATH_MAX];   /* "" : fresh start */
 	int log_every;                /* steps per step record */
+	/* issue 22: using a trained model */
+	int evaluate;                 /* evaluate the resume checkpoint, no training */
+	char predict[MGPU_PATH_MAX];  /* "": none; else the .npy of predictions */
+	int predict_class;            /* 1: class ids (int32), 0: logits (float32) */
 	const char *const *argv;      /* the resolved options, saved verbatim */
 	int argc;
 	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */

@@ -56,8 +56,10 @@ struct train_rank {
 	int rc;                        /* a thread's result */
 };
 
-/* train_data.c */
-int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg);
+/* train_data.c; fixed (may be NULL): the norm to use instead of the
+ * training split's (an evaluation uses its checkpoint's). */
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
+			 const struct mgpu_norm *fixed);
 void mgpu_train_data_free(struct train_data *d);
 void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order);
 int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split);
@@ -67,6 +69,9 @@ int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, 
 int mgpu_train_open_save_dir(struct mgpu_ckpt_dir *d, const char *dir);
 int mgpu_train_rank_setup(struct train_rank *r);
 void mgpu_train_rank_free(struct train_rank *r);
+
+/* predict.c: rank 0 writes cfg->predict */
+int mgpu_train_predict(struct train_rank *r);
 
 /* train.c */
 int mgpu_train_rank_loop(struct train_rank *r);

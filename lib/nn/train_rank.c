@@ -107,7 +107,8 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 	if (st->seed != c->seed)
 		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint was made with --seed %llu",
 				dir, (unsigned long long)st->seed);
-	if (st->global_batch == p->global)
+	/* an evaluation takes any batch and world: it does not continue the run */
+	if (st->global_batch == p->global || c->evaluate)
 		return 0;
 	mgpu_batch_describe(p, split, sizeof split);
 	return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint ran with a global batch of %lld "
@@ -148,8 +149,8 @@ static int resume(struct train_rank *r)
 	/* The sample order does not depend on the world size: any number of
 	 * ranks with the checkpoint's global batch continues the same run. */
 	r->pos = st.epoch_pos;
-	if (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->src.norm.scale ||
-	    st.norm_shift != r->d->src.norm.shift)
+	if (!c->evaluate && (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->src.norm.scale ||
+			     st.norm_shift != r->d->src.norm.shift))
 		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint was made on other data (its "
 				"epoch has more steps, or other feature statistics) than '%s'",
 				dir, c->data);
@@ -186,7 +187,8 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	const struct mgpu_train_cfg *c = r->cfg;
 
 	r->plan = &c->plan;
-	MGPU_TRY(mgpu_batch_check_fits(r->plan, r->d->ntrain));
+	if (!c->evaluate)
+		MGPU_TRY(mgpu_batch_check_fits(r->plan, r->d->ntrain));
 	MGPU_TRY(open_device(r));
 	MGPU_TRY(open_sync(r));
 	MGPU_TRY(build_model(r));

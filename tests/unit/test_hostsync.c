@@ -162,7 +162,7 @@ static int reference(const struct mgpu_train_cfg *c, double *loss, float *w)
 	int step, a, i, per_epoch;
 
 	memset(&d, 0, sizeof d);
-	MGPU_TRY(mgpu_train_data_load(&d, c));
+	MGPU_TRY(mgpu_train_data_load(&d, c, NULL));
 	order = malloc(d.ntrain * sizeof *order);
 	if (!order)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");

@@ -209,6 +209,12 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 	if (out->quiet)
 		return;
 	mgpu_spec_format(&c->spec, spec, sizeof spec);
+	if (c->evaluate) {
+		note("evaluating the checkpoint %s (model %s, step %lld) on %s with %d %s %s",
+		     c->resume, spec, (long long)r->first_step, c->data, c->world, c->backend,
+		     c->world > 1 ? "devices" : "device");
+		return;
+	}
 	if (c->env.nnodes > 1)
 		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
 	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
@@ -297,6 +303,17 @@ static int on_model(void *ctx, struct mgpu_model *m)
 		rc = errno == EPIPE ? mgpu_err(MGPU_ECLOSED, "output closed") :
 				      mgpu_err(MGPU_EIO, "standard output: %s", strerror(errno));
 	return rc;
+}
+
+/* --evaluate reads a checkpoint and writes none. */
+static void check_evaluate(const struct train_opts *o)
+{
+	if (o->cfg.evaluate && !o->cfg.resume[0])
+		usage_error("--evaluate needs the checkpoint to evaluate: --resume DIR");
+	if (o->cfg.evaluate && o->cfg.save_dir[0])
+		usage_error("--evaluate trains nothing and saves no checkpoint: drop --save-dir");
+	if (o->cfg.predict_class && !o->cfg.predict[0])
+		usage_error("--predict-as needs --predict FILE.npy");
 }
 
 /* --prompt and --temperature shape --sample, which only a gpt does. */
@@ -538,6 +555,7 @@ int cmd_main(int argc, char **argv)
 	if (o.selftest)
 		return selftest(&o);
 	check_sample(&o);
+	check_evaluate(&o);
 	resolve_gpus(&o);
 	resolve_world(&o);
 	resolve_batch(&o);

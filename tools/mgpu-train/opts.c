@@ -32,6 +32,7 @@ static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
 static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
 static const char *const uneven_words[] = { "drop", "pad", NULL };
 static const char *const grad_dtype_words[] = { "fp32", "bf16", NULL }; /* enum mgpu_prec */
+static const char *const predict_words[] = { "logits", "class", NULL };
 
 static int set_model(void *t, const char *arg)
 {
@@ -217,6 +218,13 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROWD(MGPU_OPT_PATH, "tensorboard", 0, O, tensorboard, 0, 0, "DIR",
 		      "write TensorBoard event files of the run's metrics to DIR",
 		      "SAVE_DIR/tb with --save-dir", 0),
+	MGPU_OPT_HEAD("using a trained model"),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "evaluate", 0, O, cfg.evaluate, 0, 0, NULL,
+		     "evaluate the --resume checkpoint on --data's splits, without training", 0),
+	MGPU_OPT_ROW(MGPU_OPT_PATH, "predict", 0, O, cfg.predict, 0, 0, "FILE.npy",
+		     "at the end, write each test sample's outputs in data order", MGPU_OPT_NODEF),
+	MGPU_OPT_WORDS("predict-as", O, cfg.predict_class, predict_words, "logits|class",
+		       "what --predict writes: float32 logits or int32 class ids", 0),
 	MGPU_OPT_CONFIG(O, com),
 	MGPU_OPT_COMMON(O, com),
 	MGPU_OPT_TABLE_END,
