@@ -56,7 +56,7 @@ LIB_CU :=
 ifeq ($(HAVE_CUDA),1)
 LIB_CU := $(sort $(wildcard lib/*/*.cu))
 CPPFLAGS += -isystem $(CUDA_HOME)/include # CUDA runtime API from plain C (lib/gpu)
-NVCCFLAGS := -O2 -g -std=c++17 -Ilib -I$(B) -DMGPU_VERSION='"$(VERSION)"' \
+NVCCFLAGS := -O2 -g -std=c++20 -Ilib -I$(B) -DMGPU_VERSION='"$(VERSION)"' \
 	$(CUDA_GENCODE) -fmad=false \
 	-Xcompiler -Wall,-Wextra,-Wshadow -Werror all-warnings -MMD -MP
 # cuBLAS is not linked: it is loaded on first use (lib/ops/cublas_dl.c), since

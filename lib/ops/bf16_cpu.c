@@ -77,24 +77,33 @@ static CBLAS_TRANSPOSE cblas_t(enum mgpu_trans t)
 	return t == MGPU_T ? CblasTrans : CblasNoTrans;
 }
 
+/* C = beta C, for the products that read neither A nor B; beta 0 writes
+ * zeros over whatever C held (NaN included), as BLAS does. */
+static void scale_only(float *C, int m, int n, int ldc, float beta)
+{
+	int i, j;
+
+	for (j = 0; j < n; j++)
+		for (i = 0; i < m; i++)
+			C[(size_t)j * ldc + i] = beta == 0.0f ? 0.0f : beta * C[(size_t)j * ldc + i];
+}
+
 /* One product through cblas_sgemm on widened copies in s. alpha == 0 or
- * k == 0 reads neither A nor B, as BLAS promises. */
+ * k == 0 reads neither A nor B and never reaches OpenBLAS: its
+ * small-matrix kernels (SkylakeX, Cooperlake; 0.3.21) read A and B before
+ * they look at alpha, and here there are no widened copies to read. */
 static void fallback_one(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb,
 			 int m, int n, int k, float alpha, const uint16_t *A, int lda,
 			 const uint16_t *Bm, int ldb, float beta, float *C, int ldc)
 {
-	static const float none[1] = { 0.0f };
-	int reads = alpha != 0.0f && k > 0;
-	const float *a = none, *b = none;
-
-	if (reads) {
-		widen(s->a, A, span(ta == MGPU_N ? m : k, ta == MGPU_N ? k : m, lda));
-		widen(s->b, Bm, span(tb == MGPU_N ? k : n, tb == MGPU_N ? n : k, ldb));
-		a = s->a;
-		b = s->b;
+	if (alpha == 0.0f || k == 0) {
+		scale_only(C, m, n, ldc, beta);
+		return;
 	}
-	cblas_sgemm(CblasColMajor, cblas_t(ta), cblas_t(tb), m, n, k, alpha, a, lda, b, ldb,
-		    beta, C, ldc);
+	widen(s->a, A, span(ta == MGPU_N ? m : k, ta == MGPU_N ? k : m, lda));
+	widen(s->b, Bm, span(tb == MGPU_N ? k : n, tb == MGPU_N ? n : k, ldb));
+	cblas_sgemm(CblasColMajor, cblas_t(ta), cblas_t(tb), m, n, k, alpha, s->a, lda, s->b,
+		    ldb, beta, C, ldc);
 }
 
 static int fallback(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb, int m,
