@@ -170,6 +170,12 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 	fprintf(af.fp, ",\n  \"norm_shift\": ");
 	mgpu_json_num(af.fp, st->norm_shift, 17);
 	put_json_str(af.fp, "spec", st->spec);
+	if (st->loss_scale > 0) {
+		fprintf(af.fp, ",\n  \"loss_scale\": ");
+		mgpu_json_num(af.fp, st->loss_scale, 17);
+		fprintf(af.fp, ",\n  \"loss_scale_clean\": %" PRId64 ",\n  \"skipped_steps\": %" PRId64,
+			st->loss_scale_clean, st->skipped_steps);
+	}
 	fprintf(af.fp, ",\n  \"argv\": [");
 	for (i = 0; i < argc; i++) {
 		fprintf(af.fp, "%s", i ? ", " : "");
@@ -490,6 +496,15 @@ static int parse_state(const struct mgpu_json *r, struct mgpu_ckpt_state *st,
 	if (!v || !mgpu_json_str(v) || strlen(mgpu_json_str(v)) >= sizeof st->spec)
 		return mgpu_err(MGPU_EFORMAT, "'%s': missing or bad \"spec\"", path);
 	snprintf(st->spec, sizeof st->spec, "%s", mgpu_json_str(v));
+	st->loss_scale = 0; /* optional: only fp16 runs save the scaler */
+	st->loss_scale_clean = st->skipped_steps = 0;
+	if (mgpu_json_get(r, "loss_scale")) {
+		MGPU_TRY(get_f64(r, "loss_scale", &st->loss_scale, path));
+		MGPU_TRY(get_i64(r, "loss_scale_clean", 0, INT64_MAX, &st->loss_scale_clean, path));
+		MGPU_TRY(get_i64(r, "skipped_steps", 0, INT64_MAX, &st->skipped_steps, path));
+		if (!(st->loss_scale > 0) || !isfinite(st->loss_scale))
+			return mgpu_err(MGPU_EFORMAT, "'%s': bad \"loss_scale\"", path);
+	}
 	return 0;
 }
 

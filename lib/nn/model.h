@@ -104,7 +104,7 @@ enum mgpu_stat {
 /* What the model's matrix products take: fp32, or bf16 inputs with fp32
  * accumulation (mixed precision: fp32 master weights, gradients,
  * optimizer state and reductions; see nn/mm.h). */
-enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1 };
+enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1, MGPU_PREC_FP16 = 2 };
 
 int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
 		      struct mgpu_dev *dev, int max_batch);

@@ -49,9 +49,16 @@ struct train_rank {
 	double t0;
 	double win_loss, win_step_s, win_data_s; /* the logging window */
 	double win_gnorm;              /* the window's summed gradient norms */
+	int64_t win_gnorm_n;           /* how many (a skipped overflow has none) */
 	int64_t win_steps, win_samples;
 	uint64_t win_d2h, win_h2d;     /* the window's steps' reads and uploads */
 	double *eval_acc;              /* (2) an evaluation's sums (device) */
+	/* --dtype fp16: the loss scale (0: none), clean steps since it last
+	 * changed, steps skipped for an overflow (the run's, resumes too);
+	 * and MGPU_TEST_OVERFLOW's "RANK:STEP", a step whose gradient this
+	 * rank makes infinite (tests; -1: none) */
+	double loss_scale;
+	int64_t ls_clean, ls_skipped, inject_step;
 	int preloaded;                 /* the next micro-step's rows are loaded */
 	int rc;                        /* a thread's result */
 };

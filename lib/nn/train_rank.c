@@ -5,7 +5,8 @@
 #include "nn/train_int.h"
 
 #include <math.h>   /* sqrt */
-#include <stdlib.h> /* malloc, free */
+#include <stdio.h>  /* sscanf */
+#include <stdlib.h> /* malloc, free, getenv */
 #include <string.h> /* strcmp */
 
 #include "core/err.h" /* mgpu_err */
@@ -159,7 +160,25 @@ static int resume(struct train_rank *r)
 	r->step = st.step;
 	r->epoch = st.epoch;
 	r->opt.t = st.optim_t;
+	if (r->loss_scale > 0 && st.loss_scale > 0) { /* the scaler goes on where it was */
+		r->loss_scale = st.loss_scale;
+		r->ls_clean = st.loss_scale_clean;
+		r->ls_skipped = st.skipped_steps;
+	}
 	return 0;
+}
+
+/* MGPU_TEST_OVERFLOW=RANK:STEP: the step (0-based) at which this rank's
+ * gradient is made infinite, or -1. For the tests of loss scaling. */
+static int64_t inject_step(int rank)
+{
+	const char *v = getenv("MGPU_TEST_OVERFLOW");
+	long long step;
+	int at;
+
+	if (!v || sscanf(v, "%d:%lld", &at, &step) != 2 || at != rank)
+		return -1;
+	return step;
 }
 
 static void setup_sched(struct train_rank *r)
@@ -193,6 +212,11 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	MGPU_TRY(open_sync(r));
 	MGPU_TRY(build_model(r));
 	setup_sched(r);
+	r->inject_step = inject_step(r->rank);
+	if (c->prec == MGPU_PREC_FP16) {
+		r->opt.scaling = 1; /* before the sync binds: its updates wait for the norm */
+		r->loss_scale = c->loss_scale_init;
+	}
 	if (c->resume[0])
 		MGPU_TRY(resume(r));
 	MGPU_TRY(mgpu_sync_bind(&r->sync, &r->model, &r->opt));

@@ -281,7 +281,7 @@ MGPU_HD static inline float mgpu_bf16_to_f32(uint16_t h)
  * inputs of its products to. */
 MGPU_HD static inline uint16_t mgpu_f16_from_f32(float x)
 {
-	uint32_t u = mgpu_f32_bits(x), a = u & 0x7fffffffu, r, m, q, rem, half;
+	uint32_t u = mgpu_f32_bits(x), a = u & 0x7fffffffu, r, m, q, rem, tie;
 	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
 	int shift;
 
@@ -300,8 +300,8 @@ MGPU_HD static inline uint16_t mgpu_f16_from_f32(float x)
 	shift = 126 - (int)(a >> 23);
 	q = m >> shift;
 	rem = m & ((1u << shift) - 1u);
-	half = 1u << (shift - 1);
-	if (rem > half || (rem == half && (q & 1u)))
+	tie = 1u << (shift - 1);
+	if (rem > tie || (rem == tie && (q & 1u)))
 		q++;
 	return (uint16_t)(sign | q);
 }

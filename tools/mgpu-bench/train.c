@@ -55,7 +55,7 @@ static const char help[] =
 
 static const char *const mode_words[] = { "ddp", "dp", NULL };
 static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
-static const char *const dtype_words[] = { "fp32", "bf16", NULL };
+static const char *const dtype_words[] = { "fp32", "bf16", "fp16", NULL };
 #define SYNC_MPI 3
 static const char *const workload[] = { "--epochs", "1", "--max-steps", "200",
 					"--batch-size", "64" };
@@ -67,7 +67,7 @@ struct topts {
 	const char *link_rate;     /* NULL: none */
 	double link_delay_ms;      /* 0: none */
 	int modes[2], nmodes, syncs[4], nsyncs;
-	int dtypes[2], ndtypes;    /* ndtypes 0: the workload's own dtype */
+	int dtypes[3], ndtypes;    /* ndtypes 0: the workload's own dtype */
 	int repeat, warmup, timeout_s; /* repeat, warmup: -1 when not given */
 	const char *plot, *save, *compare;
 	double tol;
@@ -136,7 +136,7 @@ static int set_dtypes(void *t, const char *arg)
 {
 	struct topts *o = t;
 
-	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 2);
+	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 3);
 	return 0;
 }
 
@@ -234,7 +234,7 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_CALL("sync-backends", 0, set_syncs, show_syncs, "LIST",
 		      "auto,cpu,nccl,mpi (mpi: over --nodes, by mpirun)", "auto", 0),
 	MGPU_OPT_CALL("dtypes", 0, set_dtypes, show_dtypes, "LIST",
-		      "fp32,bf16: each configuration once per dtype (mgpu-train --dtype)",
+		      "fp32,bf16,fp16: each configuration once per dtype (mgpu-train --dtype)",
 		      "the workload's", 0),
 	MGPU_OPT_CALL("nodes", 0, set_nodes, show_nodes, "LIST",
 		      "node counts, e.g. 1,2: each node a network namespace (root)", "1", 0),

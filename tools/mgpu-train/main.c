@@ -137,7 +137,7 @@ static const char *const cols[] = {
 	"kind", "step", "epoch", "loss", "lr", "samples_per_s", "step_ms", "data_ms",
 	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
 	"world_size", "mode", "sync_backend", "peak_bytes", "rss_bytes", "path",
-	"bpb", "val_bpb", "test_bpb",
+	"bpb", "val_bpb", "test_bpb", "loss_scale", "skipped_steps",
 };
 
 struct out {
@@ -161,6 +161,16 @@ static void put_bpb(struct out *out, const char *col, double nats)
 		mgpu_table_num(&out->t, col, nats / log(2.0), 6);
 }
 
+/* --dtype fp16: the loss scale after the window and the steps skipped
+ * for an overflow so far. */
+static void put_scaler(struct out *out, const struct mgpu_record *r)
+{
+	if (out->cfg->prec != MGPU_PREC_FP16)
+		return;
+	mgpu_table_num(&out->t, "loss_scale", r->loss_scale, 6);
+	mgpu_table_int(&out->t, "skipped_steps", r->skipped);
+}
+
 static int put_record(struct out *out, const struct mgpu_record *r)
 {
 	struct mgpu_table *t = &out->t;
@@ -179,6 +189,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_num(t, "step_ms", r->step_ms, 4);
 		mgpu_table_num(t, "data_ms", r->data_ms, 4);
 		put_bpb(out, "bpb", r->loss);
+		put_scaler(out, r);
 		return mgpu_table_emit(t);
 	}
 	mgpu_table_num(t, "val_loss", r->val_loss, 6);
@@ -196,6 +207,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_str(t, "sync_backend", mgpu_sync_name(r->sync));
 		mgpu_table_ints(t, "peak_bytes", r->peak_bytes, r->ndev);
 		mgpu_table_ints(t, "rss_bytes", r->rss_bytes, r->ndev);
+		put_scaler(out, r);
 	}
 	return mgpu_table_emit(t);
 }

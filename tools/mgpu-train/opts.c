@@ -79,22 +79,20 @@ static void show_backend(const void *t, char *buf, size_t len)
 	snprintf(buf, len, "%s", ((const struct train_opts *)t)->cfg.backend);
 }
 
-/* --dtype: fp16 would need dynamic loss scaling to keep small gradients
- * from flushing to zero; bf16 has fp32's range and needs none. */
+/* --dtype: fp16 comes with dynamic loss scaling (the --loss-scale rows);
+ * bf16 has fp32's range and needs none. */
 static int set_dtype(void *t, const char *arg)
 {
 	struct train_opts *o = t;
 
-	if (strcmp(arg, "fp16") == 0)
-		return mgpu_err(MGPU_EINVAL, "--dtype fp16 is not supported (it needs dynamic "
-				"loss scaling, which mgpu-train does not do): use --dtype bf16, "
-				"which has fp32's range");
 	if (strcmp(arg, "fp32") == 0)
 		o->cfg.prec = MGPU_PREC_FP32;
 	else if (strcmp(arg, "bf16") == 0)
 		o->cfg.prec = MGPU_PREC_BF16;
+	else if (strcmp(arg, "fp16") == 0)
+		o->cfg.prec = MGPU_PREC_FP16;
 	else
-		return mgpu_err(MGPU_EINVAL, "--dtype: '%s' is not fp32 or bf16", arg);
+		return mgpu_err(MGPU_EINVAL, "--dtype: '%s' is not fp32, bf16 or fp16", arg);
 	return 0;
 }
 
@@ -116,9 +114,9 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
 		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]; "
 		      "gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]", NULL, FIXED),
-	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "fp32|bf16",
-		      "the matrix products' inputs (bf16: fp32 accumulation, master weights "
-		      "and optimizer state)", "fp32", FIXED),
+	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "fp32|bf16|fp16",
+		      "the matrix products' inputs (fp32 accumulation, master weights "
+		      "and optimizer state; fp16 with dynamic loss scaling)", "fp32", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, cfg.seed, 0, 9.3e18, "N",
 		     "seed of init, split, order, dropout", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, cfg.val_fraction, 0, 0.99, "F",
@@ -225,6 +223,15 @@ static const struct mgpu_opt options[] = {
 		     "at the end, write each test sample's outputs in data order", MGPU_OPT_NODEF),
 	MGPU_OPT_WORDS("predict-as", O, cfg.predict_class, predict_words, "logits|class",
 		       "what --predict writes: float32 logits or int32 class ids", 0),
+	MGPU_OPT_HEAD("fp16 loss scaling (--dtype fp16)"),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "loss-scale", 0, O, cfg.loss_scale_init, 1e-30, 1e30, "X",
+		     "the initial loss scale", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "loss-scale-growth", 0, O, cfg.loss_scale_growth, 1, 1e6,
+		     "X", "its factor after --loss-scale-interval clean steps", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "loss-scale-backoff", 0, O, cfg.loss_scale_backoff, 1e-6,
+		     1, "X", "its factor after an overflow (the step is skipped)", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_I64, "loss-scale-interval", 0, O, cfg.loss_scale_interval, 1,
+		     9.3e18, "N", "clean steps before the scale grows", FIXED),
 	MGPU_OPT_CONFIG(O, com),
 	MGPU_OPT_COMMON(O, com),
 	MGPU_OPT_TABLE_END,

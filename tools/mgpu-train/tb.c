@@ -3,12 +3,14 @@
  */
 #include "tb.h"
 
+#include <math.h>   /* isfinite */
 #include <stdio.h>  /* open_memstream, snprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strlen */
 #include <time.h>   /* clock_gettime */
 
 #include "core/err.h" /* mgpu_err */
+#include "nn/model.h" /* MGPU_PREC_FP16 */
 
 void train_tb_init(struct train_tb *t, const struct train_opts *o)
 {
@@ -91,7 +93,12 @@ int train_tb_record(struct train_tb *t, const struct mgpu_record *r)
 					r->samples_per_s * c->spec.ctx));
 			MGPU_TRY(scalar(t, "train/bpb", r->step, r->loss / ln2));
 		}
-		return scalar(t, "train/grad_norm", r->step, r->grad_norm);
+		if (c->prec == MGPU_PREC_FP16) {
+			MGPU_TRY(scalar(t, "train/loss_scale", r->step, r->loss_scale));
+			MGPU_TRY(scalar(t, "train/skipped_steps", r->step, (double)r->skipped));
+		}
+		return isfinite(r->grad_norm) ? scalar(t, "train/grad_norm", r->step, r->grad_norm)
+					      : 0;
 	case MGPU_REC_EVAL:
 		MGPU_TRY(scalar(t, "val/loss", r->step, r->val_loss));
 		MGPU_TRY(scalar(t, "val/acc", r->step, r->val_acc));
