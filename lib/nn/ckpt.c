@@ -97,20 +97,37 @@ static int check_finite(const struct mgpu_model *m, const float *host, int64_t s
 	return 0;
 }
 
+/* ["a", "b"]: names as a JSON list. */
+static void put_json_list(FILE *fp, char *const *names, int n)
+{
+	int k;
+
+	putc('[', fp);
+	for (k = 0; k < n; k++) {
+		fputs(k ? ", " : "", fp);
+		mgpu_json_escape(fp, names[k]);
+	}
+	putc(']', fp);
+}
+
 static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_ckpt_state *st,
 		       float *host)
 {
 	/* The inputs' normalisation travels with the weights: a program that
 	 * loads only this file feeds (x - mean) / std, x the raw sample values
 	 * (bytes as 0..255); scale and shift are the exact float32 transform
-	 * x * scale + shift the trainer applied. */
+	 * x * scale + shift the trainer applied. The class names, when the
+	 * labels were words, come last. */
 	char scale[32], shift[32], mean[32], sd[32];
 	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec,
 			       "mgpu_input_mean", mean, "mgpu_input_std", sd,
-			       "mgpu_norm_scale", scale, "mgpu_norm_shift", shift };
+			       "mgpu_norm_scale", scale, "mgpu_norm_shift", shift,
+			       "mgpu_classes", NULL };
 	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
-	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
-	int n;
+	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH], *classes = NULL;
+	size_t len = 0;
+	FILE *fp;
+	int n, rc;
 
 	snprintf(scale, sizeof scale, "%.9g", (double)(float)st->norm_scale);
 	snprintf(shift, sizeof shift, "%.9g", (double)(float)st->norm_shift);
@@ -122,7 +139,17 @@ static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_
 	MGPU_TRY(mgpu_model_get(m, host));
 	MGPU_TRY(check_finite(m, host, st->step));
 	n = add_entries(e, names, m, host, NULL);
-	return mgpu_st_write(path, e, n, meta, 6);
+	if (st->names) {
+		if (!(fp = open_memstream(&classes, &len)))
+			return mgpu_err(MGPU_ENOMEM, "out of memory");
+		put_json_list(fp, st->names, st->nnames);
+		if (fclose(fp) != 0 || !classes)
+			return mgpu_err(MGPU_ENOMEM, "out of memory");
+		meta[13] = classes;
+	}
+	rc = mgpu_st_write(path, e, n, meta, classes ? 7 : 6);
+	free(classes);
+	return rc;
 }
 
 static int write_optim(const char *dir, struct mgpu_model *m, struct mgpu_optim *o,
@@ -175,6 +202,10 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 		mgpu_json_num(af.fp, st->loss_scale, 17);
 		fprintf(af.fp, ",\n  \"loss_scale_clean\": %" PRId64 ",\n  \"skipped_steps\": %" PRId64,
 			st->loss_scale_clean, st->skipped_steps);
+	}
+	if (st->names) {
+		fprintf(af.fp, ",\n  \"classes\": ");
+		put_json_list(af.fp, st->names, st->nnames);
 	}
 	fprintf(af.fp, ",\n  \"argv\": [");
 	for (i = 0; i < argc; i++) {

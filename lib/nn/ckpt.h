@@ -35,6 +35,11 @@ struct mgpu_ckpt_state {
 	 * last changed, steps skipped so far */
 	double loss_scale;
 	int64_t loss_scale_clean, skipped_steps;
+	/* class names (labels that were words), or NULL: saved as state.json's
+	 * "classes" and model.safetensors' metadata "mgpu_classes" (a JSON
+	 * list); not read back */
+	char *const *names;
+	int nnames;
 };
 
 /*

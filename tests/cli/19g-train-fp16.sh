@@ -83,7 +83,7 @@ for i, (sc, sk) in enumerate(zip(scales, skipped)):
 assert skipped[n - 1] == n and skipped[n] == n, skipped  # the first n steps, then none
 first = sum(float(r[loss]) for r in steps[:n]) / n  # the weights of step 0
 last = sum(float(r[loss]) for r in steps[-10:]) / 10
-assert last < 0.9 * first, (first, last)
+assert last < 0.95 * first, (first, last)
 PY
 # clean steps grow it: every 4th by 2 here; backoff and growth settable
 run --loss-scale 1024 --loss-scale-interval 4 --loss-scale-growth 3 >grow.tsv || fail "growth"
@@ -93,18 +93,18 @@ MGPU_TEST_OVERFLOW=0:1 run --loss-scale-backoff 0.25 --max-steps 3 >back.tsv
 [ "$(scaler back.tsv | sed -n 2p)" = "2 16384 1" ] || fail "backoff 0.25: $(scaler back.tsv | tr '\n' ' ')"
 
 # The checkpoint keeps the scaler; the resumed run is the uninterrupted one.
-MGPU_TEST_OVERFLOW=0:2 run --loss-scale-interval 3 --max-steps 20 >full.tsv
-MGPU_TEST_OVERFLOW=0:2 run --loss-scale-interval 3 --max-steps 8 --save-dir ck >/dev/null
+MGPU_TEST_OVERFLOW=0:2 run --loss-scale-interval 3 --max-steps 20 --save-every 8 --keep 0 \
+	--save-dir ck >full.tsv
 # (halved at step 3, grown back at 6, 2 clean steps since)
-st="ck/$(cat ck/latest)/state.json"
+st=ck/step-00000008/state.json
 grep -q '"loss_scale": 65536,' "$st" && grep -q '"loss_scale_clean": 2,' "$st" &&
 	grep -q '"skipped_steps": 1,' "$st" || fail "state.json: $(grep -A2 loss_scale "$st")"
-run --loss-scale-interval 3 --max-steps 20 --resume ck >rest.tsv || fail "resume"
+run --loss-scale-interval 3 --max-steps 20 --resume ck/step-00000008 >rest.tsv || fail "resume"
 [ "$(grep '^step' rest.tsv | head -1 | cut -f 2)" = 9 ] || fail "resumed at $(grep '^step' rest.tsv | head -1)"
 diff <(grep '^step' full.tsv | sed -n '9,$p' | cut -f 1-5,24,25) <(grep '^step' rest.tsv | cut -f 1-5,24,25) ||
 	fail "the resumed run differs from the uninterrupted one"
 expect 2 "--loss-scale-interval 5 differs from the checkpoint's 3" run --loss-scale-interval 5 \
-	--max-steps 20 --resume ck
+	--max-steps 20 --resume ck/step-00000008
 
 # fp16 tracks fp32 over 200 steps (25-step means, every step, test loss).
 track() {
