@@ -119,23 +119,20 @@ static int parse_line(const struct mgpu_opt *tab, const char *const *refuse,
 	return add(c, row, v, line);
 }
 
-int mgpu_conf_read(const struct mgpu_opt *tab, const char *path, const char *const *refuse,
-		   struct mgpu_conf *out)
+int mgpu_conf_parse(const struct mgpu_opt *tab, const char *name, const char *data, size_t len,
+		    const char *const *refuse, struct mgpu_conf *out)
 {
-	unsigned char *data = NULL;
-	size_t len, i, start = 0;
-	int rc, line = 0;
+	size_t i, start = 0;
+	int rc = 0, line = 0;
+	char *text;
 
 	memset(out, 0, sizeof *out);
-	out->path = strdup(path);
+	out->path = strdup(name);
 	if (!out->path)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
-	rc = mgpu_read_file(path, &data, &len);
-	if (rc < 0)
-		goto out;
 	for (i = 0; i <= len && rc == 0; i++) {
 		if (i < len && data[i] == '\0') {
-			rc = mgpu_err(MGPU_EINVAL, "%s:%d: a NUL byte: not a text file", path,
+			rc = mgpu_err(MGPU_EINVAL, "%s:%d: a NUL byte: not a text file", name,
 				      line + 1);
 			break;
 		}
@@ -144,23 +141,34 @@ int mgpu_conf_read(const struct mgpu_opt *tab, const char *path, const char *con
 		line++;
 		if (i == len && start == len)
 			break;
-		{
-			char *text = malloc(i - start + 1);
-			if (!text) {
-				rc = mgpu_err(MGPU_ENOMEM, "out of memory");
-				break;
-			}
-			memcpy(text, data + start, i - start);
-			text[i - start] = '\0';
-			rc = parse_line(tab, refuse, out, text, line);
-			free(text);
+		text = malloc(i - start + 1);
+		if (!text) {
+			rc = mgpu_err(MGPU_ENOMEM, "out of memory");
+			break;
 		}
+		memcpy(text, data + start, i - start);
+		text[i - start] = '\0';
+		rc = parse_line(tab, refuse, out, text, line);
+		free(text);
 		start = i + 1;
 	}
-out:
-	free(data);
 	if (rc < 0)
 		mgpu_conf_free(out);
+	return rc;
+}
+
+int mgpu_conf_read(const struct mgpu_opt *tab, const char *path, const char *const *refuse,
+		   struct mgpu_conf *out)
+{
+	unsigned char *data = NULL;
+	size_t len;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	rc = mgpu_read_file(path, &data, &len);
+	if (rc == 0)
+		rc = mgpu_conf_parse(tab, path, (const char *)data, len, refuse, out);
+	free(data);
 	return rc;
 }
 

@@ -18,7 +18,8 @@
 #ifndef MGPU_CORE_CONF_H
 #define MGPU_CORE_CONF_H
 
-#include <stdio.h> /* FILE */
+#include <stddef.h> /* size_t */
+#include <stdio.h>  /* FILE */
 
 #include "core/opt.h" /* struct mgpu_opt */
 
@@ -40,6 +41,10 @@ struct mgpu_conf {
  * may be NULL). */
 int mgpu_conf_read(const struct mgpu_opt *tab, const char *path, const char *const *refuse,
 		   struct mgpu_conf *out);
+/* The same over len bytes of text at data, name standing for the file
+ * in messages. */
+int mgpu_conf_parse(const struct mgpu_opt *tab, const char *name, const char *data, size_t len,
+		    const char *const *refuse, struct mgpu_conf *out);
 void mgpu_conf_free(struct mgpu_conf *c);
 
 /* The settings of target (as mgpu_opt_settings_argv picks them) as
