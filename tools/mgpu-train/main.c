@@ -439,10 +439,9 @@ static int finish(const struct train_opts *o, struct output *res, struct view *v
 	if (rc == MGPU_ECLOSED)
 		exit(o->cfg.env.launcher == MGPU_LAUNCH_SELF ? MGPU_EXIT_PIPE : 1);
 	if (rc == MGPU_EINTR) {
-		if (!o->com.quiet && o->cfg.env.rank == 0) {
+		if (!o->com.quiet && o->cfg.env.rank == 0)
 			note("%s%s", mgpu_errmsg(), o->cfg.save_dir[0] ? ", checkpoint written" : "");
-			view_interrupted(v);
-		}
+		view_interrupted(v); /* where the summary would go, if anywhere */
 		return 130;
 	}
 	/* Tell our own launcher this rank only followed another's failure. */
