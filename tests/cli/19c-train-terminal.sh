@@ -52,6 +52,16 @@ tr '\r' '\n' <rawn | grep -a 'step [0-9]*/100' | sed 's/^\x1b\[K//' >narrow
 grep -Eq '^step [0-9]+/100  loss [0-9.]+  [0-9.]+[kMG]? samples/s  ETA [0-9:?]+s?$' narrow ||
 	fail "60 columns: $(cat -v narrow)"
 awk 'length($0) > 59 { exit 1 }' narrow || fail "60 columns: a line too long: $(cat -v narrow)"
+# --max-steps ended it: the command drops it; a save dir the shell must
+# quote comes back quoted
+on_tty rawq "$M $args --max-steps 3 --save-dir \"it's here\"" || fail "--max-steps 3: exit $tty_rc"
+cmd=$(screen rawq | sed -n 's/^train on: *//p')
+[ "$cmd" = "$M $args --save-dir 'it'\\''s here' --resume 'it'\\''s here'" ] ||
+	fail "--max-steps 3: train-on command: '$cmd'"
+eval "$cmd --format tsv" >q.tsv 2>err.txt || fail "the quoted command failed: $(cat err.txt)"
+grep -q "resuming from it's here" err.txt || fail "the quoted command: $(cat err.txt)"
+tail -n 1 q.tsv | grep -q "^summary	100	" || fail "the quoted command: $(tail -n 1 q.tsv)"
+
 # at its last step (options abbreviated, as getopt takes them): nothing to
 # train, the checkpoint it resumed, and the command for as many epochs again
 on_tty rawe "$M $base --save-dir ck --res ck --epoch=4" || fail "a finished run: exit $tty_rc"
