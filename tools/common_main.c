@@ -153,12 +153,22 @@ void print_version(int verbose)
 		printf("mpi: %s\n", mgpu_mpi_version());
 }
 
+void exit_pipe_closed(void)
+{
+	/* A rank tells the launcher that started it, which then ends so. */
+	if (getenv("MGPU_LAUNCHED"))
+		exit(MGPU_EXIT_PIPE);
+	fflush(stderr);
+	signal(SIGPIPE, SIG_DFL); /* ignored since main() began */
+	raise(SIGPIPE);
+	_exit(128 + SIGPIPE); /* not reached */
+}
+
 void finish_stdout(void)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		/* A rank tells the launcher that started it, which then exits 1. */
 		if (errno == EPIPE)
-			exit(getenv("MGPU_LAUNCHED") ? MGPU_EXIT_PIPE : 1);
+			exit_pipe_closed();
 		die("cannot write to standard output");
 	}
 }

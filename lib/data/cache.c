@@ -82,6 +82,8 @@ static int decode_hdr(const unsigned char *b, const char *path, struct mgpu_cach
 	h->data_nbytes = rd64(b + 208);
 	h->stored_nbytes = rd64(b + 216);
 	h->index_xxh64 = rd64(b + 224);
+	h->nnames = rd32(b + 232);
+	memcpy(h->names, b + MGPU_CACHE_NAMES_OFF, MGPU_CACHE_NAMES_NBYTES);
 	if (h->version != MGPU_CACHE_VERSION || rd32(b + 12) != MGPU_CACHE_HEADER_NBYTES)
 		return mgpu_err(MGPU_EFORMAT, "'%s': cache format version %u is not supported "
 				"(this is version %d)", path, h->version, MGPU_CACHE_VERSION);
@@ -126,6 +128,28 @@ static int check_hdr(const struct mgpu_cache_hdr *h, const char *path, size_t fs
 	if (h->norm_off && h->norm_off != end)
 		return bad(path, "normalisation table offset");
 	return 0;
+}
+
+/* The header's class names, one pointer each, checked as a name list. */
+static int split_names(struct mgpu_cache *c)
+{
+	char *p = c->h.names, *end = c->h.names + MGPU_CACHE_NAMES_NBYTES;
+	uint32_t k;
+
+	if (c->h.nnames == 0)
+		return 0;
+	if (c->h.nnames > MGPU_SAMPLES_MAX_CLASSES)
+		return bad(c->path, "class names");
+	for (k = 0; k < c->h.nnames; k++) {
+		char *nul = memchr(p, '\0', (size_t)(end - p));
+		if (!nul)
+			return bad(c->path, "class names");
+		c->names[k] = p;
+		p = nul + 1;
+	}
+	if (c->h.nnames < c->h.classes)
+		return bad(c->path, "fewer class names than classes");
+	return mgpu_class_names_check(c->names, (int)c->h.nnames, c->path);
 }
 
 static int load_index(struct mgpu_cache *c)
@@ -218,6 +242,7 @@ int mgpu_cache_open(struct mgpu_cache *c, const char *path)
 	MGPU_TRY(map_file(c));
 	MGPU_CHECK(decode_hdr(c->map, c->path, &c->h));
 	MGPU_CHECK(check_hdr(&c->h, c->path, c->map_nbytes));
+	MGPU_CHECK(split_names(c));
 	c->row_nbytes = (size_t)c->h.d * mgpu_dtype_nbytes((int)c->h.dtype);
 	MGPU_CHECK(load_index(c));
 	c->slot = calloc(c->h.total_chunks + 1, sizeof *c->slot);

@@ -40,6 +40,10 @@
 #define MGPU_CACHE_FILE "mgpu.cache"   /* the file inside a cache directory */
 #define MGPU_CACHE_LOCK ".lock"
 #define MGPU_CACHE_BUDGET ((size_t)2 << 30)
+/* Class names in the header: a u32 count at 232, then the names from 240,
+ * each NUL-terminated, up to the checksum at 4088. */
+#define MGPU_CACHE_NAMES_OFF 240
+#define MGPU_CACHE_NAMES_NBYTES (4088 - MGPU_CACHE_NAMES_OFF)
 
 enum { MGPU_CACHE_RAW = 1, MGPU_CACHE_NORMALISED = 2 };
 
@@ -53,6 +57,8 @@ struct mgpu_cache_hdr {
 	double mean, sd;          /* of the train split's stored values, all features */
 	uint8_t key[32];          /* what it was built from (mgpu-cache's key) */
 	uint64_t data_nbytes, stored_nbytes, index_xxh64;
+	uint32_t nnames;          /* class names (labels that were words); 0: none */
+	char names[MGPU_CACHE_NAMES_NBYTES]; /* nnames NUL-terminated names */
 };
 
 struct mgpu_cache_chunk {
@@ -70,6 +76,7 @@ struct mgpu_cache {
 	size_t map_nbytes;
 	struct mgpu_cache_chunk *ix;  /* total_chunks entries */
 	const float *mean, *std;      /* per-feature normalisation, or NULL */
+	char *names[MGPU_SAMPLES_MAX_CLASSES]; /* h.nnames names, into h.names */
 	/* the chunk cache */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

@@ -223,6 +223,46 @@ static size_t nrows(const struct build *b, int s)
 	return b->split[s] ? b->split[s]->n : 0;
 }
 
+/* names into the header (mgpu_cache_write checked that they fit). */
+static void put_names(struct mgpu_cache_hdr *h, char *const *names, int n)
+{
+	size_t o = 0, len;
+	int k;
+
+	for (k = 0; k < n; k++) {
+		len = strlen(names[k]) + 1;
+		memcpy(h->names + o, names[k], len);
+		o += len;
+	}
+	h->nnames = (uint32_t)n;
+}
+
+/* Do the class names of the splits fit the header, and agree? */
+static int names_fit(struct mgpu_samples *const split[MGPU_NSPLITS], const char *file)
+{
+	const struct mgpu_samples *w = NULL;
+	size_t total = 0;
+	int s, k;
+
+	for (s = 0; s < MGPU_NSPLITS; s++) {
+		if (!split[s] || !split[s]->names)
+			continue;
+		if (w && !mgpu_class_names_equal(w->names, w->nnames, split[s]->names,
+						 split[s]->nnames))
+			return mgpu_err(MGPU_EINVAL, "'%s': the splits' class names differ", file);
+		w = split[s];
+	}
+	if (!w)
+		return 0;
+	MGPU_TRY(mgpu_class_names_check(w->names, w->nnames, file));
+	for (k = 0; k < w->nnames; k++)
+		total += strlen(w->names[k]) + 1;
+	if (total > MGPU_CACHE_NAMES_NBYTES)
+		return mgpu_err(MGPU_EINVAL, "'%s': the class names take %zu bytes, more than the "
+				"header's %d", file, total, MGPU_CACHE_NAMES_NBYTES);
+	return 0;
+}
+
 static void plan(struct build *b, struct layout *L, const struct mgpu_samples *t)
 {
 	struct mgpu_cache_hdr *h = &L->h;
@@ -249,6 +289,9 @@ static void plan(struct build *b, struct layout *L, const struct mgpu_samples *t
 	}
 	h->total_chunks = chunks;
 	memcpy(h->key, b->o->key, 32);
+	for (s = 0; s < MGPU_NSPLITS && !h->nnames; s++)
+		if (b->split[s] && b->split[s]->names)
+			put_names(h, b->split[s]->names, b->split[s]->nnames);
 	L->index_nbytes = chunks * MGPU_CACHE_INDEX_ENTRY + (b->mean ? 8 * b->d : 0);
 }
 
@@ -370,6 +413,8 @@ static void encode_hdr(const struct mgpu_cache_hdr *h, unsigned char *b)
 	wr64(b + 208, h->data_nbytes);
 	wr64(b + 216, h->stored_nbytes);
 	wr64(b + 224, h->index_xxh64);
+	wr32(b + 232, h->nnames);
+	memcpy(b + MGPU_CACHE_NAMES_OFF, h->names, MGPU_CACHE_NAMES_NBYTES);
 	wr64(b + 4088, mgpu_xxh64(b, 4088, 0));
 }
 
@@ -416,6 +461,7 @@ int mgpu_cache_write(const char *file, struct mgpu_samples *const split[MGPU_NSP
 	memset(&L, 0, sizeof L);
 	pthread_mutex_init(&b.mu, NULL);
 	MGPU_CHECK(check_splits(&b));
+	MGPU_CHECK(names_fit(split, file));
 	if (o->normalise)
 		MGPU_CHECK(mgpu_norm_features(split[MGPU_SPLIT_TRAIN], &mean, &std));
 	b.mean = mean, b.std = std;

@@ -158,6 +158,20 @@ wait_for_step() {
 	fail "no step record in $1"
 }
 
+# closed_pipe CMD...: run CMD with standard output a pipe whose reader has
+# already gone (so its first write fails, whatever its timing), stderr into
+# err.txt; prints its status as a shell reports it (141: killed by SIGPIPE).
+closed_pipe() {
+	python3 - "$@" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+with open("err.txt", "w") as err:
+    rc = subprocess.run(sys.argv[1:], stdout=w, stderr=err).returncode
+print(128 - rc if rc < 0 else rc)
+PY
+}
+
 # need_script: skip (exit 77) without script(1) (util-linux, bsdutils on
 # Debian), which runs a command on a pseudo-terminal.
 need_script() {

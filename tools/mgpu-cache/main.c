@@ -215,7 +215,10 @@ static void read_shard(struct inputs *in, const char *path, int split,
 static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
 {
 	size_t i;
+	int k, s;
 
+	for (k = 0; k < m->nnames && !read; k++) /* names are part of what the cache holds */
+		key_str(in, "class", m->names[k], (unsigned long long)k, 0);
 	for (i = 0; i < m->n; i++) {
 		const struct mgpu_manifest_entry *e = &m->e[i];
 		if (!read) {
@@ -225,6 +228,14 @@ static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
 		} else {
 			read_shard(in, e->path, e->split, e);
 		}
+	}
+	for (s = 0; s < MGPU_NSPLITS && read && m->names; s++) {
+		struct mgpu_samples *t = &in->set[s];
+		if (t->names && !mgpu_class_names_equal(t->names, t->nnames, m->names, m->nnames))
+			die("the manifests' class names differ");
+		if (!t->names && mgpu_class_names_copy(&t->names, &t->nnames, m->names,
+						       m->nnames) < 0)
+			fail();
 	}
 }
 

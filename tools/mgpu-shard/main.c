@@ -211,6 +211,8 @@ struct plan {
 	const struct mgpu_samples *set[MGPU_NSPLITS];
 	const uint32_t *idx[MGPU_NSPLITS];
 	size_t n[MGPU_NSPLITS];
+	char *const *names;   /* class names (labels that were words), or NULL */
+	int nnames;
 };
 
 /* Where the manifest goes and what its paths are relative to. */
@@ -315,7 +317,7 @@ static void print_rows(struct out *w)
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno == EPIPE) { /* the reader went away: quietly undo */
 			undo();
-			exit(1);
+			exit_pipe_closed();
 		}
 		mgpu_err_errno(MGPU_EIO, "cannot write to standard output");
 		fail();
@@ -334,7 +336,8 @@ static int write_all(const struct opts *o, const struct plan *p)
 	mgpu_progress_restart(&prog.bar); /* the rate is the writing's */
 	place(o, &w);
 	open_rows(o, &w);
-	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0)
+	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0 ||
+	    mgpu_manifest_write_classes(&mw, p->names, p->nnames) < 0)
 		fail();
 	for (s = 0; s < MGPU_NSPLITS; s++)
 		write_split(o, p, s, &w, &mw);
@@ -375,6 +378,8 @@ int cmd_main(int argc, char **argv)
 			    o.stratify) < 0)
 		die_lib();
 	memset(&p, 0, sizeof p);
+	p.names = pool.names;
+	p.nnames = pool.nnames;
 	for (i = 0; i < MGPU_NSPLITS; i++) {
 		p.set[i] = &pool;
 		p.idx[i] = sp.idx[i];

@@ -137,7 +137,10 @@ static const char *const cols[] = {
 	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
 	"world_size", "mode", "sync_backend", "peak_bytes", "rss_bytes", "path",
 	"bpb", "val_bpb", "test_bpb",
+	/* --per-class only: the class records' own columns */
+	"class", "name", "samples",
 };
+#define NCOLS_PLAIN ((int)(sizeof cols / sizeof cols[0]) - 3)
 
 struct out {
 	const struct mgpu_train_cfg *cfg;
@@ -148,7 +151,8 @@ struct out {
 	struct view v;    /* what a person at a terminal sees */
 };
 
-static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint" };
+static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
+					  "class" };
 
 /* A gpt's loss is nats per byte of text: also give it in bits per byte,
  * the unit text models are compared in. An mlp's classes are no bytes. */
@@ -165,6 +169,14 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 	mgpu_table_str(t, "kind", kind_names[r->kind]);
 	mgpu_table_int(t, "step", r->step);
 	mgpu_table_int(t, "epoch", r->epoch);
+	if (r->kind == MGPU_REC_CLASS) {
+		mgpu_table_int(t, "class", r->class_id);
+		mgpu_table_str(t, "name", r->class_name);
+		mgpu_table_int(t, "samples", r->samples);
+		mgpu_table_num(t, "val_acc", r->val_acc, 6);
+		mgpu_table_num(t, "test_acc", r->test_acc, 6);
+		return mgpu_table_emit(t);
+	}
 	if (r->kind == MGPU_REC_CKPT) {
 		mgpu_table_str(t, "path", r->path);
 		return mgpu_table_emit(t);
@@ -205,7 +217,7 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 
 	if (out->quiet)
 		return;
-	mgpu_spec_format(&c->spec, spec, sizeof spec);
+	mgpu_spec_format(r->spec ? r->spec : &c->spec, spec, sizeof spec);
 	if (c->env.nnodes > 1)
 		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
 	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
@@ -419,7 +431,7 @@ static int launch(struct train_opts *o, char **argv)
 			     mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res)) < 0)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
-		exit(1);
+		exit_pipe_closed();
 	if (res.elsewhere) /* the real cause last: the node and rank that failed */
 		die("node %d's ranks stopped after a failure elsewhere: %s", o->node_rank,
 		    res.why);
@@ -436,8 +448,11 @@ static int finish(const struct train_opts *o, struct output *res, struct view *v
 		output_abort(res);
 	else
 		output_commit(res);
-	if (rc == MGPU_ECLOSED)
-		exit(o->cfg.env.launcher == MGPU_LAUNCH_SELF ? MGPU_EXIT_PIPE : 1);
+	if (rc == MGPU_ECLOSED) {
+		if (o->cfg.env.launcher == MGPU_LAUNCH_SELF)
+			exit(MGPU_EXIT_PIPE);
+		exit_pipe_closed();
+	}
 	if (rc == MGPU_EINTR) {
 		if (!o->com.quiet && o->cfg.env.rank == 0)
 			note("%s%s", mgpu_errmsg(), o->cfg.save_dir[0] ? ", checkpoint written" : "");
@@ -489,6 +504,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	struct output res;
 	struct out out;
 	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model };
+	static char ident[MGPU_IDENT_LEN];
 	int rc;
 
 	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
@@ -498,6 +514,8 @@ static int train(struct train_opts *o, int argc, char **argv)
 	o->cfg.argv = (const char *const *)saved.argv;
 	o->cfg.argc = saved.argc;
 	o->cfg.stop = &mgpu_interrupted;
+	train_opts_ident(o, ident, sizeof ident);
+	o->cfg.ident = ident;
 	memset(&out, 0, sizeof out);
 	memset(&res, 0, sizeof res);
 	res.fp = stdout;
@@ -510,7 +528,8 @@ static int train(struct train_opts *o, int argc, char **argv)
 	out.cfg = &o->cfg;
 	out.o = o;
 	out.resume_note = o->resume_note;
-	mgpu_table_init(&out.t, res.fp, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
+	mgpu_table_init(&out.t, res.fp, o->com.format, cols,
+			o->cfg.per_class ? NCOLS_PLAIN + 3 : NCOLS_PLAIN);
 	rc = mgpu_train_run(&o->cfg, &h);
 	mgpu_opt_argv_free(&saved);
 	return finish(o, &res, &out.v, rc);
