@@ -532,6 +532,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 			o->cfg.per_class ? NCOLS_PLAIN + 3 : NCOLS_PLAIN);
 	rc = mgpu_train_run(&o->cfg, &h);
 	mgpu_opt_argv_free(&saved);
+	view_done(&out.v);
 	return finish(o, &res, &out.v, rc);
 }
 
