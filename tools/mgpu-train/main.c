@@ -486,10 +486,9 @@ static int finish(const struct train_opts *o, struct output *res, struct view *v
 		exit_pipe_closed();
 	}
 	if (rc == MGPU_EINTR) {
-		if (!o->com.quiet && o->cfg.env.rank == 0) {
+		if (!o->com.quiet && o->cfg.env.rank == 0)
 			note("%s%s", mgpu_errmsg(), o->cfg.save_dir[0] ? ", checkpoint written" : "");
-			view_interrupted(v);
-		}
+		view_interrupted(v); /* where the summary would go, if anywhere */
 		return 130;
 	}
 	/* Tell our own launcher this rank only followed another's failure. */
@@ -568,6 +567,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	if (train_tb_close(&out.tb) < 0 && rc == 0)
 		rc = MGPU_EIO;
 	mgpu_opt_argv_free(&saved);
+	view_done(&out.v);
 	return finish(o, &res, &out.v, rc);
 }
 
