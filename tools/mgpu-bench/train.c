@@ -653,12 +653,12 @@ static void fill_lm(struct mgpu_bench_trow *r, char *const *args)
 static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **args, int repeats)
 {
 	static struct mgpu_bench_run runs[MAX_REPEAT];
-	static int warned;
+	static int warned, short_said;
 	struct mgpu_spawn_result res;
 	struct sampler smp;
 	char why[200] = "";
 	const char *dtype;
-	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0;
+	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0, asked = r->warmup_steps;
 
 	snprintf(r->blas_core, sizeof r->blas_core, "%s", bench_blas_core());
 	r->blas_threads = bench_blas_threads();
@@ -693,6 +693,11 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 	if (unsampled && !r->error[0] && !warned++ && !o->co.quiet)
 		warn("GPU utilisation not sampled (gpu_util_pct NA): %s", why);
 	mgpu_bench_trow_fold(r, runs, r->error[0] ? 0 : k);
+	/* small data: the warm-up was lowered to fit the run; said once */
+	if (!r->error[0] && k > 0 && r->warmup_steps < asked && !short_said++ && !o->co.quiet)
+		warn("%s: only %lld steps ran, fewer than the %d warm-up steps: the first %d of "
+		     "each run left out instead (raise --max-steps or the data for more)",
+		     r->config, (long long)r->steps, asked, r->warmup_steps);
 	fill_lm(r, args);
 	if (!r->mode[0] && !r->error[0] && k > 0)
 		snprintf(r->mode, sizeof r->mode, "%s", runs[k - 1].mode);
@@ -783,6 +788,42 @@ static void lm_notes(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 				rows[i].peak_how);
 }
 
+/* A row's error without the "mgpu-train: " and "rank N: " a multi-rank
+ * run puts before it, so that rows that failed alike compare equal. */
+static const char *bare_error(const char *e)
+{
+	int n = 0;
+
+	if (strncmp(e, "mgpu-train: ", 12) == 0)
+		e += 12;
+	if (sscanf(e, "rank %*d: %n", &n) == 0 && n > 0)
+		e += n;
+	return e;
+}
+
+/* Each failure's message once, under the table whose cells say "failed",
+ * with the rows it ended. */
+static void failures(FILE *fp, const struct mgpu_bench_trow *rows, int n)
+{
+	int i, j, said;
+
+	for (i = 0; i < n; i++) {
+		if (!rows[i].error[0])
+			continue;
+		for (j = 0; j < i && (!rows[j].error[0] || strcmp(bare_error(rows[j].error),
+								   bare_error(rows[i].error)) != 0); j++)
+			;
+		if (j < i)
+			continue;
+		fputs("\nFailed: ", fp);
+		for (j = i, said = 0; j < n; j++)
+			if (rows[j].error[0] &&
+			    strcmp(bare_error(rows[j].error), bare_error(rows[i].error)) == 0)
+				fprintf(fp, "%s%s", said++ ? ", " : "", rows[j].config);
+		fprintf(fp, ": %s\n", bare_error(rows[i].error));
+	}
+}
+
 static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_tab t;
@@ -791,6 +832,7 @@ static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *
 	if (mgpu_bench_speedup_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
 		common_fail(co);
 	mgpu_tab_free(&t);
+	failures(fp, rows, n);
 	fputs("\nPeak memory per device (MiB):\n\n", fp);
 	if (mgpu_bench_memory_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
 		common_fail(co);
@@ -806,7 +848,9 @@ static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *
 	mgpu_tab_free(&t);
 	lm_notes(fp, rows, n);
 	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
-		"of each left out.\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
+		"of each left out. Time: the wall time of a run's steps, the same steps for "
+		"every row, so a row of more devices trains on more samples in it (not an "
+		"epoch's time).\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
 		"Commands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
 		rows[0].warmup_steps, rows[0].blas_core, rows[0].blas_threads,
 		rows[0].blas_threads == 1 ? "" : "s");
