@@ -868,10 +868,83 @@ static int any_ok(const struct mgpu_bench_trow *rows, int n)
 	return 0;
 }
 
+/* The value of the last "--NAME V" or "--NAME=V" in a row's command, or
+ * dflt: what mgpu-train ran with. */
+static void command_value(const char *command, const char *name, const char *dflt, char *out,
+			  size_t cap)
+{
+	static char buf[MGPU_BENCH_CMD];
+	char *argv[512], eq[64];
+	int argc = 0, i;
+
+	snprintf(out, cap, "%s", dflt);
+	snprintf(buf, sizeof buf, "%s", command);
+	snprintf(eq, sizeof eq, "%s=", name);
+	if (mgpu_bench_split_command(buf, argv, 512, &argc) < 0)
+		return;
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0 && i + 1 < argc)
+			snprintf(out, cap, "%s", argv[i + 1]);
+		else if (strncmp(argv[i], eq, strlen(eq)) == 0)
+			snprintf(out, cap, "%s", argv[i] + strlen(eq));
+}
+
+/* The machine the rows ran on: the CPU model for CPU ranks, GPU 0's name
+ * for GPU rows. */
+static void machine(const struct mgpu_bench_trow *rows, int n, char *out, size_t cap)
+{
+	static struct mgpu_gpu_list gl;
+	char line[512], *v = NULL, *nl;
+	int i, gpu = 0, cpu = 0;
+	FILE *fp;
+
+	for (i = 0; i < n; i++) {
+		gpu |= strcmp(rows[i].kind, "gpu") == 0;
+		cpu |= strcmp(rows[i].kind, "gpu") != 0;
+	}
+	out[0] = '\0';
+	if (cpu && (fp = fopen("/proc/cpuinfo", "r"))) {
+		while (!v && fgets(line, sizeof line, fp))
+			if (strncmp(line, "model name", 10) == 0 && (v = strchr(line, ':')))
+				for (v++; *v == ' ' || *v == '\t'; v++)
+					;
+		fclose(fp);
+		if (v && (nl = strchr(v, '\n')))
+			*nl = '\0';
+		snprintf(out, cap, "%s (%ld CPUs)", v ? v : "CPU", sysconf(_SC_NPROCESSORS_ONLN));
+	}
+	if (gpu && mgpu_gpu_enumerate(&gl) == 0 && gl.nvisible > 0)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? ", " : "",
+			 gl.gpu[0].name);
+	if (!out[0])
+		snprintf(out, cap, "this machine");
+}
+
+/* What the plot shows: model, data, machine and repeats. */
+static void plot_title(const struct mgpu_bench_trow *rows, int n, char *out, size_t cap)
+{
+	char model[128], data[256], where[256];
+	int i, reps = 0;
+
+	for (i = 0; i < n && rows[i].error[0]; i++)
+		;
+	if (i == n)
+		i = 0;
+	command_value(rows[i].command, "--model", "mlp:auto-512-256-auto", model, sizeof model);
+	command_value(rows[i].command, "--data", "/usr/share/datasets/fashion-mnist", data,
+		      sizeof data);
+	machine(rows, n, where, sizeof where);
+	for (i = 0; i < n; i++)
+		reps = rows[i].repeats > reps ? rows[i].repeats : reps;
+	snprintf(out, cap, "%s on %s; %s; median of %d run%s", model, data, where, reps,
+		 reps == 1 ? "" : "s");
+}
+
 static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_afile af;
 	struct mgpu_tab t;
+	char title[800];
 	FILE *fp = common_open(&o->co);
 
 	if (mgpu_bench_trows_tab(rows, n, &t) < 0)
@@ -891,8 +964,10 @@ static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 		error_msg("--plot: no configuration succeeded; '%s' not written", o->plot);
 		return;
 	}
+	if (o->plot)
+		plot_title(rows, n, title, sizeof title);
 	if (o->plot && (mgpu_afile_open(&af, o->plot) < 0 ||
-			mgpu_bench_plot_svg(af.fp, rows, n, "mgpu-bench train") < 0 ||
+			mgpu_bench_plot_svg(af.fp, rows, n, title) < 0 ||
 			mgpu_afile_commit(&af) < 0)) {
 		mgpu_afile_abort(&af);
 		die_lib();
