@@ -19,6 +19,7 @@
 #include <unistd.h>   /* close, read */
 #include <zstd.h>     /* ZSTD_decompressDCtx */
 
+#include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h"   /* mgpu_err */
 #include "data/xxh64.h" /* mgpu_xxh64 */
 
@@ -431,14 +432,21 @@ int mgpu_cache_rows(struct mgpu_cache *c, int split, const uint32_t *idx, size_t
 
 int mgpu_cache_verify(struct mgpu_cache *c, size_t *nchecked)
 {
+	return mgpu_cache_verify_progress(c, nchecked, NULL, NULL);
+}
+
+int mgpu_cache_verify_progress(struct mgpu_cache *c, size_t *nchecked, mgpu_cache_progress_fn fn,
+			       void *ctx)
+{
 	unsigned char *buf = NULL;
 	const unsigned char *p;
 	size_t cap = 0, need;
-	uint64_t k;
+	uint64_t k, nbytes = 0;
 	int rc = 0;
 
 	*nchecked = 0;
 	for (k = 0; k < c->h.total_chunks; k++) {
+		MGPU_CHECK(mgpu_cancel_check());
 		need = (size_t)c->ix[k].rows * (c->row_nbytes + 1);
 		if (need > cap) {
 			free(buf);
@@ -451,6 +459,9 @@ int mgpu_cache_verify(struct mgpu_cache *c, size_t *nchecked)
 		}
 		MGPU_CHECK(decode_chunk(c, k, buf, &p));
 		++*nchecked;
+		nbytes += c->ix[k].stored_nbytes;
+		if (fn)
+			fn(ctx, k + 1, c->h.total_chunks, nbytes);
 	}
 out:
 	free(buf);

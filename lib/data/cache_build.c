@@ -309,6 +309,21 @@ static int align(struct mgpu_afile *af, struct layout *L, size_t to)
 	return put(af, L, zero, (size_t)((to - L->pos % to) % to));
 }
 
+/* Tell o->progress the rows of the splits before s and s's first r. */
+static void wave_done(const struct build *b, const struct layout *L,
+		      const struct mgpu_cache_stats *st, int s, uint64_t r)
+{
+	uint64_t rows = r, total = 0, nbytes = 0;
+	int k;
+
+	for (k = 0; k < MGPU_NSPLITS; k++) {
+		total += L->h.n[k];
+		rows += k < s ? L->h.n[k] : 0;
+		nbytes += st->data_nbytes[k];
+	}
+	b->o->progress(b->o->progress_ctx, rows < total ? rows : total, total, nbytes);
+}
+
 /* Produce and write every chunk, wave by wave; fill the index. */
 static int write_chunks(struct build *b, struct layout *L, struct mgpu_afile *af,
 			struct mgpu_cache_stats *st)
@@ -353,6 +368,8 @@ static int write_chunks(struct build *b, struct layout *L, struct mgpu_afile *af
 				free(b->jobs[k].out);
 			if (rc < 0)
 				goto out;
+			if (b->o->progress)
+				wave_done(b, L, st, s, r);
 		}
 		st->n[s] = L->h.n[s];
 	}

@@ -415,6 +415,17 @@ static int save_due(const struct train_rank *r, int epoch_ended)
 	return c->save_every > 0 ? r->step % c->save_every == 0 : epoch_ended;
 }
 
+static void step_info(const struct train_rank *r, double lr)
+{
+	struct mgpu_step_info s = {
+		.step = r->step, .total = r->total_steps, .epoch = r->epoch + 1,
+		.loss = r->sync.step_loss / (double)r->plan->global, .lr = lr,
+		.samples = r->plan->global,
+	};
+
+	r->h->on_progress(r->h->ctx, &s);
+}
+
 static int start_record(struct train_rank *r)
 {
 	struct mgpu_record rec = { .kind = MGPU_REC_START };
@@ -443,7 +454,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 		lr = mgpu_sched_lr(&r->sched, r->step);
 		MGPU_TRY(train_step(r, lr, &stop));
 		if (r->rank == 0 && r->h->on_progress)
-			r->h->on_progress(r->h->ctx, r->step, r->total_steps);
+			step_info(r, lr);
 		if (r->win_steps >= c->log_every)
 			MGPU_TRY(flush_window(r, lr));
 		ended = r->pos == r->steps_per_epoch;

@@ -66,6 +66,10 @@ struct mgpu_train_cfg {
 	int keep;                     /* checkpoints kept in save_dir */
 	char resume[MGPU_PATH_MAX];   /* "" : fresh start */
 	int log_every;                /* steps per step record */
+	/* Lines "KEY VALUE": the settings every rank of a job must share,
+	 * compared at the rendezvous (comm/rdzv.h) with the data's identity
+	 * added; NULL: the settings are not compared, the data still is. */
+	const char *ident;
 	const char *const *argv;      /* the resolved options, saved verbatim */
 	int argc;
 	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */
@@ -115,10 +119,19 @@ struct mgpu_record {
 	int mode, sync;
 };
 
+/* After every optimizer step, for a live status on a terminal. */
+struct mgpu_step_info {
+	int64_t step, total;   /* optimizer steps done, and of the whole run */
+	int epoch;             /* 1-based epoch the step belongs to */
+	double loss;           /* this step's mean loss over the global batch */
+	double lr;             /* the rate the step ran with */
+	int64_t samples;       /* samples per step: the global batch */
+};
+
 struct mgpu_train_hooks {
 	int (*on_record)(void *ctx, const struct mgpu_record *r);
-	/* Progress: step done out of total (for a bar on a terminal). */
-	void (*on_progress)(void *ctx, int64_t step, int64_t total);
+	/* Rank 0, after each step (NULL: none). */
+	void (*on_progress)(void *ctx, const struct mgpu_step_info *s);
 	void *ctx;
 	/* Rank 0 only, after the summary record: the trained model, for what
 	 * the caller does with it (mgpu-train samples text from a gpt). Other

@@ -5,6 +5,7 @@
 #include "nn/train_int.h"
 
 #include <math.h>   /* sqrt */
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp */
 
@@ -45,11 +46,19 @@ static int open_sync(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
 	size_t np = mgpu_model_count(&c->spec);
+	struct mgpu_rank_env env = c->env;
+	char ident[MGPU_IDENT_LEN];
 
 	if (r->dp_shm) {
 		MGPU_TRY(mgpu_sync_open_dp(&r->sync, r->dp_shm, r->rank));
 	} else {
-		MGPU_TRY(mgpu_sync_open(&r->sync, &c->env, c->sync, np,
+		/* ranks that would train different runs fail at the rendezvous,
+		 * not with different weights or in a deadlock later */
+		snprintf(ident, sizeof ident, "%s", c->ident ? c->ident : "");
+		if (r->world > 1)
+			MGPU_TRY(mgpu_train_data_ident(r->d, ident, sizeof ident));
+		env.ident = ident;
+		MGPU_TRY(mgpu_sync_open(&r->sync, &env, c->sync, np,
 					mgpu_optim_nstate_for(&c->optim), &r->dev,
 					c->timeout_ms));
 	}

@@ -348,6 +348,7 @@ static void merge_resume(struct train_opts *o, int argc, char **argv)
 	resume_span(o, &ck, &st);
 	parse_into(&ck, argc, argv, &ck.given);
 	mgpu_ckpt_free_argv(cargv, cargc);
+	ck.resume_step = st.step;
 	*o = ck;
 }
 
@@ -373,6 +374,39 @@ void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out)
 {
 	if (mgpu_opt_saved_argv(options, o, out) < 0)
 		die_lib();
+}
+
+/* Rows of the run's identity besides the saved ones (but --data, a path
+ * each node may name its own way: the trainer adds the data's identity). */
+static int in_ident(const struct mgpu_opt *r)
+{
+	if (!r->name || r->type == MGPU_OPT_GROUP || strcmp(r->name, "data") == 0)
+		return 0;
+	return (r->flags & (MGPU_OPT_SAVED | MGPU_OPT_FIXED)) ||
+	       strcmp(r->name, "max-steps") == 0 || strcmp(r->name, "save-every") == 0;
+}
+
+void train_opts_ident(const struct train_opts *o, char *buf, size_t len)
+{
+	const struct mgpu_opt *r;
+	const struct mgpu_train_cfg *c = &o->cfg;
+	char v[600];
+	size_t n = 0;
+
+	for (r = options; r->type != MGPU_OPT_END && n < len; r++) {
+		if (!in_ident(r))
+			continue;
+		mgpu_opt_render(r, o, 1, v, sizeof v);
+		n += (size_t)snprintf(buf + n, len - n, "--%s %s\n", r->name, v);
+	}
+	if (n < len)
+		n += (size_t)snprintf(buf + n, len - n, "--global-batch-size %lld\n"
+				      "--mode %s\n--sync-backend %s\n--resume %s%lld\n",
+				      (long long)c->plan.global, c->mode ? "dp" : "ddp",
+				      sync_words[c->sync < 4 ? c->sync : 0],
+				      c->resume[0] ? "step " : "", (long long)o->resume_step);
+	if (n >= len && len)
+		buf[len - 1] = '\0';
 }
 
 /* A value as a shell word: quoted when it holds anything but plain

@@ -32,6 +32,7 @@ struct train_opts {
 	double temperature;             /* --temperature; 0: greedy */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */
+	int64_t resume_step;            /* --resume: the checkpoint's step */
 };
 
 /* Defaults, then the command line; with --resume, the checkpoint's saved
@@ -43,6 +44,10 @@ int train_opts_given(const struct train_opts *o, const char *name);
 /* The settings a checkpoint records, as an argv (free with
  * mgpu_opt_argv_free). */
 void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out);
+/* The run's identity every rank of a job must share (comm/rdzv.h): the
+ * settings a checkpoint saves but --data, the resolved batch split and
+ * sync, and the checkpoint's step, one "--name value" line each. */
+void train_opts_ident(const struct train_opts *o, char *buf, size_t len);
 /* -v: every setting as resolved, on stderr in one line. */
 void train_opts_show(const struct train_opts *o);
 
