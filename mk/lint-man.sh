@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.." || exit 2
 status=0
 mandoc -T lint -W warning "$@" || status=1
 for page in "$@"; do
-	mandoc -T ascii "$page" | col -b | awk -v page="$page" '
+	# the overstrikes of bold and underline out (col -b, without needing
+	# bsdextrautils for it)
+	mandoc -T ascii "$page" | sed 's/.\x08//g' | awk -v page="$page" '
 		{
 			n = split($0, w, /[ \t]+/)
 			for (i = 1; i < n; i++)
