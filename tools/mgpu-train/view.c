@@ -165,6 +165,21 @@ static void eval_line(struct view *v, const struct mgpu_record *r)
 	v->ep_steps = v->ep_samples = 0;
 }
 
+/* --per-class on a terminal: an aligned line per class after the summary. */
+static void class_line(struct view *v, const struct mgpu_record *r)
+{
+	int test = isfinite(r->test_acc);
+	char acc[32];
+
+	if (!v->class_header_done)
+		printf("\n%5s  %-24s %8s %9s\n", "class", "name", "samples",
+		       test ? "test_acc" : "val_acc");
+	v->class_header_done = 1;
+	num(acc, sizeof acc, test ? r->test_acc : r->val_acc, 1);
+	printf("%5d  %-24s %8lld %9s\n", r->class_id, r->class_name, (long long)r->samples, acc);
+	fflush(stdout);
+}
+
 /* ---- the summary ---- */
 
 /* One line of the summary; on stderr as the tool's message. */
@@ -425,6 +440,8 @@ int view_record(struct view *v, const struct mgpu_record *r)
 		mgpu_progress_clear(&v->bar);
 	if (v->table && r->kind == MGPU_REC_EVAL)
 		eval_line(v, r);
+	if (v->table && r->kind == MGPU_REC_CLASS)
+		class_line(v, r);
 	if (v->table)
 		view_after(v, r);
 	return v->table;

@@ -47,6 +47,7 @@ struct view {
 	double ep_loss, ep_secs;
 	int64_t ep_steps, ep_samples, last_step;
 	int header_done;
+	int class_header_done; /* --per-class lines: their header is out */
 	char ckpt[MGPU_PATH_MAX]; /* the last checkpoint written, or "" */
 	struct view_class *classes; /* --per-class, table only */
 	int nclasses, cap_classes;
