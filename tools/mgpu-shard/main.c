@@ -59,7 +59,10 @@ static const struct mgpu_opt options[] = {
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
 		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
-		     "(the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+		     "(the model's ctx, at most 65536)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "text-limit", 0, O, in.text_max, 1, 1e15, "BYTES",
+		     "read at most this much text per SOURCE (a pipe that never ends is "
+		     "an error, not a machine out of memory)", 0),
 	MGPU_OPT_HEAD("split"),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
@@ -90,7 +93,8 @@ static const char synopsis[] =
 	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
 	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
 
-static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
+static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1,
+				      .in.text_max = 1ull << 30 };
 
 /* What this run wrote, to undo on failure. */
 struct written {
@@ -113,6 +117,8 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 	if (!o->text) {
 		if (o->in.text_context)
 			usage_error("--context needs --text");
+		if (mgpu_opt_was_given(options, g, "text-limit"))
+			usage_error("--text-limit needs --text");
 		return;
 	}
 	if (!o->in.text_context)
