@@ -182,19 +182,23 @@ static int set_descs(struct conv_state *st, const struct mgpu_conv *g)
 	return 0;
 }
 
-/* The first deterministic, working algorithm of a heuristics list. */
+/* The first deterministic, working algorithm of a heuristics list (best
+ * first), one listed for plain fp32 FMA math before any other (the
+ * descriptor's FMA math keeps TF32 off either way). */
 template <typename Perf>
 static int pick(const Perf *perf, int got, int *algo, size_t *ws)
 {
-	int i;
+	int i, pass;
 
-	for (i = 0; i < got; i++)
-		if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-		    perf[i].determinism == CUDNN_DETERMINISTIC) {
-			*algo = (int)perf[i].algo;
-			*ws = perf[i].memory;
-			return 0;
-		}
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < got; i++)
+			if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+			    perf[i].determinism == CUDNN_DETERMINISTIC &&
+			    (pass == 1 || perf[i].mathType == CUDNN_FMA_MATH)) {
+				*algo = (int)perf[i].algo;
+				*ws = perf[i].memory;
+				return 0;
+			}
 	return mgpu_err(MGPU_EUNSUP, "cuDNN offers no deterministic algorithm (%d tried)", got);
 }
 
@@ -788,6 +792,55 @@ extern "C" int mgpu_cuda_gn_bwd(struct mgpu_dev *dev, int N, int C, int HW, int 
 	}
 	k_gn_bwd_cols<<<(unsigned)C, THREADS, 0, stream_of(dev)>>>(dgamma, dbeta, dy, x, mean,
 								   rstd, N, C, HW, G, acc);
+	LAUNCHED();
+	return 0;
+}
+
+/* ---- per-channel bias --------------------------------------------------- */
+
+static __global__ void k_chan_bias(float *y, const float *bias, int C, int HW, size_t n)
+{
+	GRID_STRIDE(i, n)
+		y[i] += bias[i / HW % C];
+}
+
+extern "C" int mgpu_cuda_chan_bias(struct mgpu_dev *dev, int N, int C, int HW, float *y,
+				   const float *bias)
+{
+	size_t n = (size_t)N * C * HW;
+
+	MGPU_TRY(ops_check_chan("chan_bias", N, C, HW));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_chan_bias<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(y, bias, C, HW, n);
+	LAUNCHED();
+	return 0;
+}
+
+/* One block per channel, as BatchNorm's sums. */
+static __global__ void k_chan_sum(float *db, const float *dy, int N, int C, int HW, float acc)
+{
+	__shared__ double sh[THREADS];
+	int c = blockIdx.x;
+	double s = 0.0;
+	size_t j, m = (size_t)N * HW;
+
+	for (j = threadIdx.x; j < m; j += THREADS)
+		s += dy[((j / HW) * C + c) * HW + j % HW];
+	s = block_sum(s, sh);
+	if (threadIdx.x == 0)
+		mgpu_acc_store(&db[c], acc, (float)s);
+}
+
+extern "C" int mgpu_cuda_chan_sum(struct mgpu_dev *dev, int N, int C, int HW, float *db,
+				  const float *dy, float acc)
+{
+	MGPU_TRY(ops_check_chan("chan_sum", N, C, HW));
+	if (C == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_chan_sum<<<(unsigned)C, THREADS, 0, stream_of(dev)>>>(db, dy, N, C, HW, acc);
 	LAUNCHED();
 	return 0;
 }

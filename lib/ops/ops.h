@@ -360,6 +360,13 @@ struct mgpu_ops {
 	int (*gn_bwd)(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
 		      float *dgamma, float *dbeta, const float *dy, const float *x,
 		      const float *mean, const float *rstd, const float *gamma, float acc);
+	/* Per-channel bias of an (N,C,HW) tensor: y[n,c,.] += bias[c]; its
+	 * backward chan_sum: db[c] = acc db[c] + the sum of dy[n,c,.] over n
+	 * and HW (acc 0 overwrites). The bias of a layer without one built in:
+	 * a transposed convolution's (conv_bwd_data computes none). */
+	int (*chan_bias)(struct mgpu_dev *dev, int N, int C, int HW, float *y, const float *bias);
+	int (*chan_sum)(struct mgpu_dev *dev, int N, int C, int HW, float *db, const float *dy,
+			float acc);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */
