@@ -6,7 +6,8 @@
  * in the device's scratch (struct mgpu_cpu_scratch.dnnl), so a training
  * step reuses them; each holds memory objects without buffers whose data
  * handles are pointed at the caller's plain tensors (nchw, (g)oihw, x)
- * per call. Convolutions run in the layouts oneDNN prefers (blocked for
+ * per call, or at the device's shared buffers for what lives only during
+ * a call (blocked copies, scratchpads; struct state). Convolutions run in the layouts oneDNN prefers (blocked for
  * the vector width), through reorders made once and kept with the
  * primitive, and with oneDNN's direct algorithm (no Winograd: its rounding
  * differs from the formula's); pooling runs on the plain layouts, forward for training plus its backward on the workspace the
@@ -50,15 +51,24 @@ struct entry {
 	dnnl_memory_t user[MAXARG];      /* the caller's plain tensor, where mem differs */
 	dnnl_primitive_t reorder[MAXARG]; /* user -> mem (inputs) or mem -> user (outputs) */
 	int out[MAXARG];                 /* argument i is an output */
+	size_t need[MAXARG];             /* bytes of mem[i]'s own layout, 0: the caller's */
+	dnnl_memory_t pad[2];            /* scratchpads of prim, prim_bwd (or NULL) */
 	int arg[MAXARG], nfwd, nbwd;     /* arguments: [0, nfwd) forward, then backward */
 	void *ws;                        /* pooling's workspace, its forward output */
 	float *tmp_w, *tmp_b;            /* conv_bwd_weight's sums when acc != 0 */
 	float *tmp_y;
 };
 
+/* The blocked copies and scratchpads live only during a call, so every
+ * primitive shares the device's few buffers (buf[i] for the i-th
+ * argument of a call, buf[MAXARG] the scratchpad), grown on demand: a
+ * net's memory grows by its largest layer's, not by every layer's. */
 struct state {
 	dnnl_engine_t eng;
 	dnnl_stream_t strm;
+	dnnl_primitive_attr_t attr; /* scratchpad supplied by us */
+	void *buf[MAXARG + 1];
+	size_t cap[MAXARG + 1];
 	struct entry e[CACHE];
 	int next; /* the entry replaced when the cache is full */
 };
@@ -94,6 +104,9 @@ static void entry_free(struct entry *e)
 		if (e->reorder[i])
 			dnnl_primitive_destroy(e->reorder[i]);
 	}
+	for (i = 0; i < 2; i++)
+		if (e->pad[i])
+			dnnl_memory_destroy(e->pad[i]);
 	free(e->ws);
 	free(e->tmp_w);
 	free(e->tmp_b);
@@ -110,6 +123,10 @@ void mgpu_cpu_dnnl_release(void *state)
 		return;
 	for (i = 0; i < CACHE; i++)
 		entry_free(&s->e[i]);
+	for (i = 0; i <= MAXARG; i++)
+		free(s->buf[i]);
+	if (s->attr)
+		dnnl_primitive_attr_destroy(s->attr);
 	if (s->strm)
 		dnnl_stream_destroy(s->strm);
 	if (s->eng)
@@ -130,6 +147,8 @@ static int state_of(struct mgpu_dev *dev, struct state **out)
 		sc->dnnl = s;
 		DNNL(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
 		DNNL(dnnl_stream_create(&s->strm, s->eng, dnnl_stream_default_flags));
+		DNNL(dnnl_primitive_attr_create(&s->attr));
+		DNNL(dnnl_primitive_attr_set_scratchpad_mode(s->attr, dnnl_scratchpad_mode_user));
 	}
 	*out = sc->dnnl;
 	return 0;
@@ -154,7 +173,8 @@ static int bind_as(struct state *s, struct entry *e, const_dnnl_primitive_desc_t
 		DNNL(dnnl_memory_create(&e->mem[i], md, s->eng, DNNL_MEMORY_NONE));
 		return 0;
 	}
-	DNNL(dnnl_memory_create(&e->mem[i], md, s->eng, DNNL_MEMORY_ALLOCATE));
+	e->need[i] = dnnl_memory_desc_get_size(md);
+	DNNL(dnnl_memory_create(&e->mem[i], md, s->eng, DNNL_MEMORY_NONE));
 	DNNL(dnnl_memory_create(&e->user[i], plain, s->eng, DNNL_MEMORY_NONE));
 	DNNL(out ? dnnl_reorder_primitive_desc_create(&rpd, md, s->eng, plain, s->eng, NULL)
 		 : dnnl_reorder_primitive_desc_create(&rpd, plain, s->eng, md, s->eng, NULL));
@@ -170,6 +190,16 @@ static int bind_as(struct state *s, struct entry *e, const_dnnl_primitive_desc_t
 static int bind(struct state *s, struct entry *e, const_dnnl_primitive_desc_t pd, int arg)
 {
 	return bind_as(s, e, pd, arg, NULL, 0);
+}
+
+/* The scratchpad primitive `which` (0: prim, 1: prim_bwd) of e asks for. */
+static int bind_pad(struct state *s, struct entry *e, const_dnnl_primitive_desc_t pd, int which)
+{
+	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+
+	if (md && dnnl_memory_desc_get_size(md) > 0)
+		DNNL(dnnl_memory_create(&e->pad[which], md, s->eng, DNNL_MEMORY_NONE));
+	return 0;
 }
 
 static int make_prim(dnnl_primitive_t *prim, dnnl_primitive_desc_t pd)
@@ -237,7 +267,7 @@ static int conv_fwd_pd(struct state *s, const struct conv_mds *m, int with_bias,
 	DNNL(dnnl_dilated_convolution_forward_desc_init(
 		&d, dnnl_forward_training, dnnl_convolution_direct, &m->ax, &m->aw,
 		with_bias ? &m->b : NULL, &m->ay, m->strides, m->dil, m->pad, m->pad));
-	DNNL(dnnl_primitive_desc_create(pd, &d, NULL, s->eng, NULL));
+	DNNL(dnnl_primitive_desc_create(pd, &d, s->attr, s->eng, NULL));
 	return 0;
 }
 
@@ -268,13 +298,13 @@ static int conv_entry(struct state *s, struct entry *e)
 			&d, dnnl_convolution_direct, &m.ax, &m.aw, &m.ay, m.strides, m.dil, m.pad,
 			m.pad);
 		if (rc == dnnl_success)
-			rc = dnnl_primitive_desc_create(&pd, &d, NULL, s->eng, fpd);
+			rc = dnnl_primitive_desc_create(&pd, &d, s->attr, s->eng, fpd);
 	} else {
 		rc = dnnl_dilated_convolution_backward_weights_desc_init(
 			&d, dnnl_convolution_direct, &m.ax, &m.aw, e->key.with_bias ? &m.b : NULL,
 			&m.ay, m.strides, m.dil, m.pad, m.pad);
 		if (rc == dnnl_success)
-			rc = dnnl_primitive_desc_create(&pd, &d, NULL, s->eng, fpd);
+			rc = dnnl_primitive_desc_create(&pd, &d, s->attr, s->eng, fpd);
 	}
 	if (fpd)
 		dnnl_primitive_desc_destroy(fpd);
@@ -282,6 +312,8 @@ static int conv_entry(struct state *s, struct entry *e)
 		return mgpu_err(MGPU_EDEVICE, "oneDNN: no convolution for %dx%d kernel, groups %d: %s",
 				g->KH, g->KW, g->groups, dnnl_status2str((dnnl_status_t)rc));
 	rc = make_prim(&e->prim, pd);
+	if (rc == 0)
+		rc = bind_pad(s, e, pd, 0);
 	if (e->key.kind == CONV_FWD) {
 		BIND(DNNL_ARG_SRC, &m.x, 0);
 		BIND(DNNL_ARG_WEIGHTS, &m.w, 0);
@@ -321,10 +353,10 @@ static int pool_entry(struct state *s, struct entry *e)
 	md4(&y, g->N, g->C, OH, OW);
 	DNNL(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training, alg[g->mode], &x, &y,
 					    strides, kernel, pad, pad));
-	DNNL(dnnl_primitive_desc_create(&fpd, &d, NULL, s->eng, NULL));
+	DNNL(dnnl_primitive_desc_create(&fpd, &d, s->attr, s->eng, NULL));
 	rc = dnnl_pooling_backward_desc_init(&d, alg[g->mode], &x, &y, strides, kernel, pad, pad);
 	if (rc == dnnl_success)
-		rc = dnnl_primitive_desc_create(&bpd, &d, NULL, s->eng, fpd);
+		rc = dnnl_primitive_desc_create(&bpd, &d, s->attr, s->eng, fpd);
 	if (rc != dnnl_success) {
 		dnnl_primitive_desc_destroy(fpd);
 		return mgpu_err(MGPU_EDEVICE, "oneDNN: no pooling backward: %s",
@@ -333,6 +365,10 @@ static int pool_entry(struct state *s, struct entry *e)
 	rc = make_prim(&e->prim, fpd);
 	if (rc == 0)
 		rc = make_prim(&e->prim_bwd, bpd);
+	if (rc == 0)
+		rc = bind_pad(s, e, fpd, 0);
+	if (rc == 0)
+		rc = bind_pad(s, e, bpd, 1);
 	wmd = dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
 	if (rc == 0 && wmd && dnnl_memory_desc_get_size(wmd) > 0) {
 		e->ws = calloc(1, dnnl_memory_desc_get_size(wmd));
@@ -405,23 +441,56 @@ static int reorder(struct state *s, struct entry *e, int i)
 	return 0;
 }
 
+/* state buffer i holding at least nbytes; *p its address. */
+static int shared_buf(struct state *s, int i, size_t nbytes, void **p)
+{
+	void *q;
+
+	if (s->cap[i] < nbytes) {
+		free(s->buf[i]);
+		s->cap[i] = 0;
+		if (posix_memalign(&q, 64, nbytes) != 0)
+			return mgpu_err(MGPU_ENOMEM, "cpu: out of memory for %zu bytes of "
+					"oneDNN buffers", nbytes);
+		s->buf[i] = q;
+		s->cap[i] = nbytes;
+	}
+	*p = s->buf[i];
+	return 0;
+}
+
 /* Run prim with the entry's arguments [from, from + n) on handles h:
  * inputs reordered in, the primitive, outputs reordered out. */
 static int run(struct state *s, struct entry *e, dnnl_primitive_t prim, int from, int n,
 	       void *const *h)
 {
-	dnnl_exec_arg_t a[MAXARG] = { { 0, NULL } };
-	int i, k;
+	dnnl_exec_arg_t a[MAXARG + 1] = { { 0, NULL } };
+	dnnl_memory_t pad = e->pad[prim == e->prim_bwd];
+	void *p;
+	int i, k, na = n;
 
 	for (i = 0; i < n; i++) {
 		k = from + i;
 		DNNL(dnnl_memory_set_data_handle(e->user[k] ? e->user[k] : e->mem[k], h[i]));
+		if (e->need[k]) {
+			MGPU_TRY(shared_buf(s, i, e->need[k], &p));
+			DNNL(dnnl_memory_set_data_handle(e->mem[k], p));
+		}
 		if (e->reorder[k] && !e->out[k])
 			MGPU_TRY(reorder(s, e, k));
 		a[i].arg = e->arg[k];
 		a[i].memory = e->mem[k];
 	}
-	DNNL(dnnl_primitive_execute(prim, s->strm, n, a));
+	if (pad) {
+		const dnnl_memory_desc_t *md;
+
+		DNNL(dnnl_memory_get_memory_desc(pad, &md));
+		MGPU_TRY(shared_buf(s, MAXARG, dnnl_memory_desc_get_size(md), &p));
+		DNNL(dnnl_memory_set_data_handle(pad, p));
+		a[na].arg = DNNL_ARG_SCRATCHPAD;
+		a[na++].memory = pad;
+	}
+	DNNL(dnnl_primitive_execute(prim, s->strm, na, a));
 	for (i = 0; i < n; i++)
 		if (e->reorder[from + i] && e->out[from + i])
 			MGPU_TRY(reorder(s, e, from + i));
