@@ -2,8 +2,9 @@
  * conv.c - the CPU libraries of conv nets on one thread: a ResNet layer's
  * convolution (forward, backward data, backward weights) on oneDNN (the
  * cpu backend), on im2col + OpenBLAS (conv_gemm.c over cpu's table) and on
- * ref's loops; and oneDNN's matmul primitive against OpenBLAS's sgemm on
- * the MLP's products (forward Y = X W, dW = X^T dY, dX = dY W^T).
+ * ref's loops; BatchNorm's training passes over its output; and oneDNN's
+ * matmul primitive against OpenBLAS's sgemm on the MLP's products
+ * (forward Y = X W, dW = X^T dY, dX = dY W^T).
  *
  * usage: conv [N [C [HW [REPEATS]]]]   (default 32 64 28 5; ref runs once)
  * Prints TSV: what, shape, impl, ms (median of REPEATS after one warm-up),
@@ -95,6 +96,42 @@ static int bench_conv(struct mgpu_dev *dev, const char *impl, const struct mgpu_
 		       c->g.H, c->g.W, c->g.K, c->g.KH, c->g.KW, impl, ts[k][reps / 2],
 		       flops / (ts[k][reps / 2] * 1e6));
 	}
+	return 0;
+}
+
+/* BatchNorm (train) on the layer's output: forward (bn_stats, bn_fwd)
+ * and backward (bn_bwd_stats, bn_bwd_data), the loops ref and cpu share. */
+static int bench_bn(struct mgpu_dev *dev, struct convbuf *c, int reps)
+{
+	struct mgpu_bn bn = { c->g.N, c->g.K, c->g.H * c->g.W, 1e-5f, 0.1f,
+			      (double)c->g.N * c->g.H * c->g.W, 1 };
+	float *p = rnd(16 * (size_t)c->g.K);
+	float *st = p, *ds = p + 2 * c->g.K, *m = p + 4 * c->g.K, *rs = p + 5 * c->g.K;
+	float *g = p + 6 * c->g.K, *b = p + 7 * c->g.K, *rm = p + 8 * c->g.K, *rv = p + 9 * c->g.K;
+	float *dg = p + 10 * c->g.K, *db = p + 11 * c->g.K;
+	double ts[2][64], t0;
+	int r;
+
+	for (r = 0; r < c->g.K; r++)
+		rv[r] = 1.0f;
+	for (r = 0; r < reps; r++) {
+		t0 = cpu_ms();
+		if (dev->ops->bn_stats(dev, &bn, st, c->y, NULL) < 0 ||
+		    dev->ops->bn_fwd(dev, &bn, c->dx, m, rs, c->y, st, NULL, g, b, rm, rv) < 0)
+			return -1;
+		ts[0][r] = cpu_ms() - t0;
+		t0 = cpu_ms();
+		if (dev->ops->bn_bwd_stats(dev, &bn, ds, dg, db, c->dy, c->y, m, rs, 0.0f) < 0 ||
+		    dev->ops->bn_bwd_data(dev, &bn, c->dx, c->dy, c->y, m, rs, g, ds) < 0)
+			return -1;
+		ts[1][r] = cpu_ms() - t0;
+	}
+	for (r = 0; r < 2; r++) {
+		qsort(ts[r], (size_t)reps, sizeof(double), cmp_d);
+		printf("%s\tN%d C%d %dx%d\t%s\t%.3f\tNA\n", r ? "bn_bwd" : "bn_fwd_train", c->g.N,
+		       c->g.K, c->g.H, c->g.W, dev->ops->name, ts[r][reps / 2]);
+	}
+	free(p);
 	return 0;
 }
 
@@ -234,7 +271,8 @@ int main(int argc, char **argv)
 	printf("what\tshape\timpl\tms\tgflops\n");
 	if (bench_conv(&cpu, "onednn", &mgpu_ops_cpu, &c, reps) < 0 ||
 	    bench_conv(&cpu, "im2col+openblas", &gemm, &c, reps) < 0 ||
-	    bench_conv(&ref, "ref", &mgpu_ops_ref, &c, 1) < 0 || bench_mm(&cpu, reps * 4 > 256 ? 256 : reps * 4) < 0) {
+	    bench_conv(&ref, "ref", &mgpu_ops_ref, &c, 1) < 0 || bench_bn(&cpu, &c, reps) < 0 ||
+	    bench_mm(&cpu, reps * 4 > 256 ? 256 : reps * 4) < 0) {
 		fprintf(stderr, "conv: %s\n", mgpu_errmsg());
 		return 1;
 	}
