@@ -9,8 +9,8 @@
 set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
 dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd
-clang libclang-rt-14-dev libopenmpi-dev openmpi-bin iproute2 fortunes-min
-libdnnl-dev"
+clang libclang-rt-14-dev libopenmpi-dev openmpi-bin iproute2 procps bsdutils
+fortunes-min libdnnl-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
