@@ -278,8 +278,10 @@ struct mgpu_ops {
 	 * db (K, may be NULL) = acc db + dy summed over n, oh, ow; acc 0
 	 * overwrites (NaNs too). A transposed convolution (torch's
 	 * ConvTranspose2d, weight (in, out/groups, kh, kw)) is conv_bwd_data
-	 * forward and conv_fwd backward, with struct mgpu_conv describing the
-	 * convolution it transposes (C = its out channels, K = its in ones).
+	 * forward plus chan_bias; its backward is conv_fwd (data, no bias),
+	 * conv_bwd_weight with its input as dy and its dy as x (weights) and
+	 * chan_sum (bias), struct mgpu_conv describing the convolution it
+	 * transposes (C = its out channels, K = its in ones).
 	 */
 	int (*conv_fwd)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
 			const float *x, const float *w, const float *bias);
