@@ -64,7 +64,7 @@ grep -qx "train on: *$M $base --save-dir ck --resume ck --epochs 8" screene ||
 # the records of a run with no terminal at all, timings masked
 mask() { awk -F '\t' -v OFS='\t' '{ for (i = 6; i <= 19; i++) if (i ~ /^(6|7|8|13|19)$/ && $i != "NA") $i = "T"; print }' "$@"; }
 "$M" $args 2>/dev/null | mask >plain.tsv
-[ "$(head -n 1 plain.tsv | awk -F '\t' '{ print NF }')" = 23 ] || fail "records: not 23 columns"
+[ "$(head -n 1 plain.tsv | awk -F '\t' '{ print NF }')" = 25 ] || fail "records: not 25 columns (loss_scale, skipped_steps last)"
 # piped: the same records; the terminal gets the status and the summary
 on_tty raw2 "$M $args >piped.tsv" || fail "piped run: exit $tty_rc"
 mask piped.tsv | cmp -s - plain.tsv || fail "piped records differ: $(mask piped.tsv | diff - plain.tsv | head)"

@@ -55,7 +55,7 @@ static const char help[] =
 
 static const char *const mode_words[] = { "ddp", "dp", NULL };
 static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
-static const char *const dtype_words[] = { "fp32", "bf16", NULL };
+static const char *const dtype_words[] = { "fp32", "bf16", "fp16", NULL };
 #define SYNC_MPI 3
 static const char *const workload[] = { "--epochs", "1", "--max-steps", "200",
 					"--batch-size", "64" };
@@ -67,7 +67,7 @@ struct topts {
 	const char *link_rate;     /* NULL: none */
 	double link_delay_ms;      /* 0: none */
 	int modes[2], nmodes, syncs[4], nsyncs;
-	int dtypes[2], ndtypes;    /* ndtypes 0: the workload's own dtype */
+	int dtypes[3], ndtypes;    /* ndtypes 0: the workload's own dtype */
 	int repeat, warmup, timeout_s; /* repeat, warmup: -1 when not given */
 	const char *plot, *save, *compare;
 	double tol;
@@ -136,7 +136,7 @@ static int set_dtypes(void *t, const char *arg)
 {
 	struct topts *o = t;
 
-	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 2);
+	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 3);
 	return 0;
 }
 
@@ -172,30 +172,81 @@ static int set_tol(void *t, const char *arg)
 	return mgpu_bench_tolerance("--tolerance", arg, &((struct topts *)t)->tol);
 }
 
+/* The list options as arguments again, for --print-config and -v. */
+static void show_cpu(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->cpu, o->ncpu, NULL);
+}
+
+static void show_devices(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->gpu, o->ngpu, NULL);
+}
+
+static void show_modes(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->modes, o->nmodes, mode_words);
+}
+
+static void show_syncs(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->syncs, o->nsyncs, sync_words);
+}
+
+static void show_dtypes(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->dtypes, o->ndtypes, dtype_words);
+}
+
+static void show_nodes(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->nodes, o->nnodes, NULL);
+}
+
+static void show_rate(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	snprintf(buf, len, "%s", o->link_rate ? o->link_rate : "");
+}
+
+static void show_tol(const void *t, char *buf, size_t len)
+{
+	char v[32];
+
+	mgpu_opt_exact_num(v, sizeof v, ((const struct topts *)t)->tol * 100, 0);
+	snprintf(buf, len, "%s%%", v);
+}
+
 #define O struct topts
 static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("configurations"),
-	MGPU_OPT_CALL("cpu-ranks", 0, set_cpu, NULL, "LIST", "CPU rank counts, e.g. 1,2",
+	MGPU_OPT_CALL("cpu-ranks", 0, set_cpu, show_cpu, "LIST", "CPU rank counts, e.g. 1,2",
 		      "1,2 unless --devices", 0),
-	MGPU_OPT_CALL("devices", 0, set_devices, NULL, "LIST",
+	MGPU_OPT_CALL("devices", 0, set_devices, show_devices, "LIST",
 		      "GPU counts, e.g. 1,2,4,8 (GPUs 0..N-1)", "", 0),
-	MGPU_OPT_CALL("modes", 0, set_modes, NULL, "LIST", "ddp,dp", "ddp,dp", 0),
-	MGPU_OPT_CALL("sync-backends", 0, set_syncs, NULL, "LIST",
+	MGPU_OPT_CALL("modes", 0, set_modes, show_modes, "LIST", "ddp,dp", "ddp,dp", 0),
+	MGPU_OPT_CALL("sync-backends", 0, set_syncs, show_syncs, "LIST",
 		      "auto,cpu,nccl,mpi (mpi: over --nodes, by mpirun)", "auto", 0),
-	MGPU_OPT_CALL("dtypes", 0, set_dtypes, NULL, "LIST",
-		      "fp32,bf16: each configuration once per dtype (mgpu-train --dtype)",
+	MGPU_OPT_CALL("dtypes", 0, set_dtypes, show_dtypes, "LIST",
+		      "fp32,bf16,fp16: each configuration once per dtype (mgpu-train --dtype)",
 		      "the workload's", 0),
-	MGPU_OPT_CALL("nodes", 0, set_nodes, NULL, "LIST",
+	MGPU_OPT_CALL("nodes", 0, set_nodes, show_nodes, "LIST",
 		      "node counts, e.g. 1,2: each node a network namespace (root)", "1", 0),
-	MGPU_OPT_CALL("link-rate", 0, set_rate, NULL, "RATE",
+	MGPU_OPT_CALL("link-rate", 0, set_rate, show_rate, "RATE",
 		      "limit each node's link, e.g. 100mbit (tc tbf)", "", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "link-delay", 0, O, link_delay_ms, 0, 10000, "MS",
 		     "add a delay to each node's link (tc netem)", 0),
 	MGPU_OPT_HEAD("runs"),
 	MGPU_OPT_ROWD(MGPU_OPT_INT, "repeat", 0, O, repeat, 1, MAX_REPEAT, "N",
-		      "runs per configuration; median and spread", "3", 0),
+		      "runs per configuration; median and spread", "3", MGPU_OPT_UNSETNEG),
 	MGPU_OPT_ROWD(MGPU_OPT_INT, "warmup-steps", 0, O, warmup, 0, 1000000, "N",
-		      "steps of each run left out of the throughput", "20", 0),
+		      "steps of each run left out of the throughput", "20", MGPU_OPT_UNSETNEG),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
 		     "a run still going after this fails", 0),
 	MGPU_OPT_HEAD("results"),
@@ -206,7 +257,8 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROW(MGPU_OPT_STR, "compare", 0, O, compare, 0, 0, "OLD.tsv",
 		     "re-run OLD's configurations; exit 1 naming each row that regressed by "
 		     "more than --tolerance", MGPU_OPT_NODEF),
-	MGPU_OPT_CALL("tolerance", 0, set_tol, NULL, "PCT", "allowed regression", "10%", 0),
+	MGPU_OPT_CALL("tolerance", 0, set_tol, show_tol, "PCT", "allowed regression", "10%", 0),
+	MGPU_OPT_CONFIG(O, co.opts),
 	MGPU_OPT_COMMON(O, co.opts),
 	MGPU_OPT_TABLE_END,
 };
@@ -244,7 +296,7 @@ static void check_nodes(struct topts *o)
 static void parse(struct topts *o, int argc, char **argv)
 {
 	static struct topts def = { .timeout_s = 600 };
-	const struct tool_cli cli = { options, help, &def };
+	const struct tool_cli cli = { options, help, &def, sizeof *o };
 	int first;
 
 	memset(o, 0, sizeof *o);
@@ -274,6 +326,7 @@ static void parse(struct topts *o, int argc, char **argv)
 		o->modes[0] = 0, o->modes[1] = 1, o->nmodes = 2;
 	if (!o->nsyncs)
 		o->syncs[0] = 0, o->nsyncs = 1;
+	common_settings(&cli, o, &o->co, "mgpu-bench train");
 }
 
 /* argv of one run into store (words) and args (pointers). */

@@ -123,7 +123,7 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 
 static void parse(struct opts *o, int argc, char **argv)
 {
-	const struct tool_cli cli = { options, synopsis, &defaults };
+	const struct tool_cli cli = { options, synopsis, &defaults, 0 };
 	struct mgpu_opt_given given = { { 0 } };
 	int first = parse_options(&cli, o, &o->com, argc, argv, 0, &given);
 
