@@ -249,6 +249,18 @@ struct mgpu_ops {
 			 int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
 			 const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
 			 int ldc, long long strideC, int batch);
+	/* IEEE fp16 (binary16): f32 -> f16 rounded to nearest even (from 65520
+	 * up to Inf, subnormals below 2^-14, NaN kept NaN; elem.h's
+	 * mgpu_f16_from_f32), and gemm_bf16's product with fp16 A and B
+	 * (cublasGemm[StridedBatched]Ex with CUDA_R_16F inputs and
+	 * CUBLAS_COMPUTE_32F; on the host the inputs widened to fp32 for
+	 * cblas_sgemm, exact: a product of two fp16 values fits fp32). The
+	 * mixed-precision GEMM of --dtype fp16. */
+	int (*f32_to_f16)(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
+	int (*gemm_f16)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
+			const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
+			int ldc, long long strideC, int batch);
 	/* *acc (ONE device double) += scale * the sum of x[0..n) (with squares,
 	 * of x[i]^2), each element widened to double and added in the fixed
 	 * order of elem.h's mgpu_sum_* (chunks, lanes, a pairwise fold): the
@@ -278,8 +290,10 @@ struct mgpu_ops {
 	 * db (K, may be NULL) = acc db + dy summed over n, oh, ow; acc 0
 	 * overwrites (NaNs too). A transposed convolution (torch's
 	 * ConvTranspose2d, weight (in, out/groups, kh, kw)) is conv_bwd_data
-	 * forward and conv_fwd backward, with struct mgpu_conv describing the
-	 * convolution it transposes (C = its out channels, K = its in ones).
+	 * forward plus chan_bias; its backward is conv_fwd (data, no bias),
+	 * conv_bwd_weight with its input as dy and its dy as x (weights) and
+	 * chan_sum (bias), struct mgpu_conv describing the convolution it
+	 * transposes (C = its out channels, K = its in ones).
 	 */
 	int (*conv_fwd)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
 			const float *x, const float *w, const float *bias);
@@ -360,6 +374,13 @@ struct mgpu_ops {
 	int (*gn_bwd)(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
 		      float *dgamma, float *dbeta, const float *dy, const float *x,
 		      const float *mean, const float *rstd, const float *gamma, float acc);
+	/* Per-channel bias of an (N,C,HW) tensor: y[n,c,.] += bias[c]; its
+	 * backward chan_sum: db[c] = acc db[c] + the sum of dy[n,c,.] over n
+	 * and HW (acc 0 overwrites). The bias of a layer without one built in:
+	 * a transposed convolution's (conv_bwd_data computes none). */
+	int (*chan_bias)(struct mgpu_dev *dev, int N, int C, int HW, float *y, const float *bias);
+	int (*chan_sum)(struct mgpu_dev *dev, int N, int C, int HW, float *db, const float *dy,
+			float acc);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */
