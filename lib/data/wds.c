@@ -20,6 +20,7 @@
 
 #include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h"    /* mgpu_err, MGPU_E* */
+#include "core/io.h"     /* mgpu_wait_input */
 #include "data/netpbm.h" /* mgpu_netpbm_parse */
 #include "data/npy.h"    /* mgpu_npy_parse */
 
@@ -46,6 +47,10 @@ static la_ssize_t src_read(struct archive *a, void *ud, const void **out)
 		got = (ssize_t)(s->plen - s->ppos);
 		s->ppos = s->plen;
 	} else {
+		if (mgpu_wait_input(s->fd) < 0) { /* SIGINT on a silent pipe */
+			archive_set_error(a, EINTR, "%s", mgpu_errmsg());
+			return -1;
+		}
 		do
 			got = read(s->fd, s->buf, IOBUF_NBYTES);
 		while (got < 0 && errno == EINTR);

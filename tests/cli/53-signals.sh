@@ -57,6 +57,13 @@ sleep 300 | { exec 3<&0; timeout -k 5 60 "$S" --text --context 8 -o m.tsv - <&3 
 	pkill -P $$ -x sleep; } # the silent writer, or the pipeline waits for it
 set -e
 interrupted "shard, silent pipe" "$(cat rc.txt)" 15
+# ... and an archive on standard input (libarchive's reads), SIGINT
+set +e
+sleep 300 | { exec 3<&0; timeout -k 5 60 "$S" -o m.tsv - <&3 2>err.txt & p=$!
+	until_open $p pipe:; sig INT $p; wait $p; echo $? >rc.txt
+	pkill -P $$ -x sleep; }
+set -e
+interrupted "shard, archive on a silent pipe" "$(cat rc.txt)" 2
 
 # a pipe that never ends stops at --text-limit, not when memory runs out
 set +e
