@@ -18,7 +18,7 @@
 #include <sys/stat.h>      /* fstat, S_ISREG */
 #include <unistd.h>        /* read, lseek, close */
 
-#include "core/cancel.h" /* mgpu_cancel_check */
+#include "core/cancel.h" /* mgpu_cancel_check, mgpu_cancel_signal */
 #include "core/err.h"    /* mgpu_err, MGPU_E* */
 #include "core/io.h"     /* mgpu_wait_input */
 #include "data/netpbm.h" /* mgpu_netpbm_parse */
@@ -426,11 +426,16 @@ static int read_fd(int fd, const char *name, const unsigned char *prefix, size_t
 	if (plen == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		archive_read_set_seek_callback(a, src_seek);
 	if (archive_read_open1(a) != ARCHIVE_OK) {
-		rc = mgpu_err(MGPU_EFORMAT, "'%s': not a readable tar or zip archive: %s", name,
+		rc = mgpu_cancel_signal() ? mgpu_cancel_check() : /* src_read stopped */
+		     mgpu_err(MGPU_EFORMAT, "'%s': not a readable tar or zip archive: %s", name,
 			      archive_error_string(a) ? archive_error_string(a) : "?");
 		goto out;
 	}
-	MGPU_CHECK(walk(a, &r));
+	rc = walk(a, &r);
+	if (rc < 0 && mgpu_cancel_signal())
+		rc = mgpu_cancel_check();
+	if (rc < 0)
+		goto out;
 	MGPU_CHECK(drain(&s, name));
 	if (sha_hex && s.hash_ok) {
 		mgpu_sha256_final(&s.sha, dig);
