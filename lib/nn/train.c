@@ -397,7 +397,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 	MGPU_TRY(save_once(r, &saved_step));
 	MGPU_TRY(summary(r, r->step - start));
 	if (r->rank == 0 && r->h->on_model)
-		return r->h->on_model(r->h->ctx, &r->model);
+		return r->h->on_model(r->h->ctx, &r->model, r->d->src.dtype);
 	return 0;
 }
 

@@ -113,8 +113,10 @@ struct mgpu_train_hooks {
 	void *ctx;
 	/* Rank 0 only, after the summary record: the trained model, for what
 	 * the caller does with it (mgpu-train samples text from a gpt). Other
-	 * ranks may have finished by then: no collective call. NULL: none. */
-	int (*on_model)(void *ctx, struct mgpu_model *m);
+	 * ranks may have finished by then: no collective call. NULL: none.
+	 * data_dtype is the training data's (enum mgpu_dtype): a gpt on u16
+	 * or u32 rows speaks token ids, on u8 rows bytes. */
+	int (*on_model)(void *ctx, struct mgpu_model *m, int data_dtype);
 };
 
 /* Defaults for every field (the documented ones of mgpu-train). */

@@ -80,6 +80,7 @@ static int build_model(struct train_rank *r)
 
 	mgpu_sync_model_buffers(&r->sync, r->dev.ops->host_memory, &w, &g, &s0, &s1);
 	MGPU_TRY(mgpu_model_create_ext(&r->model, &c->spec, &r->dev, c->plan.batch, w, g));
+	MGPU_TRY(mgpu_train_data_check(r->d, c, &r->model));
 	MGPU_TRY(mgpu_model_set_prec(&r->model, c->prec));
 	account_shared(r, w, g);
 	if (s0 || s1 || !mgpu_sync_owns_optimizer(&r->sync))

@@ -13,8 +13,9 @@
  * run created are removed: nothing half-written stays.
  *
  * With --text the SOURCEs are plain text, cut into byte-level samples of
- * --context + 1 bytes (data/text.h) that go through the same split, shards
- * and manifest as any labelled set (label 0).
+ * --context + 1 bytes (data/text.h), with --tokens token files cut into
+ * samples of --context + 1 ids (data/tokens.h); both go through the same
+ * split, shards and manifest as any labelled set (label 0).
  */
 #include <errno.h>    /* errno, EPIPE */
 #include <libgen.h>   /* dirname, basename */
@@ -54,9 +55,18 @@ static const struct mgpu_opt options[] = {
 		      "CSV label column", "label", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "tokens", 0, O, in.tokens, 0, 0, NULL,
+		     "SOURCEs are token files (llm.c .bin, or raw ids as nanoGPT's), cut into "
+		     "samples of --context + 1 ids", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
-		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
-		     "(the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes (or tokens) of context of a "
+		     "sample (the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "token-bytes", 0, O, in.token_bytes, 2, 4, "2|4",
+		     "width of a raw token file's ids (an llm.c header says its own)",
+		     MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "vocab", 0, O, in.vocab, 1, 2147483648.0, "V",
+		     "with --tokens: an id at or above V is an error", MGPU_OPT_NODEF |
+		     MGPU_OPT_UNSET0),
 	MGPU_OPT_HEAD("split"),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
@@ -85,7 +95,9 @@ static const char synopsis[] =
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
 	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
-	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
+	"with --text: text files, each cut into windows of --context + 1 bytes;\n"
+	"with --tokens: token files (llm.c .bin, raw uint16/uint32 ids), windows of\n"
+	"--context + 1 ids.\n";
 
 static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
 
@@ -98,19 +110,29 @@ struct written {
 
 static struct written wr;
 
-/* --text and --context go together; labels mean nothing for text. */
+/* --text or --tokens and --context go together; labels mean nothing for
+ * language-model samples. */
 static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 {
-	if (!o->text) {
+	if (!o->in.tokens && (mgpu_opt_was_given(options, g, "token-bytes") ||
+			      mgpu_opt_was_given(options, g, "vocab")))
+		usage_error("--token-bytes and --vocab need --tokens");
+	if (o->in.token_bytes == 3)
+		usage_error("--token-bytes: 3 is not a width (want 2 or 4)");
+	if (o->text && o->in.tokens)
+		usage_error("--text and --tokens exclude each other");
+	if (!o->text && !o->in.tokens) {
 		if (o->in.text_context)
-			usage_error("--context needs --text");
+			usage_error("--context needs --text or --tokens");
 		return;
 	}
 	if (!o->in.text_context)
-		usage_error("--text needs --context T (the model's context, ctx=T)");
+		usage_error("--%s needs --context T (the model's context, ctx=T)",
+			    o->text ? "text" : "tokens");
 	if (mgpu_opt_was_given(options, g, "labels") ||
 	    mgpu_opt_was_given(options, g, "label-column"))
-		usage_error("--text samples have no labels: drop --labels and --label-column");
+		usage_error("--%s samples have no labels: drop --labels and --label-column",
+			    o->text ? "text" : "tokens");
 }
 
 static void parse(struct opts *o, int argc, char **argv)

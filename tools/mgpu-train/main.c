@@ -20,6 +20,7 @@
 #include "core/clock.h"    /* mgpu_now_s */
 #include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
+#include "data/samples.h"  /* mgpu_dtype_is_token */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
 #include "nn/model.h"      /* mgpu_model_generate */
@@ -151,11 +152,12 @@ struct out {
 
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint" };
 
-/* A gpt's loss is nats per byte of text: also give it in bits per byte,
- * the unit text models are compared in. An mlp's classes are no bytes. */
+/* A byte-level gpt's loss is nats per byte of text: also give it in bits
+ * per byte, the unit text models are compared in. An mlp's classes are no
+ * bytes, nor are the tokens of a vocab above 256 (token data: NA). */
 static void put_bpb(struct out *out, const char *col, double nats)
 {
-	if (out->cfg->spec.kind == MGPU_MODEL_GPT)
+	if (out->cfg->spec.kind == MGPU_MODEL_GPT && out->cfg->spec.vocab <= 256)
 		mgpu_table_num(&out->t, col, nats / log(2.0), 6);
 }
 
@@ -261,9 +263,69 @@ static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
 	putc('"', fp);
 }
 
+/* --prompt of a model on token ids: ids separated by spaces or commas
+ * (none: the continuation starts at id 0). */
+static int prompt_ids(const char *p, int32_t **ids, size_t *n)
+{
+	size_t cap = strlen(p) / 2 + 2;
+	char *e;
+	long v;
+
+	*n = 0;
+	*ids = malloc(cap * sizeof **ids);
+	if (!*ids)
+		return mgpu_err(MGPU_ENOMEM, "--prompt: out of memory");
+	while (*p) {
+		if (*p == ' ' || *p == ',') {
+			p++;
+			continue;
+		}
+		errno = 0;
+		v = strtol(p, &e, 10);
+		if (e == p || errno || v < 0 || v > INT32_MAX || (*e && *e != ' ' && *e != ','))
+			return mgpu_err(MGPU_EINVAL, "--prompt: '%s' is not a list of token ids "
+					"(the data are tokens)", p);
+		(*ids)[(*n)++] = (int32_t)v;
+		p = e;
+	}
+	if (!*n)
+		(*ids)[(*n)++] = 0;
+	return 0;
+}
+
+/* A gpt on token data samples ids: printed as decimal ids, a space apart. */
+static int sample_tokens(const struct train_opts *o, struct mgpu_model *m)
+{
+	size_t plen, n = (size_t)o->sample, i;
+	int32_t *p = NULL, *ids = malloc(n * sizeof *ids);
+	int rc;
+
+	if (!ids)
+		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
+	rc = prompt_ids(o->prompt ? o->prompt : "", &p, &plen);
+	if (rc == 0)
+		rc = mgpu_model_generate_tokens(m, p, plen, n, o->temperature, o->cfg.seed, ids);
+	if (rc == 0 && o->com.format == MGPU_FMT_JSON) {
+		fputs("{\"kind\":\"sample\",\"prompt_ids\":[", stdout);
+		for (i = 0; i < plen; i++)
+			printf("%s%d", i ? "," : "", (int)p[i]);
+		fputs("],\"ids\":[", stdout);
+		for (i = 0; i < n; i++)
+			printf("%s%d", i ? "," : "", (int)ids[i]);
+		fputs("]}\n", stdout);
+	} else if (rc == 0) {
+		for (i = 0; i < plen + n; i++)
+			printf("%s%d", i ? " " : "", (int)(i < plen ? p[i] : ids[i - plen]));
+		putchar('\n');
+	}
+	free(p);
+	free(ids);
+	return rc;
+}
+
 /* --sample: the trained gpt's continuation of --prompt on standard output,
  * as text after the metrics, or (--json) as one more record. */
-static int on_model(void *ctx, struct mgpu_model *m)
+static int on_model(void *ctx, struct mgpu_model *m, int data_dtype)
 {
 	const struct train_opts *o = ((struct out *)ctx)->o;
 	const char *p = o->prompt ? o->prompt : "";
@@ -273,6 +335,10 @@ static int on_model(void *ctx, struct mgpu_model *m)
 
 	if (!n)
 		return 0;
+	if (mgpu_dtype_is_token(data_dtype)) {
+		rc = sample_tokens(o, m);
+		goto flush;
+	}
 	text = malloc(n);
 	if (!text)
 		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
@@ -290,6 +356,7 @@ static int on_model(void *ctx, struct mgpu_model *m)
 		putchar('\n');
 	}
 	free(text);
+flush:
 	if (rc == 0 && fflush(stdout) != 0)
 		rc = errno == EPIPE ? mgpu_err(MGPU_ECLOSED, "output closed") :
 				      mgpu_err(MGPU_EIO, "standard output: %s", strerror(errno));
