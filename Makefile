@@ -27,7 +27,7 @@ endif
 CPPFLAGS += -Ilib -Itests -I$(B) -I/usr/include/x86_64-linux-gnu/openblas-pthread \
 	-D_GNU_SOURCE -DMGPU_VERSION='"$(VERSION)"'
 ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -pthread -MMD -MP
-LDLIBS := -lopenblas -lzstd -larchive -lm -pthread
+LDLIBS := -ldnnl -lgomp -lopenblas -lzstd -larchive -lm -pthread
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
@@ -40,7 +40,20 @@ endif
 empty :=
 comma := ,
 CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
-CONFIG_SUM := $(firstword $(shell cksum mk/configure.sh))
+# The targets that need the project's Debian packages install them (mk/deps.sh)
+# while this file is read, before the build is configured: configured first,
+# the first build of a fresh machine would lack every optional part whose
+# package deps installs (Open MPI) and keep that configuration.
+DEPS_GOALS := deps test demo demo-lm bench bench-torch bench-gpu gpu-check
+ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
+ifneq ($(shell sh mk/deps.sh >&2 && echo ok),ok)
+$(error mk/deps.sh failed; see the message above)
+endif
+endif
+# The checksum covers the script and where the compilers it tries are, so
+# that installing mpicc or nvcc later reconfigures (MPI=auto finds it).
+CONFIG_SUM := $(firstword $(shell { cat mk/configure.sh; for c in mpicc nvcc; do \
+	command -v $$c; done; ls /usr/local/cuda/bin/nvcc; } 2>/dev/null | cksum))
 CONFIG_REQ_NOW := $(CUDA)-$(MPI)-$(CUDA_ARCHS_REQ)-$(CONFIG_SUM)
 -include $(B)/config.mk
 ifneq ($(CONFIG_REQ),$(CONFIG_REQ_NOW))
@@ -125,8 +138,9 @@ $(B)/tests/%: $(B)/obj/tests/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# deps: mk/deps.sh ran while the Makefile was read (DEPS_GOALS above)
 deps:
-	@sh mk/deps.sh
+	@:
 
 # Tests: the normal build (unit, ops, CLI), the unit and ops binaries again
 # under ASan+UBSan, and each fuzz harness for FUZZ_SECS seconds.
@@ -180,8 +194,9 @@ gpu-check: deps
 	@$(MAKE) --no-print-directory all
 	@sh mk/gpu-check.sh $(B)
 
+# mandoc's lint, and the rendered pages scanned for prose turned into flags
 lint-man:
-	mandoc -T lint -W warning man/*.[157]
+	@sh mk/lint-man.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \

@@ -4,11 +4,13 @@
 # Open MPI is optional for the build (MPI=auto) but installed here so that the
 # mpi sync backend is built and its tests (over network namespaces: iproute2)
 # run. fortunes-min is the text corpus of make demo-lm
-# (/usr/share/games/fortunes).
+# (/usr/share/games/fortunes). libdnnl-dev (oneDNN) runs the cpu backend's
+# convolutions and pooling.
 set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
 dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd
-clang libclang-rt-14-dev libopenmpi-dev openmpi-bin iproute2 fortunes-min"
+clang libclang-rt-14-dev libopenmpi-dev openmpi-bin iproute2 procps bsdutils
+fortunes-min libdnnl-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

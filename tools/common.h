@@ -44,8 +44,13 @@ void error_msg(const char *fmt, ...) MGPU_PRINTF(1, 2);
 void note(const char *fmt, ...) MGPU_PRINTF(1, 2);
 /* Print the version (with verbose: features and library versions). */
 void print_version(int verbose);
-/* Write stdout; exit quietly with 1 when the reader went away. */
+/* Flush stdout; end as exit_pipe_closed() when the reader went away. */
 void finish_stdout(void);
+/* The reader of standard output went away (EPIPE): end as Unix tools do,
+ * quietly and killed by SIGPIPE (status 141 in a shell), so that a
+ * pipeline's reader such as head(1) sees the usual status. A rank started
+ * by mgpu-train's own launcher exits MGPU_EXIT_PIPE to it instead. */
+_Noreturn void exit_pipe_closed(void);
 
 /* -q was given: warn() says nothing (set by parse_options). */
 extern int mgpu_quiet;

@@ -8,7 +8,7 @@
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* exit */
 #include <string.h> /* memset, strlen */
-#include <unistd.h> /* write */
+#include <unistd.h> /* write, isatty */
 #include <zstd.h>   /* ZSTD_versionString */
 #include <archive.h> /* archive_version_string */
 
@@ -16,6 +16,7 @@
 #include "comm/launch.h" /* MGPU_EXIT_PIPE */
 #include "comm/mpi.h"    /* mgpu_mpi_version */
 #include "core/cancel.h" /* mgpu_cancel_raise, mgpu_cancel_signal */
+#include "core/progress.h" /* mgpu_progress_hide */
 #include "ops/ops.h" /* mgpu_ops_all */
 
 volatile sig_atomic_t mgpu_interrupted;
@@ -30,13 +31,19 @@ static void on_signal(int sig)
 
 /* One diagnostic line, "HEAD" then the message, in one write(2): ranks share
  * stderr, and stderr is unbuffered, so pieces written one by one interleave
- * with another rank's (a line up to PIPE_BUF bytes reaches a pipe whole). */
+ * with another rank's (a line up to PIPE_BUF bytes reaches a pipe whole).
+ * On a terminal the line first clears a status line (core/progress.h):
+ * this process's, or rank 0's when another rank or the launcher speaks. */
 static void vline(const char *head, const char *fmt, va_list ap)
 {
+	static int tty = -1;
 	char line[4096];
 	size_t n;
 
-	snprintf(line, sizeof line, "%s", head);
+	if (tty < 0)
+		tty = isatty(2);
+	mgpu_progress_hide();
+	snprintf(line, sizeof line, "%s%s", tty ? "\r\033[K" : "", head);
 	n = strlen(line);
 	vsnprintf(line + n, sizeof line - n, fmt, ap);
 	n = strlen(line);
@@ -81,6 +88,7 @@ void exit_if_interrupted(void)
 
 	if (!sig)
 		return;
+	mgpu_progress_hide();
 	fprintf(stderr, "%s: %s%sinterrupted by %s; partial output removed\n", mgpu_tool_name,
 		mgpu_diag_prefix, mgpu_diag_prefix[0] ? ": " : "",
 		sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
@@ -145,12 +153,22 @@ void print_version(int verbose)
 		printf("mpi: %s\n", mgpu_mpi_version());
 }
 
+void exit_pipe_closed(void)
+{
+	/* A rank tells the launcher that started it, which then ends so. */
+	if (getenv("MGPU_LAUNCHED"))
+		exit(MGPU_EXIT_PIPE);
+	fflush(stderr);
+	signal(SIGPIPE, SIG_DFL); /* ignored since main() began */
+	raise(SIGPIPE);
+	_exit(128 + SIGPIPE); /* not reached */
+}
+
 void finish_stdout(void)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		/* A rank tells the launcher that started it, which then exits 1. */
 		if (errno == EPIPE)
-			exit(getenv("MGPU_LAUNCHED") ? MGPU_EXIT_PIPE : 1);
+			exit_pipe_closed();
 		die("cannot write to standard output");
 	}
 }

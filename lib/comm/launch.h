@@ -48,6 +48,8 @@ struct mgpu_rank_env {
 	int port;
 	char token[MGPU_TOKEN_LEN + 1];
 	int listen_fd;         /* rank 0 of a forked job: inherited socket, else -1 */
+	const char *ident;     /* the run's identity the rendezvous compares (rdzv.h);
+				  NULL: none */
 };
 
 /* Exit status of a rank that stopped because another rank failed, so the

@@ -19,6 +19,7 @@
 #include <unistd.h>   /* close, read */
 #include <zstd.h>     /* ZSTD_decompressDCtx */
 
+#include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h"   /* mgpu_err */
 #include "data/xxh64.h" /* mgpu_xxh64 */
 
@@ -81,6 +82,8 @@ static int decode_hdr(const unsigned char *b, const char *path, struct mgpu_cach
 	h->data_nbytes = rd64(b + 208);
 	h->stored_nbytes = rd64(b + 216);
 	h->index_xxh64 = rd64(b + 224);
+	h->nnames = rd32(b + 232);
+	memcpy(h->names, b + MGPU_CACHE_NAMES_OFF, MGPU_CACHE_NAMES_NBYTES);
 	if (h->version != MGPU_CACHE_VERSION || rd32(b + 12) != MGPU_CACHE_HEADER_NBYTES)
 		return mgpu_err(MGPU_EFORMAT, "'%s': cache format version %u is not supported "
 				"(this is version %d)", path, h->version, MGPU_CACHE_VERSION);
@@ -125,6 +128,28 @@ static int check_hdr(const struct mgpu_cache_hdr *h, const char *path, size_t fs
 	if (h->norm_off && h->norm_off != end)
 		return bad(path, "normalisation table offset");
 	return 0;
+}
+
+/* The header's class names, one pointer each, checked as a name list. */
+static int split_names(struct mgpu_cache *c)
+{
+	char *p = c->h.names, *end = c->h.names + MGPU_CACHE_NAMES_NBYTES;
+	uint32_t k;
+
+	if (c->h.nnames == 0)
+		return 0;
+	if (c->h.nnames > MGPU_SAMPLES_MAX_CLASSES)
+		return bad(c->path, "class names");
+	for (k = 0; k < c->h.nnames; k++) {
+		char *nul = memchr(p, '\0', (size_t)(end - p));
+		if (!nul)
+			return bad(c->path, "class names");
+		c->names[k] = p;
+		p = nul + 1;
+	}
+	if (c->h.nnames < c->h.classes)
+		return bad(c->path, "fewer class names than classes");
+	return mgpu_class_names_check(c->names, (int)c->h.nnames, c->path);
 }
 
 static int load_index(struct mgpu_cache *c)
@@ -217,6 +242,7 @@ int mgpu_cache_open(struct mgpu_cache *c, const char *path)
 	MGPU_TRY(map_file(c));
 	MGPU_CHECK(decode_hdr(c->map, c->path, &c->h));
 	MGPU_CHECK(check_hdr(&c->h, c->path, c->map_nbytes));
+	MGPU_CHECK(split_names(c));
 	c->row_nbytes = (size_t)c->h.d * mgpu_dtype_nbytes((int)c->h.dtype);
 	MGPU_CHECK(load_index(c));
 	c->slot = calloc(c->h.total_chunks + 1, sizeof *c->slot);
@@ -406,14 +432,21 @@ int mgpu_cache_rows(struct mgpu_cache *c, int split, const uint32_t *idx, size_t
 
 int mgpu_cache_verify(struct mgpu_cache *c, size_t *nchecked)
 {
+	return mgpu_cache_verify_progress(c, nchecked, NULL, NULL);
+}
+
+int mgpu_cache_verify_progress(struct mgpu_cache *c, size_t *nchecked, mgpu_cache_progress_fn fn,
+			       void *ctx)
+{
 	unsigned char *buf = NULL;
 	const unsigned char *p;
 	size_t cap = 0, need;
-	uint64_t k;
+	uint64_t k, nbytes = 0;
 	int rc = 0;
 
 	*nchecked = 0;
 	for (k = 0; k < c->h.total_chunks; k++) {
+		MGPU_CHECK(mgpu_cancel_check());
 		need = (size_t)c->ix[k].rows * (c->row_nbytes + 1);
 		if (need > cap) {
 			free(buf);
@@ -426,6 +459,9 @@ int mgpu_cache_verify(struct mgpu_cache *c, size_t *nchecked)
 		}
 		MGPU_CHECK(decode_chunk(c, k, buf, &p));
 		++*nchecked;
+		nbytes += c->ix[k].stored_nbytes;
+		if (fn)
+			fn(ctx, k + 1, c->h.total_chunks, nbytes);
 	}
 out:
 	free(buf);

@@ -40,6 +40,10 @@
 #define MGPU_CACHE_FILE "mgpu.cache"   /* the file inside a cache directory */
 #define MGPU_CACHE_LOCK ".lock"
 #define MGPU_CACHE_BUDGET ((size_t)2 << 30)
+/* Class names in the header: a u32 count at 232, then the names from 240,
+ * each NUL-terminated, up to the checksum at 4088. */
+#define MGPU_CACHE_NAMES_OFF 240
+#define MGPU_CACHE_NAMES_NBYTES (4088 - MGPU_CACHE_NAMES_OFF)
 
 enum { MGPU_CACHE_RAW = 1, MGPU_CACHE_NORMALISED = 2 };
 
@@ -53,6 +57,8 @@ struct mgpu_cache_hdr {
 	double mean, sd;          /* of the train split's stored values, all features */
 	uint8_t key[32];          /* what it was built from (mgpu-cache's key) */
 	uint64_t data_nbytes, stored_nbytes, index_xxh64;
+	uint32_t nnames;          /* class names (labels that were words); 0: none */
+	char names[MGPU_CACHE_NAMES_NBYTES]; /* nnames NUL-terminated names */
 };
 
 struct mgpu_cache_chunk {
@@ -70,6 +76,7 @@ struct mgpu_cache {
 	size_t map_nbytes;
 	struct mgpu_cache_chunk *ix;  /* total_chunks entries */
 	const float *mean, *std;      /* per-feature normalisation, or NULL */
+	char *names[MGPU_SAMPLES_MAX_CLASSES]; /* h.nnames names, into h.names */
 	/* the chunk cache */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -89,8 +96,17 @@ void mgpu_cache_set_budget(struct mgpu_cache *c, size_t nbytes);
  */
 int mgpu_cache_rows(struct mgpu_cache *c, int split, const uint32_t *idx, size_t n,
 		    void *x, int32_t *y);
+/* Progress of long work on a cache: done of total (chunks, or rows) and
+ * the bytes they hold so far. */
+typedef void (*mgpu_cache_progress_fn)(void *ctx, uint64_t done, uint64_t total,
+				       uint64_t nbytes);
+
 /* Check every chunk (checksum, and that it decodes); the error names the first bad one. */
 int mgpu_cache_verify(struct mgpu_cache *c, size_t *nchecked);
+/* The same, calling fn (may be NULL) after each chunk with the chunks
+ * checked and their stored bytes. SIGINT/SIGTERM stop it (MGPU_EINTR). */
+int mgpu_cache_verify_progress(struct mgpu_cache *c, size_t *nchecked, mgpu_cache_progress_fn fn,
+			       void *ctx);
 void mgpu_cache_close(struct mgpu_cache *c);
 /* Read only the header of a cache file (for the up-to-date check). */
 int mgpu_cache_read_hdr(const char *file, struct mgpu_cache_hdr *h);
@@ -106,6 +122,10 @@ struct mgpu_cache_opts {
 	size_t chunk_nbytes;    /* decoded bytes per chunk (rows rounded down, >= 1 row) */
 	int force;              /* mgpu_cache_ensure: rebuild even when current */
 	uint8_t key[32];
+	/* After each wave of chunks is written (NULL: none): rows stored so
+	 * far of every split's rows, and their decoded bytes. */
+	mgpu_cache_progress_fn progress;
+	void *progress_ctx;
 };
 
 struct mgpu_cache_stats {

@@ -219,6 +219,46 @@ static size_t nrows(const struct build *b, int s)
 	return b->split[s] ? b->split[s]->n : 0;
 }
 
+/* names into the header (mgpu_cache_write checked that they fit). */
+static void put_names(struct mgpu_cache_hdr *h, char *const *names, int n)
+{
+	size_t o = 0, len;
+	int k;
+
+	for (k = 0; k < n; k++) {
+		len = strlen(names[k]) + 1;
+		memcpy(h->names + o, names[k], len);
+		o += len;
+	}
+	h->nnames = (uint32_t)n;
+}
+
+/* Do the class names of the splits fit the header, and agree? */
+static int names_fit(struct mgpu_samples *const split[MGPU_NSPLITS], const char *file)
+{
+	const struct mgpu_samples *w = NULL;
+	size_t total = 0;
+	int s, k;
+
+	for (s = 0; s < MGPU_NSPLITS; s++) {
+		if (!split[s] || !split[s]->names)
+			continue;
+		if (w && !mgpu_class_names_equal(w->names, w->nnames, split[s]->names,
+						 split[s]->nnames))
+			return mgpu_err(MGPU_EINVAL, "'%s': the splits' class names differ", file);
+		w = split[s];
+	}
+	if (!w)
+		return 0;
+	MGPU_TRY(mgpu_class_names_check(w->names, w->nnames, file));
+	for (k = 0; k < w->nnames; k++)
+		total += strlen(w->names[k]) + 1;
+	if (total > MGPU_CACHE_NAMES_NBYTES)
+		return mgpu_err(MGPU_EINVAL, "'%s': the class names take %zu bytes, more than the "
+				"header's %d", file, total, MGPU_CACHE_NAMES_NBYTES);
+	return 0;
+}
+
 static void plan(struct build *b, struct layout *L, const struct mgpu_samples *t)
 {
 	struct mgpu_cache_hdr *h = &L->h;
@@ -245,6 +285,9 @@ static void plan(struct build *b, struct layout *L, const struct mgpu_samples *t
 	}
 	h->total_chunks = chunks;
 	memcpy(h->key, b->o->key, 32);
+	for (s = 0; s < MGPU_NSPLITS && !h->nnames; s++)
+		if (b->split[s] && b->split[s]->names)
+			put_names(h, b->split[s]->names, b->split[s]->nnames);
 	L->index_nbytes = chunks * MGPU_CACHE_INDEX_ENTRY + (b->mean ? 8 * b->d : 0);
 }
 
@@ -260,6 +303,21 @@ static int align(struct mgpu_afile *af, struct layout *L, size_t to)
 {
 	static const unsigned char zero[4096];
 	return put(af, L, zero, (size_t)((to - L->pos % to) % to));
+}
+
+/* Tell o->progress the rows of the splits before s and s's first r. */
+static void wave_done(const struct build *b, const struct layout *L,
+		      const struct mgpu_cache_stats *st, int s, uint64_t r)
+{
+	uint64_t rows = r, total = 0, nbytes = 0;
+	int k;
+
+	for (k = 0; k < MGPU_NSPLITS; k++) {
+		total += L->h.n[k];
+		rows += k < s ? L->h.n[k] : 0;
+		nbytes += st->data_nbytes[k];
+	}
+	b->o->progress(b->o->progress_ctx, rows < total ? rows : total, total, nbytes);
 }
 
 /* Produce and write every chunk, wave by wave; fill the index. */
@@ -306,6 +364,8 @@ static int write_chunks(struct build *b, struct layout *L, struct mgpu_afile *af
 				free(b->jobs[k].out);
 			if (rc < 0)
 				goto out;
+			if (b->o->progress)
+				wave_done(b, L, st, s, r);
 		}
 		st->n[s] = L->h.n[s];
 	}
@@ -349,6 +409,8 @@ static void encode_hdr(const struct mgpu_cache_hdr *h, unsigned char *b)
 	wr64(b + 208, h->data_nbytes);
 	wr64(b + 216, h->stored_nbytes);
 	wr64(b + 224, h->index_xxh64);
+	wr32(b + 232, h->nnames);
+	memcpy(b + MGPU_CACHE_NAMES_OFF, h->names, MGPU_CACHE_NAMES_NBYTES);
 	wr64(b + 4088, mgpu_xxh64(b, 4088, 0));
 }
 
@@ -395,6 +457,7 @@ int mgpu_cache_write(const char *file, struct mgpu_samples *const split[MGPU_NSP
 	memset(&L, 0, sizeof L);
 	pthread_mutex_init(&b.mu, NULL);
 	MGPU_CHECK(check_splits(&b));
+	MGPU_CHECK(names_fit(split, file));
 	if (o->normalise)
 		MGPU_CHECK(mgpu_norm_features(split[MGPU_SPLIT_TRAIN], &mean, &std));
 	b.mean = mean, b.std = std;

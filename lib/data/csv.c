@@ -108,20 +108,102 @@ static int header(struct rd *r, const char *sel, int *ncols, int *label)
 	return 0;
 }
 
-static int parse_label(struct rd *r, const char *col, int32_t *y)
+/* The labels as read, one per data line, until all are in: numbers when
+ * every one is an integer, else class names. */
+struct labels {
+	char **s;
+	long *line;
+	size_t n, cap;
+	int words;       /* a label that is not an integer was seen */
+};
+
+static int keep_label(struct rd *r, const char *col, struct labels *L)
 {
 	char *endp;
+	void *p;
+
+	if (!r->field[0])
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: label column '%s' is empty",
+				r->name, r->line, col);
+	if (L->n == L->cap) {
+		L->cap = L->cap ? 2 * L->cap : 1024;
+		if (!(p = realloc(L->s, L->cap * sizeof *L->s)))
+			return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", r->name);
+		L->s = p;
+		if (!(p = realloc(L->line, L->cap * sizeof *L->line)))
+			return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", r->name);
+		L->line = p;
+	}
+	if (!(L->s[L->n] = strdup(r->field)))
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", r->name);
+	L->line[L->n++] = r->line;
+	errno = 0;
+	(void)strtol(r->field, &endp, 10);
+	if (*endp || errno)
+		L->words = 1;
+	return 0;
+}
+
+static void labels_free(struct labels *L)
+{
+	size_t i;
+
+	for (i = 0; i < L->n; i++)
+		free(L->s[i]);
+	free(L->s);
+	free(L->line);
+}
+
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Word labels: the distinct ones in sorted order are the classes. */
+static int word_labels(const struct labels *L, const char *name, struct mgpu_samples *out)
+{
+	char **u = malloc(L->n * sizeof *u), **hit;
+	size_t i, nu = 0;
+	int rc = 0;
+
+	if (!u)
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+	memcpy(u, L->s, L->n * sizeof *u);
+	qsort(u, L->n, sizeof *u, by_str);
+	for (i = 0; i < L->n; i++)
+		if (nu == 0 || strcmp(u[nu - 1], u[i]) != 0)
+			u[nu++] = u[i];
+	if (nu > MGPU_SAMPLES_MAX_CLASSES)
+		rc = mgpu_err(MGPU_ERANGE, "'%s': %zu distinct labels, more than %d classes",
+			      name, nu, MGPU_SAMPLES_MAX_CLASSES);
+	if (rc == 0)
+		rc = mgpu_class_names_check(u, (int)nu, name);
+	for (i = 0; rc == 0 && i < L->n; i++) {
+		hit = bsearch(&L->s[i], u, nu, sizeof *u, by_str);
+		out->y[i] = (int32_t)(hit - u);
+	}
+	if (rc == 0)
+		rc = mgpu_class_names_copy(&out->names, &out->nnames, u, (int)nu);
+	out->classes = (int)nu;
+	free(u);
+	return rc;
+}
+
+static int number_labels(const struct labels *L, const char *name, struct mgpu_samples *out)
+{
+	size_t i;
 	long v;
 
-	errno = 0;
-	v = strtol(r->field, &endp, 10);
-	if (!r->field[0] || *endp || errno)
-		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: label column '%s': '%s' is not "
-				"an integer", r->name, r->line, col, r->field);
-	if (v < 0 || v >= MGPU_SAMPLES_MAX_CLASSES)
-		return mgpu_err(MGPU_ERANGE, "'%s': line %ld: label %ld out of range [0,%d)",
-				r->name, r->line, v, MGPU_SAMPLES_MAX_CLASSES);
-	*y = (int32_t)v;
+	out->classes = 0;
+	for (i = 0; i < L->n; i++) {
+		v = strtol(L->s[i], NULL, 10);
+		if (v < 0 || v >= MGPU_SAMPLES_MAX_CLASSES)
+			return mgpu_err(MGPU_ERANGE, "'%s': line %ld: label %ld out of range [0,%d)",
+					name, L->line[i], v, MGPU_SAMPLES_MAX_CLASSES);
+		out->y[i] = (int32_t)v;
+		if ((int)v + 1 > out->classes)
+			out->classes = (int)v + 1;
+	}
 	return 0;
 }
 
@@ -169,8 +251,9 @@ static void names_free(char **v, int n)
 	free(v);
 }
 
-/* One data line into row and *y. */
-static int record(struct rd *r, int ncols, int label, char **names, float *row, int32_t *y)
+/* One data line into row, its label into L. */
+static int record(struct rd *r, int ncols, int label, char **names, float *row,
+		  struct labels *L)
 {
 	int i, k = 0, eol = 0;
 
@@ -180,7 +263,7 @@ static int record(struct rd *r, int ncols, int label, char **names, float *row, 
 					"%d", r->name, r->line, i, ncols);
 		MGPU_TRY(next_field(r, &eol));
 		if (i == label)
-			MGPU_TRY(parse_label(r, names[i] ? names[i] : "?", y));
+			MGPU_TRY(keep_label(r, names[i] ? names[i] : "?", L));
 		else
 			MGPU_TRY(parse_num(r, names[i] ? names[i] : "?", &row[k++]));
 	}
@@ -194,10 +277,10 @@ int mgpu_csv_parse(const char *text, size_t len, const char *name, const char *l
 		   struct mgpu_samples *out)
 {
 	struct rd r = { text, text + len, name, 1, "" };
+	struct labels L = { 0 };
 	char **names = NULL;
 	float *row = NULL;
 	uint32_t d;
-	int32_t y = 0;
 	int ncols = 0, label, rc = 0;
 
 	memset(out, 0, sizeof *out);
@@ -212,14 +295,19 @@ int mgpu_csv_parse(const char *text, size_t len, const char *name, const char *l
 	}
 	r.line++;
 	for (skip_blank(&r); r.p < r.end; skip_blank(&r)) {
-		MGPU_CHECK(record(&r, ncols, label, names, row, &y));
-		MGPU_CHECK(mgpu_samples_push(out, row, y));
+		MGPU_CHECK(record(&r, ncols, label, names, row, &L));
+		MGPU_CHECK(mgpu_samples_push(out, row, 0));
 		r.line++;
 	}
 	if (out->n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no data lines after the header", name);
+	else if (L.words)
+		rc = word_labels(&L, name, out);
+	else
+		rc = number_labels(&L, name, out);
 out:
 	free(row);
+	labels_free(&L);
 	names_free(names, ncols);
 	if (rc < 0)
 		mgpu_samples_free(out);

@@ -2,8 +2,11 @@
  * csv.h - labelled numeric samples from CSV text (RFC 4180 quoting).
  *
  * The first line is a header naming the columns. One column holds the
- * label (an integer in [0, 256)): by name, or by 0-based index when the
- * selector is all digits; NULL selects the column named "label". Every
+ * label: by name, or by 0-based index when the selector is all digits;
+ * NULL selects the column named "label". When every label is an integer
+ * they are the class ids (in [0, 256)); else every label is a word, the
+ * distinct words in sorted (strcmp) order are classes 0, 1, ... and
+ * out->names holds them ("WALKING" in the Human Activity Recognition set). Every
  * other column is a feature and must hold a finite number in every row.
  * Blank lines are skipped; "\r\n" line ends are accepted. The result is a
  * float32 set of shape (d) with d = columns - 1.

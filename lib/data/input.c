@@ -45,8 +45,13 @@ int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src
 
 	if (src->n == 0)
 		return 0;
-	if (!dst->dtype)
+	if (!dst->dtype) { /* an empty set: its class names (a join's) stay */
+		char **names = dst->names;
+		int nnames = dst->nnames;
 		MGPU_TRY(mgpu_samples_init(dst, src->dtype, src->ndim, src->shape));
+		dst->names = names;
+		dst->nnames = nnames;
+	}
 	if (dst->dtype != src->dtype || !mgpu_samples_same_shape(dst, src->ndim, src->shape)) {
 		mgpu_samples_shape_str(src->ndim, src->shape, a, sizeof a);
 		mgpu_samples_shape_str(dst->ndim, dst->shape, b, sizeof b);
@@ -60,10 +65,14 @@ int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src
 	return 0;
 }
 
-/* Append t to out, then free t (whether or not that worked). */
+/* Append t to out, then free t (whether or not that worked); class names
+ * that differ are joined, both sets renumbered. */
 static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const char *name)
 {
-	int rc = mgpu_samples_append(out, t, name);
+	int rc = mgpu_class_names_join(out, t, name);
+
+	if (rc == 0)
+		rc = mgpu_samples_append(out, t, name);
 
 	mgpu_samples_free(t);
 	return rc;

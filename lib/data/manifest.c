@@ -124,6 +124,40 @@ static int add(struct mgpu_manifest *m, const char *name)
 	return 0;
 }
 
+/* "#class<TAB>K<TAB>NAME": class K's name, K the next one. */
+static int class_line(struct mgpu_manifest *m, char *line, const char *name, long ln)
+{
+	char *f[3], *tab, **nv;
+	uint64_t k;
+	int i;
+
+	f[0] = line;
+	for (i = 1; i < 3; i++) {
+		if (!(tab = strchr(f[i - 1], '\t')))
+			break;
+		*tab = '\0';
+		f[i] = tab + 1;
+	}
+	if (i < 3 || strcmp(f[0], "#class") != 0 || strchr(f[2], '\t'))
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: a '#' line must be "
+				"'#class<TAB>K<TAB>NAME'", name, ln);
+	if (m->n)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: class names come before the "
+				"shards", name, ln);
+	if (u64_field(f[1], &k) < 0 || k != (uint64_t)m->nnames ||
+	    m->nnames >= MGPU_SAMPLES_MAX_CLASSES)
+		return mgpu_err(MGPU_EFORMAT, "'%s': line %ld: class '%s' out of order (want "
+				"%d)", name, ln, f[1], m->nnames);
+	nv = realloc(m->names, (size_t)(m->nnames + 1) * sizeof *nv);
+	if (!nv)
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+	m->names = nv;
+	if (!(m->names[m->nnames] = strdup(f[2])))
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+	m->nnames++;
+	return 0;
+}
+
 int mgpu_manifest_parse(const char *text, size_t len, const char *name, const char *dir,
 			struct mgpu_manifest *m)
 {
@@ -163,12 +197,18 @@ int mgpu_manifest_parse(const char *text, size_t len, const char *name, const ch
 		}
 		if (n == 0)
 			continue;
+		if (line[0] == '#') {
+			MGPU_CHECK(class_line(m, line, name, ln));
+			continue;
+		}
 		MGPU_CHECK(add(m, name));
 		MGPU_CHECK(entry(line, name, ln, dir, &m->e[m->n - 1]));
 		MGPU_CHECK(no_repeat(m, name, ln));
 	}
 	if (ln == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': empty manifest", name);
+	else if (m->names)
+		rc = mgpu_class_names_check(m->names, m->nnames, name);
 out:
 	if (rc < 0)
 		mgpu_manifest_free(m);
@@ -210,8 +250,15 @@ int mgpu_manifest_read(const struct mgpu_manifest *m, struct mgpu_samples split[
 {
 	size_t i;
 
+	int s;
+
 	for (i = 0; i < m->n; i++)
 		MGPU_TRY(mgpu_manifest_read_shard(&m->e[i], &split[m->e[i].split]));
+	for (s = 0; s < MGPU_NSPLITS && m->names; s++) {
+		mgpu_class_names_free(split[s].names, split[s].nnames);
+		MGPU_TRY(mgpu_class_names_copy(&split[s].names, &split[s].nnames, m->names,
+					       m->nnames));
+	}
 	return 0;
 }
 
@@ -233,6 +280,7 @@ int mgpu_manifest_load(const char *path, struct mgpu_manifest *m)
 void mgpu_manifest_free(struct mgpu_manifest *m)
 {
 	free(m->e);
+	mgpu_class_names_free(m->names, m->nnames);
 	memset(m, 0, sizeof *m);
 }
 
@@ -297,12 +345,40 @@ int mgpu_manifest_write(struct mgpu_manifest_writer *w, int split, const char *p
 	if (w->format == MGPU_FMT_JSON) {
 		json_row(w->fp, s, path, samples, nbytes, sha_hex);
 	} else {
-		if (!w->rows)
+		if (!w->header_done)
 			fprintf(w->fp, "%s\n", cols_joined("\t", head, sizeof head));
+		w->header_done = 1;
 		fprintf(w->fp, "%s\t%s\t%llu\t%llu\t%s\n", s, path,
 			(unsigned long long)samples, (unsigned long long)nbytes, sha_hex);
 	}
 	w->rows++;
+	if (fflush(w->fp) != 0 || ferror(w->fp))
+		return mgpu_err_errno(errno == EPIPE ? MGPU_ECLOSED : MGPU_EIO,
+				      "cannot write output");
+	return 0;
+}
+
+int mgpu_manifest_write_classes(struct mgpu_manifest_writer *w, char *const *names, int n)
+{
+	char head[64];
+	int k;
+
+	if (!names || w->format == MGPU_FMT_MARKDOWN)
+		return 0;
+	MGPU_TRY(mgpu_class_names_check(names, n, "class names"));
+	if (w->format == MGPU_FMT_TSV && !w->header_done) {
+		fprintf(w->fp, "%s\n", cols_joined("\t", head, sizeof head));
+		w->header_done = 1;
+	}
+	for (k = 0; k < n; k++) {
+		if (w->format == MGPU_FMT_JSON) {
+			fprintf(w->fp, "{\"class\":%d,\"name\":", k);
+			mgpu_json_escape(w->fp, names[k]);
+			fputs("}\n", w->fp);
+		} else {
+			fprintf(w->fp, "#class\t%d\t%s\n", k, names[k]);
+		}
+	}
 	if (fflush(w->fp) != 0 || ferror(w->fp))
 		return mgpu_err_errno(errno == EPIPE ? MGPU_ECLOSED : MGPU_EIO,
 				      "cannot write output");

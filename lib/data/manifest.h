@@ -8,6 +8,10 @@
  * is read from standard input); samples and bytes are decimal; sha256 is 64
  * lower-case hex digits. Parsing is strict: every error names the manifest
  * and the line; a shard listed twice is an error too.
+ *
+ * Class names (labels that were words, see samples.h) come as lines
+ * "#class<TAB>K<TAB>NAME" after the header, K = 0, 1, ... in order and the
+ * names in sorted order; tools that read TSV with '#' comments skip them.
  */
 #ifndef MGPU_DATA_MANIFEST_H
 #define MGPU_DATA_MANIFEST_H
@@ -36,6 +40,8 @@ struct mgpu_manifest_entry {
 struct mgpu_manifest {
 	size_t n;
 	struct mgpu_manifest_entry *e;  /* malloc'ed */
+	char **names;                   /* class names, or NULL */
+	int nnames;
 };
 
 /* Parse text; name labels messages, dir ("" for none) resolves paths. */
@@ -52,7 +58,8 @@ void mgpu_manifest_free(struct mgpu_manifest *m);
  * differs ("'s.tar': sha256 differs from the manifest's ...").
  */
 int mgpu_manifest_read_shard(const struct mgpu_manifest_entry *e, struct mgpu_samples *out);
-/* Every shard of m, each into split[its split], each checked as above. */
+/* Every shard of m, each into split[its split], each checked as above;
+ * every split gets a copy of m's class names. */
 int mgpu_manifest_read(const struct mgpu_manifest *m, struct mgpu_samples split[MGPU_NSPLITS]);
 
 /*
@@ -68,6 +75,7 @@ struct mgpu_manifest_writer {
 	FILE *fp;
 	int format;
 	int rows;               /* rows written so far */
+	int header_done;        /* TSV: the header line is out */
 	struct mgpu_table t;    /* Markdown */
 };
 
@@ -75,5 +83,8 @@ int mgpu_manifest_writer_init(struct mgpu_manifest_writer *w, FILE *fp, int form
 /* One shard's line; fails when fp does (MGPU_ECLOSED: its reader went away). */
 int mgpu_manifest_write(struct mgpu_manifest_writer *w, int split, const char *path,
 			uint64_t samples, uint64_t nbytes, const char *sha_hex);
+/* The class names, before the first shard's line: "#class" lines in TSV,
+ * {"class":K,"name":...} records in JSON Lines; Markdown shows none. */
+int mgpu_manifest_write_classes(struct mgpu_manifest_writer *w, char *const *names, int n);
 
 #endif

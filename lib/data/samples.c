@@ -181,5 +181,6 @@ void mgpu_samples_free(struct mgpu_samples *s)
 {
 	free(s->x);
 	free(s->y);
+	mgpu_class_names_free(s->names, s->nnames);
 	memset(s, 0, sizeof *s);
 }

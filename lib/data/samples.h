@@ -6,7 +6,9 @@
  * x holds n rows of d elements of the dtype, row-major (row i starts at
  * x + i * row_nbytes); y holds n int32 labels in [0, MGPU_SAMPLES_MAX_CLASSES).
  * shape[0..ndim) is ONE sample's shape (d is its product), kept so shards
- * can write each sample back as an .npy of that shape. Buffers are malloc'ed
+ * can write each sample back as an .npy of that shape. names, when not NULL,
+ * names class k names[k] (k < nnames): labels that were words (a CSV's
+ * "WALKING"), numbered in sorted (strcmp) order. Buffers are malloc'ed
  * and owned by the struct; mgpu_samples_free() releases them and is safe on a
  * zeroed struct. Readers leave a zeroed struct on failure.
  */
@@ -36,7 +38,12 @@ struct mgpu_samples {
 	int classes;                       /* max label + 1 */
 	unsigned char *x;
 	int32_t *y;
+	char **names;                      /* class names, or NULL: numbers only */
+	int nnames;
 };
+
+/* A class name's longest: a name fits one line of every format it goes in. */
+#define MGPU_CLASS_NAME_MAX 128
 
 /* Bytes per element (1, 4, 2, 4), or 0 for an unknown dtype. */
 size_t mgpu_dtype_nbytes(int dtype);
@@ -71,5 +78,24 @@ void mgpu_samples_shape_str(int ndim, const uint32_t *shape, char *buf, size_t l
 /* Same shape (ndim and every dimension). */
 int mgpu_samples_same_shape(const struct mgpu_samples *s, int ndim, const uint32_t *shape);
 void mgpu_samples_free(struct mgpu_samples *s);
+
+/* Class names (class_names.c). */
+/* Copies of names[0..n) into *out (NULL, 0 when n is 0). */
+int mgpu_class_names_copy(char ***out, int *nout, char *const *names, int n);
+void mgpu_class_names_free(char **names, int n);
+/* Is names a valid list: 1 to MGPU_SAMPLES_MAX_CLASSES names, each 1 to
+ * MGPU_CLASS_NAME_MAX printable bytes (no tab, line end or other control
+ * character), in strictly increasing strcmp order? what names the list in
+ * the error. */
+int mgpu_class_names_check(char *const *names, int n, const char *what);
+/* The same list (NULL and NULL are the same). */
+int mgpu_class_names_equal(char *const *a, int na, char *const *b, int nb);
+/* Append src to dst when their names differ: the union in sorted order
+ * becomes dst's names and both sets' labels are renumbered into it. Sets
+ * with and without names cannot be joined (an error naming src). */
+int mgpu_class_names_join(struct mgpu_samples *dst, struct mgpu_samples *src,
+			  const char *name);
+/* Class k's name, or its number as text when there are no names. */
+const char *mgpu_class_name(char *const *names, int n, int k, char buf[16]);
 
 #endif

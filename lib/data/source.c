@@ -120,6 +120,14 @@ int mgpu_source_open(struct mgpu_source *s, const char *path)
 		rc = open_cache(s);
 	else if (rc == 0)
 		rc = settle_memory(s);
+	/* the class names live in the cache's mapping or the train samples */
+	if (rc == 0 && s->kind == MGPU_SOURCE_CACHE && s->cache.h.nnames) {
+		s->names = s->cache.names;
+		s->nnames = (int)s->cache.h.nnames;
+	} else if (rc == 0 && s->mem[MGPU_SPLIT_TRAIN].names) {
+		s->names = s->mem[MGPU_SPLIT_TRAIN].names;
+		s->nnames = s->mem[MGPU_SPLIT_TRAIN].nnames;
+	}
 	if (rc < 0)
 		mgpu_source_close(s);
 	return rc;
@@ -239,4 +247,6 @@ void mgpu_source_close(struct mgpu_source *s)
 	if (s->kind == MGPU_SOURCE_CACHE)
 		mgpu_cache_close(&s->cache);
 	s->kind = 0;
+	s->names = NULL;
+	s->nnames = 0;
 }

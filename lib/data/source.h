@@ -44,6 +44,8 @@ struct mgpu_source {
 	int dtype;                 /* MGPU_DTYPE_U8 or MGPU_DTYPE_F32 */
 	int d;                     /* features per sample */
 	int classes;               /* max label + 1 over every split */
+	char *const *names;        /* class names (labels that were words), or NULL */
+	int nnames;
 	size_t row_nbytes;         /* d * element size */
 	size_t n[MGPU_NSPLITS];    /* rows per split; 0: absent */
 	int normalised;            /* cached per-feature normalised f32 */

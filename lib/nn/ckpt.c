@@ -97,19 +97,44 @@ static int check_finite(const struct mgpu_model *m, const float *host, int64_t s
 	return 0;
 }
 
+/* ["a", "b"]: names as a JSON list. */
+static void put_json_list(FILE *fp, char *const *names, int n)
+{
+	int k;
+
+	putc('[', fp);
+	for (k = 0; k < n; k++) {
+		fputs(k ? ", " : "", fp);
+		mgpu_json_escape(fp, names[k]);
+	}
+	putc(']', fp);
+}
+
 static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_ckpt_state *st,
 		       float *host)
 {
-	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec };
+	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec, "mgpu_classes", NULL };
 	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
-	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH];
-	int n;
+	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH], *classes = NULL;
+	size_t len = 0;
+	FILE *fp;
+	int n, rc;
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
 	MGPU_TRY(mgpu_model_get(m, host));
 	MGPU_TRY(check_finite(m, host, st->step));
 	n = add_entries(e, names, m, host, NULL);
-	return mgpu_st_write(path, e, n, meta, 2);
+	if (st->names) {
+		if (!(fp = open_memstream(&classes, &len)))
+			return mgpu_err(MGPU_ENOMEM, "out of memory");
+		put_json_list(fp, st->names, st->nnames);
+		if (fclose(fp) != 0 || !classes)
+			return mgpu_err(MGPU_ENOMEM, "out of memory");
+		meta[5] = classes;
+	}
+	rc = mgpu_st_write(path, e, n, meta, classes ? 3 : 2);
+	free(classes);
+	return rc;
 }
 
 static int write_optim(const char *dir, struct mgpu_model *m, struct mgpu_optim *o,
@@ -157,6 +182,10 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 	fprintf(af.fp, ",\n  \"norm_shift\": ");
 	mgpu_json_num(af.fp, st->norm_shift, 17);
 	put_json_str(af.fp, "spec", st->spec);
+	if (st->names) {
+		fprintf(af.fp, ",\n  \"classes\": ");
+		put_json_list(af.fp, st->names, st->nnames);
+	}
 	fprintf(af.fp, ",\n  \"argv\": [");
 	for (i = 0; i < argc; i++) {
 		fprintf(af.fp, "%s", i ? ", " : "");

@@ -31,6 +31,11 @@ struct mgpu_ckpt_state {
 	int64_t global_batch; /* samples per optimizer step when saved */
 	double norm_scale, norm_shift;
 	char spec[512];
+	/* class names (labels that were words), or NULL: saved as state.json's
+	 * "classes" and model.safetensors' metadata "mgpu_classes" (a JSON
+	 * list); not read back */
+	char *const *names;
+	int nnames;
 };
 
 /*

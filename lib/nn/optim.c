@@ -199,8 +199,11 @@ double mgpu_sched_lr(const struct mgpu_sched *s, int64_t step)
 	step -= s->warmup_steps;
 	switch (s->kind) {
 	case MGPU_SCHED_COSINE:
-		span = s->total_steps - s->warmup_steps;
-		t = span > 0 ? (double)step / (double)span : 1.0;
+		/* the last step is the one at min_lr, so a run ends on the floor it
+		 * was given; a lone step after warm-up keeps the peak (at a floor
+		 * of 0 it would not train) */
+		span = s->total_steps - s->warmup_steps - 1;
+		t = span > 0 ? (double)step / (double)span : 0.0;
 		if (t > 1.0)
 			t = 1.0;
 		return s->min_lr + (s->lr - s->min_lr) * 0.5 * (1.0 + cos(M_PI * t));

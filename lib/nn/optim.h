@@ -90,6 +90,12 @@ float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm);
 int mgpu_optim_nstate(const struct mgpu_optim *o);
 float *mgpu_optim_state(struct mgpu_optim *o, int i);
 
+/* The rate of 0-based step `step` of a run of total_steps steps: linear
+ * warm-up (step w of W runs at lr*(w+1)/W), then the schedule. Cosine runs
+ * the first step after warm-up at lr and the last step (total_steps - 1) at
+ * exactly min_lr: with T = total_steps - warmup_steps - 1 steps after the
+ * first, step warmup_steps + t runs at
+ * min_lr + (lr - min_lr) * (1 + cos(pi * t / T)) / 2 (T = 0: lr). */
 double mgpu_sched_lr(const struct mgpu_sched *s, int64_t step);
 
 #endif

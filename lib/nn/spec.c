@@ -29,6 +29,14 @@ static int parse_dims(struct mgpu_spec *s, const char *p, const char *end,
 	s->nlayers = -1;
 	while (p < end) {
 		errno = 0;
+		if (end - p >= 4 && strncmp(p, "auto", 4) == 0 && (end - p == 4 || p[4] == '-')) {
+			if (s->nlayers + 1 > MGPU_MAX_LAYERS)
+				return mgpu_err(MGPU_EINVAL, "%s: more than %d layers", origin,
+						MGPU_MAX_LAYERS);
+			s->dims[++s->nlayers] = MGPU_SPEC_AUTO;
+			p += end - p == 4 ? 4 : 5;
+			continue;
+		}
 		if (*p < '0' || *p > '9')
 			return mgpu_err(MGPU_EINVAL, "%s: bad layer size at '%.*s'", origin,
 					(int)(end - p), p);
@@ -45,6 +53,10 @@ static int parse_dims(struct mgpu_spec *s, const char *p, const char *end,
 	if (s->nlayers < 1)
 		return mgpu_err(MGPU_EINVAL, "%s: an mlp needs at least two sizes (in-out)",
 				origin);
+	for (int l = 1; l < s->nlayers; l++)
+		if (s->dims[l] == MGPU_SPEC_AUTO)
+			return mgpu_err(MGPU_EINVAL, "%s: a hidden size cannot be auto (only the "
+					"input width and the class count come from the data)", origin);
 	return 0;
 }
 
@@ -287,7 +299,9 @@ int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 	o = (size_t)snprintf(buf, len, "mlp:");
 
 	for (i = 0; i <= s->nlayers && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%d", i ? "-" : "", s->dims[i]);
+		o += s->dims[i] == MGPU_SPEC_AUTO ?
+			     (size_t)snprintf(buf + o, len - o, "%sauto", i ? "-" : "") :
+			     (size_t)snprintf(buf + o, len - o, "%s%d", i ? "-" : "", s->dims[i]);
 	if (o < len)
 		o += (size_t)snprintf(buf + o, len - o, ",act=%s", mgpu_act_name(s->act));
 	if (s->dropout > 0.0f && o < len)
@@ -297,4 +311,49 @@ int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 	if (o >= len)
 		return mgpu_err(MGPU_EINVAL, "model spec too long to print");
 	return 0;
+}
+
+int mgpu_spec_has_auto(const struct mgpu_spec *s)
+{
+	return s->kind == MGPU_MODEL_MLP && s->nlayers >= 1 &&
+	       (s->dims[0] == MGPU_SPEC_AUTO || s->dims[s->nlayers] == MGPU_SPEC_AUTO);
+}
+
+int mgpu_spec_fit(struct mgpu_spec *s, int d, int classes, const char *path)
+{
+	struct mgpu_spec want = *s;
+	int n = s->nlayers, *C = &want.dims[n];
+	char fit[512];
+
+	if (s->kind == MGPU_MODEL_GPT) {
+		if (d == s->dims[0])
+			return 0;
+		want.ctx = d - 1;
+		if (d < 2 || gpt_finish(&want, "--model") < 0 ||
+		    mgpu_spec_format(&want, fit, sizeof fit) < 0)
+			return mgpu_err(MGPU_EINVAL, "'%s': samples have %d features but the model "
+					"takes %d (a gpt's ctx + 1)", path, d, s->dims[0]);
+		return mgpu_err(MGPU_EINVAL, "'%s': samples have %d features but the model takes "
+				"%d (a gpt's ctx + 1): write --model %s", path, d, s->dims[0], fit);
+	}
+	if (want.dims[0] == MGPU_SPEC_AUTO)
+		want.dims[0] = d;
+	if (*C == MGPU_SPEC_AUTO)
+		*C = classes > 1 ? classes : 2;
+	if (want.dims[0] == d && *C >= classes) {
+		*s = want;
+		return 0;
+	}
+	want.dims[0] = d;
+	if (*C < classes)
+		*C = classes;
+	if (mgpu_spec_format(&want, fit, sizeof fit) < 0)
+		fit[0] = '\0';
+	if (s->dims[0] != MGPU_SPEC_AUTO && s->dims[0] != d)
+		return mgpu_err(MGPU_EINVAL, "'%s': samples have %d features but the model takes "
+				"%d: write --model %s (auto takes a size from the data)", path, d,
+				s->dims[0], fit);
+	return mgpu_err(MGPU_ERANGE, "'%s': labels go up to %d but the model has %d classes: "
+			"write --model %s (auto takes a size from the data)", path, classes - 1,
+			s->dims[n], fit);
 }

@@ -1,7 +1,9 @@
 /*
  * spec.h - model specifications: "mlp:784-512-256-10" plus options.
  *
- * Grammar: mlp:D0-D1-...-Dn[,OPTION...] where OPTION is act=relu|gelu|tanh,
+ * Grammar: mlp:D0-D1-...-Dn[,OPTION...] where D0 (the input width) and Dn
+ * (the class count) may be "auto": taken from the data by mgpu_spec_fit
+ * (dims 0 until then); OPTION is act=relu|gelu|tanh,
  * dropout=P (0 <= P < 1, after each hidden activation), layernorm (or
  * layernorm=0|1, before each hidden activation).
  *
@@ -44,7 +46,17 @@ struct mgpu_spec {
 	int padded_vocab;             /* gpt only: rows of wte (>= vocab) */
 };
 
+/* An mlp size taken from the data (dims[0] or dims[nlayers]). */
+#define MGPU_SPEC_AUTO 0
+
 int mgpu_spec_parse(struct mgpu_spec *s, const char *text, const char *origin);
+/* Fit s to the data at path, whose samples have d features and labels
+ * below classes: auto sizes become the data's; a size the data does not
+ * fit (input width other than d, fewer than classes outputs; a gpt whose
+ * ctx + 1 is not d) is an error that names the spec to write. */
+int mgpu_spec_fit(struct mgpu_spec *s, int d, int classes, const char *path);
+/* 1 when an mlp size is still auto. */
+int mgpu_spec_has_auto(const struct mgpu_spec *s);
 /* A spec string, or the path of a file holding one. */
 int mgpu_spec_load(struct mgpu_spec *s, const char *arg);
 /* The canonical string, which mgpu_spec_parse reads back to the same spec. */

@@ -110,10 +110,11 @@ int mgpu_sync_rendezvous(const struct mgpu_sync *s, const struct mgpu_sync_args 
 				"Slurm: export it)", env->nnodes);
 	if (s->rank != 0)
 		return mgpu_rdzv_join(env->addr, env->port, s->rank, s->world, env->local_world,
-				      env->token, info, a->timeout_ms);
+				      env->token, env->ident, info, a->timeout_ms);
 	if (fd < 0)
 		MGPU_TRY(mgpu_rdzv_listen(env->addr, &port, &fd));
-	rc = mgpu_rdzv_serve(fd, s->world, env->local_world, env->token, info, a->timeout_ms);
+	rc = mgpu_rdzv_serve(fd, s->world, env->local_world, env->token, env->ident, info,
+			     a->timeout_ms);
 	close(fd);
 	return rc;
 }

@@ -31,7 +31,7 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 {
 	memset(c, 0, sizeof *c);
 	snprintf(c->data, sizeof c->data, "/usr/share/datasets/fashion-mnist");
-	mgpu_spec_parse(&c->spec, "mlp:784-512-256-10", "default");
+	mgpu_spec_parse(&c->spec, "mlp:auto-512-256-auto", "default");
 	snprintf(c->backend, sizeof c->backend, "cpu");
 	c->world = 1;
 	c->sync = MGPU_SYNC_CPU;
@@ -72,6 +72,7 @@ static int save(struct train_rank *r)
 		.step = r->step, .epoch = r->epoch, .epoch_pos = r->pos, .optim_t = r->opt.t,
 		.seed = c->seed, .world_size = r->world, .global_batch = r->plan->global,
 		.norm_scale = r->d->src.norm.scale, .norm_shift = r->d->src.norm.shift,
+		.names = r->d->src.names, .nnames = r->d->src.nnames,
 	};
 	struct mgpu_record rec = { .kind = MGPU_REC_CKPT };
 	char dir[MGPU_CKPT_PATH];
@@ -298,6 +299,57 @@ static int64_t peak_rss(void)
 	return getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : 0;
 }
 
+/* --per-class: the accuracy of each class over rows idx[0..n) of split,
+ * this rank's slice counted on the host from the rows' correct flags, the
+ * counts summed over the ranks. */
+static int per_class(struct train_rank *r, int split, const uint32_t *idx, size_t n)
+{
+	const struct mgpu_spec *s = &r->model.spec;
+	int C = s->dims[s->nlayers], B, k, j, rc = 0;
+	size_t lo = n * (size_t)r->rank / (size_t)r->world;
+	size_t hi = n * (size_t)(r->rank + 1) / (size_t)r->world, i, b;
+	double *v = calloc(2 * (size_t)C, sizeof *v);
+	float *ok = malloc((size_t)r->plan->batch * sizeof *ok);
+	struct mgpu_record rec = { .kind = MGPU_REC_CLASS };
+	char num[16];
+
+	if (!v || !ok) {
+		rc = mgpu_err(MGPU_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = lo; i < hi; i += (size_t)B) {
+		B = hi - i < (size_t)r->plan->batch ? (int)(hi - i) : r->plan->batch;
+		MGPU_CHECK(mgpu_train_load_rows(r, idx + i, B, split));
+		MGPU_CHECK(mgpu_model_forward(&r->model, B, 0));
+		MGPU_CHECK(mgpu_model_loss_acc(&r->model, B, 0, 0.0f, r->eval_acc));
+		MGPU_CHECK(mgpu_dev_to_host(&r->dev, ok, r->model.row_correct,
+					    (size_t)B * sizeof *ok));
+		for (b = 0; b < (size_t)B; b++) {
+			v[r->yb[b]] += 1.0;
+			v[C + r->yb[b]] += ok[b];
+		}
+	}
+	for (k = 0; k < 2 * C; k += j) {
+		j = 2 * C - k < MGPU_SHM_MAX_VALS ? 2 * C - k : MGPU_SHM_MAX_VALS;
+		MGPU_CHECK(mgpu_sync_allreduce_f64(&r->sync, v + k, j));
+	}
+	rec.step = r->step;
+	rec.epoch = r->epoch + (r->pos > 0);
+	for (k = 0; k < C; k++) {
+		rec.class_id = k;
+		rec.class_name = mgpu_class_name(r->d->src.names, r->d->src.nnames, k, num);
+		rec.samples = (int64_t)v[k];
+		rec.test_acc = rec.val_acc = NAN;
+		*(split == MGPU_SPLIT_TEST ? &rec.test_acc : &rec.val_acc) =
+			v[k] > 0 ? v[C + k] / v[k] : NAN;
+		MGPU_CHECK(mgpu_train_emit(r, &rec));
+	}
+out:
+	free(v);
+	free(ok);
+	return rc;
+}
+
 static int summary(struct train_rank *r, int64_t steps_run)
 {
 	struct mgpu_record rec = { .kind = MGPU_REC_SUMMARY };
@@ -306,7 +358,7 @@ static int summary(struct train_rank *r, int64_t steps_run)
 	int rc;
 
 	rec.step = r->step;
-	rec.epoch = r->epoch;
+	rec.epoch = r->epoch + (r->pos > 0); /* as the step rows count: 1-based, partial included */
 	rec.wall_s = mgpu_now_s() - r->t0;
 	rec.samples_per_s = steps_run > 0 ? (double)steps_run * (double)r->plan->global / rec.wall_s : NAN;
 	ntest = r->d->src.n[MGPU_SPLIT_TEST];
@@ -323,7 +375,19 @@ static int summary(struct train_rank *r, int64_t steps_run)
 	rec.ndev = r->world < MGPU_MAX_DEVICES ? r->world : MGPU_MAX_DEVICES;
 	MGPU_TRY(gather(r, (int64_t)r->dev.bytes_peak, rec.peak_bytes));
 	MGPU_TRY(gather(r, peak_rss(), rec.rss_bytes));
-	return mgpu_train_emit(r, &rec);
+	MGPU_TRY(mgpu_train_emit(r, &rec));
+	if (!r->cfg->per_class)
+		return 0;
+	if (ntest == 0)
+		return per_class(r, r->d->val_split, r->d->val_idx, r->d->nval);
+	all = malloc((ntest + 1) * sizeof *all);
+	if (!all)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	for (i = 0; i < ntest; i++)
+		all[i] = (uint32_t)i;
+	rc = per_class(r, MGPU_SPLIT_TEST, all, ntest);
+	free(all);
+	return rc;
 }
 
 static int epoch_end(struct train_rank *r, double lr)
@@ -351,6 +415,17 @@ static int save_due(const struct train_rank *r, int epoch_ended)
 	return c->save_every > 0 ? r->step % c->save_every == 0 : epoch_ended;
 }
 
+static void step_info(const struct train_rank *r, double lr)
+{
+	struct mgpu_step_info s = {
+		.step = r->step, .total = r->total_steps, .epoch = r->epoch + 1,
+		.loss = r->sync.step_loss / (double)r->plan->global, .lr = lr,
+		.samples = r->plan->global,
+	};
+
+	r->h->on_progress(r->h->ctx, &s);
+}
+
 static int start_record(struct train_rank *r)
 {
 	struct mgpu_record rec = { .kind = MGPU_REC_START };
@@ -358,6 +433,7 @@ static int start_record(struct train_rank *r)
 	rec.step = r->total_steps;
 	rec.epoch = (int)r->steps_per_epoch;
 	rec.first_step = r->step;
+	rec.spec = &r->cfg->spec;
 	return mgpu_train_emit(r, &rec);
 }
 
@@ -378,7 +454,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 		lr = mgpu_sched_lr(&r->sched, r->step);
 		MGPU_TRY(train_step(r, lr, &stop));
 		if (r->rank == 0 && r->h->on_progress)
-			r->h->on_progress(r->h->ctx, r->step, r->total_steps);
+			step_info(r, lr);
 		if (r->win_steps >= c->log_every)
 			MGPU_TRY(flush_window(r, lr));
 		ended = r->pos == r->steps_per_epoch;
@@ -497,22 +573,30 @@ static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hook
 	return rc;
 }
 
-int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hooks *h)
+int mgpu_train_run(const struct mgpu_train_cfg *given, const struct mgpu_train_hooks *h)
 {
 	struct mgpu_ckpt_dir sd = { .fd = -1 };
+	/* the run's own copy, whose spec the data completes (auto sizes) */
+	struct mgpu_train_cfg *cfg = malloc(sizeof *cfg);
 	struct train_data d;
 	struct train_rank r;
 	int rc;
 
+	if (!cfg)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	*cfg = *given;
 	memset(&d, 0, sizeof d);
 	if (cfg->plan.batch != cfg->batch || cfg->plan.accum != cfg->accum ||
 	    cfg->plan.world != cfg->world)
-		return mgpu_err(MGPU_EINVAL, "the batch plan was not made for these options "
-				"(mgpu_batch_plan_make)");
+		rc = mgpu_err(MGPU_EINVAL, "the batch plan was not made for these options "
+			      "(mgpu_batch_plan_make)");
 	/* Rank 0 writes the checkpoints: it holds the save dir for the run. */
-	if (cfg->save_dir[0] && cfg->env.rank == 0)
-		MGPU_TRY(mgpu_train_open_save_dir(&sd, cfg->save_dir));
-	rc = mgpu_train_data_load(&d, cfg);
+	else if (cfg->save_dir[0] && cfg->env.rank == 0)
+		rc = mgpu_train_open_save_dir(&sd, cfg->save_dir);
+	else
+		rc = 0;
+	if (rc == 0)
+		rc = mgpu_train_data_load(&d, cfg, &cfg->spec);
 	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
 		rc = run_dp(cfg, h, &d);
 	} else if (rc == 0) {
@@ -523,5 +607,6 @@ int mgpu_train_run(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hoo
 	}
 	mgpu_train_data_free(&d);
 	mgpu_ckpt_dir_close(&sd);
+	free(cfg);
 	return rc;
 }

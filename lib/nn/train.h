@@ -44,6 +44,7 @@ struct mgpu_train_cfg {
 	int timeout_ms;
 	int epochs;
 	int64_t max_steps;            /* 0: no limit */
+	int per_class;                /* after the summary, a CLASS record per class */
 	int batch;                    /* per-device batch (option) */
 	int accum;                    /* micro-steps per optimizer step (option) */
 	/* Made from batch, accum and world by mgpu_batch_plan_make, once; the
@@ -65,6 +66,10 @@ struct mgpu_train_cfg {
 	int keep;                     /* checkpoints kept in save_dir */
 	char resume[MGPU_PATH_MAX];   /* "" : fresh start */
 	int log_every;                /* steps per step record */
+	/* Lines "KEY VALUE": the settings every rank of a job must share,
+	 * compared at the rendezvous (comm/rdzv.h) with the data's identity
+	 * added; NULL: the settings are not compared, the data still is. */
+	const char *ident;
 	const char *const *argv;      /* the resolved options, saved verbatim */
 	int argc;
 	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */
@@ -75,9 +80,13 @@ enum mgpu_lr_scale { MGPU_LR_SCALE_NONE = 0, MGPU_LR_SCALE_LINEAR, MGPU_LR_SCALE
 
 /* START comes once, after data, device and checkpoint loaded: total steps
  * in .step, steps per epoch in .epoch, the step training starts from in
- * .first_step (a resumed run's position; == .step: nothing to train). */
+ * .first_step (a resumed run's position; == .step: nothing to train).
+ * CLASS (cfg.per_class, an mlp) follows the summary once per class: the
+ * accuracy on the test split in .test_acc (on the validation split in
+ * .val_acc when there is no test split), its rows in .samples. */
 enum mgpu_record_kind {
-	MGPU_REC_STEP, MGPU_REC_EVAL, MGPU_REC_SUMMARY, MGPU_REC_CKPT, MGPU_REC_START
+	MGPU_REC_STEP, MGPU_REC_EVAL, MGPU_REC_SUMMARY, MGPU_REC_CKPT, MGPU_REC_START,
+	MGPU_REC_CLASS
 };
 
 struct mgpu_record {
@@ -101,15 +110,28 @@ struct mgpu_record {
 	int64_t peak_bytes[MGPU_MAX_DEVICES];  /* per device */
 	int64_t rss_bytes[MGPU_MAX_DEVICES];   /* per rank: peak resident set */
 	const char *path;      /* checkpoint written (MGPU_REC_CKPT) */
+	const struct mgpu_spec *spec; /* START: the model, its auto sizes filled in */
+	int class_id;                 /* CLASS */
+	const char *class_name;       /* CLASS: the data's name for it, or its number */
+	int64_t samples;              /* CLASS: rows of that class evaluated */
 	int64_t effective_batch;
 	int world;
 	int mode, sync;
 };
 
+/* After every optimizer step, for a live status on a terminal. */
+struct mgpu_step_info {
+	int64_t step, total;   /* optimizer steps done, and of the whole run */
+	int epoch;             /* 1-based epoch the step belongs to */
+	double loss;           /* this step's mean loss over the global batch */
+	double lr;             /* the rate the step ran with */
+	int64_t samples;       /* samples per step: the global batch */
+};
+
 struct mgpu_train_hooks {
 	int (*on_record)(void *ctx, const struct mgpu_record *r);
-	/* Progress: step done out of total (for a bar on a terminal). */
-	void (*on_progress)(void *ctx, int64_t step, int64_t total);
+	/* Rank 0, after each step (NULL: none). */
+	void (*on_progress)(void *ctx, const struct mgpu_step_info *s);
 	void *ctx;
 	/* Rank 0 only, after the summary record: the trained model, for what
 	 * the caller does with it (mgpu-train samples text from a gpt). Other

@@ -4,12 +4,14 @@
  */
 #include "nn/train_int.h"
 
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, free */
-#include <string.h> /* memcpy */
+#include <string.h> /* memcpy, strlen */
 
-#include "core/err.h" /* mgpu_err */
-#include "core/rng.h" /* mgpu_rng_perm */
-#include "nn/gpt.h"   /* mgpu_gpt_check_row */
+#include "core/err.h"    /* mgpu_err */
+#include "core/rng.h"    /* mgpu_rng_perm */
+#include "core/sha256.h" /* mgpu_sha256_* */
+#include "nn/gpt.h"       /* mgpu_gpt_check_row */
 
 /* RNG streams: one per purpose, so adding one never shifts another. */
 enum { STREAM_SPLIT = 2, STREAM_EPOCH = 1000 };
@@ -65,9 +67,9 @@ static int normalisation(struct train_data *d)
 
 /* What a model takes: token ids only a gpt, a gpt bytes (vocab <= 256)
  * or token ids (vocab up to 2^31 - 1), never features. */
-static int check_kind(const struct train_data *d, const struct mgpu_train_cfg *cfg)
+static int check_kind(const struct train_data *d, const struct mgpu_train_cfg *cfg,
+		      const struct mgpu_spec *s)
 {
-	const struct mgpu_spec *s = &cfg->spec;
 	int dt = d->src.dtype;
 
 	if (s->kind != MGPU_MODEL_GPT) {
@@ -105,7 +107,7 @@ static int check_ids(const struct train_data *d, const struct mgpu_train_cfg *cf
 					       (int)mgpu_dtype_nbytes(x->dtype), &pos, &id))
 				return mgpu_err(MGPU_ERANGE, "'%s': %s sample %zu, position %zu: "
 						"token %u is not below vocab %d", cfg->data,
-						mgpu_split_name(k), i, pos, id, cfg->spec.vocab);
+						mgpu_split_name(k), i, pos, id, m->spec.vocab);
 	return 0;
 }
 
@@ -115,18 +117,15 @@ int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cf
 	return m->gpt ? check_ids(d, cfg, m) : 0;
 }
 
-int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg)
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
+			 struct mgpu_spec *spec)
 {
-	const struct mgpu_spec *s = &cfg->spec;
-	int C = s->dims[s->nlayers];
-
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
-	if (d->src.d != s->dims[0])
-		return mgpu_err(MGPU_EINVAL,
-				"'%s': samples have %d features but the model takes %d",
-				cfg->data, d->src.d, s->dims[0]);
-	MGPU_TRY(check_kind(d, cfg));
-	MGPU_TRY(mgpu_source_check_classes(&d->src, C));
+	/* named classes count whether or not a split holds them */
+	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, d->src.nnames > d->src.classes ? d->src.nnames :
+					       d->src.classes, cfg->data));
+	MGPU_TRY(check_kind(d, cfg, spec));
+	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(split(d, cfg));
 	return normalisation(d);
 }
@@ -169,4 +168,51 @@ int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int s
 {
 	MGPU_TRY(mgpu_source_rows(&r->d->src, split, idx, (size_t)B, r->xb, r->yb));
 	return mgpu_train_put_batch(r, r->xb, r->yb, B);
+}
+
+/* A digest of up to 16 rows spread over each split, labels included:
+ * cheap, and enough to tell two data sets (or two versions of one) apart. */
+static int rows_digest(struct train_data *d, char hex[MGPU_SHA256_HEX])
+{
+	struct mgpu_sha256 h;
+	uint8_t dig[MGPU_SHA256_NBYTES];
+	uint8_t *x = malloc(d->src.row_nbytes ? d->src.row_nbytes : 1);
+	uint32_t idx;
+	int32_t y;
+	size_t n, i, k;
+	int sp, rc = 0;
+
+	if (!x)
+		return mgpu_err(MGPU_ENOMEM, "out of memory for a row");
+	mgpu_sha256_init(&h);
+	for (sp = 0; sp < MGPU_NSPLITS && rc == 0; sp++) {
+		n = d->src.n[sp];
+		k = n < 16 ? n : 16;
+		for (i = 0; i < k && rc == 0; i++) {
+			idx = (uint32_t)(k > 1 ? i * (n - 1) / (k - 1) : 0);
+			rc = mgpu_source_rows(&d->src, sp, &idx, 1, x, &y);
+			mgpu_sha256_update(&h, x, d->src.row_nbytes);
+			mgpu_sha256_update(&h, &y, sizeof y);
+		}
+	}
+	free(x);
+	mgpu_sha256_final(&h, dig);
+	mgpu_sha256_hex(dig, hex);
+	return rc;
+}
+
+int mgpu_train_data_ident(struct train_data *d, char *buf, size_t len)
+{
+	const struct mgpu_source *s = &d->src;
+	char hex[MGPU_SHA256_HEX];
+	size_t n = strlen(buf);
+
+	MGPU_TRY(rows_digest(d, hex));
+	if (n < len)
+		snprintf(buf + n, len - n, "data: %zu train, %zu validation, %zu test rows of %d "
+			 "%s features, %d classes, norm %.9g/%.9g, rows %.16s\n", d->ntrain,
+			 d->nval, s->n[MGPU_SPLIT_TEST], s->d,
+			 s->dtype == MGPU_DTYPE_U8 ? "uint8" : "float32", s->classes,
+			 (double)s->norm.scale, (double)s->norm.shift, hex);
+	return 0;
 }

@@ -56,7 +56,9 @@ struct train_rank {
 };
 
 /* train_data.c */
-int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg);
+/* Open cfg->data and fit *spec to it (auto sizes from the data). */
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
+			 struct mgpu_spec *spec);
 void mgpu_train_data_free(struct train_data *d);
 void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order);
 int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split);
@@ -65,6 +67,10 @@ int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int s
 int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cfg *cfg,
 			  const struct mgpu_model *m);
 int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B);
+/* Append the data's identity to buf (lines "KEY VALUE", rdzv.h): the
+ * splits' sizes and shape, the norm, a digest of sampled rows; what every
+ * rank of a job must agree on whatever path it reads the data from. */
+int mgpu_train_data_ident(struct train_data *d, char *buf, size_t len);
 
 /* train_rank.c */
 int mgpu_train_open_save_dir(struct mgpu_ckpt_dir *d, const char *dir);

@@ -5,6 +5,7 @@
 #include "nn/train_int.h"
 
 #include <math.h>   /* sqrt */
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp */
 
@@ -45,11 +46,19 @@ static int open_sync(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
 	size_t np = mgpu_model_count(&c->spec);
+	struct mgpu_rank_env env = c->env;
+	char ident[MGPU_IDENT_LEN];
 
 	if (r->dp_shm) {
 		MGPU_TRY(mgpu_sync_open_dp(&r->sync, r->dp_shm, r->rank));
 	} else {
-		MGPU_TRY(mgpu_sync_open(&r->sync, &c->env, c->sync, np,
+		/* ranks that would train different runs fail at the rendezvous,
+		 * not with different weights or in a deadlock later */
+		snprintf(ident, sizeof ident, "%s", c->ident ? c->ident : "");
+		if (r->world > 1)
+			MGPU_TRY(mgpu_train_data_ident(r->d, ident, sizeof ident));
+		env.ident = ident;
+		MGPU_TRY(mgpu_sync_open(&r->sync, &env, c->sync, np,
 					mgpu_optim_nstate_for(&c->optim), &r->dev,
 					c->timeout_ms));
 	}
@@ -97,11 +106,20 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 			struct mgpu_ckpt_state *st)
 {
 	const struct mgpu_batch_plan *p = &c->plan;
+	struct mgpu_spec s = c->spec, ck;
 	char spec[512], split[128];
 
 	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
 	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
-	MGPU_TRY(mgpu_spec_format(&c->spec, spec, sizeof spec));
+	/* an auto size (before the data is read) matches the checkpoint's */
+	if (mgpu_spec_has_auto(&s) && mgpu_spec_parse(&ck, st->spec, "checkpoint") == 0 &&
+	    ck.kind == s.kind && ck.nlayers == s.nlayers) {
+		if (s.dims[0] == MGPU_SPEC_AUTO)
+			s.dims[0] = ck.dims[0];
+		if (s.dims[s.nlayers] == MGPU_SPEC_AUTO)
+			s.dims[s.nlayers] = ck.dims[s.nlayers];
+	}
+	MGPU_TRY(mgpu_spec_format(&s, spec, sizeof spec));
 	if (strcmp(spec, st->spec) != 0)
 		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint holds model '%s', not '%s'", dir,
 				st->spec, spec);
@@ -175,7 +193,7 @@ static void setup_sched(struct train_rank *r)
 		       c->lr_scale == MGPU_LR_SCALE_SQRT   ? sqrt(f) : 1.0;
 	r->sched = (struct mgpu_sched){
 		.kind = c->sched, .lr = c->lr * r->lr_factor, .min_lr = c->min_lr,
-		.gamma = c->gamma, .total_steps = r->steps_per_epoch * c->epochs,
+		.gamma = c->gamma, .total_steps = r->total_steps,
 		.warmup_steps = c->warmup_steps ? c->warmup_steps :
 			(int64_t)(c->warmup_epochs * (double)r->steps_per_epoch + 0.5),
 		.step_every = (int64_t)(c->step_epochs * (double)r->steps_per_epoch + 0.5),

@@ -51,6 +51,16 @@ static const struct {
 	/* every backend adds in elem.h's order: the same bits (the bound is
 	 * not 0 only so that a row always has one) */
 	{ "sum_acc", 1e-15 },
+	/* conv nets: fp32 sums of up to a few thousand products (oneDNN's,
+	 * cuDNN's and sgemm's orders) against ref's double ones; the weight
+	 * gradient sums over N OH OW */
+	{ "conv_fwd", 2e-5 }, { "conv_bwd_data", 2e-5 }, { "conv_bwd_weight", 5e-5 },
+	{ "im2col", 1e-6 },   { "col2im", 1e-6 },
+	{ "pool_fwd", 1e-6 }, { "pool_bwd", 1e-6 },
+	{ "upsample_fwd", 1e-6 }, { "upsample_bwd", 1e-6 },
+	{ "bn_stats", 1e-5 }, { "bn_fwd", 1e-5 }, { "bn_bwd_stats", 1e-5 },
+	{ "bn_bwd_data", 1e-4 }, { "gn_fwd", 1e-5 }, { "gn_bwd", 1e-4 },
+	{ "act_fwd", 1e-5 },
 };
 
 /* The buffers of one case: host memory, and each device buffer on both. */
@@ -245,7 +255,8 @@ static int cmp_out(struct run *r, struct err *e, int id, size_t count)
 	return cmp_out_nan(r, e, id, count, 0);
 }
 
-static void add_row(struct mgpu_ops_pair *p, const char *op, const char *shape, double err)
+void mgpu_ops_report_add(struct mgpu_ops_pair *p, const char *op, const char *shape,
+			 double err)
 {
 	struct mgpu_ops_report *rep = p->rep;
 	struct mgpu_ops_row *row;
@@ -309,7 +320,7 @@ static int case_sgemm(struct run *r, const struct mgpu_ops_case *c)
 	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c ld=%d,%d,%d a=%g b=%g", c->m,
 		 c->n, c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', lda,
 		 ldb, ldc, (double)c->alpha, (double)c->beta);
-	add_row(r->p, "sgemm", shape, e.worst);
+	mgpu_ops_report_add(r->p, "sgemm", shape, e.worst);
 	return 0;
 }
 
@@ -326,7 +337,7 @@ static int case_nrm2(struct run *r, const struct mgpu_ops_case *c)
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->nrm2(devof(r, s), n, dptr(r, ix, s), &out[s]));
 	snprintf(shape, sizeof shape, "n=%zu", n);
-	add_row(r->p, "nrm2", shape, rel_err_ld(&out[0], &out[1], 1, 1, 1));
+	mgpu_ops_report_add(r->p, "nrm2", shape, rel_err_ld(&out[0], &out[1], 1, 1, 1));
 	return 0;
 }
 
@@ -345,7 +356,7 @@ static int case_scal(struct run *r, const struct mgpu_ops_case *c)
 		MGPU_TRY(devof(r, s)->ops->scal(devof(r, s), n, c->alpha, dptr(r, ix, s)));
 	MGPU_TRY(cmp_out(r, &e, ix, n));
 	snprintf(shape, sizeof shape, "n=%zu alpha=%g", n, (double)c->alpha);
-	add_row(r->p, "scal", shape, e.worst);
+	mgpu_ops_report_add(r->p, "scal", shape, e.worst);
 	return 0;
 }
 
@@ -382,7 +393,7 @@ static int case_bias_act(struct run *r, const struct mgpu_ops_case *c)
 		MGPU_TRY(cmp_out(r, &e, iz, n));
 	snprintf(shape, sizeof shape, "B=%d D=%d %s%s", c->m, c->n, act_name(c->act),
 		 c->flag ? " in-place" : "");
-	add_row(r->p, "bias_act", shape, e.worst);
+	mgpu_ops_report_add(r->p, "bias_act", shape, e.worst);
 	return 0;
 }
 
@@ -411,7 +422,7 @@ static int case_act_bwd(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(cmp_out(r, &e, idz, n));
 	snprintf(shape, sizeof shape, "n=%zu %s%s", n, act_name(c->act),
 		 c->flag ? " in-place" : "");
-	add_row(r->p, "act_bwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, "act_bwd", shape, e.worst);
 	return 0;
 }
 
@@ -436,7 +447,7 @@ static int case_col_sum(struct run *r, const struct mgpu_ops_case *c)
 						 c->n, c->beta));
 	MGPU_TRY(cmp_out(r, &e, idb, D));
 	snprintf(shape, sizeof shape, "B=%d D=%d beta=%g", c->m, c->n, (double)c->beta);
-	add_row(r->p, "col_sum", shape, e.worst);
+	mgpu_ops_report_add(r->p, "col_sum", shape, e.worst);
 	return 0;
 }
 
@@ -477,7 +488,7 @@ static int ln_bwd(struct run *r, const struct mgpu_ops_case *c, int ix, int ig,
 	MGPU_TRY(cmp_out(r, &e, idg, D));
 	MGPU_TRY(cmp_out(r, &e, idb, D));
 	snprintf(shape, sizeof shape, "B=%d D=%d acc=%g", c->m, c->n, (double)c->beta);
-	add_row(r->p, "ln_bwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, "ln_bwd", shape, e.worst);
 	return 0;
 }
 
@@ -519,7 +530,7 @@ static int case_ln(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(down(r, ir, r0, rstd));
 	err_vec(&e, r0, rstd, B);
 	snprintf(shape, sizeof shape, "B=%d D=%d eps=1e-5", c->m, c->n);
-	add_row(r->p, "ln_fwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, "ln_fwd", shape, e.worst);
 	return ln_bwd(r, c, ix, ig, mean, rstd);
 }
 
@@ -545,7 +556,7 @@ static int case_dropout(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(cmp_out(r, &e, iy, n));
 	snprintf(shape, sizeof shape, "n=%zu p=%g offset=%d%s", n, (double)c->alpha, c->k,
 		 c->flag ? " in-place" : "");
-	add_row(r->p, "dropout", shape, e.worst);
+	mgpu_ops_report_add(r->p, "dropout", shape, e.worst);
 	return 0;
 }
 
@@ -595,7 +606,7 @@ static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 		MGPU_TRY(cmp_out_nan(r, &e, idl, n, c->k == 2));
 	snprintf(shape, sizeof shape, "B=%d C=%d scale=%g%s%s", c->m, c->n, (double)c->alpha,
 		 c->flag ? " no-grad" : "", c->k == 1 ? " ties" : c->k == 2 ? " nan" : "");
-	add_row(r->p, "xent", shape, e.worst);
+	mgpu_ops_report_add(r->p, "xent", shape, e.worst);
 	return 0;
 }
 
@@ -626,7 +637,7 @@ static int case_u8(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(cmp_out(r, &e, iy, n));
 	snprintf(shape, sizeof shape, "n=%zu scale=%g shift=%g", n, (double)c->alpha,
 		 (double)c->beta);
-	add_row(r->p, "u8_to_f32", shape, e.worst);
+	mgpu_ops_report_add(r->p, "u8_to_f32", shape, e.worst);
 	return 0;
 }
 
@@ -659,7 +670,7 @@ static int case_sgd(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(cmp_out(r, &e, im, n));
 	snprintf(shape, sizeof shape, "n=%zu momentum=%g%s 2 steps", n, (double)c->beta,
 		 c->flag ? " nesterov" : "");
-	add_row(r->p, "sgd", shape, e.worst);
+	mgpu_ops_report_add(r->p, "sgd", shape, e.worst);
 	return 0;
 }
 
@@ -693,7 +704,7 @@ static int case_adamw(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(cmp_out(r, &e, im, n));
 	MGPU_TRY(cmp_out(r, &e, iv, n));
 	snprintf(shape, sizeof shape, "n=%zu 2 steps", n);
-	add_row(r->p, "adamw", shape, e.worst);
+	mgpu_ops_report_add(r->p, "adamw", shape, e.worst);
 	return 0;
 }
 
@@ -764,7 +775,7 @@ static int case_sgemm_strided(struct run *r, const struct mgpu_ops_case *c)
 	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m, c->n,
 		 c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', nb, gap,
 		 (double)c->beta);
-	add_row(r->p, "sgemm_strided", shape, e.worst);
+	mgpu_ops_report_add(r->p, "sgemm_strided", shape, e.worst);
 	return 0;
 }
 
@@ -792,7 +803,7 @@ static int case_add(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(cmp_out(r, &e, iy, n));
 	snprintf(shape, sizeof shape, "n=%zu%s", n,
 		 c->flag == 1 ? " Y=X1" : c->flag == 2 ? " Y=X2" : "");
-	add_row(r->p, "add", shape, e.worst);
+	mgpu_ops_report_add(r->p, "add", shape, e.worst);
 	return 0;
 }
 
@@ -842,7 +853,7 @@ static int emb_bwd(struct run *r, const struct mgpu_ops_case *c, int iid)
 	MGPU_TRY(cmp_out(r, &e, it, nt));
 	MGPU_TRY(cmp_out(r, &e, ip, np));
 	snprintf(shape, sizeof shape, "B=%d T=%d V=%d D=%d acc=%g", B, T, V, D, (double)c->beta);
-	add_row(r->p, "emb_bwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, "emb_bwd", shape, e.worst);
 	return 0;
 }
 
@@ -875,7 +886,7 @@ static int case_emb(struct run *r, const struct mgpu_ops_case *c)
 						   dptr(r, ip, s), B, T, V, D));
 	MGPU_TRY(cmp_out(r, &e, iy, N * D));
 	snprintf(shape, sizeof shape, "B=%d T=%d V=%d D=%d", B, T, V, D);
-	add_row(r->p, "emb_fwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, "emb_fwd", shape, e.worst);
 	return emb_bwd(r, c, iid);
 }
 
@@ -912,7 +923,7 @@ static int flash_bwd(struct run *r, const struct mgpu_ops_case *c, int iq, int i
 	for (g = 0; g < 3; g++)
 		MGPU_TRY(down(r, ig[g], g0 + g * n, g1 + g * n));
 	err_vec(&e, g0, g1, 3 * n);
-	add_row(r->p, c->flag ? "attn_bwd_bf16" : "attn_bwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, c->flag ? "attn_bwd_bf16" : "attn_bwd", shape, e.worst);
 	return 0;
 }
 
@@ -951,7 +962,7 @@ static int case_flash(struct run *r, const struct mgpu_ops_case *c)
 	err_vec(&e, l0, l1, nl);
 	snprintf(shape, sizeof shape, "BH=%d T=%d Dh=%d scale=%g%s", c->m, c->n, c->k,
 		 (double)c->alpha, c->flag ? " bf16" : "");
-	add_row(r->p, c->flag ? "attn_fwd_bf16" : "attn_fwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, c->flag ? "attn_fwd_bf16" : "attn_fwd", shape, e.worst);
 	return flash_bwd(r, c, iq, ik, iv, y1, l1, shape);
 }
 
@@ -1001,10 +1012,10 @@ static int case_heads(struct run *r, const struct mgpu_ops_case *c)
 	}
 	MGPU_TRY(cmp_out(r, &e, iy, nh));
 	snprintf(shape, sizeof shape, "B=%d T=%d H=%d Dh=%d ld=%d", B, T, H, Dh, ld);
-	add_row(r->p, "heads_split", shape, e.worst);
+	mgpu_ops_report_add(r->p, "heads_split", shape, e.worst);
 	MGPU_TRY(down(r, iyf, y0, y1));
 	cmp_merged(&e2, y0, y1, rows, HD, ld);
-	add_row(r->p, "heads_merge", shape, e2.worst);
+	mgpu_ops_report_add(r->p, "heads_merge", shape, e2.worst);
 	return 0;
 }
 
@@ -1074,8 +1085,8 @@ static int case_bf16(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(down(r, iff, f0, f1));
 	cmp_bits(&e2, f0, f1, n * sizeof *f0);
 	snprintf(shape, sizeof shape, "n=%zu", n);
-	add_row(r->p, "f32_to_bf16", shape, e.worst);
-	add_row(r->p, "bf16_to_f32", shape, e2.worst);
+	mgpu_ops_report_add(r->p, "f32_to_bf16", shape, e.worst);
+	mgpu_ops_report_add(r->p, "bf16_to_f32", shape, e2.worst);
 	return 0;
 }
 
@@ -1132,7 +1143,7 @@ static int case_gemm_bf16(struct run *r, const struct mgpu_ops_case *c)
 	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m, c->n,
 		 c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', nb, gap,
 		 (double)c->beta);
-	add_row(r->p, "gemm_bf16", shape, e.worst);
+	mgpu_ops_report_add(r->p, "gemm_bf16", shape, e.worst);
 	return 0;
 }
 
@@ -1171,7 +1182,7 @@ static int case_sum_acc(struct run *r, const struct mgpu_ops_case *c)
 	snprintf(shape, sizeof shape, "n=%zu %s%s scale=%g acc=%g", n,
 		 (c->flag & 1) ? "squares" : "values", (c->flag & 2) ? " inf" : "",
 		 (double)c->alpha, (double)c->beta);
-	add_row(r->p, "sum_acc", shape, rel_err_f64(out[0], out[1]));
+	mgpu_ops_report_add(r->p, "sum_acc", shape, rel_err_f64(out[0], out[1]));
 	return 0;
 }
 
@@ -1302,6 +1313,28 @@ static const struct mgpu_ops_case selftest[] = {
 	{ "sum_acc", MGPU_N, MGPU_N, 0, 200003, 0, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
 };
 
+/* conv nets: a ResNet block's 3x3 64-channel convolution at 28x28
+ * (cuDNN's, or im2col's without it), its stride-2 1x1 projection with a
+ * bias, a depthwise 3x3, a dilated grouped one, a 1-D convolution over a
+ * sensor window (H = 1), then pooling, upsampling, the norms, SiLU. */
+static const struct mgpu_ops_conv_case selftest_conv[] = {
+	{ .op = "conv", .cv = MGPU_CV(4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .flag = 3, .cv = MGPU_CV(4, 64, 28, 28, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1) },
+	{ .op = "conv", .flag = 1, .cv = MGPU_CV(4, 32, 15, 15, 32, 3, 3, 2, 2, 1, 1, 1, 1, 32) },
+	{ .op = "conv", .cv = MGPU_CV(2, 16, 13, 11, 24, 3, 3, 1, 1, 2, 2, 2, 2, 2) },
+	{ .op = "conv", .flag = 1, .cv = MGPU_CV(8, 6, 1, 100, 32, 1, 5, 1, 2, 0, 2, 1, 1, 1) },
+	{ .op = "im2col", .cv = MGPU_CV(1, 8, 9, 7, 4, 3, 3, 2, 1, 1, 1, 1, 2, 1) },
+	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(4, 64, 28, 28, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(4, 32, 14, 14, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(8, 128, 7, 7, 0, 7, 7, 1, 1, 0, 0, 0, 0, 0) },
+	{ .op = "upsample", .cv = MGPU_CV(2, 32, 14, 14, 0, 0, 0, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .flag = 3, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .flag = 0, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "gn", .cv = MGPU_CV(4, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8) },
+	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_SILU },
+	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_RELU },
+};
+
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,
 		     uint64_t seed, struct mgpu_ops_report *rep)
 {
@@ -1312,6 +1345,8 @@ int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_op
 	MGPU_TRY(mgpu_ops_pair_open(&p, ops, index, ref, seed, rep));
 	for (i = 0; i < sizeof selftest / sizeof selftest[0] && rc == 0; i++)
 		rc = mgpu_ops_check_case(&p, &selftest[i]);
+	for (i = 0; i < sizeof selftest_conv / sizeof selftest_conv[0] && rc == 0; i++)
+		rc = mgpu_ops_check_conv_case(&p, &selftest_conv[i]);
 	mgpu_ops_pair_close(&p);
 	return rc;
 }

@@ -85,6 +85,35 @@ struct mgpu_ops_case {
 	int flag;
 };
 
+/*
+ * A case of the conv-net ops (check_conv.c), by op:
+ *   conv      cv; flag bit 0 = bias, bit 1 = acc 1 (rows "conv_fwd",
+ *             "conv_bwd_data", "conv_bwd_weight")
+ *   im2col    cv, one sample (rows "im2col", "col2im")
+ *   pool      cv's N C H W KH KW sh sw ph pw, flag = enum mgpu_pool_mode
+ *             (rows "pool_fwd", "pool_bwd")
+ *   upsample  cv's N C H W and factors sh sw (rows "upsample_fwd", "_bwd")
+ *   bn        cv's N C, HW = H W; flag bit 0 = train, bit 1 = a shift,
+ *             bit 2 = acc 1; x centred at 3 (rows "bn_stats" (train only),
+ *             "bn_fwd", "bn_bwd_stats", "bn_bwd_data"; each op gets the
+ *             reference's outputs of the one before)
+ *   gn        cv's N C, HW = H W, G = groups (rows "gn_fwd", "gn_bwd")
+ *   act_fwd   n, act
+ */
+struct mgpu_ops_conv_case {
+	const char *op;
+	int flag;
+	struct mgpu_conv cv;
+	size_t n;
+	enum mgpu_act act;
+};
+
+/* Designated initialisers of a struct mgpu_conv, in its field order. */
+#define MGPU_CV(n_, c_, h_, w_, k_, kh_, kw_, sh_, sw_, ph_, pw_, dh_, dw_, g_)              \
+	{ .N = (n_), .C = (c_), .H = (h_), .W = (w_), .K = (k_), .KH = (kh_), .KW = (kw_),   \
+	  .sh = (sh_), .sw = (sw_), .ph = (ph_), .pw = (pw_), .dh = (dh_), .dw = (dw_),      \
+	  .groups = (g_) }
+
 struct mgpu_ops_pair {
 	struct mgpu_dev dev[2]; /* [0] under test, [1] reference */
 	uint64_t seed;
@@ -101,6 +130,14 @@ void mgpu_ops_pair_close(struct mgpu_ops_pair *p);
  * a failure to run (allocation, copy, an op rejecting valid arguments), not
  * a mismatch; mismatches are rows with ok == 0. */
 int mgpu_ops_check_case(struct mgpu_ops_pair *p, const struct mgpu_ops_case *c);
+
+/* Append a row (op, shape, error) to p's report, judged by the op's
+ * tolerance. */
+void mgpu_ops_report_add(struct mgpu_ops_pair *p, const char *op, const char *shape,
+			 double err);
+
+/* check_conv.c: run one case of the conv-net ops, as mgpu_ops_check_case. */
+int mgpu_ops_check_conv_case(struct mgpu_ops_pair *p, const struct mgpu_ops_conv_case *c);
 
 /* The tolerance of an op's row (0 for an unknown name). */
 double mgpu_ops_tolerance(const char *op);

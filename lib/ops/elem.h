@@ -92,9 +92,18 @@ MGPU_HD static inline float mgpu_gelu_df(float z)
 	return phi_big + z * 0.39894228040143268f * gauss;
 }
 
+/* sigmoid(z) from exp(-|z|), so the exponential never overflows. */
+MGPU_HD static inline float mgpu_sigmoid(float z)
+{
+	float e = mgpu_exp_neg(z < 0.0f ? z : -z);
+
+	return z >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
+
 MGPU_HD static inline float mgpu_act_f(int act, float z)
 {
 	switch (act) {
+	case MGPU_ACT_SILU: return z * mgpu_sigmoid(z);
 	case MGPU_ACT_RELU: return z > 0.0f ? z : 0.0f;
 	case MGPU_ACT_GELU: return 0.5f * z * (1.0f + mgpu_erf(z * 0.70710678118654752f));
 	case MGPU_ACT_TANH: return tanhf(z);
@@ -110,6 +119,7 @@ MGPU_HD static inline float mgpu_act_df(int act, float z)
 	case MGPU_ACT_RELU: return z > 0.0f ? 1.0f : 0.0f;
 	case MGPU_ACT_GELU: return mgpu_gelu_df(z);
 	case MGPU_ACT_TANH: t = tanhf(z); return 1.0f - t * t;
+	case MGPU_ACT_SILU: t = mgpu_sigmoid(z); return t + z * t * (1.0f - t);
 	default: return 1.0f;
 	}
 }
@@ -616,6 +626,174 @@ static inline double mgpu_sum_chunk(const float *x, size_t n, int squares)
 	for (s = MGPU_SUM_LANES / 2; s > 0; s /= 2)
 		mgpu_sum_fold_level(lane, s);
 	return lane[0];
+}
+
+/* ---- convolutional networks: the index arithmetic of im2col, col2im,
+ * pooling and upsampling, and the per-element math of BatchNorm and
+ * GroupNorm (ops.h states each op). Planes are row-major (H, W). ---- */
+
+/* Entry (r, q) of one sample's im2col columns (ops.h): row r = (c KH + kh)
+ * KW + kw, column q = oh OW + ow; 0 in the padding. */
+MGPU_HD static inline float mgpu_im2col_elem(const float *x, const struct mgpu_conv *g, int OW,
+					     size_t r, size_t q)
+{
+	int kw = (int)(r % (size_t)g->KW), kh = (int)(r / (size_t)g->KW % (size_t)g->KH);
+	int c = (int)(r / ((size_t)g->KW * (size_t)g->KH));
+	int oh = (int)(q / (size_t)OW), ow = (int)(q % (size_t)OW);
+	int ih = oh * g->sh - g->ph + kh * g->dh, iw = ow * g->sw - g->pw + kw * g->dw;
+
+	if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W)
+		return 0.0f;
+	return x[((size_t)c * g->H + ih) * g->W + iw];
+}
+
+/* Pixel (c, ih, iw) of col2im: the sum of the column entries that read it,
+ * in (kh, kw) order. (oh, ow) reads it at (kh, kw) when
+ * ih = oh sh - ph + kh dh, i.e. when ih + ph - kh dh is a multiple of sh. */
+MGPU_HD static inline float mgpu_col2im_elem(const float *col, const struct mgpu_conv *g, int OH,
+					     int OW, int c, int ih, int iw)
+{
+	size_t P = (size_t)OH * OW;
+	float s = 0.0f;
+	int kh, kw, t, u;
+
+	for (kh = 0; kh < g->KH; kh++) {
+		t = ih + g->ph - kh * g->dh;
+		if (t < 0 || t % g->sh != 0 || t / g->sh >= OH)
+			continue;
+		for (kw = 0; kw < g->KW; kw++) {
+			u = iw + g->pw - kw * g->dw;
+			if (u < 0 || u % g->sw != 0 || u / g->sw >= OW)
+				continue;
+			s += col[(((size_t)c * g->KH + kh) * g->KW + kw) * P +
+				 (size_t)(t / g->sh) * OW + u / g->sw];
+		}
+	}
+	return s;
+}
+
+/* Output (oh, ow) of pooling one plane x (H, W): the max (NaN wins, as in
+ * torch; *arg = the flat index h W + w of the first largest, in (kh, kw)
+ * order) or the mean of its window. */
+MGPU_HD static inline float mgpu_pool_elem(const float *x, const struct mgpu_pool2d *g, int oh,
+					   int ow, int *arg)
+{
+	int h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
+	int hs = h0 > 0 ? h0 : 0, ws = w0 > 0 ? w0 : 0;
+	int he = h0 + g->KH < g->H ? h0 + g->KH : g->H, we = w0 + g->KW < g->W ? w0 + g->KW : g->W;
+	float best, v, sum = 0.0f;
+	int h, w, a;
+
+	if (g->mode == MGPU_POOL_MAX) {
+		a = hs * g->W + ws;
+		best = x[a];
+		for (h = hs; h < he; h++)
+			for (w = ws; w < we; w++) {
+				v = x[h * g->W + w];
+				if (v > best || (v != v && best == best)) {
+					best = v;
+					a = h * g->W + w;
+				}
+			}
+		*arg = a;
+		return best;
+	}
+	for (h = hs; h < he; h++)
+		for (w = ws; w < we; w++)
+			sum += x[h * g->W + w];
+	*arg = -1;
+	return sum / (float)(g->mode == MGPU_POOL_AVG ? g->KH * g->KW : (he - hs) * (we - ws));
+}
+
+/* Pixel (h, w) of pool_bwd for one plane: dy (OH, OW) gathered from every
+ * window that holds it, in (oh, ow) order; max windows recompute their
+ * winner from x. */
+MGPU_HD static inline float mgpu_pool_bwd_elem(const float *x, const float *dy,
+					       const struct mgpu_pool2d *g, int OH, int OW,
+					       int h, int w)
+{
+	int oh0 = h + g->ph - g->KH + 1, ow0 = w + g->pw - g->KW + 1;
+	int oh1 = (h + g->ph) / g->sh, ow1 = (w + g->pw) / g->sw;
+	int oh, ow, arg, h0, w0;
+	float s = 0.0f, div;
+
+	oh0 = oh0 > 0 ? (oh0 + g->sh - 1) / g->sh : 0;
+	ow0 = ow0 > 0 ? (ow0 + g->sw - 1) / g->sw : 0;
+	oh1 = oh1 < OH - 1 ? oh1 : OH - 1;
+	ow1 = ow1 < OW - 1 ? ow1 : OW - 1;
+	for (oh = oh0; oh <= oh1; oh++)
+		for (ow = ow0; ow <= ow1; ow++) {
+			if (g->mode == MGPU_POOL_MAX) {
+				(void)mgpu_pool_elem(x, g, oh, ow, &arg);
+				if (arg == h * g->W + w)
+					s += dy[oh * OW + ow];
+				continue;
+			}
+			h0 = oh * g->sh - g->ph;
+			w0 = ow * g->sw - g->pw;
+			div = (float)(g->KH * g->KW);
+			if (g->mode == MGPU_POOL_AVG_EXCL)
+				div = (float)(((h0 + g->KH < g->H ? h0 + g->KH : g->H) -
+					       (h0 > 0 ? h0 : 0)) *
+					      ((w0 + g->KW < g->W ? w0 + g->KW : g->W) -
+					       (w0 > 0 ? w0 : 0)));
+			s += dy[oh * OW + ow] / div;
+		}
+	return s;
+}
+
+/* Pixel (h, w) of upsample_bwd for one plane: the sum of dy (H sh, W sw)'s
+ * block (h, w), rows then columns. */
+MGPU_HD static inline float mgpu_upsample_bwd_elem(const float *dy, int W, int sh, int sw, int h,
+						   int w)
+{
+	size_t OW = (size_t)W * sw;
+	float s = 0.0f;
+	int i, j;
+
+	for (i = 0; i < sh; i++)
+		for (j = 0; j < sw; j++)
+			s += dy[((size_t)h * sh + i) * OW + (size_t)w * sw + j];
+	return s;
+}
+
+/* BatchNorm's batch moments from the (all-reduced) sums of x - shift:
+ * in double, since s2 / count - m^2 cancels. */
+MGPU_HD static inline void mgpu_bn_moments(float s1, float s2, double count, float shift,
+					   float eps, float *mean, float *var, float *rstd)
+{
+	double m = (double)s1 / count, v = (double)s2 / count - m * m;
+
+	v = v > 0.0 ? v : 0.0;
+	*mean = (float)((double)shift + m);
+	*var = (float)v;
+	*rstd = (float)(1.0 / sqrt(v + (double)eps));
+}
+
+/* One running statistic: (1 - momentum) run + momentum batch, as torch. */
+MGPU_HD static inline float mgpu_bn_running(float run, float batch, float momentum)
+{
+	return (1.0f - momentum) * run + momentum * batch;
+}
+
+/* One element of BatchNorm's dx; mdy = sum(dy) / count and mdyx =
+ * sum(dy xhat) / count (train), unused in eval. */
+MGPU_HD static inline float mgpu_bn_bwd_elem(float dy, float x, float mean, float rstd, float g,
+					     float mdy, float mdyx, int train)
+{
+	float xhat = (x - mean) * rstd;
+
+	return train ? g * rstd * (dy - mdy - xhat * mdyx) : g * rstd * dy;
+}
+
+/* One element of GroupNorm's dx; a = sum(dy gamma) / M, b = sum(dy gamma
+ * xhat) / M over the element's group of M values. */
+MGPU_HD static inline float mgpu_gn_bwd_elem(float dy, float x, float mean, float rstd, float g,
+					     float a, float b)
+{
+	float xhat = (x - mean) * rstd;
+
+	return rstd * (dy * g - a - xhat * b);
 }
 
 #endif

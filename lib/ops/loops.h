@@ -59,7 +59,7 @@ static inline int ops_check_rows(const char *op, int B, int D)
 
 static inline int ops_check_act(const char *op, enum mgpu_act act)
 {
-	if (act < MGPU_ACT_NONE || act > MGPU_ACT_TANH)
+	if (act < MGPU_ACT_NONE || act > MGPU_ACT_SILU)
 		return mgpu_err(MGPU_EINVAL, "%s: unknown activation %d", op, (int)act);
 	return 0;
 }
@@ -127,6 +127,78 @@ static inline int ops_check_heads(const char *op, int ld, int B, int T, int H, i
 				H, Dh);
 	if ((long long)ld < (long long)ops_max1(H * Dh))
 		return mgpu_err(MGPU_EINVAL, "%s: row stride %d below H*Dh = %d", op, ld, H * Dh);
+	return 0;
+}
+
+/* A convolution's geometry (ops.h struct mgpu_conv): sizes positive (N
+ * may be 0), groups dividing C and K, an output of at least one pixel,
+ * and index products that fit an int. */
+static inline int ops_check_conv(const char *op, const struct mgpu_conv *g)
+{
+	long long span_h = (long long)g->dh * (g->KH - 1) + 1, span_w = (long long)g->dw * (g->KW - 1) + 1;
+
+	if (g->N < 0 || g->C < 1 || g->H < 1 || g->W < 1 || g->K < 1 || g->KH < 1 ||
+	    g->KW < 1 || g->sh < 1 || g->sw < 1 || g->ph < 0 || g->pw < 0 || g->dh < 1 ||
+	    g->dw < 1 || g->groups < 1)
+		return mgpu_err(MGPU_EINVAL,
+				"%s: bad geometry N=%d C=%d H=%d W=%d K=%d kernel %dx%d stride "
+				"%d,%d pad %d,%d dilation %d,%d groups %d",
+				op, g->N, g->C, g->H, g->W, g->K, g->KH, g->KW, g->sh, g->sw,
+				g->ph, g->pw, g->dh, g->dw, g->groups);
+	if (g->C % g->groups || g->K % g->groups)
+		return mgpu_err(MGPU_EINVAL, "%s: groups %d do not divide C=%d and K=%d", op,
+				g->groups, g->C, g->K);
+	if (g->H + 2LL * g->ph < span_h || g->W + 2LL * g->pw < span_w)
+		return mgpu_err(MGPU_EINVAL, "%s: kernel %dx%d (dilation %d,%d) wider than the "
+				"padded %dx%d input", op, g->KH, g->KW, g->dh, g->dw, g->H, g->W);
+	if ((long long)g->C * g->KH * g->KW * g->H * g->W > 0x7fffffffLL ||
+	    (long long)g->K * g->H * g->W > 0x7fffffffLL)
+		return mgpu_err(MGPU_EINVAL, "%s: one sample too large", op);
+	return 0;
+}
+
+/* Pooling: ph <= KH / 2 as torch requires, so every window holds a pixel. */
+static inline int ops_check_pool(const char *op, const struct mgpu_pool2d *g)
+{
+	if (g->N < 0 || g->C < 0 || g->H < 1 || g->W < 1 || g->KH < 1 || g->KW < 1 ||
+	    g->sh < 1 || g->sw < 1 || g->ph < 0 || g->pw < 0 || 2 * g->ph > g->KH ||
+	    2 * g->pw > g->KW || g->KH > g->H + 2 * g->ph || g->KW > g->W + 2 * g->pw ||
+	    (g->mode != MGPU_POOL_MAX && g->mode != MGPU_POOL_AVG &&
+	     g->mode != MGPU_POOL_AVG_EXCL))
+		return mgpu_err(MGPU_EINVAL,
+				"%s: bad geometry N=%d C=%d H=%d W=%d kernel %dx%d stride %d,%d "
+				"pad %d,%d mode %d",
+				op, g->N, g->C, g->H, g->W, g->KH, g->KW, g->sh, g->sw, g->ph,
+				g->pw, (int)g->mode);
+	return 0;
+}
+
+static inline int ops_check_upsample(const char *op, int N, int C, int H, int W, int sh, int sw)
+{
+	if (N < 0 || C < 0 || H < 0 || W < 0 || sh < 1 || sw < 1)
+		return mgpu_err(MGPU_EINVAL, "%s: bad shape N=%d C=%d H=%d W=%d scale %d,%d", op,
+				N, C, H, W, sh, sw);
+	return 0;
+}
+
+/* Training needs two values per channel for the unbiased running variance
+ * (torch: "Expected more than 1 value per channel when training"). */
+static inline int ops_check_bn(const char *op, const struct mgpu_bn *bn)
+{
+	if (bn->N < 0 || bn->C < 0 || bn->HW < 0 || !(bn->eps >= 0.0f))
+		return mgpu_err(MGPU_EINVAL, "%s: bad shape N=%d C=%d HW=%d eps %g", op, bn->N,
+				bn->C, bn->HW, (double)bn->eps);
+	if (bn->train && !(bn->count > 1.0))
+		return mgpu_err(MGPU_EINVAL, "%s: training needs more than one value per "
+				"channel (count %g)", op, bn->count);
+	return 0;
+}
+
+static inline int ops_check_gn(const char *op, int N, int C, int HW, int G)
+{
+	if (N < 0 || C < 1 || HW < 1 || G < 1 || C % G)
+		return mgpu_err(MGPU_EINVAL, "%s: bad shape N=%d C=%d HW=%d groups %d", op, N, C,
+				HW, G);
 	return 0;
 }
 

@@ -41,6 +41,7 @@ enum mgpu_act {
 	MGPU_ACT_RELU = 1,
 	MGPU_ACT_GELU = 2, /* exact (erf) form, as torch.nn.GELU() */
 	MGPU_ACT_TANH = 3,
+	MGPU_ACT_SILU = 4, /* z * sigmoid(z), as torch.nn.SiLU() */
 };
 
 /* Hyper-parameters of one SGD update; see mgpu_sgd_elem in elem.h. */
@@ -60,6 +61,54 @@ struct mgpu_adamw_hp {
 	float grad_scale;
 	float bias_corr1;   /* 1 - beta1^t, computed on the host */
 	float bias_corr2;   /* 1 - beta2^t */
+};
+
+/*
+ * Convolutional-network geometry (the ops at the end of struct mgpu_ops).
+ * Images are NCHW, row-major: element (n, c, h, w) of an (N, C, H, W)
+ * tensor is at ((n C + c) H + h) W + w. Letters: N samples, C input
+ * channels, K output channels, (H, W) input and (OH, OW) output extent.
+ * A 1-D convolution (sensor windows (N, C, L)) is conv2d with H = 1,
+ * KH = 1, sh = dh = 1, ph = 0: there is no separate conv1d entry.
+ */
+struct mgpu_conv {
+	int N, C, H, W; /* input x (N, C, H, W) */
+	int K;          /* output y (N, K, OH, OW) */
+	int KH, KW;     /* weight (K, C / groups, KH, KW), as torch.nn.Conv2d; bias (K) */
+	int sh, sw;     /* stride, >= 1 */
+	int ph, pw;     /* zero padding on both sides, >= 0 */
+	int dh, dw;     /* dilation, >= 1 (1: none) */
+	int groups;     /* divides C and K; groups == C == K is depthwise */
+};
+
+/* Output extent along one axis, floor rounding as torch (conv and pool). */
+#define MGPU_CONV_OUT(in, k, s, p, d) (((in) + 2 * (p) - (d) * ((k) - 1) - 1) / (s) + 1)
+
+enum mgpu_pool_mode {
+	MGPU_POOL_MAX = 0,      /* padding never wins (as -inf) */
+	MGPU_POOL_AVG = 1,      /* sum / (KH KW), padding counted: torch's default */
+	MGPU_POOL_AVG_EXCL = 2, /* sum / the window's elements inside the image */
+};
+
+/* x (N, C, H, W) -> y (N, C, OH, OW), OH = MGPU_CONV_OUT(H, KH, sh, ph, 1).
+ * ph <= KH / 2 and pw <= KW / 2 (torch's rule: no window is all padding).
+ * Global average pooling is AVG with KH = H, KW = W, no padding. */
+struct mgpu_pool2d {
+	int N, C, H, W;
+	int KH, KW, sh, sw, ph, pw;
+	enum mgpu_pool_mode mode;
+};
+
+/* BatchNorm over x (N, C, HW): statistics per channel over N * HW values
+ * (over every rank's, under --sync-bn). */
+struct mgpu_bn {
+	int N, C, HW;
+	float eps;      /* 1e-5 in torch */
+	float momentum; /* running = (1 - momentum) running + momentum batch; 0.1 */
+	double count;   /* values per channel the statistics sum: N * HW on one
+			 * rank, the sum over the ranks under --sync-bn */
+	int train;      /* 1: batch statistics, update the running ones;
+			 * 0: normalise with the running ones (eval) */
 };
 
 struct mgpu_dev;
@@ -210,6 +259,109 @@ struct mgpu_ops {
 	 * gradient norm accumulate on the device and are read once per step. */
 	int (*sum_acc)(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
 		       int squares, double scale);
+
+	/* ---- convolutional networks (issue 21); geometry and layout in
+	 * struct mgpu_conv above. cpu runs oneDNN (conv_cpu.c), cuda cuDNN
+	 * loaded on first use, or im2col + sgemm where cuDNN is missing
+	 * (conv_gemm.c); the normalisations and the light ops are elem.h loops
+	 * on every backend. ---- */
+
+	/* Y = act(X), n elements; Y may equal X. Its backward is act_bwd with
+	 * Z = X (ReLU and SiLU of the conv nets, any enum mgpu_act). */
+	int (*act_fwd)(struct mgpu_dev *dev, enum mgpu_act act, float *Y, const float *X,
+		       size_t n);
+	/*
+	 * Convolution (cross-correlation, as torch), y overwritten:
+	 *   y[n,k,oh,ow] = bias[k] + sum over c' < C/groups, kh, kw of
+	 *       w[k,c',kh,kw] x[n, g C/groups + c', oh sh - ph + kh dh, ow sw - pw + kw dw]
+	 * with g = k / (K/groups) and x zero outside the image; bias may be NULL.
+	 * conv_bwd_data: dx (N,C,H,W) = the transpose of that map applied to dy
+	 * (overwritten). conv_bwd_weight: dw = acc dw + sum_n dy (x) its inputs,
+	 * db (K, may be NULL) = acc db + dy summed over n, oh, ow; acc 0
+	 * overwrites (NaNs too). A transposed convolution (torch's
+	 * ConvTranspose2d, weight (in, out/groups, kh, kw)) is conv_bwd_data
+	 * forward and conv_fwd backward, with struct mgpu_conv describing the
+	 * convolution it transposes (C = its out channels, K = its in ones).
+	 */
+	int (*conv_fwd)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
+			const float *x, const float *w, const float *bias);
+	int (*conv_bwd_data)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dx,
+			     const float *dy, const float *w);
+	int (*conv_bwd_weight)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dw,
+			       float *db, const float *x, const float *dy, float acc);
+	/* One sample's columns: col (C KH KW, OH OW) row-major, row
+	 * (c KH + kh) KW + kw, column oh OW + ow, holds the x (C,H,W) value
+	 * conv_fwd multiplies by w[., c mod C/groups, kh, kw] at (oh, ow) (0 in
+	 * the padding); group g's rows are the g-th block of C/groups KH KW.
+	 * col2im is its transpose, dx (C,H,W) overwritten with the sum of the
+	 * col entries each pixel fed (gathered: no atomics). The kernels of the
+	 * im2col convolution (conv_gemm.c); index arithmetic in elem.h. */
+	int (*im2col)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *col,
+		      const float *x);
+	int (*col2im)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dx,
+		      const float *col);
+	/* y (N,C,OH,OW) = max or mean of each window of x; pool_bwd: dx
+	 * (overwritten) gets dy back through the same windows (max: to the
+	 * window's first largest element in (kh, kw) order, recomputed from x). */
+	int (*pool_fwd)(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *y,
+			const float *x);
+	int (*pool_bwd)(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *dx,
+			const float *dy, const float *x);
+	/* Nearest upsampling by integer factors: y (N,C,H sh,W sw)[.,.,h,w] =
+	 * x (N,C,H,W)[.,.,h/sh,w/sw]; upsample_bwd: dx (overwritten) = the sums of
+	 * dy's sh x sw blocks. */
+	int (*upsample_fwd)(struct mgpu_dev *dev, int N, int C, int H, int W, int sh, int sw,
+			    float *y, const float *x);
+	int (*upsample_bwd)(struct mgpu_dev *dev, int N, int C, int H, int W, int sh, int sw,
+			    float *dx, const float *dy);
+	/*
+	 * BatchNorm (struct mgpu_bn), cut where --sync-bn sums over ranks:
+	 *   bn_stats:     stats (2,C) = per channel sum(x - shift_c) and
+	 *                 sum((x - shift_c)^2) over this rank's N HW values
+	 *                 (shift may be NULL: 0; the running mean makes the
+	 *                 sums well conditioned);
+	 *   [--sync-bn:   all-reduce (sum) stats and count over the ranks]
+	 *   bn_fwd:       train: m = s1/count, mean = shift + m,
+	 *                 var = s2/count - m^2 (biased), rstd = 1/sqrt(var + eps),
+	 *                 running_mean += momentum (mean - running_mean),
+	 *                 running_var += momentum (var count/(count-1) - running_var)
+	 *                 (unbiased, as torch); eval: mean, var = the running ones,
+	 *                 stats and shift unused, nothing updated. Both: y =
+	 *                 (x - mean) rstd gamma + beta; mean, rstd (C) saved.
+	 *   bn_bwd_stats: dstats (2,C) = per channel sum(dy) and sum(dy xhat),
+	 *                 xhat = (x - mean) rstd, this rank's values; dbeta,
+	 *                 dgamma (C) = acc * old + those (this rank's: the
+	 *                 parameters' gradients are summed by the gradient sync
+	 *                 like any other);
+	 *   [--sync-bn:   all-reduce (sum) dstats over the ranks]
+	 *   bn_bwd_data:  train: dx = gamma rstd (dy - (sum(dy) + xhat
+	 *                 sum(dy xhat)) / count); eval: dx = gamma rstd dy.
+	 * Without --sync-bn the caller skips both all-reduces (count = N HW):
+	 * each rank normalises with its own batch, as torch DDP does. Sums
+	 * accumulate in double; stats and dstats are float for the all-reduce.
+	 */
+	int (*bn_stats)(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *stats,
+			const float *x, const float *shift);
+	int (*bn_fwd)(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *y, float *mean,
+		      float *rstd, const float *x, const float *stats, const float *shift,
+		      const float *gamma, const float *beta, float *running_mean,
+		      float *running_var);
+	int (*bn_bwd_stats)(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *dstats,
+			    float *dgamma, float *dbeta, const float *dy, const float *x,
+			    const float *mean, const float *rstd, float acc);
+	int (*bn_bwd_data)(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *dx,
+			   const float *dy, const float *x, const float *mean, const float *rstd,
+			   const float *gamma, const float *dstats);
+	/* GroupNorm (torch.nn.GroupNorm): x (N,C,HW) in G groups of C/G
+	 * channels; per (n, group) mean and rstd (N,G) over its C/G HW values
+	 * (biased variance, two passes), y = (x - mean) rstd gamma[c] + beta[c].
+	 * gn_bwd: dx from dy; dgamma, dbeta (C) = acc * old + this batch's sums. */
+	int (*gn_fwd)(struct mgpu_dev *dev, int N, int C, int HW, int G, float *y, float *mean,
+		      float *rstd, const float *x, const float *gamma, const float *beta,
+		      float eps);
+	int (*gn_bwd)(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
+		      float *dgamma, float *dbeta, const float *dy, const float *x,
+		      const float *mean, const float *rstd, const float *gamma, float acc);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */

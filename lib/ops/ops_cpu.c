@@ -25,10 +25,12 @@
 #include <cblas.h>  /* cblas_sgemm, cblas_snrm2, cblas_sscal, openblas_set_num_threads */
 #include <limits.h> /* INT_MAX */
 #include <math.h>   /* sqrt */
+#include <omp.h>    /* omp_set_num_threads: oneDNN runs on OpenMP */
 #include <stddef.h> /* size_t */
 #include <string.h> /* memcpy */
 
 #include "core/err.h"  /* MGPU_TRY */
+#include "ops/conv_host.h" /* the conv-net ops (conv_cpu.c, conv_ref.c) */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
 #include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum, mgpu_cpu_gemm_bf16 */
@@ -42,6 +44,7 @@ static int cpu_init(struct mgpu_dev *dev, int index)
 {
 	MGPU_TRY(ops_host_init(dev, index));
 	openblas_set_num_threads(1);
+	omp_set_num_threads(1); /* oneDNN's threads, for this thread (conv_cpu.c) */
 	return 0;
 }
 
@@ -606,6 +609,10 @@ static int cpu_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, si
 
 static void cpu_fini(struct mgpu_dev *dev)
 {
+	struct mgpu_cpu_scratch *s = dev->impl;
+
+	if (s)
+		mgpu_cpu_dnnl_release(s->dnnl);
 	mgpu_cpu_release(dev);
 }
 
@@ -649,6 +656,24 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.bf16_to_f32 = cpu_bf16_to_f32,
 	.gemm_bf16 = mgpu_cpu_gemm_bf16, /* bf16_cpu.c */
 	.sum_acc = cpu_sum_acc,
+	/* conv nets (conv_host.h): oneDNN for convolution and pooling, ref's loops
+	 * for the light ops */
+	.act_fwd = mgpu_host_act_fwd,
+	.conv_fwd = mgpu_cpu_conv_fwd,
+	.conv_bwd_data = mgpu_cpu_conv_bwd_data,
+	.conv_bwd_weight = mgpu_cpu_conv_bwd_weight,
+	.im2col = mgpu_host_im2col,
+	.col2im = mgpu_host_col2im,
+	.pool_fwd = mgpu_cpu_pool_fwd,
+	.pool_bwd = mgpu_cpu_pool_bwd,
+	.upsample_fwd = mgpu_host_upsample_fwd,
+	.upsample_bwd = mgpu_host_upsample_bwd,
+	.bn_stats = mgpu_host_bn_stats,
+	.bn_fwd = mgpu_host_bn_fwd,
+	.bn_bwd_stats = mgpu_host_bn_bwd_stats,
+	.bn_bwd_data = mgpu_host_bn_bwd_data,
+	.gn_fwd = mgpu_host_gn_fwd,
+	.gn_bwd = mgpu_host_gn_bwd,
 };
 
 /* The summed gradient of element i over ng sources, in source order. */

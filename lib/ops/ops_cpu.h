@@ -51,6 +51,7 @@ struct mgpu_cpu_scratch {
 	size_t cap_s, cap_dp;
 	float *r;            /* attention: a block's rounded q, k, v, dy; D */
 	size_t cap_r;
+	void *dnnl;          /* conv_cpu.c: oneDNN's engine, stream and primitives */
 };
 
 /* dev's scratch, created empty on first use. */

@@ -47,6 +47,7 @@ struct cuda_impl {
 	size_t part_n;                /* their room */
 	int cc;                       /* compute capability, 10 major + minor */
 	int smem_optin;               /* shared memory bytes a block may opt in to */
+	void *conv;                   /* conv_cuda.cu's cuDNN state, or NULL */
 };
 
 
@@ -134,6 +135,7 @@ static void cuda_fini(struct mgpu_dev *dev)
 
 	if (!im)
 		return;
+	mgpu_cuda_conv_release(dev);
 	/* fini cannot fail: errors are ignored, as close() ignores them */
 	(void)cudaSetDevice(dev->index);
 	if (im->part)
@@ -1104,9 +1106,31 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.bf16_to_f32 = cuda_bf16_to_f32,
 	.gemm_bf16 = cuda_gemm_bf16,
 	.sum_acc = cuda_sum_acc,
+	/* conv nets (conv_cuda.cu): cuDNN, or im2col + cuBLAS without it */
+	.act_fwd = mgpu_cuda_act_fwd,
+	.conv_fwd = mgpu_cuda_conv_fwd,
+	.conv_bwd_data = mgpu_cuda_conv_bwd_data,
+	.conv_bwd_weight = mgpu_cuda_conv_bwd_weight,
+	.im2col = mgpu_cuda_im2col,
+	.col2im = mgpu_cuda_col2im,
+	.pool_fwd = mgpu_cuda_pool_fwd,
+	.pool_bwd = mgpu_cuda_pool_bwd,
+	.upsample_fwd = mgpu_cuda_upsample_fwd,
+	.upsample_bwd = mgpu_cuda_upsample_bwd,
+	.bn_stats = mgpu_cuda_bn_stats,
+	.bn_fwd = mgpu_cuda_bn_fwd,
+	.bn_bwd_stats = mgpu_cuda_bn_bwd_stats,
+	.bn_bwd_data = mgpu_cuda_bn_bwd_data,
+	.gn_fwd = mgpu_cuda_gn_fwd,
+	.gn_bwd = mgpu_cuda_gn_bwd,
 };
 
 /* The stream of a cuda device, for the NCCL code that runs beside it. */
+extern "C" void **mgpu_cuda_conv_slot(struct mgpu_dev *dev)
+{
+	return &impl_of(dev)->conv;
+}
+
 extern "C" void *mgpu_cuda_stream(struct mgpu_dev *dev)
 {
 	return dev->impl ? (void *)impl_of(dev)->stream : NULL;

@@ -43,6 +43,51 @@ void *mgpu_cuda_stream(struct mgpu_dev *dev);
 int mgpu_cuda_cc(struct mgpu_dev *dev);
 int mgpu_cuda_smem_optin(struct mgpu_dev *dev);
 
+/* ops_cuda.cu: where conv_cuda.cu keeps dev's cuDNN state (NULL until the
+ * first conv-net op); conv_cuda.cu frees it when dev closes. */
+void **mgpu_cuda_conv_slot(struct mgpu_dev *dev);
+void mgpu_cuda_conv_release(struct mgpu_dev *dev);
+
+/* conv_cuda.cu: the conv-net ops (ops.h) on dev's stream. */
+int mgpu_cuda_act_fwd(struct mgpu_dev *dev, enum mgpu_act act, float *Y, const float *X,
+		      size_t n);
+int mgpu_cuda_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
+		       const float *x, const float *w, const float *bias);
+int mgpu_cuda_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dx,
+			    const float *dy, const float *w);
+int mgpu_cuda_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dw,
+			      float *db, const float *x, const float *dy, float acc);
+int mgpu_cuda_im2col(struct mgpu_dev *dev, const struct mgpu_conv *g, float *col,
+		     const float *x);
+int mgpu_cuda_col2im(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dx,
+		     const float *col);
+int mgpu_cuda_pool_fwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *y,
+		       const float *x);
+int mgpu_cuda_pool_bwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *dx,
+		       const float *dy, const float *x);
+int mgpu_cuda_upsample_fwd(struct mgpu_dev *dev, int N, int C, int H, int W, int sh, int sw,
+			   float *y, const float *x);
+int mgpu_cuda_upsample_bwd(struct mgpu_dev *dev, int N, int C, int H, int W, int sh, int sw,
+			   float *dx, const float *dy);
+int mgpu_cuda_bn_stats(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *stats,
+		       const float *x, const float *shift);
+int mgpu_cuda_bn_fwd(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *y, float *mean,
+		     float *rstd, const float *x, const float *stats, const float *shift,
+		     const float *gamma, const float *beta, float *running_mean,
+		     float *running_var);
+int mgpu_cuda_bn_bwd_stats(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *dstats,
+			   float *dgamma, float *dbeta, const float *dy, const float *x,
+			   const float *mean, const float *rstd, float acc);
+int mgpu_cuda_bn_bwd_data(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *dx,
+			  const float *dy, const float *x, const float *mean, const float *rstd,
+			  const float *gamma, const float *dstats);
+int mgpu_cuda_gn_fwd(struct mgpu_dev *dev, int N, int C, int HW, int G, float *y, float *mean,
+		     float *rstd, const float *x, const float *gamma, const float *beta,
+		     float eps);
+int mgpu_cuda_gn_bwd(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
+		     float *dgamma, float *dbeta, const float *dy, const float *x,
+		     const float *mean, const float *rstd, const float *gamma, float acc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,7 @@
 #include <stdlib.h> /* malloc, free */
 
 #include "core/err.h"  /* MGPU_TRY */
+#include "ops/conv_host.h" /* the conv-net ops */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
 
@@ -506,4 +507,21 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.bf16_to_f32 = ref_bf16_to_f32,
 	.gemm_bf16 = ref_gemm_bf16,
 	.sum_acc = ref_sum_acc,
+	/* conv nets (conv_ref.c, conv_host.h) */
+	.act_fwd = mgpu_host_act_fwd,
+	.conv_fwd = mgpu_ref_conv_fwd,
+	.conv_bwd_data = mgpu_ref_conv_bwd_data,
+	.conv_bwd_weight = mgpu_ref_conv_bwd_weight,
+	.im2col = mgpu_host_im2col,
+	.col2im = mgpu_host_col2im,
+	.pool_fwd = mgpu_ref_pool_fwd,
+	.pool_bwd = mgpu_ref_pool_bwd,
+	.upsample_fwd = mgpu_host_upsample_fwd,
+	.upsample_bwd = mgpu_host_upsample_bwd,
+	.bn_stats = mgpu_host_bn_stats,
+	.bn_fwd = mgpu_host_bn_fwd,
+	.bn_bwd_stats = mgpu_host_bn_bwd_stats,
+	.bn_bwd_data = mgpu_host_bn_bwd_data,
+	.gn_fwd = mgpu_host_gn_fwd,
+	.gn_bwd = mgpu_host_gn_bwd,
 };

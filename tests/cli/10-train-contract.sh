@@ -21,24 +21,31 @@ expect 2 "--model: not a spec (mlp:... or gpt:...) and 'no.spec': cannot open" "
 expect 2 "--format: 'xml' is not one of tsv|json|markdown" "$BIN/mgpu-train" --format xml
 expect 2 "--json and --format tsv: choose one" "$BIN/mgpu-train" --json --format tsv
 expect 2 "--output: empty file name" "$BIN/mgpu-train" -o ''
-# A reader that goes away early: a quiet exit, nothing on stderr.
+# A reader that goes away early: a quiet exit, nothing on stderr, killed by
+# SIGPIPE as Unix tools are (141 in the shell), not a failure's 1.
 mkidx d 600 100 8 4
 set +e
 "$BIN/mgpu-train" --data d --model mlp:64-16-4 --epochs 50 --batch-size 8 --log-every 1 -q 2>err.txt | head -n 2 >/dev/null
+rc=${PIPESTATUS[0]}
 set -e
 [ ! -s err.txt ] || fail "closed pipe printed: $(cat err.txt)"
+[ "$rc" = 141 ] || fail "closed pipe: exit $rc, want 141 (SIGPIPE)"
 for mode in ddp dp; do
 	set +e
 	"$BIN/mgpu-train" --data d --model mlp:64-16-4 --epochs 50 --batch-size 8 --log-every 1 -q \
 		--cpu-ranks 2 --mode $mode 2>err.txt | head -n 2 >/dev/null
+	rc=${PIPESTATUS[0]}
 	set -e
 	[ ! -s err.txt ] || fail "closed pipe ($mode, 2 ranks) printed: $(cat err.txt)"
+	[ "$rc" = 141 ] || fail "closed pipe ($mode, 2 ranks): exit $rc, want 141 (SIGPIPE)"
 done
 # --selftest's rows to a reader that stops after the header: quiet too.
 set +e
 "$BIN/mgpu-train" --selftest 2>err.txt | head -n 1 >/dev/null
+rc=${PIPESTATUS[0]}
 set -e
 [ ! -s err.txt ] || fail "--selftest into a closed pipe printed: $(cat err.txt)"
+[ "$rc" = 141 ] || [ "$rc" = 0 ] || fail "--selftest into a closed pipe: exit $rc"
 # The common options: -o writes the same table atomically (rank 0 alone,
 # one header), --format markdown a Markdown table, -v the settings.
 train() { "$BIN/mgpu-train" --data d --model mlp:64-16-4 --epochs 1 --batch-size 16 "$@"; }

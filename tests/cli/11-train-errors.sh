@@ -9,8 +9,10 @@ mkidx magic 300 50 8 4 magic
 expect 1 "magic" "$BIN/mgpu-train" --data magic --model mlp:64-4
 grep -q "magic/train-images-idx3-ubyte.gz" err.txt || fail "magic: no file name: $(cat err.txt)"
 mkidx label 300 50 8 4 label
-expect 1 "label 6 out of range [0,4) at index 5" "$BIN/mgpu-train" --data label --model mlp:64-4
-expect 1 "samples have 64 features but the model takes 784" "$BIN/mgpu-train" --data good
+expect 1 "labels go up to 6 but the model has 4 classes: write --model mlp:64-7" \
+	"$BIN/mgpu-train" --data label --model mlp:64-4
+expect 1 "samples have 64 features but the model takes 784: write --model mlp:64-10" \
+	"$BIN/mgpu-train" --data good --model mlp:784-10
 expect 2 "bad layer size" "$BIN/mgpu-train" --data good --model mlp:64-x-4
 printf 'mlp:64-8-4\nact=softplus\n' >bad.spec
 expect 2 "'bad.spec': act 'softplus' is not relu|gelu|tanh" "$BIN/mgpu-train" --data good --model bad.spec

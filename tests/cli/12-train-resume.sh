@@ -7,10 +7,13 @@ mkidx d 1000 200 8 4
 run() { "$BIN/mgpu-train" --data d --model mlp:64-32-16-4,act=gelu,layernorm,dropout=0.1 \
 	--epochs 2 --batch-size 16 --optimizer adamw --lr 0.003 --weight-decay 0.01 \
 	--warmup-steps 10 --clip-grad-norm 1 -q "$@"; }
-run --save-dir full >full.tsv
-run --save-dir part --max-steps 56 >part1.tsv
-[ "$(cat part/latest)" = step-00000056 ] || fail "latest is $(cat part/latest) after epoch 1"
-run --save-dir part --resume part >part2.tsv
+run --save-dir full --keep 0 >full.tsv
+[ -d full/step-00000056 ] || fail "no checkpoint after epoch 1: $(ls full)"
+# the run's checkpoint after epoch 1, resumed (a --max-steps 56 run would
+# be another run: its schedule ends at step 56)
+mkdir part
+cp -r full/step-00000056 part/
+run --save-dir part --resume part/step-00000056 >part2.tsv
 cmp full/step-00000112/model.safetensors part/step-00000112/model.safetensors ||
 	fail "resumed weights differ from the uninterrupted run"
 cmp full/step-00000112/optim.safetensors part/step-00000112/optim.safetensors ||

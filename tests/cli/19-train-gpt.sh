@@ -94,16 +94,18 @@ for f in ddp dp acc; do
 		END { exit bad }' || fail "$f differs from 1 rank x 16"
 done
 
-# Resume: 10 + 10 steps end where 20 do, bit for bit.
-run --max-steps 20 --batch-size 16 --save-dir full >full.tsv
-run --max-steps 10 --batch-size 16 --save-dir part >/dev/null
-cp -r part part2
-run --max-steps 20 --resume part --save-dir part >/dev/null
+# Resume: 10 + 10 steps end where 20 do, bit for bit (the schedule spans
+# --max-steps, so the first 10 are the checkpoint of the 20-step run).
+run --max-steps 20 --batch-size 16 --save-dir full --save-every 10 --keep 0 >full.tsv
+mkdir part part2
+cp -r full/step-00000010 part/
+cp -r full/step-00000010 part2/
+run --resume part/step-00000010 --save-dir part >/dev/null
 cmp full/step-00000020/model.safetensors part/step-00000020/model.safetensors ||
 	fail "resumed gpt weights differ"
 # ... and resumed on another world size (2 ranks x 8, the same global batch)
 # it goes on as the 1-rank run does, within 1e-4.
-run --max-steps 20 --resume part2 --save-dir part2 --cpu-ranks 2 --batch-size 8 >res2.tsv
+run --resume part2/step-00000010 --save-dir part2 --cpu-ranks 2 --batch-size 8 >res2.tsv
 [ "$(losses res2.tsv | wc -l)" = 10 ] || fail "resumed on 2 ranks: $(losses res2.tsv | wc -l) steps"
 awk 'NR == FNR { want[$1] = $2; next }
 	{ d = want[$1] - $2; if (d < 0) d = -d; if (!($1 in want) || d > 1e-4 * $2) { print; bad = 1 } }
@@ -136,7 +138,7 @@ text_idx d33 64 16 33 3
 "$BIN/mgpu-train" --data d33 --model "$SRC/models/gpt-tiny.spec" --max-steps 2 \
 	--batch-size 4 -q >tiny.tsv || fail "models/gpt-tiny.spec did not train"
 grep -q '^summary	2	' tiny.tsv || fail "tiny: $(grep summary tiny.tsv)"
-expect 1 "samples have 33 features but the model takes 17" \
+expect 1 "samples have 33 features but the model takes 17 (a gpt's ctx + 1): write --model gpt:" \
 	"$BIN/mgpu-train" --data d33 --model "$model" --max-steps 1
 # A byte beyond the vocabulary: the error names the data it came from.
 expect 1 "'d': train sample 0, position 0: token 99 is not below vocab 2" "$BIN/mgpu-train" -q --data d --max-steps 1 \

@@ -121,9 +121,10 @@ set -e
 
 # Resume: 10 + 10 steps end where 20 do, bit for bit; the resumed run takes
 # bf16 from the checkpoint, which keeps fp32 tensors and records the dtype.
-gpt --max-steps 20 --batch-size 16 --dtype bf16 --save-dir full >/dev/null
-gpt --max-steps 10 --batch-size 16 --dtype bf16 --save-dir part >/dev/null
-gpt --max-steps 20 --resume part --save-dir part >/dev/null
+gpt --max-steps 20 --batch-size 16 --dtype bf16 --save-dir full --save-every 10 --keep 0 >/dev/null
+mkdir part
+cp -r full/step-00000010 part/
+gpt --resume part/step-00000010 --save-dir part >/dev/null
 cmp full/step-00000020/model.safetensors part/step-00000020/model.safetensors ||
 	fail "resumed bf16 weights differ"
 grep -q '"--dtype", "bf16"' part/step-00000020/state.json ||

@@ -36,10 +36,9 @@ expect 2 "unexpected argument 'extra'" "$P" extra
 expect 1 "'nodir/x.tsv': cannot create" "$P" --from "$D/four.csv" -o nodir/x.tsv
 
 # A reader that goes away early: a quiet exit, nothing on stderr.
-set +e
-"$P" --from "$D/four.csv" 2>err.txt | head -c 0 >/dev/null
-set -e
+rc=$(closed_pipe "$P" --from "$D/four.csv")
 [ ! -s err.txt ] || fail "closed pipe printed: $(cat err.txt)"
+[ "$rc" = 141 ] || fail "closed pipe: exit $rc, want 141 (SIGPIPE)"
 
 # This machine, as CUDA sees it.
 set +e

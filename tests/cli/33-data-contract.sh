@@ -36,15 +36,19 @@ grep -q "holds another shard set; --force replaces it" err.txt || fail "no --for
 "$S" -q --force --format markdown -o fm/manifest.tsv d 2>err.txt || fail "--force: $(cat err.txt)"
 "$S" -q --force --json -o fm/manifest.tsv d 2>err.txt || fail "--force back: $(cat err.txt)"
 "$S" -q -o fm2/manifest.tsv d
+# mgpu-shard's manifest into a reader that goes away: quiet, SIGPIPE's
+# status, and the shards it wrote for that reader undone
+rc=$(closed_pipe "$S" -q -d gone d)
+[ ! -s err.txt ] || fail "mgpu-shard into a closed pipe printed: $(cat err.txt)"
+[ "$rc" = 141 ] || fail "mgpu-shard into a closed pipe: exit $rc, want 141 (SIGPIPE)"
 # mgpu-cache: the header table in each format; a closed pipe ends quietly.
 "$C" -o c fm2/manifest.tsv --format markdown >c.md 2>err.txt || fail "cache: $(cat err.txt)"
 grep -q "^mgpu-cache: 'c' built$" err.txt || fail "cache note: $(cat err.txt)"
 grep -q '^| split | samples | shape |' c.md || fail "cache markdown: $(cat c.md)"
 "$C" --info c --json | grep -q '^{"split":"train","samples":300,' || fail "--info --json"
-set +e
-"$C" --info c 2>err.txt | head -c 1 >/dev/null
-set -e
+rc=$(closed_pipe "$C" --info c)
 [ ! -s err.txt ] || fail "closed pipe printed: $(cat err.txt)"
+[ "$rc" = 141 ] || fail "mgpu-cache --info into a closed pipe: exit $rc, want 141 (SIGPIPE)"
 if command -v mandoc >/dev/null; then
 	mandoc -T lint -W warning "$SRC/man/mgpu-shard.1" "$SRC/man/mgpu-cache.1" "$SRC/man/mgpu.7" ||
 		fail "man pages lint"

@@ -59,6 +59,7 @@ if command -v mandoc >/dev/null; then
 	mandoc -T lint -W warning "$SRC/man/mgpu-bench.1" >lint.txt 2>&1 || fail "mandoc: $(cat lint.txt)"
 fi
 # a closed pipe ends quietly
-"$B" allreduce --sizes 4K --iters 1 --ranks 1 2>err.txt | head -c 0 || true
+rc=$(closed_pipe "$B" allreduce --sizes 4K --iters 1 --ranks 1)
 [ ! -s err.txt ] || fail "closed pipe: $(cat err.txt)"
+[ "$rc" = 141 ] || fail "closed pipe: exit $rc, want 141 (SIGPIPE)"
 exit 0

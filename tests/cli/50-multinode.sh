@@ -88,13 +88,14 @@ else
 	echo "note: no MPI in this build or no mpirun: the mpirun half did not run" >&2
 fi
 
-# a 2-node checkpoint at step 20 resumes on one node to step 30: as ref
-on_host 2 "$M" $common --max-steps 20 --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
+# a 2-node checkpoint at step 20 (of a 30-step run: the schedule spans
+# --max-steps) resumes on one node to step 30: as ref
+on_host 2 "$M" $common --max-steps 30 --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
 n1=$!
-on_host 1 "$M" $common --max-steps 20 --cpu-ranks 2 --nnodes 2 --node-rank 0 --save-dir half \
-	>/dev/null 2>err.txt || fail "2 nodes to step 20: $(cat err.txt)"
-wait $n1 || fail "node 1 to step 20: $(cat n1.err)"
-on_host 1 "$M" --resume half --max-steps 30 --cpu-ranks 4 -q --save-dir resumed \
+on_host 1 "$M" $common --max-steps 30 --cpu-ranks 2 --nnodes 2 --node-rank 0 --save-dir half \
+	--save-every 20 >/dev/null 2>err.txt || fail "2 nodes to step 30: $(cat err.txt)"
+wait $n1 || fail "node 1 to step 30: $(cat n1.err)"
+on_host 1 "$M" --resume half/step-00000020 --cpu-ranks 4 -q --save-dir resumed \
 	>resumed.tsv 2>err.txt ||
 	fail "resume on one node: $(cat err.txt)"
 same_weights ref resumed || fail "2-node checkpoint resumed on one node differs from ref"

@@ -157,3 +157,78 @@ wait_for_step() {
 	for _ in $(seq 200); do grep -q '^step' "$1" 2>/dev/null && return 0; sleep 0.05; done
 	fail "no step record in $1"
 }
+
+# closed_pipe CMD...: run CMD with standard output a pipe whose reader has
+# already gone (so its first write fails, whatever its timing), stderr into
+# err.txt; prints its status as a shell reports it (141: killed by SIGPIPE).
+closed_pipe() {
+	python3 - "$@" <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+with open("err.txt", "w") as err:
+    rc = subprocess.run(sys.argv[1:], stdout=w, stderr=err).returncode
+print(128 - rc if rc < 0 else rc)
+PY
+}
+
+# need_script: skip (exit 77) without script(1) (util-linux, bsdutils on
+# Debian), which runs a command on a pseudo-terminal.
+need_script() {
+	command -v script >/dev/null 2>&1 ||
+		{ echo "no script(1) (util-linux/bsdutils) to run a pseudo-terminal"; exit 77; }
+}
+
+# on_tty RAW 'SHELL COMMAND': the command on a pseudo-terminal of 150
+# columns (stdin, stdout and stderr all the terminal unless it redirects
+# them), killed after 120 s; every byte it wrote to the terminal goes to
+# RAW as it comes. Returns the command's exit status.
+on_tty() {
+	raw=$1
+	shift
+	set +e
+	timeout -k 5 120 script -q -e -c "stty cols 150 rows 50; $1" /dev/null </dev/null >"$raw"
+	tty_rc=$?
+	set -e
+	return $tty_rc
+}
+
+# screen RAW: what a terminal shows after RAW's bytes, line by line: "\r"
+# returns to the line's start, ESC [ K erases to its end, other bytes
+# overwrite the line where the cursor stands.
+screen() {
+	python3 - "$1" <<'PY'
+import re, sys
+data = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
+lines, cur, col = [], [], 0
+for tok in re.findall(r"\x1b\[K|\r|\n|[^\r\n\x1b]+|\x1b", data):
+    if tok == "\r":
+        col = 0
+    elif tok == "\n":
+        lines.append("".join(cur).rstrip()); cur, col = [], 0
+    elif tok == "\x1b[K":
+        del cur[col:]
+    else:
+        for ch in tok:
+            if col < len(cur): cur[col] = ch
+            else: cur.append(ch)
+            col += 1
+if cur:
+    lines.append("".join(cur).rstrip())
+try:
+    print("\n".join(lines))
+except BrokenPipeError:  # a reader such as grep -q that has seen enough
+    pass
+PY
+}
+
+# aligned FILE: every line of FILE has its fields end in the columns of
+# the first line's fields (a right-aligned table).
+aligned() {
+	awk 'function ends(s,   e, i, n) { e = ""; n = length(s)
+		for (i = 1; i <= n; i++) if (substr(s, i, 1) != " " && (i == n || substr(s, i + 1, 1) == " ")) e = e " " i
+		return e }
+	NR == 1 { want = ends($0); next }
+	ends($0) != want { print "line " NR ": " $0; bad = 1 }
+	END { exit bad }' "$1"
+}

@@ -21,6 +21,7 @@
 #include "../t.h"         /* T_CHECK, T_OK, T_FAILS, T_SKIP */
 #include "core/err.h"     /* mgpu_errmsg, MGPU_E* */
 #include "ops/check.h"    /* mgpu_ops_pair, mgpu_ops_check_case, mgpu_ops_compare */
+#include "ops/conv_host.h" /* mgpu_gemm_conv_*: the im2col convolution */
 #include "ops/elem.h"     /* mgpu_bf16_from_f32, mgpu_bf16_to_f32 */
 #include "ops/ops.h"      /* mgpu_ops_all, mgpu_dev_* */
 
@@ -1023,6 +1024,243 @@ static void test_compare_cpu(void)
 		"index 3");
 }
 
+/* ---- conv nets ----------------------------------------------------------- */
+
+#undef N /* MGPU_CV names struct mgpu_conv's fields */
+#undef T
+
+static void run_conv_cases(const struct mgpu_ops *ops, const struct mgpu_ops_conv_case *cs,
+			   size_t n)
+{
+	struct mgpu_ops_pair p;
+	size_t i;
+	int r;
+
+	T_OK(mgpu_ops_pair_open(&p, ops, 0, &mgpu_ops_ref, 11, &rep));
+	if (t_cur_failed)
+		return;
+	for (i = 0; i < n; i++)
+		T_OK(mgpu_ops_check_conv_case(&p, &cs[i]));
+	mgpu_ops_pair_close(&p);
+	T_CHECK(rep.nrows > 0 && rep.nlost == 0, "%d rows, %d lost", rep.nrows, rep.nlost);
+	for (r = 0; r < rep.nrows; r++)
+		T_CHECK(rep.row[r].ok, "%s %s: %s vs %s rel err %g > tol %g", rep.row[r].op,
+			rep.row[r].shape, rep.row[r].backend, rep.row[r].ref_backend,
+			rep.row[r].max_rel_err, rep.row[r].tol);
+}
+
+/* Awkward convolutions: 1x1, stride 2, padding, dilation 2, groups 1, 2
+ * and depthwise, odd sizes, batch 1, channels not a multiple of 8, a
+ * kernel as wide as the padded input, 1-D (H = 1), bias and acc. */
+static const struct mgpu_ops_conv_case conv_cases[] = {
+	{ .op = "conv", .cv = MGPU_CV(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1) },
+	{ .op = "conv", .flag = 1, .cv = MGPU_CV(2, 3, 7, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1) },
+	{ .op = "conv", .flag = 3, .cv = MGPU_CV(3, 5, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .cv = MGPU_CV(1, 6, 10, 9, 4, 3, 2, 1, 2, 2, 1, 2, 2, 2) },
+	{ .op = "conv", .flag = 1, .cv = MGPU_CV(2, 7, 8, 8, 7, 3, 3, 1, 1, 1, 1, 1, 1, 7) },
+	{ .op = "conv", .flag = 2, .cv = MGPU_CV(2, 12, 13, 6, 24, 5, 3, 3, 1, 2, 0, 1, 2, 12) },
+	{ .op = "conv", .cv = MGPU_CV(2, 4, 5, 5, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .flag = 1, .cv = MGPU_CV(3, 9, 1, 37, 10, 1, 7, 1, 3, 0, 3, 1, 1, 1) },
+	{ .op = "conv", .flag = 3, .cv = MGPU_CV(2, 10, 1, 20, 4, 1, 3, 1, 1, 0, 2, 1, 2, 2) },
+	{ .op = "conv", .cv = MGPU_CV(0, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .flag = 3, .cv = MGPU_CV(0, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .flag = 1, .cv = MGPU_CV(4, 16, 12, 12, 32, 3, 3, 2, 2, 1, 1, 1, 1, 4) },
+	{ .op = "im2col", .cv = MGPU_CV(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1) },
+	{ .op = "im2col", .cv = MGPU_CV(1, 5, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1) },
+	{ .op = "im2col", .cv = MGPU_CV(1, 6, 10, 9, 4, 3, 2, 1, 2, 2, 1, 2, 2, 2) },
+	{ .op = "im2col", .cv = MGPU_CV(1, 3, 5, 4, 3, 5, 5, 3, 2, 2, 2, 1, 1, 1) },
+};
+
+static const struct mgpu_ops_conv_case conv_light_cases[] = {
+	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(1, 5, 8, 8, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(3, 2, 1, 17, 0, 1, 3, 1, 2, 0, 1, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_AVG_EXCL, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(3, 7, 5, 6, 0, 5, 6, 1, 1, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_AVG_EXCL, .cv = MGPU_CV(1, 4, 6, 5, 0, 4, 3, 3, 1, 2, 1, 0, 0, 0) },
+	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(0, 3, 4, 4, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "upsample", .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "upsample", .cv = MGPU_CV(1, 1, 1, 9, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .flag = 1, .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .flag = 3, .cv = MGPU_CV(1, 5, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .flag = 7, .cv = MGPU_CV(4, 13, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .flag = 0, .cv = MGPU_CV(3, 6, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .flag = 4, .cv = MGPU_CV(1, 9, 1, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "gn", .cv = MGPU_CV(2, 6, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3) },
+	{ .op = "gn", .cv = MGPU_CV(1, 5, 1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5) },
+	{ .op = "gn", .cv = MGPU_CV(3, 4, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1) },
+	{ .op = "act_fwd", .n = 1001, .act = MGPU_ACT_SILU },
+	{ .op = "act_fwd", .n = 1001, .act = MGPU_ACT_RELU },
+	{ .op = "act_fwd", .n = 7, .act = MGPU_ACT_GELU },
+	{ .op = "act_fwd", .n = 0, .act = MGPU_ACT_TANH },
+};
+
+static void test_conv(void)
+{
+	run_conv_cases(cur, conv_cases, sizeof conv_cases / sizeof conv_cases[0]);
+}
+
+static void test_conv_light(void)
+{
+	run_conv_cases(cur, conv_light_cases, sizeof conv_light_cases / sizeof conv_light_cases[0]);
+}
+
+/* The im2col convolution (conv_gemm.c) on this backend's own im2col,
+ * col2im and sgemm: on cpu it checks the index arithmetic the cuda
+ * kernels share, on cuda the kernels and the cuBLAS arguments. */
+static void test_conv_im2col(void)
+{
+	struct mgpu_ops v = *cur;
+
+	v.conv_fwd = mgpu_gemm_conv_fwd;
+	v.conv_bwd_data = mgpu_gemm_conv_bwd_data;
+	v.conv_bwd_weight = mgpu_gemm_conv_bwd_weight;
+	run_conv_cases(&v, conv_cases, sizeof conv_cases / sizeof conv_cases[0]);
+}
+
+static void test_conv_bad_args(void)
+{
+	struct mgpu_conv g = MGPU_CV(1, 4, 5, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+	struct mgpu_pool2d pg = { 1, 2, 4, 4, 3, 3, 1, 1, 2, 0, MGPU_POOL_MAX };
+	struct mgpu_bn bn = { 1, 2, 1, 1e-5f, 0.1f, 1.0, 1 };
+	struct mgpu_dev d;
+	float buf[4096];
+
+	T_OK(mgpu_dev_open(&d, cur, 0));
+	if (t_cur_failed)
+		return;
+	g.groups = 3; /* divides neither C = 4 nor K = 6 ... K yes, C no */
+	T_FAILS(d.ops->conv_fwd(&d, &g, buf, buf, buf, NULL), MGPU_EINVAL, "groups");
+	g.groups = 1;
+	g.KH = 9; /* wider than the padded input (5 + 2) */
+	T_FAILS(d.ops->conv_bwd_data(&d, &g, buf, buf, buf), MGPU_EINVAL, "wider than the padded");
+	g.KH = 3;
+	g.dh = 0;
+	T_FAILS(d.ops->conv_bwd_weight(&d, &g, buf, NULL, buf, buf, 0.0f), MGPU_EINVAL,
+		"dilation 0");
+	T_FAILS(d.ops->pool_fwd(&d, &pg, buf, buf), MGPU_EINVAL, "bad geometry");
+	T_FAILS(d.ops->bn_fwd(&d, &bn, buf, buf, buf, buf, buf, NULL, buf, buf, buf, buf),
+		MGPU_EINVAL, "one value per channel");
+	T_FAILS(d.ops->gn_fwd(&d, 1, 6, 4, 4, buf, buf, buf, buf, buf, buf, 1e-5f), MGPU_EINVAL,
+		"groups");
+	T_FAILS(d.ops->upsample_fwd(&d, 1, 1, 2, 2, 0, 2, buf, buf), MGPU_EINVAL, "scale 0");
+	T_FAILS(d.ops->act_fwd(&d, (enum mgpu_act)9, buf, buf, 4), MGPU_EINVAL, "activation");
+	mgpu_dev_close(&d);
+}
+
+/* Planted mutants of the conv-net ops, each a classic mistake; the
+ * selftest's rows must catch every one and nothing else. */
+
+/* Convolution instead of cross-correlation: the kernel flipped. */
+static int bad_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
+			const float *x, const float *w, const float *bias)
+{
+	size_t nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW, i, t;
+	float *f = malloc(nw * sizeof *f);
+	int rc;
+
+	if (!f)
+		return MGPU_ENOMEM;
+	for (i = 0; i < nw; i++) { /* (kh, kw) -> (KH-1-kh, KW-1-kw) in each plane */
+		t = (size_t)g->KH * g->KW;
+		f[i] = w[i / t * t + (t - 1 - i % t)];
+	}
+	rc = mgpu_ops_cpu.conv_fwd(dev, g, y, x, f, bias);
+	free(f);
+	return rc;
+}
+
+/* The running variance updated with the biased batch variance. */
+static int bad_bn_fwd(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *y, float *mean,
+		      float *rstd, const float *x, const float *stats, const float *shift,
+		      const float *gamma, const float *beta, float *rm, float *rv)
+{
+	float old[256];
+	int c, rc;
+
+	for (c = 0; c < bn->C && c < 256; c++)
+		old[c] = rv[c];
+	rc = mgpu_ops_cpu.bn_fwd(dev, bn, y, mean, rstd, x, stats, shift, gamma, beta, rm, rv);
+	for (c = 0; bn->train && rc == 0 && c < bn->C && c < 256; c++)
+		rv[c] = (1.0f - bn->momentum) * old[c] +
+			bn->momentum * (1.0f / (rstd[c] * rstd[c]) - bn->eps);
+	return rc;
+}
+
+/* BatchNorm's dx without the projection on xhat (sum(dy xhat) dropped). */
+static int bad_bn_bwd_data(struct mgpu_dev *dev, const struct mgpu_bn *bn, float *dx,
+			   const float *dy, const float *x, const float *mean, const float *rstd,
+			   const float *gamma, const float *dstats)
+{
+	float ds[512];
+	int c;
+
+	for (c = 0; c < bn->C && c < 256; c++) {
+		ds[c] = dstats[c];
+		ds[bn->C + c] = 0.0f;
+	}
+	return mgpu_ops_cpu.bn_bwd_data(dev, bn, dx, dy, x, mean, rstd, gamma, ds);
+}
+
+/* Nearest upsampling's backward as a nearest sample: one of the block's
+ * gradients instead of their sum. */
+static int bad_upsample_bwd(struct mgpu_dev *dev, int N, int C, int H, int W, int sh, int sw,
+			    float *dx, const float *dy)
+{
+	size_t p, planes = (size_t)N * C;
+	int h, w;
+
+	(void)dev;
+	for (p = 0; p < planes; p++)
+		for (h = 0; h < H; h++)
+			for (w = 0; w < W; w++)
+				dx[(p * H + h) * W + w] =
+					dy[(p * H * sh + (size_t)h * sh) * W * sw + (size_t)w * sw];
+	return 0;
+}
+
+/* GroupNorm's parameter gradients overwritten instead of accumulated. */
+static int bad_gn_bwd(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
+		      float *dgamma, float *dbeta, const float *dy, const float *x,
+		      const float *mean, const float *rstd, const float *gamma, float acc)
+{
+	(void)acc;
+	return mgpu_ops_cpu.gn_bwd(dev, N, C, HW, G, dx, dgamma, dbeta, dy, x, mean, rstd, gamma,
+				   0.0f);
+}
+
+static void test_conv_check_detects(void)
+{
+	struct mgpu_ops bad = mgpu_ops_cpu;
+	int r, nbad = 0, other_bad = 0, nconv = 0;
+
+	bad.name = "broken";
+	bad.conv_fwd = bad_conv_fwd;
+	bad.bn_fwd = bad_bn_fwd;
+	bad.bn_bwd_data = bad_bn_bwd_data;
+	bad.upsample_bwd = bad_upsample_bwd;
+	bad.gn_bwd = bad_gn_bwd;
+	T_OK(mgpu_ops_compare(&bad, 0, &mgpu_ops_ref, 42, &rep));
+	for (r = 0; r < rep.nrows; r++) {
+		const char *op = rep.row[r].op, *shape = rep.row[r].shape;
+		int train = strstr(shape, "train") != NULL;
+		int target = (!strcmp(op, "conv_fwd") && !strstr(shape, "k1x1")) ||
+			     (!strcmp(op, "bn_fwd") && train) ||
+			     (!strcmp(op, "bn_bwd_data") && train) || !strcmp(op, "upsample_bwd") ||
+			     !strcmp(op, "gn_bwd");
+
+		nconv += !strcmp(op, "conv_fwd");
+		nbad += target && !rep.row[r].ok;
+		other_bad += !target && !rep.row[r].ok;
+		T_CHECK(!target || !rep.row[r].ok, "broken %s %s passed (err %g)", op, shape,
+			rep.row[r].max_rel_err);
+	}
+	T_CHECK(nconv == 5, "%d conv_fwd rows, want 5", nconv);
+	T_CHECK(nbad == 8 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+		other_bad);
+}
+
 static void test_registry(void)
 {
 	const struct mgpu_ops *const *o;
@@ -1055,6 +1293,10 @@ int main(void)
 		{ "xent_nan", test_xent_nan },
 		{ "xent_inplace", test_xent_inplace },
 		{ "gpt_bad_args", test_gpt_bad_args },
+		{ "conv", test_conv },
+		{ "conv_im2col", test_conv_im2col },
+		{ "conv_light", test_conv_light },
+		{ "conv_bad_args", test_conv_bad_args },
 	};
 	const struct mgpu_ops *const *o;
 	char name[64];
@@ -1064,6 +1306,7 @@ int main(void)
 	T_RUN(test_registry);
 	T_RUN(test_ref_known);
 	T_RUN(test_check_detects);
+	T_RUN(test_conv_check_detects);
 	T_RUN(test_compare_cpu);
 	for (o = mgpu_ops_all(); *o; o++) {
 		cur = *o;

@@ -352,6 +352,65 @@ static void test_cancel(void)
 	T_CHECK(no_file_like(".tmp."), "left a temporary");
 }
 
+/* Calls of a progress hook: how many, the last values, and whether done
+ * only grew. */
+struct calls {
+	int n, backwards;
+	uint64_t done, total, nbytes;
+};
+
+static void count_call(void *ctx, uint64_t done, uint64_t total, uint64_t nbytes)
+{
+	struct calls *c = ctx;
+
+	c->backwards |= c->n && done < c->done;
+	c->n++;
+	c->done = done, c->total = total, c->nbytes = nbytes;
+}
+
+/* The build's hook hears of every wave of chunks, ending at every split's
+ * rows and their decoded bytes; verify's of every chunk, ending at the
+ * stored bytes; a stop request ends a verify with MGPU_EINTR. */
+static void test_progress(void)
+{
+	struct mgpu_cache_opts o = base;
+	struct mgpu_cache_stats st;
+	struct mgpu_samples sets[3];
+	struct mgpu_samples *p[3] = { &sets[0], &sets[1], NULL };
+	struct calls b = { 0 }, v = { 0 };
+	struct mgpu_cache c;
+	uint64_t stored = 0, k;
+	size_t nchk;
+	int s;
+
+	for (s = 0; s < 2; s++)
+		make_set(&sets[s], MGPU_DTYPE_U8, s == 0 ? 103 : 17, 13, (unsigned)s);
+	o.progress = count_call;
+	o.progress_ctx = &b;
+	T_OK(mgpu_cache_write(tpath("pg.cache"), p, &o, &st));
+	/* 100-byte chunks of 13-byte rows: 7 rows a chunk, waves of 4 chunks */
+	T_CHECK(b.n == 4 + 1 && !b.backwards, "%d build calls (backwards %d)", b.n, b.backwards);
+	T_CHECK(b.done == 120 && b.total == 120, "build ended at %llu of %llu rows",
+		(unsigned long long)b.done, (unsigned long long)b.total);
+	T_CHECK(b.nbytes == st.data_nbytes[0] + st.data_nbytes[1], "build bytes %llu",
+		(unsigned long long)b.nbytes);
+	T_OK(mgpu_cache_open(&c, tpath("pg.cache")));
+	for (k = 0; k < c.h.total_chunks; k++)
+		stored += c.ix[k].stored_nbytes;
+	T_OK(mgpu_cache_verify_progress(&c, &nchk, count_call, &v));
+	T_CHECK(v.n == (int)c.h.total_chunks && v.done == c.h.total_chunks &&
+		v.total == c.h.total_chunks && v.nbytes == stored && !v.backwards,
+		"verify: %d calls, last %llu of %llu", v.n, (unsigned long long)v.done,
+		(unsigned long long)v.total);
+	mgpu_cancel_raise(SIGINT);
+	T_FAILS(mgpu_cache_verify_progress(&c, &nchk, NULL, NULL), MGPU_EINTR,
+		"interrupted by SIGINT");
+	mgpu_cancel_clear();
+	mgpu_cache_close(&c);
+	for (s = 0; s < 2; s++)
+		mgpu_samples_free(&sets[s]);
+}
+
 /* A label at or above the header's class count (a cache written from
  * samples whose class count was wrong) is an error naming the cache, the
  * chunk and the row, compressed and raw alike; --verify finds it too. */
@@ -443,6 +502,7 @@ int main(void)
 	T_RUN(test_corruption);
 	T_RUN(test_ensure);
 	T_RUN(test_cancel);
+	T_RUN(test_progress);
 	T_RUN(test_bad_label);
 	T_RUN(test_budget_threads);
 	t_tmpdir_remove();

@@ -34,6 +34,45 @@ static void test_basic(void)
 	mgpu_samples_free(&s);
 }
 
+/* Labels that are words: classes in sorted order, the names kept; a number
+ * among words is a word too. */
+static void test_words(void)
+{
+	struct mgpu_samples s;
+
+	T_OK(parse("a,label\n1,WALKING\n2,LAYING\n3,WALKING\n4,SITTING\n5,2.5\n", NULL, &s));
+	T_CHECK(s.n == 5 && s.nnames == 4 && s.classes == 4, "n %zu names %d classes %d", s.n,
+		s.nnames, s.classes);
+	T_CHECK(s.nnames == 4 && !strcmp(s.names[0], "2.5") && !strcmp(s.names[1], "LAYING") &&
+		!strcmp(s.names[2], "SITTING") && !strcmp(s.names[3], "WALKING"), "names");
+	T_CHECK(s.y[0] == 3 && s.y[1] == 1 && s.y[2] == 3 && s.y[3] == 2 && s.y[4] == 0,
+		"labels %d %d %d %d %d", s.y[0], s.y[1], s.y[2], s.y[3], s.y[4]);
+	mgpu_samples_free(&s);
+	T_OK(parse("a,label\n1,3\n2,0\n", NULL, &s));
+	T_CHECK(s.names == NULL && s.classes == 4 && s.y[0] == 3, "numbers stay numbers");
+	mgpu_samples_free(&s);
+}
+
+static void test_join(void)
+{
+	struct mgpu_samples a, b, c;
+
+	T_OK(parse("x,label\n1,cat\n2,dog\n", NULL, &a));
+	T_OK(parse("x,label\n1,ant\n2,dog\n3,emu\n", NULL, &b));
+	T_OK(mgpu_class_names_join(&a, &b, "b.csv"));
+	T_CHECK(a.nnames == 4 && !strcmp(a.names[0], "ant") && !strcmp(a.names[3], "emu"),
+		"union %d", a.nnames);
+	T_CHECK(a.y[0] == 1 && a.y[1] == 2, "dst renumbered: %d %d", a.y[0], a.y[1]);
+	T_CHECK(b.y[0] == 0 && b.y[1] == 2 && b.y[2] == 3, "src renumbered: %d %d %d", b.y[0],
+		b.y[1], b.y[2]);
+	T_OK(parse("x,label\n1,0\n", NULL, &c));
+	T_FAILS(mgpu_class_names_join(&a, &c, "c.csv"), MGPU_EFORMAT,
+		"'c.csv': its labels are numbers, an earlier source's are words");
+	mgpu_samples_free(&a);
+	mgpu_samples_free(&b);
+	mgpu_samples_free(&c);
+}
+
 static void test_errors(void)
 {
 	struct mgpu_samples s;
@@ -48,7 +87,8 @@ static void test_errors(void)
 	T_FAILS(parse("a,b\n1,2\n", NULL, &s), MGPU_EFORMAT, "no label column 'label'");
 	T_FAILS(parse("a,label\n1,256\n", NULL, &s), MGPU_ERANGE, "label 256 out of range");
 	T_FAILS(parse("a,label\n1,-1\n", NULL, &s), MGPU_ERANGE, "label -1 out of range");
-	T_FAILS(parse("a,label\n1,2.5\n", NULL, &s), MGPU_EFORMAT, "'2.5' is not an integer");
+	T_FAILS(parse("a,label\n1,\n", NULL, &s), MGPU_EFORMAT, "line 2: label column 'label' is empty");
+	T_FAILS(parse("a,label\n1,\"x\ty\"\n", NULL, &s), MGPU_EFORMAT, "control character");
 	T_FAILS(parse("a,label\n1e999,2\n", NULL, &s), MGPU_EFORMAT, "'1e999' is not a number");
 	T_FAILS(parse("a,label\nnan,2\n", NULL, &s), MGPU_EFORMAT, "'nan' is not a number");
 	T_FAILS(parse("a,label\n", NULL, &s), MGPU_EFORMAT, "no data lines");
@@ -62,5 +102,7 @@ int main(void)
 {
 	T_RUN(test_basic);
 	T_RUN(test_errors);
+	T_RUN(test_words);
+	T_RUN(test_join);
 	return T_DONE();
 }

@@ -152,6 +152,7 @@ static int reference(const struct mgpu_train_cfg *c, double *loss, float *w)
 {
 	const struct mgpu_batch_plan *p = &c->plan;
 	struct train_data d;
+	struct mgpu_spec spec;
 	struct mgpu_dev dev;
 	struct mgpu_model m;
 	struct mgpu_optim o;
@@ -163,7 +164,8 @@ static int reference(const struct mgpu_train_cfg *c, double *loss, float *w)
 	int step, a, i, per_epoch;
 
 	memset(&d, 0, sizeof d);
-	MGPU_TRY(mgpu_train_data_load(&d, c));
+	spec = c->spec;
+	MGPU_TRY(mgpu_train_data_load(&d, c, &spec));
 	order = malloc(d.ntrain * sizeof *order);
 	if (!order)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");

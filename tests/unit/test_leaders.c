@@ -3,8 +3,10 @@
  * ranks as processes on loopback: rank 0's NCCL unique id reaches every
  * rank of every node, whole) and the node leaders' TCP all-reduce:
  * exact sums with the same bits on every node over several chunks, the
- * broadcast, a wrong job token refused while rank 0 goes on, and a leader
- * that goes away named by node and rank.
+ * broadcast, a wrong job token refused while rank 0 goes on, a leader
+ * that goes away named by node and rank, a rank running another job
+ * (another run identity) failing the rendezvous at once on every side,
+ * and a stop request ending its waits.
  */
 #include <signal.h>   /* kill */
 #include <stdlib.h>   /* malloc, free */
@@ -12,6 +14,7 @@
 #include <sys/wait.h> /* waitpid */
 #include <unistd.h>   /* fork, _exit */
 
+#include "core/cancel.h"  /* mgpu_cancel_raise */
 #include "core/err.h"     /* mgpu_errmsg */
 #include "comm/leaders.h" /* mgpu_leaders_* */
 #include "comm/rdzv.h"    /* mgpu_rdzv_* */
@@ -65,7 +68,7 @@ static _Noreturn void child(int port, int rank, int mode)
 	size_t i;
 	int node = rank / LOCAL;
 
-	if (!b || mgpu_rdzv_join("127.0.0.1", port, rank, WORLD, LOCAL, TOKEN, &info, 10000))
+	if (!b || mgpu_rdzv_join("127.0.0.1", port, rank, WORLD, LOCAL, TOKEN, NULL, &info, 10000))
 		_exit(10);
 	fake_id(id);
 	if (mode == 0 && memcmp(info.nccl_id, id, sizeof id) != 0)
@@ -128,7 +131,7 @@ static void test_three_nodes(void)
 	T_CHECK(start(0, pid, &lfd, &port) == 0, "start: %s", mgpu_errmsg());
 	memset(&info, 0, sizeof info);
 	fake_id(info.nccl_id);
-	T_OK(mgpu_rdzv_serve(lfd, WORLD, LOCAL, TOKEN, &info, 10000));
+	T_OK(mgpu_rdzv_serve(lfd, WORLD, LOCAL, TOKEN, NULL, &info, 10000));
 	close(lfd);
 	T_CHECK(info.nleader_fds == NODES && info.leader_fd[1] >= 0 && info.leader_fd[2] >= 0,
 		"%d leader connections", info.nleader_fds);
@@ -157,7 +160,7 @@ static void test_leader_gone(void)
 
 	T_CHECK(start(1, pid, &lfd, &port) == 0, "start: %s", mgpu_errmsg());
 	memset(&info, 0, sizeof info);
-	T_OK(mgpu_rdzv_serve(lfd, WORLD, LOCAL, TOKEN, &info, 10000));
+	T_OK(mgpu_rdzv_serve(lfd, WORLD, LOCAL, TOKEN, NULL, &info, 10000));
 	close(lfd);
 	T_OK(mgpu_leaders_open(&l, &info, 0, NODES, LOCAL, 10000));
 	T_FAILS(mgpu_leaders_allreduce_f32(&l, b, 64), MGPU_EPEER, "node 1 (rank 2) went away");
@@ -180,16 +183,75 @@ static void test_wrong_token(void)
 	p = fork();
 	if (p == 0) {
 		memset(&info, 0, sizeof info);
-		_exit(mgpu_rdzv_serve(lfd, 2, 2, TOKEN, &info, 10000) == 0 ? 0 : 1);
+		_exit(mgpu_rdzv_serve(lfd, 2, 2, TOKEN, NULL, &info, 10000) == 0 ? 0 : 1);
 	}
 	close(lfd);
-	T_FAILS(mgpu_rdzv_join("127.0.0.1", port, 1, 2, 2, "other-job", &info, 10000),
+	T_FAILS(mgpu_rdzv_join("127.0.0.1", port, 1, 2, 2, "other-job", NULL, &info, 10000),
 		MGPU_EINVAL, "refused rank 1: bad job token");
-	T_FAILS(mgpu_rdzv_join("127.0.0.1", port, 1, 4, 2, TOKEN, &info, 10000),
+	T_FAILS(mgpu_rdzv_join("127.0.0.1", port, 1, 4, 2, TOKEN, NULL, &info, 10000),
 		MGPU_EINVAL, "another world size");
-	T_OK(mgpu_rdzv_join("127.0.0.1", port, 1, 2, 2, TOKEN, &info, 10000));
+	T_OK(mgpu_rdzv_join("127.0.0.1", port, 1, 2, 2, TOKEN, NULL, &info, 10000));
 	T_CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		"rank 0 failed after the refusals");
+}
+
+/* A rank that runs another job (another run identity) fails the
+ * rendezvous at once on both sides, naming the rank, its node and the
+ * first differing line; so does a rank that had already joined. */
+static void test_other_job(void)
+{
+	const char *mine = "--model mlp:4-2\n--seed 42\n--lr 0.1";
+	struct mgpu_rdzv_info info;
+	int lfd, port = 0, st;
+	char d[256];
+	pid_t p, q;
+
+	T_CHECK(mgpu_rdzv_ident_differs(mine, mine, d, sizeof d) == 0 && !d[0], "same: %s", d);
+	T_CHECK(mgpu_rdzv_ident_differs("--seed 7\n--lr 0.1", "--seed 42\n--lr 0.1", d,
+					sizeof d) == 1 && strcmp(d, "--seed 7 against 42") == 0,
+		"%s", d);
+	T_CHECK(mgpu_rdzv_ident_differs("--a 1", "--a 1\n--b 2", d, sizeof d) == 1 &&
+			strcmp(d, "'' against '--b 2'") == 0, "%s", d);
+	T_OK(mgpu_rdzv_listen("127.0.0.1", &port, &lfd));
+	p = fork();
+	if (p == 0) {
+		memset(&info, 0, sizeof info);
+		st = mgpu_rdzv_serve(lfd, 4, 2, TOKEN, mine, &info, 30000);
+		_exit(st == MGPU_EINVAL && strstr(mgpu_errmsg(), "rank 3 (node 1, host ") &&
+		      strstr(mgpu_errmsg(), "--seed 7 against 42") ? 0 : 1);
+	}
+	q = fork(); /* rank 1 joins first, as it should, and learns the job is off */
+	if (q == 0) {
+		st = mgpu_rdzv_join("127.0.0.1", port, 1, 4, 2, TOKEN, mine, &info, 30000);
+		_exit(st == MGPU_EINVAL && strstr(mgpu_errmsg(), "refused rank 1: rank 3 (node 1")
+		      ? 0 : 1);
+	}
+	close(lfd);
+	usleep(200 * 1000);
+	T_FAILS(mgpu_rdzv_join("127.0.0.1", port, 3, 4, 2, TOKEN,
+			       "--model mlp:4-2\n--seed 7\n--lr 0.1", &info, 30000),
+		MGPU_EINVAL, "--seed 7 against 42; every rank of a job needs the same");
+	T_CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"rank 0 did not fail naming rank 3 and the seed");
+	T_CHECK(waitpid(q, &st, 0) == q && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"rank 1 did not learn why the job is off");
+}
+
+/* A stop request (SIGINT, SIGTERM) ends every wait of the rendezvous at
+ * once with MGPU_EINTR, not after the timeout. */
+static void test_interrupted(void)
+{
+	struct mgpu_rdzv_info info;
+	int lfd, port = 0;
+
+	T_OK(mgpu_rdzv_listen("127.0.0.1", &port, &lfd));
+	mgpu_cancel_raise(SIGINT);
+	T_FAILS(mgpu_rdzv_serve(lfd, 2, 2, TOKEN, NULL, &info, 600000), MGPU_EINTR,
+		"interrupted by SIGINT");
+	close(lfd); /* nobody listens: the join retries until stopped */
+	T_FAILS(mgpu_rdzv_join("127.0.0.1", port, 1, 2, 2, TOKEN, NULL, &info, 600000),
+		MGPU_EINTR, "interrupted by SIGINT");
+	mgpu_cancel_clear();
 }
 
 static void test_bad_layout(void)
@@ -198,7 +260,7 @@ static void test_bad_layout(void)
 	int lfd, port = 0;
 
 	T_OK(mgpu_rdzv_listen("127.0.0.1", &port, &lfd));
-	T_FAILS(mgpu_rdzv_serve(lfd, 5, 2, TOKEN, &info, 1000), MGPU_EINVAL,
+	T_FAILS(mgpu_rdzv_serve(lfd, 5, 2, TOKEN, NULL, &info, 1000), MGPU_EINVAL,
 		"5 ranks do not make nodes of 2");
 	close(lfd);
 }
@@ -209,5 +271,7 @@ int main(void)
 	T_RUN(test_leader_gone);
 	T_RUN(test_wrong_token);
 	T_RUN(test_bad_layout);
+	T_RUN(test_other_job);
+	T_RUN(test_interrupted);
 	return T_DONE();
 }

@@ -105,6 +105,48 @@ static void test_write_paths(void)
 	free(buf);
 }
 
+/* Class names: written as "#class" lines (JSON records), read back; the
+ * reader takes them in order and sorted only. */
+static void test_classes(void)
+{
+	static const char *hdr = "split\tpath\tsamples\tbytes\tsha256\n";
+	char n0[] = "LAYING", n1[] = "WALKING", *names[] = { n0, n1 }, *buf = NULL, text[512];
+	struct mgpu_manifest_writer w;
+	struct mgpu_manifest m;
+	size_t len = 0;
+	FILE *fp;
+
+	fp = open_memstream(&buf, &len);
+	T_OK(mgpu_manifest_writer_init(&w, fp, MGPU_FMT_TSV));
+	T_OK(mgpu_manifest_write_classes(&w, names, 2));
+	T_OK(mgpu_manifest_write(&w, MGPU_SPLIT_TRAIN, "t.tar", 1, 2, sha_a));
+	fclose(fp);
+	T_CHECK(strncmp(buf, "split\tpath\tsamples\tbytes\tsha256\n#class\t0\tLAYING\n"
+			"#class\t1\tWALKING\ntrain\tt.tar\t", 60) == 0, "tsv: %s", buf);
+	T_OK(mgpu_manifest_parse(buf, len, "m.tsv", "", &m));
+	T_CHECK(m.n == 1 && m.nnames == 2 && !strcmp(m.names[1], "WALKING"), "read back %d",
+		m.nnames);
+	mgpu_manifest_free(&m);
+	free(buf);
+	buf = NULL;
+	fp = open_memstream(&buf, &len);
+	T_OK(mgpu_manifest_writer_init(&w, fp, MGPU_FMT_JSON));
+	T_OK(mgpu_manifest_write_classes(&w, names, 2));
+	fclose(fp);
+	T_CHECK(strcmp(buf, "{\"class\":0,\"name\":\"LAYING\"}\n{\"class\":1,\"name\":"
+			    "\"WALKING\"}\n") == 0, "json: %s", buf);
+	free(buf);
+	snprintf(text, sizeof text, "%s#class\t1\tA\n", hdr);
+	T_FAILS(mgpu_manifest_parse(text, strlen(text), "m.tsv", "", &m), MGPU_EFORMAT,
+		"line 2: class '1' out of order (want 0)");
+	snprintf(text, sizeof text, "%s#class\t0\tB\n#class\t1\tA\n", hdr);
+	T_FAILS(mgpu_manifest_parse(text, strlen(text), "m.tsv", "", &m), MGPU_EFORMAT,
+		"'B' and 'A' are not in sorted order");
+	snprintf(text, sizeof text, "%s# a comment\n", hdr);
+	T_FAILS(mgpu_manifest_parse(text, strlen(text), "m.tsv", "", &m), MGPU_EFORMAT,
+		"a '#' line must be '#class<TAB>K<TAB>NAME'");
+}
+
 static void test_parse_errors(void)
 {
 	static const char good[] = "split\tpath\tsamples\tbytes\tsha256\n"
@@ -165,7 +207,7 @@ static void test_read_shard(void)
 {
 	struct mgpu_samples s, got[MGPU_NSPLITS] = { { 0 } };
 	struct mgpu_manifest_entry e = { .split = MGPU_SPLIT_VAL };
-	struct mgpu_manifest m = { 1, &e };
+	struct mgpu_manifest m = { .n = 1, .e = &e };
 	uint32_t shape = 2, idx[3] = { 0, 1, 2 };
 	unsigned char row[2] = { 1, 2 };
 	int k;
@@ -238,6 +280,7 @@ int main(void)
 	T_RUN(test_write_json);
 	T_RUN(test_write_paths);
 	T_RUN(test_parse_errors);
+	T_RUN(test_classes);
 	T_RUN(test_listed_twice);
 	T_RUN(test_read_shard);
 	T_RUN(test_sniff);

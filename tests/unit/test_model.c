@@ -4,6 +4,7 @@
  * and schedule arithmetic, the model spec grammar, and checkpoints of a
  * diverged model.
  */
+#include <math.h>   /* cos, M_PI */
 #include <stdlib.h> /* malloc */
 #include <string.h> /* strcmp, strstr */
 #include <unistd.h> /* access */
@@ -239,8 +240,14 @@ static void test_schedules(void)
 	T_NEAR(mgpu_sched_lr(&s, 0), 0.1, 1e-12);
 	T_NEAR(mgpu_sched_lr(&s, 9), 1.0, 1e-12);
 	T_NEAR(mgpu_sched_lr(&s, 10), 1.0, 1e-12);
-	T_NEAR(mgpu_sched_lr(&s, 60), 0.55, 1e-12);
+	T_NEAR(mgpu_sched_lr(&s, 60) - 0.1, 0.9 * 0.5 * (1 + cos(M_PI * 50 / 99)), 1e-12);
+	/* the last step of the run (109) runs at the floor, not above it */
+	T_NEAR(mgpu_sched_lr(&s, 109), 0.1, 1e-12);
+	T_CHECK(mgpu_sched_lr(&s, 108) > 0.1, "step 108 at %g", mgpu_sched_lr(&s, 108));
 	T_NEAR(mgpu_sched_lr(&s, 110), 0.1, 1e-12);
+	/* one step after warm-up: the peak */
+	s.total_steps = 11;
+	T_NEAR(mgpu_sched_lr(&s, 10), 1.0, 1e-12);
 	s = (struct mgpu_sched){ .kind = MGPU_SCHED_STEP, .lr = 1.0, .gamma = 0.5,
 				 .step_every = 5 };
 	T_NEAR(mgpu_sched_lr(&s, 4), 1.0, 1e-12);
@@ -260,6 +267,29 @@ static void test_spec(void)
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "mlp:784-512-256-10,act=gelu,dropout=0.25,layernorm") == 0, "%s",
 		buf);
+	/* auto sizes: printed as auto until the data fills them in */
+	T_OK(mgpu_spec_parse(&s, "mlp:auto-256-128-auto,act=gelu", "t"));
+	T_CHECK(mgpu_spec_has_auto(&s) && s.nlayers == 3, "nlayers %d", s.nlayers);
+	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
+	T_CHECK(strcmp(buf, "mlp:auto-256-128-auto,act=gelu") == 0, "%s", buf);
+	T_OK(mgpu_spec_fit(&s, 561, 6, "har"));
+	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
+	T_CHECK(strcmp(buf, "mlp:561-256-128-6,act=gelu") == 0 && !mgpu_spec_has_auto(&s), "%s",
+		buf);
+	T_OK(mgpu_spec_fit(&s, 561, 4, "har")); /* fewer classes in the data: fits */
+	T_FAILS(mgpu_spec_fit(&s, 784, 6, "mnist"), MGPU_EINVAL,
+		"'mnist': samples have 784 features but the model takes 561: write --model "
+		"mlp:784-256-128-6,act=gelu");
+	T_FAILS(mgpu_spec_fit(&s, 561, 9, "har"), MGPU_ERANGE,
+		"labels go up to 8 but the model has 6 classes: write --model mlp:561-256-128-9");
+	T_OK(mgpu_spec_parse(&s, "mlp:auto-5", "t"));
+	T_OK(mgpu_spec_fit(&s, 7, 3, "x"));
+	T_CHECK(s.dims[0] == 7 && s.dims[1] == 5, "%d-%d", s.dims[0], s.dims[1]);
+	T_FAILS(mgpu_spec_parse(&s, "mlp:4-auto-2", "t"), MGPU_EINVAL, "a hidden size cannot be auto");
+	T_FAILS(mgpu_spec_parse(&s, "mlp:autox-2", "t"), MGPU_EINVAL, "bad layer size");
+	T_OK(mgpu_spec_parse(&s, "gpt:layers=1,heads=2,dim=8,ctx=16", "t"));
+	T_FAILS(mgpu_spec_fit(&s, 33, 256, "g"), MGPU_EINVAL,
+		"write --model gpt:layers=1,heads=2,dim=8,ctx=32,vocab=256");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784", "t"), MGPU_EINVAL, "at least two");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784-x-10", "t"), MGPU_EINVAL, "bad layer size");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784-0-10", "t"), MGPU_EINVAL, "bad layer size");

@@ -14,12 +14,13 @@
 #include <stdlib.h>   /* exit, free */
 #include <string.h>   /* strcmp, strncmp, memcpy */
 #include <sys/stat.h> /* stat */
-#include <unistd.h>   /* read, access */
+#include <unistd.h>   /* read, access, isatty */
 
 #include "../common.h"      /* die, usage_error */
 #include "core/cancel.h"    /* mgpu_cancel_check */
 #include "core/cli.h"       /* mgpu_cli_choice */
 #include "core/io.h"        /* mgpu_read_fd */
+#include "core/progress.h"  /* struct mgpu_progress */
 #include "core/sha256.h"    /* mgpu_sha256_* */
 #include "core/table.h"     /* struct mgpu_table */
 #include "data/cache.h"     /* mgpu_cache_* */
@@ -103,6 +104,9 @@ struct inputs {
 	unsigned char head[512];   /* sniffed start of stdin */
 	size_t nhead;
 	int stdin_manifest;
+	/* progress on a terminal: shards and bytes keyed (the totals) and read */
+	struct mgpu_progress bar;
+	uint64_t nshards, nbytes, shards_read, bytes_read;
 };
 
 static void parse(struct opts *o, int argc, char **argv)
@@ -150,6 +154,8 @@ static void key_file(struct inputs *in, const char *path)
 
 	if (stat(path, &st) != 0)
 		die("'%s': cannot open: no such file", path);
+	in->nshards++;
+	in->nbytes += (uint64_t)st.st_size;
 	key_str(in, "file", path, (unsigned long long)st.st_size,
 		(unsigned long long)st.st_mtim.tv_sec * 1000000000ull +
 		(unsigned long long)st.st_mtim.tv_nsec);
@@ -188,22 +194,31 @@ static void read_shard(struct inputs *in, const char *path, int split,
 		       const struct mgpu_manifest_entry *e)
 {
 	struct mgpu_samples t = { 0 };
+	struct stat st;
 
 	if (e) {
 		if (mgpu_manifest_read_shard(e, &in->set[split]) < 0 || mgpu_cancel_check() < 0)
 			fail();
-		return;
+		in->bytes_read += e->nbytes;
+	} else {
+		if (mgpu_wds_read(path, &t, NULL) < 0 || mgpu_cancel_check() < 0 ||
+		    mgpu_samples_append(&in->set[split], &t, path) < 0)
+			fail();
+		mgpu_samples_free(&t);
+		in->bytes_read += stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 	}
-	if (mgpu_wds_read(path, &t, NULL) < 0 || mgpu_cancel_check() < 0 ||
-	    mgpu_samples_append(&in->set[split], &t, path) < 0)
-		fail();
-	mgpu_samples_free(&t);
+	in->shards_read++;
+	mgpu_progress_count(&in->bar, "reading", in->shards_read, in->nshards, "shards",
+			    in->bytes_read, in->nbytes, in->shards_read == in->nshards);
 }
 
 static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
 {
 	size_t i;
+	int k, s;
 
+	for (k = 0; k < m->nnames && !read; k++) /* names are part of what the cache holds */
+		key_str(in, "class", m->names[k], (unsigned long long)k, 0);
 	for (i = 0; i < m->n; i++) {
 		const struct mgpu_manifest_entry *e = &m->e[i];
 		if (!read) {
@@ -213,6 +228,14 @@ static void manifest(struct inputs *in, const struct mgpu_manifest *m, int read)
 		} else {
 			read_shard(in, e->path, e->split, e);
 		}
+	}
+	for (s = 0; s < MGPU_NSPLITS && read && m->names; s++) {
+		struct mgpu_samples *t = &in->set[s];
+		if (t->names && !mgpu_class_names_equal(t->names, t->nnames, m->names, m->nnames))
+			die("the manifests' class names differ");
+		if (!t->names && mgpu_class_names_copy(&t->names, &t->nnames, m->names,
+						       m->nnames) < 0)
+			fail();
 	}
 }
 
@@ -234,6 +257,8 @@ static void read_stdin(struct inputs *in, int read_now)
 		in->nhead += (size_t)got;
 	}
 	if (mgpu_sniff_head(in->head, in->nhead) != MGPU_SNIFF_MANIFEST) {
+		if (mgpu_progress_due(&in->bar))
+			mgpu_progress_draw(&in->bar, "reading a tar stream from standard input");
 		if (mgpu_wds_read_fd(0, "-", in->head, in->nhead, &in->set[MGPU_SPLIT_TRAIN],
 				     sha) < 0)
 			fail();
@@ -344,15 +369,35 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 	mgpu_cache_close(&c);
 }
 
+/* Chunks checked so far, on the terminal. */
+struct checking {
+	struct mgpu_progress bar;
+	uint64_t nbytes; /* stored bytes of every chunk */
+};
+
+static void on_checked(void *ctx, uint64_t done, uint64_t total, uint64_t nbytes)
+{
+	struct checking *ck = ctx;
+
+	mgpu_progress_count(&ck->bar, "verifying", done, total, "chunks", nbytes, ck->nbytes,
+			    done == total);
+}
+
 static int verify(const struct opts *o)
 {
 	struct mgpu_cache c;
+	struct checking ck = { .nbytes = 0 };
+	uint64_t k;
 	size_t n;
 
 	if (mgpu_cache_open(&c, o->in[0]) < 0)
 		die_lib();
-	if (mgpu_cache_verify(&c, &n) < 0)
-		die_lib();
+	for (k = 0; k < c.h.total_chunks; k++)
+		ck.nbytes += c.ix[k].stored_nbytes;
+	mgpu_progress_init(&ck.bar, 2, !o->com.quiet && isatty(2));
+	if (mgpu_cache_verify_progress(&c, &n, on_checked, &ck) < 0)
+		fail();
+	mgpu_progress_clear(&ck.bar);
 	mgpu_cache_close(&c);
 	if (!o->com.quiet)
 		note("'%s': all %zu chunks check out", o->in[0], n);
@@ -374,18 +419,30 @@ static const char *input_names(const struct opts *o)
 	return buf;
 }
 
+/* Chunks written so far, on the terminal. */
+static void on_chunks(void *ctx, uint64_t rows, uint64_t total_rows, uint64_t data_nbytes)
+{
+	struct mgpu_progress *bar = ctx;
+
+	mgpu_progress_count(bar, "caching", rows, total_rows, "samples", data_nbytes, 0,
+			    rows == total_rows);
+}
+
 static int build(struct opts *o)
 {
 	static struct inputs in;
+	struct mgpu_progress bar;
 	struct mgpu_cache_stats st;
 	uint8_t key[32];
 	int built;
 
+	mgpu_progress_init(&in.bar, 2, !o->com.quiet && isatty(2));
 	key_options(o, &in);
 	inputs(o, &in, 0);
 	mgpu_sha256_final(&in.key, key);
 	memcpy(o->c.key, key, 32);
 	if (!o->force && mgpu_cache_is_current(o->com.output, key)) {
+		mgpu_progress_clear(&in.bar);
 		if (!o->com.quiet)
 			note("'%s' is up to date", o->com.output);
 		rows(o, o->com.output, "current");
@@ -396,8 +453,13 @@ static int build(struct opts *o)
 		die("%s: no training samples to cache (want train shards, or a tar stream "
 		    "on stdin)", input_names(o));
 	o->c.force = o->force;
+	mgpu_progress_clear(&in.bar);
+	mgpu_progress_init(&bar, 2, in.bar.fd >= 0);
+	o->c.progress = on_chunks;
+	o->c.progress_ctx = &bar;
 	if (mgpu_cache_ensure(o->com.output, &o->c, hand_over, &in, &st, &built) < 0)
 		fail();
+	mgpu_progress_clear(&bar);
 	if (!o->com.quiet)
 		note("'%s' %s", o->com.output,
 		     built ? "built" : "is up to date (built by another process)");

@@ -22,10 +22,12 @@
 #include <stdio.h>    /* printf, fprintf */
 #include <stdlib.h>   /* malloc, free, realpath */
 #include <string.h>   /* strcmp, strerror */
+#include <unistd.h>   /* isatty */
 
 #include "../common.h"      /* die, usage_error */
 #include "core/cancel.h"    /* mgpu_cancel_check */
 #include "core/io.h"        /* mgpu_afile_*, mgpu_tmp_sweep */
+#include "core/progress.h"  /* struct mgpu_progress */
 #include "data/input.h"     /* mgpu_input_load */
 #include "data/manifest.h"  /* mgpu_manifest_writer, mgpu_manifest_write */
 #include "data/shard.h"     /* mgpu_shard_write */
@@ -110,6 +112,12 @@ struct written {
 
 static struct written wr;
 
+/* Progress on a terminal: samples and bytes written of all splits. */
+static struct {
+	struct mgpu_progress bar;
+	uint64_t done, total, nbytes;
+} prog;
+
 /* --text or --tokens and --context go together; labels mean nothing for
  * language-model samples. */
 static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
@@ -173,10 +181,14 @@ static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_sa
 {
 	int i;
 
-	for (i = 0; i < o->nsrc; i++)
+	for (i = 0; i < o->nsrc; i++) {
+		if (mgpu_progress_due(&prog.bar))
+			mgpu_progress_draw(&prog.bar, "reading '%s' (source %d of %d), %zu samples so far",
+					   o->src[i], i + 1, o->nsrc, pool->n + test->n);
 		if (mgpu_input_load(o->src[i], &o->in, pool, test) < 0 ||
 		    mgpu_cancel_check() < 0)
 			fail();
+	}
 	if (pool->n == 0)
 		die("no samples in the sources");
 	if (test->n && o->test > 0)
@@ -190,6 +202,8 @@ struct plan {
 	const struct mgpu_samples *set[MGPU_NSPLITS];
 	const uint32_t *idx[MGPU_NSPLITS];
 	size_t n[MGPU_NSPLITS];
+	char *const *names;   /* class names (labels that were words), or NULL */
+	int nnames;
 };
 
 /* Where the manifest goes and what its paths are relative to. */
@@ -220,6 +234,10 @@ static void write_split(const struct opts *o, const struct plan *p, int s, struc
 			fail();
 		if (mgpu_manifest_write(mw, s, shown, len, nbytes, sha) < 0)
 			fail();
+		prog.done += len;
+		prog.nbytes += nbytes;
+		mgpu_progress_count(&prog.bar, "writing", prog.done, prog.total, "samples",
+				    prog.nbytes, 0, prog.done == prog.total);
 	}
 	if (o->com.verbose)
 		note("%s: %zu samples in %zu shards", mgpu_split_name(s), p->n[s], nsh);
@@ -290,7 +308,7 @@ static void print_rows(struct out *w)
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (errno == EPIPE) { /* the reader went away: quietly undo */
 			undo();
-			exit(1);
+			exit_pipe_closed();
 		}
 		mgpu_err_errno(MGPU_EIO, "cannot write to standard output");
 		fail();
@@ -304,9 +322,13 @@ static int write_all(const struct opts *o, const struct plan *p)
 	struct mgpu_manifest_writer mw;
 	int s, same;
 
+	for (s = 0; s < MGPU_NSPLITS; s++)
+		prog.total += p->n[s];
+	mgpu_progress_restart(&prog.bar); /* the rate is the writing's */
 	place(o, &w);
 	open_rows(o, &w);
-	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0)
+	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0 ||
+	    mgpu_manifest_write_classes(&mw, p->names, p->nnames) < 0)
 		fail();
 	for (s = 0; s < MGPU_NSPLITS; s++)
 		write_split(o, p, s, &w, &mw);
@@ -317,6 +339,7 @@ static int write_all(const struct opts *o, const struct plan *p)
 	}
 	if (mgpu_cancel_check() < 0) /* the last moment a stop leaves nothing */
 		fail();
+	mgpu_progress_clear(&prog.bar);
 	if (!o->com.output)
 		print_rows(&w);
 	if (mgpu_shardset_commit(&wr.set, o->force, &same) < 0)
@@ -340,11 +363,14 @@ int cmd_main(int argc, char **argv)
 	size_t i;
 
 	parse(&o, argc, argv);
+	mgpu_progress_init(&prog.bar, 2, !o.com.quiet && isatty(2));
 	load(&o, &pool, &test);
 	if (mgpu_split_make(&sp, pool.y, pool.n, pool.classes, o.seed, o.val, o.test,
 			    o.stratify) < 0)
 		die_lib();
 	memset(&p, 0, sizeof p);
+	p.names = pool.names;
+	p.nnames = pool.nnames;
 	for (i = 0; i < MGPU_NSPLITS; i++) {
 		p.set[i] = &pool;
 		p.idx[i] = sp.idx[i];

@@ -13,11 +13,10 @@
 #include <stdint.h>  /* uint8_t */
 #include <stdlib.h>  /* setenv, malloc */
 #include <string.h>  /* strcmp, strerror */
-#include <unistd.h>  /* isatty, gethostname */
+#include <unistd.h>  /* gethostname */
 
 #include "../common.h"     /* die, usage_error, output_open */
 #include "core/cli.h"      /* mgpu_cli_int_list */
-#include "core/clock.h"    /* mgpu_now_s */
 #include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
 #include "data/samples.h"  /* mgpu_dtype_is_token */
@@ -29,6 +28,7 @@
 #include "nn/train.h"      /* mgpu_train_run */
 #include "opts.h"          /* struct train_opts, train_opts_parse */
 #include "selftest.h"      /* train_selftest */
+#include "view.h"          /* struct view */
 
 const char *const mgpu_tool_name = "mgpu-train";
 
@@ -138,7 +138,10 @@ static const char *const cols[] = {
 	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
 	"world_size", "mode", "sync_backend", "peak_bytes", "rss_bytes", "path",
 	"bpb", "val_bpb", "test_bpb",
+	/* --per-class only: the class records' own columns */
+	"class", "name", "samples",
 };
+#define NCOLS_PLAIN ((int)(sizeof cols / sizeof cols[0]) - 3)
 
 struct out {
 	const struct mgpu_train_cfg *cfg;
@@ -146,11 +149,11 @@ struct out {
 	const char *resume_note;
 	int quiet;
 	struct mgpu_table t;
-	int bar;          /* draw a progress bar on stderr */
-	double last_bar;
+	struct view v;    /* what a person at a terminal sees */
 };
 
-static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint" };
+static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
+					  "class" };
 
 /* A byte-level gpt's loss is nats per byte of text: also give it in bits
  * per byte, the unit text models are compared in. An mlp's classes are no
@@ -168,6 +171,14 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 	mgpu_table_str(t, "kind", kind_names[r->kind]);
 	mgpu_table_int(t, "step", r->step);
 	mgpu_table_int(t, "epoch", r->epoch);
+	if (r->kind == MGPU_REC_CLASS) {
+		mgpu_table_int(t, "class", r->class_id);
+		mgpu_table_str(t, "name", r->class_name);
+		mgpu_table_int(t, "samples", r->samples);
+		mgpu_table_num(t, "val_acc", r->val_acc, 6);
+		mgpu_table_num(t, "test_acc", r->test_acc, 6);
+		return mgpu_table_emit(t);
+	}
 	if (r->kind == MGPU_REC_CKPT) {
 		mgpu_table_str(t, "path", r->path);
 		return mgpu_table_emit(t);
@@ -208,7 +219,7 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 
 	if (out->quiet)
 		return;
-	mgpu_spec_format(&c->spec, spec, sizeof spec);
+	mgpu_spec_format(r->spec ? r->spec : &c->spec, spec, sizeof spec);
 	if (c->env.nnodes > 1)
 		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
 	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
@@ -233,16 +244,17 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 
 	if (r->kind == MGPU_REC_START) {
 		announce(out, r);
+		view_record(&out->v, r);
 		return 0;
 	}
-
-	if (out->bar)
-		fputs("\r\033[K", stderr);
+	if (view_record(&out->v, r)) /* shown in place of the record */
+		return 0;
 	if (put_record(out, r) < 0) {
 		if (errno == EPIPE) /* the reader went away: stop every rank quietly */
 			return mgpu_err(MGPU_ECLOSED, "output closed");
 		die_lib();
 	}
+	view_after(&out->v, r);
 	return 0;
 }
 
@@ -380,20 +392,9 @@ static void check_sample(const struct train_opts *o)
 				    "vocab %d", (unsigned char)o->prompt[i], i, o->cfg.spec.vocab);
 }
 
-static void on_progress(void *ctx, int64_t step, int64_t total)
+static void on_progress(void *ctx, const struct mgpu_step_info *s)
 {
-	struct out *out = ctx;
-	double t = mgpu_now_s();
-	int w = 30, k;
-
-	if (!out->bar || (t - out->last_bar < 0.1 && step < total))
-		return;
-	out->last_bar = t;
-	k = (int)((double)w * (double)step / (double)(total ? total : 1));
-	fprintf(stderr, "\r[%.*s%*s] step %lld/%lld", k, "##############################",
-		w - k, "", (long long)step, (long long)total);
-	if (step == total)
-		fputs("\r\033[K", stderr);
+	view_step(&((struct out *)ctx)->v, s);
 }
 
 /* The world size and this process's place: from an outside launcher's
@@ -497,7 +498,7 @@ static int launch(struct train_opts *o, char **argv)
 			     mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res)) < 0)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
-		exit(1);
+		exit_pipe_closed();
 	if (res.elsewhere) /* the real cause last: the node and rank that failed */
 		die("node %d's ranks stopped after a failure elsewhere: %s", o->node_rank,
 		    res.why);
@@ -508,17 +509,22 @@ static int launch(struct train_opts *o, char **argv)
 
 /* The metrics' end: kept (-o commits) after a run that finished or was
  * interrupted with a checkpoint, removed after a failure. */
-static int finish(const struct train_opts *o, struct output *res, int rc)
+static int finish(const struct train_opts *o, struct output *res, struct view *v, int rc)
 {
 	if (rc < 0 && rc != MGPU_EINTR)
 		output_abort(res);
 	else
 		output_commit(res);
-	if (rc == MGPU_ECLOSED)
-		exit(o->cfg.env.launcher == MGPU_LAUNCH_SELF ? MGPU_EXIT_PIPE : 1);
+	if (rc == MGPU_ECLOSED) {
+		if (o->cfg.env.launcher == MGPU_LAUNCH_SELF)
+			exit(MGPU_EXIT_PIPE);
+		exit_pipe_closed();
+	}
 	if (rc == MGPU_EINTR) {
-		if (!o->com.quiet && o->cfg.env.rank == 0)
+		if (!o->com.quiet && o->cfg.env.rank == 0) {
 			note("%s%s", mgpu_errmsg(), o->cfg.save_dir[0] ? ", checkpoint written" : "");
+			view_interrupted(v);
+		}
 		return 130;
 	}
 	/* Tell our own launcher this rank only followed another's failure. */
@@ -560,12 +566,13 @@ static void show_place(const struct train_opts *o)
 }
 
 /* Train in this process (one rank of a ddp job, or every device in dp). */
-static int train(struct train_opts *o)
+static int train(struct train_opts *o, int argc, char **argv)
 {
 	struct mgpu_opt_argv saved;
 	struct output res;
 	struct out out;
 	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model };
+	static char ident[MGPU_IDENT_LEN];
 	int rc;
 
 	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
@@ -575,20 +582,25 @@ static int train(struct train_opts *o)
 	o->cfg.argv = (const char *const *)saved.argv;
 	o->cfg.argc = saved.argc;
 	o->cfg.stop = &mgpu_interrupted;
+	train_opts_ident(o, ident, sizeof ident);
+	o->cfg.ident = ident;
 	memset(&out, 0, sizeof out);
 	memset(&res, 0, sizeof res);
 	res.fp = stdout;
 	if (o->cfg.env.rank == 0) /* only rank 0 writes the metrics */
 		output_open(&res, &o->com);
-	out.bar = !o->com.quiet && isatty(2) && o->cfg.env.rank == 0;
+	/* only rank 0 shows anything */
+	view_init(&out.v, &o->cfg, argc, argv, o->com.json || train_opts_given(o, "format") ||
+		  o->cfg.env.rank != 0, res.to_file, o->com.quiet || o->cfg.env.rank != 0);
 	out.quiet = o->com.quiet;
 	out.cfg = &o->cfg;
 	out.o = o;
 	out.resume_note = o->resume_note;
-	mgpu_table_init(&out.t, res.fp, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
+	mgpu_table_init(&out.t, res.fp, o->com.format, cols,
+			o->cfg.per_class ? NCOLS_PLAIN + 3 : NCOLS_PLAIN);
 	rc = mgpu_train_run(&o->cfg, &h);
 	mgpu_opt_argv_free(&saved);
-	return finish(o, &res, rc);
+	return finish(o, &res, &out.v, rc);
 }
 
 int cmd_main(int argc, char **argv)
@@ -608,5 +620,5 @@ int cmd_main(int argc, char **argv)
 	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
 	    o.cfg.mode == MGPU_MODE_DDP)
 		return launch(&o, argv);
-	return train(&o);
+	return train(&o, argc, argv);
 }

@@ -12,7 +12,7 @@
 #include "opts.h"
 
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* free */
+#include <stdlib.h> /* free, setenv */
 #include <string.h> /* strcmp, strlen */
 
 #include "../common.h"   /* parse_options, usage_error, note */
@@ -126,7 +126,7 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROW(MGPU_OPT_INT, "epochs", 0, O, cfg.epochs, 1, 1000000, "N",
 		     "passes over the training data (a resume may raise it)", SAVED),
 	MGPU_OPT_ROWD(MGPU_OPT_I64, "max-steps", 0, O, cfg.max_steps, 0, 9.3e18, "N",
-		      "stop after N optimizer steps", "0: none", 0),
+		      "stop after N optimizer steps (the schedule ends there)", "0: none", SAVED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "batch-size", 0, O, cfg.batch, 1, 1 << 20, "N",
 		     "samples per device and micro-step", SAVED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "grad-accum-steps", 0, O, cfg.accum, 1, 1 << 20, "N",
@@ -184,6 +184,8 @@ static const struct mgpu_opt options[] = {
 		     "nodes, one launcher each (MASTER_ADDR, MASTER_PORT name node 0)", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "node-rank", 0, O, node_rank, 0, MGPU_MAX_NODES - 1, "I",
 		     "this launcher's node, 0 to --nnodes - 1", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "port", 0, O, port, 1, 65535, "N",
+		     "node 0's rendezvous port (sets MASTER_PORT)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_WORDS("uneven", O, cfg.pad_tail, uneven_words, "drop|pad",
 		       "the epoch's last partial global batch", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
@@ -210,6 +212,8 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("metrics and checks"),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "log-every", 0, O, cfg.log_every, 1, 1 << 30, "N",
 		     "steps per step record", 0),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "per-class", 0, O, cfg.per_class, 0, 0, NULL,
+		     "after the summary, a class row per class: its test accuracy", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "selftest", 0, O, selftest, 0, 0, NULL,
 		     "compare every backend op against the CPU and exit", MGPU_OPT_META),
 	MGPU_OPT_COMMON(O, com),
@@ -232,6 +236,29 @@ static void defaults(struct train_opts *o)
 	o->nnodes = 1;
 }
 
+/* "--gpus 0 1" as TensorFlow users type it: option parsing stops at "1",
+ * so say what to write (--gpus's list and the GPU ids after it, joined by
+ * commas). */
+static void gpus_words(const char *gpus, int n, char **words)
+{
+	char list[512];
+	size_t len;
+	int i;
+
+	for (i = 0; i < n && words[i][0] && strspn(words[i], "0123456789") == strlen(words[i]); i++)
+		;
+	if (i == 0)
+		return;
+	n = i;
+	len = (size_t)snprintf(list, sizeof list, "%s", gpus);
+	for (i = 0; i < n && len < sizeof list; i++)
+		len += (size_t)snprintf(list + len, sizeof list - len, ",%s", words[i]);
+	if (len >= sizeof list)
+		return;
+	usage_error("unexpected argument '%s': --gpus takes one comma-separated list: write "
+		    "--gpus %s", words[0], list);
+}
+
 /* One command line (or a checkpoint's argv) into o, over what o holds. */
 static void parse_into(struct train_opts *o, int argc, char **argv,
 		       struct mgpu_opt_given *given)
@@ -242,6 +269,8 @@ static void parse_into(struct train_opts *o, int argc, char **argv,
 
 	defaults(&def);
 	first = parse_options(&cli, o, &o->com, argc, argv, 1, given);
+	if (first < argc && o->gpus)
+		gpus_words(o->gpus, argc - first, argv + first);
 	if (first < argc)
 		usage_error("unexpected argument '%s'", argv[first]);
 	o->cfg.timeout_ms = 1000 * o->timeout_s;
@@ -274,6 +303,13 @@ static void resume_span(const struct train_opts *o, struct train_opts *ck,
 			 "step %lld on, so this run is no longer bit-identical to an "
 			 "uninterrupted one", o->cfg.epochs, ck->cfg.epochs, o->cfg.epochs,
 			 o->cfg.epochs > 1 ? "s" : "", (long long)st->step);
+	else if (train_opts_given(o, "max-steps") && o->cfg.max_steps != ck->cfg.max_steps)
+		snprintf(ck->resume_note, sizeof ck->resume_note, "--max-steps %lld, not the "
+			 "checkpoint's %lld: the learning-rate schedule now ends %s from step "
+			 "%lld on, so this run is no longer bit-identical to an uninterrupted one",
+			 (long long)o->cfg.max_steps, (long long)ck->cfg.max_steps,
+			 o->cfg.max_steps > 0 ? "at the new last step" : "with the last epoch",
+			 (long long)st->step);
 }
 
 /* The command line must not change a FIXED setting of the checkpoint ck. */
@@ -312,21 +348,65 @@ static void merge_resume(struct train_opts *o, int argc, char **argv)
 	resume_span(o, &ck, &st);
 	parse_into(&ck, argc, argv, &ck.given);
 	mgpu_ckpt_free_argv(cargv, cargc);
+	ck.resume_step = st.step;
 	*o = ck;
 }
 
 void train_opts_parse(struct train_opts *o, int argc, char **argv)
 {
+	char port[16];
+
 	defaults(o);
 	parse_into(o, argc, argv, &o->given);
+	/* --port is MASTER_PORT by another name: the launchers, the ranks they
+	 * start and the rendezvous all read the variable */
+	if (o->port) {
+		snprintf(port, sizeof port, "%d", o->port);
+		setenv("MASTER_PORT", port, 1);
+	}
 	if (o->cfg.resume[0] && !o->selftest)
 		merge_resume(o, argc, argv);
+	if (o->cfg.per_class && o->cfg.spec.kind == MGPU_MODEL_GPT)
+		usage_error("--per-class needs an mlp: a gpt's classes are bytes of text");
 }
 
 void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out)
 {
 	if (mgpu_opt_saved_argv(options, o, out) < 0)
 		die_lib();
+}
+
+/* Rows of the run's identity besides the saved ones (but --data, a path
+ * each node may name its own way: the trainer adds the data's identity). */
+static int in_ident(const struct mgpu_opt *r)
+{
+	if (!r->name || r->type == MGPU_OPT_GROUP || strcmp(r->name, "data") == 0)
+		return 0;
+	return (r->flags & (MGPU_OPT_SAVED | MGPU_OPT_FIXED)) ||
+	       strcmp(r->name, "max-steps") == 0 || strcmp(r->name, "save-every") == 0;
+}
+
+void train_opts_ident(const struct train_opts *o, char *buf, size_t len)
+{
+	const struct mgpu_opt *r;
+	const struct mgpu_train_cfg *c = &o->cfg;
+	char v[600];
+	size_t n = 0;
+
+	for (r = options; r->type != MGPU_OPT_END && n < len; r++) {
+		if (!in_ident(r))
+			continue;
+		mgpu_opt_render(r, o, 1, v, sizeof v);
+		n += (size_t)snprintf(buf + n, len - n, "--%s %s\n", r->name, v);
+	}
+	if (n < len)
+		n += (size_t)snprintf(buf + n, len - n, "--global-batch-size %lld\n"
+				      "--mode %s\n--sync-backend %s\n--resume %s%lld\n",
+				      (long long)c->plan.global, c->mode ? "dp" : "ddp",
+				      sync_words[c->sync < 4 ? c->sync : 0],
+				      c->resume[0] ? "step " : "", (long long)o->resume_step);
+	if (n >= len && len)
+		buf[len - 1] = '\0';
 }
 
 /* A value as a shell word: quoted when it holds anything but plain

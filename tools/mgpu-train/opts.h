@@ -25,12 +25,14 @@ struct train_opts {
 	int sync;                       /* --sync-backend: 0 auto, else enum mgpu_sync_kind */
 	int timeout_s;
 	int nnodes, node_rank;          /* this launcher's place: --nnodes, --node-rank */
+	int port;                       /* --port (MASTER_PORT); 0: not given */
 	int64_t global_batch;           /* 0: not given */
 	int sample;                     /* --sample N bytes after training; 0: none */
 	const char *prompt;             /* --prompt; NULL: none */
 	double temperature;             /* --temperature; 0: greedy */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */
+	int64_t resume_step;            /* --resume: the checkpoint's step */
 };
 
 /* Defaults, then the command line; with --resume, the checkpoint's saved
@@ -42,6 +44,10 @@ int train_opts_given(const struct train_opts *o, const char *name);
 /* The settings a checkpoint records, as an argv (free with
  * mgpu_opt_argv_free). */
 void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out);
+/* The run's identity every rank of a job must share (comm/rdzv.h): the
+ * settings a checkpoint saves but --data, the resolved batch split and
+ * sync, and the checkpoint's step, one "--name value" line each. */
+void train_opts_ident(const struct train_opts *o, char *buf, size_t len);
 /* -v: every setting as resolved, on stderr in one line. */
 void train_opts_show(const struct train_opts *o);
 

@@ -1,0 +1,233 @@
+/*
+ * conv.c - the CPU libraries of conv nets on one thread: a ResNet layer's
+ * convolution (forward, backward data, backward weights) on oneDNN (the
+ * cpu backend), on im2col + OpenBLAS (conv_gemm.c over cpu's table) and on
+ * ref's loops; and oneDNN's matmul primitive against OpenBLAS's sgemm on
+ * the MLP's products (forward Y = X W, dW = X^T dY, dX = dY W^T).
+ *
+ * usage: conv [N [C [HW [REPEATS]]]]   (default 32 64 28 5; ref runs once)
+ * Prints TSV: what, shape, impl, ms (median of REPEATS after one warm-up),
+ * gflops (2 multiply-adds' flops per product).
+ */
+#include <dnnl.h>   /* dnnl_matmul_desc_init, ... */
+#include <omp.h>    /* omp_set_num_threads */
+#include <stdio.h>  /* printf */
+#include <stdlib.h> /* atoi, calloc, qsort */
+
+#include "core/clock.h"    /* mgpu_now_ms */
+#include "core/err.h"      /* mgpu_errmsg */
+#include "core/hash.h"     /* mgpu_hash64 */
+#include "ops/conv_host.h" /* mgpu_gemm_conv_* */
+#include "ops/ops.h"       /* mgpu_ops_cpu, mgpu_ops_ref */
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static float *rnd(size_t n)
+{
+	float *p = calloc(n ? n : 1, sizeof *p);
+	size_t i;
+
+	for (i = 0; p && i < n; i++)
+		p[i] = (float)(mgpu_hash64(n, i) >> 40) / 16777216.0f - 0.5f;
+	return p;
+}
+
+struct convbuf {
+	struct mgpu_conv g;
+	float *x, *w, *b, *y, *dy, *dx, *dw, *db;
+};
+
+/* One pass of the three convolution ops through ops; ms per op in t[3]. */
+static int conv_pass(struct mgpu_dev *dev, const struct mgpu_ops *ops, struct convbuf *c,
+		     double t[3])
+{
+	double t0 = mgpu_now_ms();
+
+	if (ops->conv_fwd(dev, &c->g, c->y, c->x, c->w, c->b) < 0)
+		return -1;
+	t[0] = mgpu_now_ms() - t0;
+	t0 = mgpu_now_ms();
+	if (ops->conv_bwd_data(dev, &c->g, c->dx, c->dy, c->w) < 0)
+		return -1;
+	t[1] = mgpu_now_ms() - t0;
+	t0 = mgpu_now_ms();
+	if (ops->conv_bwd_weight(dev, &c->g, c->dw, c->db, c->x, c->dy, 0.0f) < 0)
+		return -1;
+	t[2] = mgpu_now_ms() - t0;
+	return 0;
+}
+
+static int bench_conv(struct mgpu_dev *dev, const char *impl, const struct mgpu_ops *ops,
+		      struct convbuf *c, int reps)
+{
+	static const char *const what[] = { "conv_fwd", "conv_bwd_data", "conv_bwd_weight" };
+	double t[3], ts[3][64], flops;
+	int OH = MGPU_CONV_OUT(c->g.H, c->g.KH, c->g.sh, c->g.ph, c->g.dh);
+	int r, k;
+
+	flops = 2.0 * c->g.N * c->g.K * OH * OH * (c->g.C / c->g.groups) * c->g.KH * c->g.KW;
+	if (reps > 1 && conv_pass(dev, ops, c, t) < 0) /* warm-up: primitives made */
+		return -1;
+	for (r = 0; r < reps; r++) {
+		if (conv_pass(dev, ops, c, t) < 0)
+			return -1;
+		for (k = 0; k < 3; k++)
+			ts[k][r] = t[k];
+	}
+	for (k = 0; k < 3; k++) {
+		qsort(ts[k], (size_t)reps, sizeof(double), cmp_d);
+		printf("%s\tN%d C%d %dx%d K%d k%dx%d\t%s\t%.3f\t%.2f\n", what[k], c->g.N, c->g.C,
+		       c->g.H, c->g.W, c->g.K, c->g.KH, c->g.KW, impl, ts[k][reps / 2],
+		       flops / (ts[k][reps / 2] * 1e6));
+	}
+	return 0;
+}
+
+/* ---- matmul: oneDNN's primitive against OpenBLAS's sgemm ---------------- */
+
+/* Row-major dst (M,N) = op(A) (M,K) op(B) (K,N) as a oneDNN matmul, with a
+ * transposed operand given by its memory layout (ba). */
+static int dnnl_mm(dnnl_engine_t eng, dnnl_stream_t st, int M, int N, int K, int ta, int tb,
+		   float *A, float *Bm, float *C, int reps, double *ms)
+{
+	dnnl_memory_desc_t a, b, c;
+	dnnl_dims_t da = { M, K }, db = { K, N }, dc = { M, N };
+	dnnl_matmul_desc_t d;
+	dnnl_primitive_desc_t pd;
+	dnnl_primitive_t p;
+	dnnl_memory_t ma, mb, mc;
+	dnnl_exec_arg_t args[3];
+	double ts[256], t0;
+	int r;
+
+	dnnl_memory_desc_init_by_tag(&a, 2, da, dnnl_f32, ta ? dnnl_ba : dnnl_ab);
+	dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_f32, tb ? dnnl_ba : dnnl_ab);
+	dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab);
+	if (dnnl_matmul_desc_init(&d, &a, &b, NULL, &c) != dnnl_success ||
+	    dnnl_primitive_desc_create(&pd, &d, NULL, eng, NULL) != dnnl_success)
+		return -1;
+	if (dnnl_primitive_create(&p, pd) != dnnl_success)
+		return -1;
+	dnnl_primitive_desc_destroy(pd);
+	dnnl_memory_create(&ma, &a, eng, A);
+	dnnl_memory_create(&mb, &b, eng, Bm);
+	dnnl_memory_create(&mc, &c, eng, C);
+	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, ma };
+	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, mb };
+	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, mc };
+	for (r = -1; r < reps; r++) {
+		t0 = mgpu_now_ms();
+		dnnl_primitive_execute(p, st, 3, args);
+		dnnl_stream_wait(st);
+		if (r >= 0)
+			ts[r] = mgpu_now_ms() - t0;
+	}
+	qsort(ts, (size_t)reps, sizeof(double), cmp_d);
+	*ms = ts[reps / 2];
+	dnnl_memory_destroy(ma);
+	dnnl_memory_destroy(mb);
+	dnnl_memory_destroy(mc);
+	dnnl_primitive_destroy(p);
+	return 0;
+}
+
+/* The same product through the cpu backend's sgemm (OpenBLAS), row-major
+ * as column-major C^T = op(B)^T op(A)^T (ops.h). */
+static int blas_mm(struct mgpu_dev *dev, int M, int N, int K, int ta, int tb, float *A,
+		   float *Bm, float *C, int reps, double *ms)
+{
+	double ts[256], t0;
+	int r;
+
+	for (r = -1; r < reps; r++) {
+		t0 = mgpu_now_ms();
+		if (dev->ops->sgemm(dev, tb ? MGPU_T : MGPU_N, ta ? MGPU_T : MGPU_N, N, M, K, 1.0f,
+				    Bm, tb ? K : N, A, ta ? M : K, 0.0f, C, N) < 0)
+			return -1;
+		if (r >= 0)
+			ts[r] = mgpu_now_ms() - t0;
+	}
+	qsort(ts, (size_t)reps, sizeof(double), cmp_d);
+	*ms = ts[reps / 2];
+	return 0;
+}
+
+static int bench_mm(struct mgpu_dev *dev, int reps)
+{
+	/* mlp:784-512-256-10 at batch 128: each layer's forward, dW, dX */
+	static const int layers[][2] = { { 784, 512 }, { 512, 256 } };
+	static const char *const what[] = { "Y=XW", "dW=X^TdY", "dX=dYW^T" };
+	dnnl_engine_t eng;
+	dnnl_stream_t st;
+	int l, k, B = 128;
+
+	if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
+	    dnnl_stream_create(&st, eng, dnnl_stream_default_flags) != dnnl_success)
+		return -1;
+	for (l = 0; l < 2; l++) {
+		int Din = layers[l][0], Dout = layers[l][1];
+		/* (M, N, K, transA, transB) of the three products */
+		int s[3][5] = { { B, Dout, Din, 0, 0 }, { Din, Dout, B, 1, 0 }, { B, Din, Dout, 0, 1 } };
+
+		for (k = 0; k < 3; k++) {
+			int M = s[k][0], N = s[k][1], K = s[k][2];
+			float *A = rnd((size_t)M * K), *Bm = rnd((size_t)K * N), *C = rnd((size_t)M * N);
+			double t_dnnl, t_blas, fl = 2.0 * M * N * K;
+
+			if (!A || !Bm || !C || dnnl_mm(eng, st, M, N, K, s[k][3], s[k][4], A, Bm, C, reps,
+						      &t_dnnl) < 0 ||
+			    blas_mm(dev, M, N, K, s[k][3], s[k][4], A, Bm, C, reps, &t_blas) < 0)
+				return -1;
+			printf("matmul %s\tM%d N%d K%d\tonednn\t%.3f\t%.2f\n", what[k], M, N, K, t_dnnl,
+			       fl / (t_dnnl * 1e6));
+			printf("matmul %s\tM%d N%d K%d\topenblas\t%.3f\t%.2f\n", what[k], M, N, K,
+			       t_blas, fl / (t_blas * 1e6));
+			free(A);
+			free(Bm);
+			free(C);
+		}
+	}
+	dnnl_stream_destroy(st);
+	dnnl_engine_destroy(eng);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct mgpu_ops gemm = mgpu_ops_cpu;
+	struct mgpu_dev cpu, ref;
+	struct convbuf c;
+	size_t nx, ny, nw;
+	int reps = argc > 4 ? atoi(argv[4]) : 5, HW = argc > 3 ? atoi(argv[3]) : 28;
+
+	reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
+	c.g = (struct mgpu_conv){ argc > 1 ? atoi(argv[1]) : 32, argc > 2 ? atoi(argv[2]) : 64, HW,
+				  HW, argc > 2 ? atoi(argv[2]) : 64, 3, 3, 1, 1, 1, 1, 1, 1, 1 };
+	nx = (size_t)c.g.N * c.g.C * HW * HW;
+	ny = (size_t)c.g.N * c.g.K * HW * HW;
+	nw = (size_t)c.g.K * c.g.C * 9;
+	c.x = rnd(nx), c.w = rnd(nw), c.b = rnd((size_t)c.g.K), c.y = rnd(ny), c.dy = rnd(ny);
+	c.dx = rnd(nx), c.dw = rnd(nw), c.db = rnd((size_t)c.g.K);
+	if (mgpu_dev_open(&cpu, &mgpu_ops_cpu, 0) < 0 || mgpu_dev_open(&ref, &mgpu_ops_ref, 0) < 0) {
+		fprintf(stderr, "conv: %s\n", mgpu_errmsg());
+		return 1;
+	}
+	omp_set_num_threads(1); /* one thread per rank, as cpu's init sets */
+	gemm.conv_fwd = mgpu_gemm_conv_fwd;
+	gemm.conv_bwd_data = mgpu_gemm_conv_bwd_data;
+	gemm.conv_bwd_weight = mgpu_gemm_conv_bwd_weight;
+	printf("what\tshape\timpl\tms\tgflops\n");
+	if (bench_conv(&cpu, "onednn", &mgpu_ops_cpu, &c, reps) < 0 ||
+	    bench_conv(&cpu, "im2col+openblas", &gemm, &c, reps) < 0 ||
+	    bench_conv(&ref, "ref", &mgpu_ops_ref, &c, 1) < 0 || bench_mm(&cpu, reps * 4 > 256 ? 256 : reps * 4) < 0) {
+		fprintf(stderr, "conv: %s\n", mgpu_errmsg());
+		return 1;
+	}
+	mgpu_dev_close(&cpu);
+	mgpu_dev_close(&ref);
+	return 0;
+}

@@ -1,0 +1,534 @@
+/*
+ * conv_cpu.c - the cpu backend's convolutions and pooling on oneDNN
+ * (Debian's libdnnl 2.6, its C API; conv_host.h).
+ *
+ * Primitives are made once per device and shape and kept in a small cache
+ * in the device's scratch (struct mgpu_cpu_scratch.dnnl), so a training
+ * step reuses them; each holds memory objects without buffers whose data
+ * handles are pointed at the caller's tensors per call, on plain layouts
+ * (nchw, (g)oihw, x) so nothing is reordered. Convolutions run oneDNN's
+ * direct algorithm (no Winograd: its rounding differs from the formula's),
+ * pooling forward for training plus its backward on the workspace the
+ * forward leaves (max pooling's winners), recomputed from x in pool_bwd as
+ * ops.h defines it. oneDNN overwrites its outputs, so conv_bwd_weight with
+ * acc != 0 computes into the entry's own buffers and adds.
+ * One thread per rank: oneDNN runs on OpenMP, set to one thread by cpu's
+ * init for the calling thread.
+ */
+#include "ops/conv_host.h"
+
+#include <dnnl.h>       /* dnnl_* C API */
+#include <dnnl_debug.h> /* dnnl_status2str */
+#include <stdint.h>     /* uintptr_t */
+#include <stdlib.h>     /* calloc, free */
+#include <string.h>     /* memcmp, memset */
+
+#include "core/err.h"    /* mgpu_err, MGPU_TRY */
+#include "ops/elem.h"    /* mgpu_acc_store */
+#include "ops/loops.h"   /* ops_check_conv, ops_check_pool */
+#include "ops/ops_cpu.h" /* mgpu_cpu_scratch */
+
+#define CACHE 64
+#define MAXARG 6
+
+enum kind { CONV_FWD, CONV_BWD_DATA, CONV_BWD_WEIGHT, POOL };
+
+/* What identifies a primitive: compared bytewise, so always memset first. */
+struct key {
+	enum kind kind;
+	int with_bias;
+	struct mgpu_conv cg;
+	struct mgpu_pool2d pg;
+};
+
+struct entry {
+	int used;
+	struct key key;
+	dnnl_primitive_t prim, prim_bwd; /* pooling: forward (training), backward */
+	dnnl_memory_t mem[MAXARG];       /* bound to args[] (forward), then bwd's */
+	int arg[MAXARG], nfwd, nbwd;     /* arguments: [0, nfwd) forward, then backward */
+	void *ws;                        /* pooling's workspace, its forward output */
+	float *tmp_w, *tmp_b;            /* conv_bwd_weight's sums when acc != 0 */
+	float *tmp_y;
+};
+
+struct state {
+	dnnl_engine_t eng;
+	dnnl_stream_t strm;
+	struct entry e[CACHE];
+	int next; /* the entry replaced when the cache is full */
+};
+
+#define DNNL(expr)                                                                       \
+	do {                                                                             \
+		dnnl_status_t dn_rc_ = (expr);                                           \
+		if (dn_rc_ != dnnl_success)                                              \
+			return mgpu_err(dn_rc_ == dnnl_out_of_memory ? MGPU_ENOMEM : MGPU_EDEVICE, \
+					"oneDNN: %s failed: %s", #expr,                  \
+					dnnl_status2str(dn_rc_));                        \
+	} while (0)
+
+/* oneDNN reads inputs through non-const handles. */
+static void *unconst(const void *p)
+{
+	return (void *)(uintptr_t)p;
+}
+
+static void entry_free(struct entry *e)
+{
+	int i;
+
+	if (e->prim)
+		dnnl_primitive_destroy(e->prim);
+	if (e->prim_bwd)
+		dnnl_primitive_destroy(e->prim_bwd);
+	for (i = 0; i < MAXARG; i++)
+		if (e->mem[i])
+			dnnl_memory_destroy(e->mem[i]);
+	free(e->ws);
+	free(e->tmp_w);
+	free(e->tmp_b);
+	free(e->tmp_y);
+	memset(e, 0, sizeof *e);
+}
+
+void mgpu_cpu_dnnl_release(void *state)
+{
+	struct state *s = state;
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < CACHE; i++)
+		entry_free(&s->e[i]);
+	if (s->strm)
+		dnnl_stream_destroy(s->strm);
+	if (s->eng)
+		dnnl_engine_destroy(s->eng);
+	free(s);
+}
+
+static int state_of(struct mgpu_dev *dev, struct state **out)
+{
+	struct mgpu_cpu_scratch *sc;
+	struct state *s;
+
+	MGPU_TRY(mgpu_cpu_scratch(dev, &sc));
+	if (!sc->dnnl) {
+		s = calloc(1, sizeof *s);
+		if (!s)
+			return mgpu_err(MGPU_ENOMEM, "cpu: out of memory");
+		sc->dnnl = s;
+		DNNL(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
+		DNNL(dnnl_stream_create(&s->strm, s->eng, dnnl_stream_default_flags));
+	}
+	*out = sc->dnnl;
+	return 0;
+}
+
+/* Argument `arg` of entry e, described by the primitive descriptor. */
+static int bind(struct state *s, struct entry *e, const_dnnl_primitive_desc_t pd, int arg)
+{
+	const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+	int i = e->nfwd + e->nbwd;
+
+	if (!md || i == MAXARG)
+		return mgpu_err(MGPU_EDEVICE, "oneDNN: no memory for argument %d", arg);
+	DNNL(dnnl_memory_create(&e->mem[i], md, s->eng, DNNL_MEMORY_NONE));
+	e->arg[i] = arg;
+	return 0;
+}
+
+static int make_prim(dnnl_primitive_t *prim, dnnl_primitive_desc_t pd)
+{
+	dnnl_status_t rc = dnnl_primitive_create(prim, pd);
+
+	if (rc != dnnl_success)
+		return mgpu_err(MGPU_EDEVICE, "oneDNN: creating a primitive failed: %s",
+				dnnl_status2str(rc));
+	return 0;
+}
+
+static void md4(dnnl_memory_desc_t *md, dnnl_dim_t a, dnnl_dim_t b, dnnl_dim_t c, dnnl_dim_t d)
+{
+	dnnl_dims_t dims = { a, b, c, d };
+
+	dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, dnnl_nchw);
+}
+
+/* The three convolution descriptors share their memory descriptors. */
+struct conv_mds {
+	dnnl_memory_desc_t x, w, b, y;
+	dnnl_dims_t strides, dil, pad;
+};
+
+static void conv_mds(const struct mgpu_conv *g, struct conv_mds *m)
+{
+	int OH = MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, g->dh);
+	int OW = MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
+	dnnl_dims_t wg = { g->groups, g->K / g->groups, g->C / g->groups, g->KH, g->KW };
+	dnnl_dims_t bk = { g->K };
+
+	md4(&m->x, g->N, g->C, g->H, g->W);
+	md4(&m->y, g->N, g->K, OH, OW);
+	if (g->groups == 1)
+		md4(&m->w, g->K, g->C, g->KH, g->KW);
+	else
+		dnnl_memory_desc_init_by_tag(&m->w, 5, wg, dnnl_f32, dnnl_goihw);
+	dnnl_memory_desc_init_by_tag(&m->b, 1, bk, dnnl_f32, dnnl_x);
+	m->strides[0] = g->sh;
+	m->strides[1] = g->sw;
+	m->dil[0] = g->dh - 1; /* oneDNN counts the gaps: 0 is no dilation */
+	m->dil[1] = g->dw - 1;
+	m->pad[0] = g->ph; /* the same on the right: the floor of ops.h's extent */
+	m->pad[1] = g->pw;
+}
+
+/* The forward descriptor, also the hint of both backward ones. */
+static int conv_fwd_pd(struct state *s, const struct conv_mds *m, int with_bias,
+		       dnnl_primitive_desc_t *pd)
+{
+	dnnl_convolution_desc_t d;
+
+	DNNL(dnnl_dilated_convolution_forward_desc_init(
+		&d, dnnl_forward_training, dnnl_convolution_direct, &m->x, &m->w,
+		with_bias ? &m->b : NULL, &m->y, m->strides, m->dil, m->pad, m->pad));
+	DNNL(dnnl_primitive_desc_create(pd, &d, NULL, s->eng, NULL));
+	return 0;
+}
+
+static int conv_entry(struct state *s, struct entry *e)
+{
+	const struct mgpu_conv *g = &e->key.cg;
+	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+	dnnl_convolution_desc_t d;
+	struct conv_mds m;
+	int rc = 0;
+
+	conv_mds(g, &m);
+	MGPU_TRY(conv_fwd_pd(s, &m, e->key.with_bias, &fpd));
+	if (e->key.kind == CONV_FWD) {
+		pd = fpd;
+		fpd = NULL;
+	} else if (e->key.kind == CONV_BWD_DATA) {
+		rc = dnnl_dilated_convolution_backward_data_desc_init(
+			&d, dnnl_convolution_direct, &m.x, &m.w, &m.y, m.strides, m.dil, m.pad,
+			m.pad);
+		if (rc == dnnl_success)
+			rc = dnnl_primitive_desc_create(&pd, &d, NULL, s->eng, fpd);
+	} else {
+		rc = dnnl_dilated_convolution_backward_weights_desc_init(
+			&d, dnnl_convolution_direct, &m.x, &m.w, e->key.with_bias ? &m.b : NULL,
+			&m.y, m.strides, m.dil, m.pad, m.pad);
+		if (rc == dnnl_success)
+			rc = dnnl_primitive_desc_create(&pd, &d, NULL, s->eng, fpd);
+	}
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	if (!pd)
+		return mgpu_err(MGPU_EDEVICE, "oneDNN: no convolution for %dx%d kernel, groups %d: %s",
+				g->KH, g->KW, g->groups, dnnl_status2str((dnnl_status_t)rc));
+	rc = make_prim(&e->prim, pd);
+	if (rc == 0 && e->key.kind == CONV_FWD) {
+		rc = bind(s, e, pd, DNNL_ARG_SRC);
+		e->nfwd += rc == 0;
+		if (rc == 0)
+			rc = bind(s, e, pd, DNNL_ARG_WEIGHTS);
+		e->nfwd += rc == 0;
+		if (rc == 0 && e->key.with_bias) {
+			rc = bind(s, e, pd, DNNL_ARG_BIAS);
+			e->nfwd += rc == 0;
+		}
+		if (rc == 0)
+			rc = bind(s, e, pd, DNNL_ARG_DST);
+		e->nfwd += rc == 0;
+	} else if (rc == 0 && e->key.kind == CONV_BWD_DATA) {
+		rc = bind(s, e, pd, DNNL_ARG_DIFF_DST);
+		e->nfwd += rc == 0;
+		if (rc == 0)
+			rc = bind(s, e, pd, DNNL_ARG_WEIGHTS);
+		e->nfwd += rc == 0;
+		if (rc == 0)
+			rc = bind(s, e, pd, DNNL_ARG_DIFF_SRC);
+		e->nfwd += rc == 0;
+	} else if (rc == 0) {
+		rc = bind(s, e, pd, DNNL_ARG_SRC);
+		e->nfwd += rc == 0;
+		if (rc == 0)
+			rc = bind(s, e, pd, DNNL_ARG_DIFF_DST);
+		e->nfwd += rc == 0;
+		if (rc == 0)
+			rc = bind(s, e, pd, DNNL_ARG_DIFF_WEIGHTS);
+		e->nfwd += rc == 0;
+		if (rc == 0 && e->key.with_bias) {
+			rc = bind(s, e, pd, DNNL_ARG_DIFF_BIAS);
+			e->nfwd += rc == 0;
+		}
+	}
+	dnnl_primitive_desc_destroy(pd);
+	return rc;
+}
+
+static int pool_entry(struct state *s, struct entry *e)
+{
+	const struct mgpu_pool2d *g = &e->key.pg;
+	static const dnnl_alg_kind_t alg[] = { dnnl_pooling_max, dnnl_pooling_avg_include_padding,
+					       dnnl_pooling_avg_exclude_padding };
+	int OH = MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, 1);
+	int OW = MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, 1);
+	dnnl_dims_t strides = { g->sh, g->sw }, kernel = { g->KH, g->KW }, pad = { g->ph, g->pw };
+	dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+	dnnl_memory_desc_t x, y;
+	const dnnl_memory_desc_t *wmd;
+	dnnl_pooling_desc_t d;
+	int rc;
+
+	md4(&x, g->N, g->C, g->H, g->W);
+	md4(&y, g->N, g->C, OH, OW);
+	DNNL(dnnl_pooling_forward_desc_init(&d, dnnl_forward_training, alg[g->mode], &x, &y,
+					    strides, kernel, pad, pad));
+	DNNL(dnnl_primitive_desc_create(&fpd, &d, NULL, s->eng, NULL));
+	rc = dnnl_pooling_backward_desc_init(&d, alg[g->mode], &x, &y, strides, kernel, pad, pad);
+	if (rc == dnnl_success)
+		rc = dnnl_primitive_desc_create(&bpd, &d, NULL, s->eng, fpd);
+	if (rc != dnnl_success) {
+		dnnl_primitive_desc_destroy(fpd);
+		return mgpu_err(MGPU_EDEVICE, "oneDNN: no pooling backward: %s",
+				dnnl_status2str((dnnl_status_t)rc));
+	}
+	rc = make_prim(&e->prim, fpd);
+	if (rc == 0)
+		rc = make_prim(&e->prim_bwd, bpd);
+	wmd = dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
+	if (rc == 0 && wmd && dnnl_memory_desc_get_size(wmd) > 0) {
+		e->ws = calloc(1, dnnl_memory_desc_get_size(wmd));
+		if (!e->ws)
+			rc = mgpu_err(MGPU_ENOMEM, "cpu: out of memory for a pooling workspace");
+	}
+	/* forward: SRC, DST (+ WORKSPACE); backward: DIFF_DST, DIFF_SRC (+ WORKSPACE) */
+	if (rc == 0)
+		rc = bind(s, e, fpd, DNNL_ARG_SRC);
+	e->nfwd += rc == 0;
+	if (rc == 0)
+		rc = bind(s, e, fpd, DNNL_ARG_DST);
+	e->nfwd += rc == 0;
+	if (rc == 0 && e->ws) {
+		rc = bind(s, e, fpd, DNNL_ARG_WORKSPACE);
+		e->nfwd += rc == 0;
+	}
+	if (rc == 0)
+		rc = bind(s, e, bpd, DNNL_ARG_DIFF_DST);
+	e->nbwd += rc == 0;
+	if (rc == 0)
+		rc = bind(s, e, bpd, DNNL_ARG_DIFF_SRC);
+	e->nbwd += rc == 0;
+	if (rc == 0 && e->ws) {
+		rc = bind(s, e, bpd, DNNL_ARG_WORKSPACE);
+		e->nbwd += rc == 0;
+	}
+	dnnl_primitive_desc_destroy(fpd);
+	dnnl_primitive_desc_destroy(bpd);
+	return rc;
+}
+
+/* The cached entry for key, made on a miss (replacing the oldest when the
+ * cache is full). */
+static int lookup(struct mgpu_dev *dev, const struct key *k, struct state **ps,
+		  struct entry **out)
+{
+	struct state *s = NULL;
+	struct entry *e;
+	int i, rc;
+
+	MGPU_TRY(state_of(dev, &s));
+	*ps = s;
+	for (i = 0; i < CACHE; i++)
+		if (s->e[i].used && memcmp(&s->e[i].key, k, sizeof *k) == 0) {
+			*out = &s->e[i];
+			return 0;
+		}
+	e = &s->e[s->next];
+	s->next = (s->next + 1) % CACHE;
+	entry_free(e);
+	e->key = *k;
+	rc = k->kind == POOL ? pool_entry(s, e) : conv_entry(s, e);
+	if (rc < 0) {
+		entry_free(e);
+		return rc;
+	}
+	e->used = 1;
+	*out = e;
+	return 0;
+}
+
+/* Run prim with the entry's arguments [from, from + n) on handles h. */
+static int run(struct state *s, struct entry *e, dnnl_primitive_t prim, int from, int n,
+	       void *const *h)
+{
+	dnnl_exec_arg_t a[MAXARG];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		DNNL(dnnl_memory_set_data_handle(e->mem[from + i], h[i]));
+		a[i].arg = e->arg[from + i];
+		a[i].memory = e->mem[from + i];
+	}
+	DNNL(dnnl_primitive_execute(prim, s->strm, n, a));
+	DNNL(dnnl_stream_wait(s->strm));
+	return 0;
+}
+
+static void conv_key(struct key *k, enum kind kind, const struct mgpu_conv *g, int with_bias)
+{
+	memset(k, 0, sizeof *k);
+	k->kind = kind;
+	k->with_bias = with_bias;
+	k->cg = *g;
+}
+
+int mgpu_cpu_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y, const float *x,
+		      const float *w, const float *bias)
+{
+	struct state *s;
+	struct entry *e;
+	struct key k;
+	void *h[4];
+	int n = 0;
+
+	MGPU_TRY(ops_check_conv("conv_fwd", g));
+	if (g->N == 0)
+		return 0;
+	conv_key(&k, CONV_FWD, g, bias != NULL);
+	MGPU_TRY(lookup(dev, &k, &s, &e));
+	h[n++] = unconst(x);
+	h[n++] = unconst(w);
+	if (bias)
+		h[n++] = unconst(bias);
+	h[n++] = y;
+	return run(s, e, e->prim, 0, e->nfwd, h);
+}
+
+int mgpu_cpu_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dx,
+			   const float *dy, const float *w)
+{
+	struct state *s;
+	struct entry *e;
+	struct key k;
+	void *h[3];
+
+	MGPU_TRY(ops_check_conv("conv_bwd_data", g));
+	if (g->N == 0)
+		return 0;
+	conv_key(&k, CONV_BWD_DATA, g, 0);
+	MGPU_TRY(lookup(dev, &k, &s, &e));
+	h[0] = unconst(dy);
+	h[1] = unconst(w);
+	h[2] = dx;
+	return run(s, e, e->prim, 0, e->nfwd, h);
+}
+
+static int grow(float **p, size_t n)
+{
+	if (!*p && !(*p = malloc(n ? n * sizeof **p : 1)))
+		return mgpu_err(MGPU_ENOMEM, "cpu: out of memory");
+	return 0;
+}
+
+int mgpu_cpu_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dw,
+			     float *db, const float *x, const float *dy, float acc)
+{
+	size_t nw, i;
+	struct state *s;
+	struct entry *e;
+	struct key k;
+	void *h[4];
+	int n = 0;
+
+	MGPU_TRY(ops_check_conv("conv_bwd_weight", g));
+	nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW;
+	if (g->N == 0) {
+		for (i = 0; i < nw; i++)
+			mgpu_acc_store(&dw[i], acc, 0.0f);
+		for (i = 0; db && i < (size_t)g->K; i++)
+			mgpu_acc_store(&db[i], acc, 0.0f);
+		return 0;
+	}
+	conv_key(&k, CONV_BWD_WEIGHT, g, db != NULL);
+	MGPU_TRY(lookup(dev, &k, &s, &e));
+	if (acc != 0.0f) {
+		MGPU_TRY(grow(&e->tmp_w, nw));
+		if (db)
+			MGPU_TRY(grow(&e->tmp_b, (size_t)g->K));
+	}
+	h[n++] = unconst(x);
+	h[n++] = unconst(dy);
+	h[n++] = acc != 0.0f ? e->tmp_w : dw;
+	if (db)
+		h[n++] = acc != 0.0f ? e->tmp_b : db;
+	MGPU_TRY(run(s, e, e->prim, 0, e->nfwd, h));
+	if (acc == 0.0f)
+		return 0;
+	for (i = 0; i < nw; i++)
+		dw[i] = acc * dw[i] + e->tmp_w[i];
+	for (i = 0; db && i < (size_t)g->K; i++)
+		db[i] = acc * db[i] + e->tmp_b[i];
+	return 0;
+}
+
+static int pool_lookup(struct mgpu_dev *dev, const struct mgpu_pool2d *g, struct state **s,
+		       struct entry **e)
+{
+	struct key k;
+
+	memset(&k, 0, sizeof k);
+	k.kind = POOL;
+	k.pg = *g;
+	return lookup(dev, &k, s, e);
+}
+
+int mgpu_cpu_pool_fwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *y,
+		      const float *x)
+{
+	struct state *s;
+	struct entry *e;
+	void *h[3];
+
+	MGPU_TRY(ops_check_pool("pool_fwd", g));
+	if ((size_t)g->N * g->C == 0)
+		return 0;
+	MGPU_TRY(pool_lookup(dev, g, &s, &e));
+	h[0] = unconst(x);
+	h[1] = y;
+	h[2] = e->ws;
+	return run(s, e, e->prim, 0, e->nfwd, h);
+}
+
+/* The forward again for max pooling's workspace (its winners), then the
+ * backward: ops.h's pool_bwd takes x, not a saved workspace. */
+int mgpu_cpu_pool_bwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *dx,
+		      const float *dy, const float *x)
+{
+	struct state *s;
+	struct entry *e;
+	void *h[3];
+	size_t ny;
+
+	MGPU_TRY(ops_check_pool("pool_bwd", g));
+	if ((size_t)g->N * g->C == 0)
+		return 0;
+	MGPU_TRY(pool_lookup(dev, g, &s, &e));
+	if (e->ws) {
+		ny = (size_t)g->N * g->C * MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, 1) *
+		     MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, 1);
+		MGPU_TRY(grow(&e->tmp_y, ny));
+		h[0] = unconst(x);
+		h[1] = e->tmp_y;
+		h[2] = e->ws;
+		MGPU_TRY(run(s, e, e->prim, 0, e->nfwd, h));
+	}
+	h[0] = unconst(dy);
+	h[1] = dx;
+	h[2] = e->ws;
+	MGPU_TRY(run(s, e, e->prim_bwd, e->nfwd, e->nbwd, h));
+	return 0;
+}

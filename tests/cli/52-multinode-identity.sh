@@ -1,0 +1,75 @@
+# Ranks that would train different runs fail at the rendezvous, at once
+# and on every side, naming the rank, its node and host, and the setting
+# that differs (issue 19): torchrun-style ranks on one node (RANK,
+# WORLD_SIZE on loopback), then two nodes over network namespaces
+# (tests/netns.sh, as 50-multinode.sh): another --seed (which used to
+# train on silently with different weights), another model shape or
+# --max-steps (which used to deadlock until --timeout), and other data
+# (the identity is the data's, not its path: a copy under another name
+# joins). Every run has --timeout 300 and is bounded by timeout(1) at 120 s,
+# so a rank that waits for the timeout fails the test as 124.
+. tests/cli/lib.sh
+mkidx d 600 100 8 4
+mkidx e 700 100 8 4
+cp -r d d2
+M=$BIN/mgpu-train
+common="--model mlp:64-16-4 --epochs 1 --max-steps 5 -q --timeout 300"
+export MGPU_JOB_TOKEN=job-$$
+
+# pair WHAT PORT "NODE0 ARGS" "NODE1 ARGS" RUNNER0 RUNNER1: both sides exit 1
+# with the message; a RUNNER is a command prefix ("on_host 1", "env RANK=0 ...")
+mismatch() {
+	what=$1 a0=$2 a1=$3 r0=$4 r1=$5 want0=$6 want1=$7
+	set +e
+	$r1 timeout 120 "$M" $common $a1 >o1.txt 2>e1.txt &
+	p1=$!
+	$r0 timeout 120 "$M" $common $a0 >o0.txt 2>e0.txt
+	rc0=$?
+	wait $p1
+	rc1=$?
+	set -e
+	[ "$rc0" = 1 ] && [ "$rc1" = 1 ] ||
+		fail "$what: exit $rc0 and $rc1, want 1 and 1: $(cat e0.txt e1.txt)"
+	grep -qF -- "$want0" e0.txt || fail "$what: rank 0's side lacks '$want0': $(cat e0.txt)"
+	grep -qF -- "$want1" e1.txt || fail "$what: the other side lacks '$want1': $(cat e1.txt)"
+	[ ! -s o0.txt ] || fail "$what: metrics written: $(cat o0.txt)"
+}
+
+# one node, ranks started as torchrun starts them
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + $$ % 20000))
+tr0="env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2"
+tr1="env RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2"
+mismatch "torchrun --lr" "--data d" "--data d --lr 0.5" "$tr0" "$tr1" \
+	"rank 1 (node 0, host $(hostname)) does not run rank 0's job (host $(hostname)): --lr 0.5 against 0.05; every rank of a job needs the same settings and data" \
+	"refused rank 1: rank 1 (node 0, host"
+mismatch "torchrun --dtype" "--data d" "--data d --dtype bf16" "$tr0" "$tr1" \
+	"--dtype bf16 against fp32" "--dtype bf16 against fp32"
+mismatch "torchrun data" "--data d" "--data e" "$tr0" "$tr1" "data: 630 train" "data: 630 train"
+# the same run under another data path trains
+$tr1 "$M" $common --data d2 >/dev/null 2>e1.txt &
+p1=$!
+$tr0 "$M" $common --data d >run.tsv 2>e0.txt || fail "torchrun, same run: $(cat e0.txt)"
+wait $p1 || fail "torchrun, same run, rank 1: $(cat e1.txt)"
+grep -q '^summary' run.tsv || fail "torchrun, same run: no summary: $(cat run.tsv)"
+
+. "$SRC/tests/netns.sh"
+netns_up 2
+export MASTER_ADDR=$(host_addr 1) MASTER_PORT=29519
+n0="--cpu-ranks 2 --nnodes 2 --node-rank 0 --data d"
+n1="--cpu-ranks 2 --nnodes 2 --node-rank 1 --data d2"
+mismatch "nodes --seed" "$n0" "$n1 --seed 7" "on_host 1" "on_host 2" \
+	"rank 2 (node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42" \
+	"refused rank 2: rank 2 (node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42"
+mismatch "nodes model" "$n0" "$n1 --model mlp:64-24-4" "on_host 1" "on_host 2" \
+	"--model mlp:64-24-4,act=relu against mlp:64-16-4,act=relu" "--model mlp:64-24-4"
+mismatch "nodes --max-steps" "$n0" "$n1 --max-steps 6" "on_host 1" "on_host 2" \
+	"--max-steps 6 against 5" "--max-steps 6 against 5"
+mismatch "nodes data" "$n0" "$n1 --data e" "on_host 1" "on_host 2" \
+	"rank 2 (node 1, host h2) does not run rank 0's job (host h1): data: 630 train" "data: 630 train"
+# the same run on both nodes, data under two names, trains
+on_host 2 "$M" $common $n1 >/dev/null 2>e1.txt &
+p1=$!
+on_host 1 "$M" $common $n0 >run.tsv 2>e0.txt || fail "2 nodes, same run: $(cat e0.txt)"
+wait $p1 || fail "2 nodes, same run, node 1: $(cat e1.txt)"
+grep -q '^summary' run.tsv || fail "2 nodes, same run: no summary: $(cat run.tsv)"
+exit 0
