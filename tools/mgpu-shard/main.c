@@ -28,19 +28,21 @@
 #include "core/cancel.h"    /* mgpu_cancel_check */
 #include "core/io.h"        /* mgpu_afile_*, mgpu_tmp_sweep */
 #include "core/progress.h"  /* struct mgpu_progress */
+#include "data/bpe.h"       /* mgpu_bpe_* */
 #include "data/input.h"     /* mgpu_input_load */
 #include "data/manifest.h"  /* mgpu_manifest_writer, mgpu_manifest_write */
 #include "data/shard.h"     /* mgpu_shard_write */
 #include "data/shardset.h"  /* mgpu_shardset_* */
 #include "data/split.h"     /* mgpu_split_* */
 #include "data/text.h"      /* MGPU_TEXT_MAX_CONTEXT */
+#include "data/tokens.h"    /* mgpu_tokens_cut */
 
 const char *const mgpu_tool_name = "mgpu-shard";
 
 struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
-	int stratify, ranks, force, text;
+	int stratify, ranks, force, text, bpe;
 	const char *shard_dir;
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
@@ -57,6 +59,10 @@ static const struct mgpu_opt options[] = {
 		      "CSV label column", "label", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "bpe", 0, O, bpe, 1, MGPU_BPE_MAX_MERGES, "N",
+		     "with --text: learn a byte-level BPE of N merges on the training split, "
+		     "write it beside the shards (" MGPU_BPE_FILE ") and cut its token ids",
+		     MGPU_OPT_NODEF),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "tokens", 0, O, in.tokens, 0, 0, NULL,
 		     "SOURCEs are token files (llm.c .bin, or raw ids as nanoGPT's), cut into "
 		     "samples of --context + 1 ids", 0),
@@ -129,6 +135,10 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 		usage_error("--token-bytes: 3 is not a width (want 2 or 4)");
 	if (o->text && o->in.tokens)
 		usage_error("--text and --tokens exclude each other");
+	if (o->bpe && !o->text)
+		usage_error("--bpe needs --text");
+	if (o->bpe && o->stratify)
+		usage_error("--bpe: text samples have no classes to stratify");
 	if (!o->text && !o->in.tokens) {
 		if (o->in.text_context)
 			usage_error("--context needs --text or --tokens");
@@ -204,6 +214,7 @@ struct plan {
 	size_t n[MGPU_NSPLITS];
 	char *const *names;   /* class names (labels that were words), or NULL */
 	int nnames;
+	const struct mgpu_bpe *bpe;   /* --bpe: the tokenizer to write beside the shards */
 };
 
 /* Where the manifest goes and what its paths are relative to. */
@@ -315,6 +326,79 @@ static void print_rows(struct out *w)
 	}
 	free(w->buf);
 }
+/* --bpe: a split's windows, in file order, as one stream of bytes (the T
+ * new bytes of each window: consecutive windows join up into the text they
+ * were cut from). */
+static unsigned char *split_stream(const struct mgpu_samples *pool, const uint32_t *idx,
+				   size_t n, size_t T, size_t *len)
+{
+	unsigned char *mark = calloc(pool->n + 1, 1), *out = malloc(n * T + 1);
+	size_t i, j;
+
+	if (!mark || !out)
+		die("out of memory for the text of a split");
+	for (i = 0; i < n; i++)
+		mark[idx[i]] = 1;
+	for (i = j = 0; i < pool->n; i++)
+		if (mark[i])
+			memcpy(out + T * j++, pool->x + i * pool->row_nbytes, T);
+	free(mark);
+	*len = n * T;
+	return out;
+}
+
+/* --bpe: learn the merges on the training split's text only, then encode
+ * every split's text and cut it into windows of T+1 token ids, which
+ * replace the byte windows in the plan (each split a set of its own). */
+static void bpe_plan(const struct opts *o, const struct mgpu_samples *pool, struct plan *p,
+		     struct mgpu_samples tok[MGPU_NSPLITS], uint32_t **ident,
+		     struct mgpu_bpe *bpe)
+{
+	struct mgpu_tokens_opts to = { (size_t)o->in.text_context, 2, 0 };
+	size_t T = (size_t)o->in.text_context, len, n, i, maxn = 0;
+	unsigned char *text, *le;
+	int32_t *ids;
+	int s;
+
+	for (s = 0; s < MGPU_NSPLITS; s++) {
+		text = split_stream(pool, p->idx[s], p->n[s], T, &len);
+		if (s == MGPU_SPLIT_TRAIN && mgpu_bpe_learn(bpe, text, len, o->bpe) < 0)
+			fail();
+		if (s == MGPU_SPLIT_TRAIN && o->com.verbose)
+			note("bpe: %d merges learned on %zu bytes of training text", bpe->nmerges,
+			     len);
+		if (mgpu_bpe_encode(bpe, text, len, &ids, &n) < 0)
+			fail();
+		free(text);
+		le = malloc(2 * n + 1);
+		if (!le)
+			die("out of memory for token ids");
+		for (i = 0; i < n; i++) { /* little-endian uint16, as a token file */
+			le[2 * i] = (unsigned char)ids[i];
+			le[2 * i + 1] = (unsigned char)(ids[i] >> 8);
+		}
+		free(ids);
+		/* a split too short for one window of tokens is empty; train may not be */
+		if (n > T && mgpu_tokens_cut(le, n, 2, mgpu_split_name(s), &to, &tok[s]) < 0)
+			fail();
+		free(le);
+		if (s == MGPU_SPLIT_TRAIN && tok[s].n == 0)
+			die("--bpe: the training text encodes to %zu tokens, fewer than one sample of "
+			    "%zu (context %zu + 1)", n, T + 1, T);
+		p->set[s] = &tok[s];
+		p->n[s] = tok[s].n;
+		maxn = tok[s].n > maxn ? tok[s].n : maxn;
+	}
+	*ident = malloc((maxn + 1) * sizeof **ident);
+	if (!*ident)
+		die("out of memory");
+	for (i = 0; i < maxn; i++)
+		(*ident)[i] = (uint32_t)i;
+	for (s = 0; s < MGPU_NSPLITS; s++)
+		p->idx[s] = *ident;
+	p->bpe = bpe;
+}
+
 /* Returns 1 when the directory already held this very set. */
 static int write_all(const struct opts *o, const struct plan *p)
 {
@@ -326,6 +410,12 @@ static int write_all(const struct opts *o, const struct plan *p)
 		prog.total += p->n[s];
 	mgpu_progress_restart(&prog.bar); /* the rate is the writing's */
 	place(o, &w);
+	if (p->bpe) { /* part of the set: it goes in place with the shards */
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", wr.set.tmp, MGPU_BPE_FILE);
+		if (mgpu_bpe_save(p->bpe, path) < 0)
+			fail();
+	}
 	open_rows(o, &w);
 	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0 ||
 	    mgpu_manifest_write_classes(&mw, p->names, p->nnames) < 0)
@@ -356,7 +446,9 @@ static int write_all(const struct opts *o, const struct plan *p)
 int cmd_main(int argc, char **argv)
 {
 	struct opts o = defaults;
-	struct mgpu_samples pool = { 0 }, test = { 0 };
+	struct mgpu_samples pool = { 0 }, test = { 0 }, tok[MGPU_NSPLITS] = { { 0 } };
+	struct mgpu_bpe bpe = { 0 };
+	uint32_t *ident = NULL;
 	struct mgpu_split sp;
 	struct plan p;
 	uint32_t *tidx;
@@ -386,12 +478,18 @@ int cmd_main(int argc, char **argv)
 		p.idx[MGPU_SPLIT_TEST] = tidx;
 		p.n[MGPU_SPLIT_TEST] = test.n;
 	}
+	if (o.bpe)
+		bpe_plan(&o, &pool, &p, tok, &ident, &bpe);
 	if (write_all(&o, &p) && !o.com.quiet)
 		note("'%s' already holds this shard set", wr.set.dir);
 	if (!o.com.quiet)
 		note("%zu train, %zu val, %zu test samples (seed %llu%s)", p.n[0], p.n[1], p.n[2],
 		     o.seed, o.stratify ? ", stratified" : "");
 	free(tidx);
+	free(ident);
+	for (i = 0; i < MGPU_NSPLITS; i++)
+		mgpu_samples_free(&tok[i]);
+	mgpu_bpe_free(&bpe);
 	mgpu_split_free(&sp);
 	mgpu_samples_free(&pool);
 	mgpu_samples_free(&test);

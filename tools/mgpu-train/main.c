@@ -19,6 +19,7 @@
 #include "core/cli.h"      /* mgpu_cli_int_list */
 #include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
+#include "data/bpe.h"      /* mgpu_bpe_* */
 #include "data/samples.h"  /* mgpu_dtype_is_token */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
@@ -275,6 +276,23 @@ static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
 	putc('"', fp);
 }
 
+/* A sample as text after the metrics, or (--json) one more record. */
+static void print_text(const struct train_opts *o, const uint8_t *p, size_t plen,
+		       const uint8_t *text, size_t n)
+{
+	if (o->com.format == MGPU_FMT_JSON) {
+		fputs("{\"kind\":\"sample\",\"prompt\":", stdout);
+		json_bytes(stdout, p, plen);
+		fputs(",\"text\":", stdout);
+		json_bytes(stdout, text, n);
+		fputs("}\n", stdout);
+		return;
+	}
+	fwrite(p, 1, plen, stdout);
+	fwrite(text, 1, n, stdout);
+	putchar('\n');
+}
+
 /* --prompt of a model on token ids: ids separated by spaces or commas
  * (none: the continuation starts at id 0). */
 static int prompt_ids(const char *p, int32_t **ids, size_t *n)
@@ -305,13 +323,49 @@ static int prompt_ids(const char *p, int32_t **ids, size_t *n)
 	return 0;
 }
 
+/* --tokenizer: the prompt's text encoded (a line break when empty), the
+ * generated ids decoded back to text. */
+static int sample_bpe(const struct train_opts *o, struct mgpu_model *m)
+{
+	const char *p = o->prompt && *o->prompt ? o->prompt : "\n";
+	size_t plen, n = (size_t)o->sample, tlen;
+	int32_t *pid = NULL, *ids = malloc(n * sizeof *ids);
+	unsigned char *text = NULL;
+	struct mgpu_bpe b;
+	int rc;
+
+	if (!ids)
+		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
+	rc = mgpu_bpe_load(&b, o->tokenizer);
+	if (rc == 0 && mgpu_bpe_vocab(&b) > m->spec.vocab)
+		rc = mgpu_err(MGPU_EINVAL, "'%s': a tokenizer of %d tokens, the model's vocab is "
+			      "%d", o->tokenizer, mgpu_bpe_vocab(&b), m->spec.vocab);
+	if (rc == 0)
+		rc = mgpu_bpe_encode(&b, (const unsigned char *)p, strlen(p), &pid, &plen);
+	if (rc == 0)
+		rc = mgpu_model_generate_tokens(m, pid, plen, n, o->temperature, o->cfg.seed, ids);
+	if (rc == 0)
+		rc = mgpu_bpe_decode(&b, ids, n, &text, &tlen);
+	if (rc == 0)
+		print_text(o, (const uint8_t *)(o->prompt ? o->prompt : ""),
+			   o->prompt ? strlen(o->prompt) : 0, text, tlen);
+	mgpu_bpe_free(&b); /* zeroed by a failed load */
+	free(pid);
+	free(ids);
+	free(text);
+	return rc;
+}
+
 /* A gpt on token data samples ids: printed as decimal ids, a space apart. */
 static int sample_tokens(const struct train_opts *o, struct mgpu_model *m)
 {
 	size_t plen, n = (size_t)o->sample, i;
-	int32_t *p = NULL, *ids = malloc(n * sizeof *ids);
+	int32_t *p = NULL, *ids;
 	int rc;
 
+	if (o->tokenizer)
+		return sample_bpe(o, m);
+	ids = malloc(n * sizeof *ids);
 	if (!ids)
 		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
 	rc = prompt_ids(o->prompt ? o->prompt : "", &p, &plen);
@@ -351,22 +405,15 @@ static int on_model(void *ctx, struct mgpu_model *m, int data_dtype)
 		rc = sample_tokens(o, m);
 		goto flush;
 	}
+	if (o->tokenizer)
+		return mgpu_err(MGPU_EINVAL, "--tokenizer: the data are bytes, not token ids");
 	text = malloc(n);
 	if (!text)
 		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
 	rc = mgpu_model_generate(m, (const uint8_t *)p, plen, n, o->temperature, o->cfg.seed,
 				 text);
-	if (rc == 0 && o->com.format == MGPU_FMT_JSON) {
-		fputs("{\"kind\":\"sample\",\"prompt\":", stdout);
-		json_bytes(stdout, (const uint8_t *)p, plen);
-		fputs(",\"text\":", stdout);
-		json_bytes(stdout, text, n);
-		fputs("}\n", stdout);
-	} else if (rc == 0) {
-		fwrite(p, 1, plen, stdout);
-		fwrite(text, 1, n, stdout);
-		putchar('\n');
-	}
+	if (rc == 0)
+		print_text(o, (const uint8_t *)p, plen, text, n);
 	free(text);
 flush:
 	if (rc == 0 && fflush(stdout) != 0)
@@ -386,7 +433,9 @@ static void check_sample(const struct train_opts *o)
 	if (o->sample && o->cfg.spec.kind != MGPU_MODEL_GPT)
 		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
 			    "does not generate text");
-	for (i = 0; o->sample && o->prompt && o->prompt[i]; i++)
+	if (o->tokenizer && !o->sample)
+		usage_error("--tokenizer needs --sample N");
+	for (i = 0; o->sample && !o->tokenizer && o->prompt && o->prompt[i]; i++)
 		if ((unsigned char)o->prompt[i] >= o->cfg.spec.vocab)
 			usage_error("--prompt: byte %d at position %zu is not below the model's "
 				    "vocab %d", (unsigned char)o->prompt[i], i, o->cfg.spec.vocab);

@@ -30,6 +30,7 @@ struct train_opts {
 	int sample;                     /* --sample N bytes after training; 0: none */
 	const char *prompt;             /* --prompt; NULL: none */
 	double temperature;             /* --temperature; 0: greedy */
+	const char *tokenizer;          /* --tokenizer FILE; NULL: none */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */
 	int64_t resume_step;            /* --resume: the checkpoint's step */
