@@ -88,4 +88,44 @@ if "$TR" -q --data bytes/manifest.tsv --model gpt:layers=1,heads=2,dim=16,ctx=16
 	fail "--tokenizer on byte data sampled"
 fi
 grep -q -- "--tokenizer: the data are bytes" err.txt || fail "byte data: $(cat err.txt)"
+
+# GPT-2's tokenizer from its files (the fixture of test_gpt2tok): a text of
+# one fixture sentence repeated encodes to the ids tiktoken gave it
+G=$SRC/tests/data/gpt2tok
+python3 - "$G" <<'PY'
+import sys
+line = open(sys.argv[1] + "/cases.tsv").read().split("\n")[1]
+text = bytes.fromhex(line.split("\t")[0]).decode()
+open("fox.txt", "w").write((text + "\n") * 40)
+PY
+"$S" -q --text --tokenizer "$G" --context 16 -o g/manifest.tsv fox.txt
+[ ! -e g/bpe.txt ] || fail "--tokenizer wrote a bpe.txt"
+python3 - "$G" <<'PY' || fail "GPT-2 token shards (see above)"
+import ast, array, sys, tarfile
+line = open(sys.argv[1] + "/cases.tsv").read().split("\n")[1]
+want = [int(v) for v in line.split("\t")[1].split()]
+t = tarfile.open("g/train-000000.tar")
+ids = []
+for m in sorted(t.getmembers(), key=lambda m: m.name):
+    if m.name.endswith(".npy"):
+        npy = t.extractfile(m).read()
+        hl = int.from_bytes(npy[8:10], "little")
+        ids.append(list(array.array("H", npy[10 + hl:])))
+assert ids, "no samples"
+# each sentence is its fixture ids, then the line break (id 198)
+period = want + [198]
+for row in ids:
+    s = " ".join(map(str, row[:-1]))
+    assert s in " ".join(map(str, period * 4)), row
+PY
+"$C" -q -o gc g/manifest.tsv >/dev/null
+"$TR" -q --data gc --model gpt:layers=1,heads=2,dim=16,ctx=16,vocab=303 --max-steps 2 \
+	--batch-size 4 --sample 5 --prompt "The quick" --tokenizer "$G" >gs.tsv
+tail -n 1 gs.tsv | grep -q '^The quick' || fail "GPT-2 sample: $(tail -n 1 gs.tsv)"
+expect 2 "--tokenizer needs --text" "$S" --tokenizer "$G" --tokens --context 4 t.txt
+expect 2 "--bpe learns a tokenizer, --tokenizer reads one" \
+	"$S" --text --bpe 5 --tokenizer "$G" --context 4 t.txt
+printf 'caf\351\n' >latin1.txt
+expect 1 "text is not UTF-8 at byte 3" "$S" --text --tokenizer "$G" --context 2 \
+	-o l/manifest.tsv latin1.txt
 exit 0

@@ -35,6 +35,7 @@
 #include "data/shardset.h"  /* mgpu_shardset_* */
 #include "data/split.h"     /* mgpu_split_* */
 #include "data/text.h"      /* MGPU_TEXT_MAX_CONTEXT */
+#include "data/tokenizer.h" /* mgpu_tokenizer_* */
 #include "data/tokens.h"    /* mgpu_tokens_cut */
 
 const char *const mgpu_tool_name = "mgpu-shard";
@@ -44,6 +45,7 @@ struct opts {
 	double val, test;
 	int stratify, ranks, force, text, bpe;
 	const char *shard_dir;
+	const char *tokenizer;       /* --tokenizer: GPT-2's files (or a bpe.txt) */
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
 	char **src;
@@ -63,6 +65,9 @@ static const struct mgpu_opt options[] = {
 		     "with --text: learn a byte-level BPE of N merges on the training split, "
 		     "write it beside the shards (" MGPU_BPE_FILE ") and cut its token ids",
 		     MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "tokenizer", 0, O, tokenizer, 0, 0, "DIR",
+		     "with --text: encode with GPT-2's tokenizer (DIR/encoder.json and "
+		     "DIR/vocab.bpe) or a --bpe run's bpe.txt", MGPU_OPT_NODEF),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "tokens", 0, O, in.tokens, 0, 0, NULL,
 		     "SOURCEs are token files (llm.c .bin, or raw ids as nanoGPT's), cut into "
 		     "samples of --context + 1 ids", 0),
@@ -137,8 +142,12 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 		usage_error("--text and --tokens exclude each other");
 	if (o->bpe && !o->text)
 		usage_error("--bpe needs --text");
-	if (o->bpe && o->stratify)
-		usage_error("--bpe: text samples have no classes to stratify");
+	if (o->tokenizer && !o->text)
+		usage_error("--tokenizer needs --text");
+	if (o->tokenizer && o->bpe)
+		usage_error("--bpe learns a tokenizer, --tokenizer reads one: not both");
+	if ((o->bpe || o->tokenizer) && o->stratify)
+		usage_error("text samples have no classes to stratify");
 	if (!o->text && !o->in.tokens) {
 		if (o->in.text_context)
 			usage_error("--context needs --text or --tokens");
@@ -347,44 +356,58 @@ static unsigned char *split_stream(const struct mgpu_samples *pool, const uint32
 	return out;
 }
 
-/* --bpe: learn the merges on the training split's text only, then encode
- * every split's text and cut it into windows of T+1 token ids, which
- * replace the byte windows in the plan (each split a set of its own). */
-static void bpe_plan(const struct opts *o, const struct mgpu_samples *pool, struct plan *p,
-		     struct mgpu_samples tok[MGPU_NSPLITS], uint32_t **ident,
-		     struct mgpu_bpe *bpe)
+/* --bpe or --tokenizer: with --bpe learn the merges on the training
+ * split's text only, then encode every split's text and cut it into
+ * windows of T+1 token ids (uint16, or uint32 for a vocab past 65536),
+ * which replace the byte windows in the plan (each split a set of its own). */
+static void token_plan(const struct opts *o, const struct mgpu_samples *pool, struct plan *p,
+		       struct mgpu_samples tok[MGPU_NSPLITS], uint32_t **ident,
+		       struct mgpu_tokenizer *tk)
 {
-	struct mgpu_tokens_opts to = { (size_t)o->in.text_context, 2, 0 };
+	struct mgpu_tokens_opts to = { (size_t)o->in.text_context, 0, 0 };
 	size_t T = (size_t)o->in.text_context, len, n, i, maxn = 0;
 	unsigned char *text, *le;
 	int32_t *ids;
-	int s;
+	int s, w;
 
+	if (o->tokenizer && mgpu_tokenizer_open(tk, o->tokenizer) < 0)
+		fail();
 	for (s = 0; s < MGPU_NSPLITS; s++) {
 		text = split_stream(pool, p->idx[s], p->n[s], T, &len);
-		if (s == MGPU_SPLIT_TRAIN && mgpu_bpe_learn(bpe, text, len, o->bpe) < 0)
+		if (s == MGPU_SPLIT_TRAIN && o->bpe) {
+			if (mgpu_bpe_learn(&tk->bpe, text, len, o->bpe) < 0)
+				fail();
+			tk->kind = MGPU_TOKENIZER_BPE;
+			if (o->com.verbose)
+				note("bpe: %d merges learned on %zu bytes of training text",
+				     tk->bpe.nmerges, len);
+		}
+		if (mgpu_tokenizer_encode(tk, text, len, &ids, &n) < 0) {
+			mgpu_err_prefix(MGPU_EFORMAT, "the %s text: ", mgpu_split_name(s));
 			fail();
-		if (s == MGPU_SPLIT_TRAIN && o->com.verbose)
-			note("bpe: %d merges learned on %zu bytes of training text", bpe->nmerges,
-			     len);
-		if (mgpu_bpe_encode(bpe, text, len, &ids, &n) < 0)
-			fail();
+		}
 		free(text);
-		le = malloc(2 * n + 1);
+		w = mgpu_tokenizer_vocab(tk) > 65536 ? 4 : 2;
+		to.token_bytes = w;
+		le = malloc((size_t)w * n + 1);
 		if (!le)
 			die("out of memory for token ids");
-		for (i = 0; i < n; i++) { /* little-endian uint16, as a token file */
-			le[2 * i] = (unsigned char)ids[i];
-			le[2 * i + 1] = (unsigned char)(ids[i] >> 8);
+		for (i = 0; i < n; i++) { /* little-endian, as a token file */
+			le[w * i] = (unsigned char)ids[i];
+			le[w * i + 1] = (unsigned char)(ids[i] >> 8);
+			if (w == 4) {
+				le[w * i + 2] = (unsigned char)(ids[i] >> 16);
+				le[w * i + 3] = (unsigned char)(ids[i] >> 24);
+			}
 		}
 		free(ids);
 		/* a split too short for one window of tokens is empty; train may not be */
-		if (n > T && mgpu_tokens_cut(le, n, 2, mgpu_split_name(s), &to, &tok[s]) < 0)
+		if (n > T && mgpu_tokens_cut(le, n, w, mgpu_split_name(s), &to, &tok[s]) < 0)
 			fail();
 		free(le);
 		if (s == MGPU_SPLIT_TRAIN && tok[s].n == 0)
-			die("--bpe: the training text encodes to %zu tokens, fewer than one sample of "
-			    "%zu (context %zu + 1)", n, T + 1, T);
+			die("the training text encodes to %zu tokens, fewer than one sample of %zu "
+			    "(context %zu + 1)", n, T + 1, T);
 		p->set[s] = &tok[s];
 		p->n[s] = tok[s].n;
 		maxn = tok[s].n > maxn ? tok[s].n : maxn;
@@ -396,7 +419,7 @@ static void bpe_plan(const struct opts *o, const struct mgpu_samples *pool, stru
 		(*ident)[i] = (uint32_t)i;
 	for (s = 0; s < MGPU_NSPLITS; s++)
 		p->idx[s] = *ident;
-	p->bpe = bpe;
+	p->bpe = o->bpe ? &tk->bpe : NULL;
 }
 
 /* Returns 1 when the directory already held this very set. */
@@ -447,7 +470,7 @@ int cmd_main(int argc, char **argv)
 {
 	struct opts o = defaults;
 	struct mgpu_samples pool = { 0 }, test = { 0 }, tok[MGPU_NSPLITS] = { { 0 } };
-	struct mgpu_bpe bpe = { 0 };
+	struct mgpu_tokenizer tk = { 0 };
 	uint32_t *ident = NULL;
 	struct mgpu_split sp;
 	struct plan p;
@@ -478,8 +501,8 @@ int cmd_main(int argc, char **argv)
 		p.idx[MGPU_SPLIT_TEST] = tidx;
 		p.n[MGPU_SPLIT_TEST] = test.n;
 	}
-	if (o.bpe)
-		bpe_plan(&o, &pool, &p, tok, &ident, &bpe);
+	if (o.bpe || o.tokenizer)
+		token_plan(&o, &pool, &p, tok, &ident, &tk);
 	if (write_all(&o, &p) && !o.com.quiet)
 		note("'%s' already holds this shard set", wr.set.dir);
 	if (!o.com.quiet)
@@ -489,7 +512,7 @@ int cmd_main(int argc, char **argv)
 	free(ident);
 	for (i = 0; i < MGPU_NSPLITS; i++)
 		mgpu_samples_free(&tok[i]);
-	mgpu_bpe_free(&bpe);
+	mgpu_tokenizer_close(&tk);
 	mgpu_split_free(&sp);
 	mgpu_samples_free(&pool);
 	mgpu_samples_free(&test);

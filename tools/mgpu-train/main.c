@@ -19,7 +19,7 @@
 #include "core/cli.h"      /* mgpu_cli_int_list */
 #include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
-#include "data/bpe.h"      /* mgpu_bpe_* */
+#include "data/tokenizer.h" /* mgpu_tokenizer_* */
 #include "data/samples.h"  /* mgpu_dtype_is_token */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
@@ -331,25 +331,25 @@ static int sample_bpe(const struct train_opts *o, struct mgpu_model *m)
 	size_t plen, n = (size_t)o->sample, tlen;
 	int32_t *pid = NULL, *ids = malloc(n * sizeof *ids);
 	unsigned char *text = NULL;
-	struct mgpu_bpe b;
+	struct mgpu_tokenizer b;
 	int rc;
 
 	if (!ids)
 		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
-	rc = mgpu_bpe_load(&b, o->tokenizer);
-	if (rc == 0 && mgpu_bpe_vocab(&b) > m->spec.vocab)
+	rc = mgpu_tokenizer_open(&b, o->tokenizer);
+	if (rc == 0 && mgpu_tokenizer_vocab(&b) > m->spec.vocab)
 		rc = mgpu_err(MGPU_EINVAL, "'%s': a tokenizer of %d tokens, the model's vocab is "
-			      "%d", o->tokenizer, mgpu_bpe_vocab(&b), m->spec.vocab);
+			      "%d", o->tokenizer, mgpu_tokenizer_vocab(&b), m->spec.vocab);
 	if (rc == 0)
-		rc = mgpu_bpe_encode(&b, (const unsigned char *)p, strlen(p), &pid, &plen);
+		rc = mgpu_tokenizer_encode(&b, (const unsigned char *)p, strlen(p), &pid, &plen);
 	if (rc == 0)
 		rc = mgpu_model_generate_tokens(m, pid, plen, n, o->temperature, o->cfg.seed, ids);
 	if (rc == 0)
-		rc = mgpu_bpe_decode(&b, ids, n, &text, &tlen);
+		rc = mgpu_tokenizer_decode(&b, ids, n, &text, &tlen);
 	if (rc == 0)
 		print_text(o, (const uint8_t *)(o->prompt ? o->prompt : ""),
 			   o->prompt ? strlen(o->prompt) : 0, text, tlen);
-	mgpu_bpe_free(&b); /* zeroed by a failed load */
+	mgpu_tokenizer_close(&b); /* zeroed by a failed open */
 	free(pid);
 	free(ids);
 	free(text);

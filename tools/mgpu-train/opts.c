@@ -205,9 +205,10 @@ static const struct mgpu_opt options[] = {
 		     MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "prompt", 0, O, prompt, 0, 0, "TEXT",
 		      "the text the sample continues", "a line break", 0),
-	MGPU_OPT_ROW(MGPU_OPT_STR, "tokenizer", 0, O, tokenizer, 0, 0, "FILE",
-		     "token data: encode --prompt and decode the sample with this BPE "
-		     "(mgpu-shard --bpe's bpe.txt)", MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "tokenizer", 0, O, tokenizer, 0, 0, "PATH",
+		     "token data: encode --prompt and decode the sample with this tokenizer "
+		     "(mgpu-shard --bpe's bpe.txt, or GPT-2's encoder.json + vocab.bpe DIR)",
+		     MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_DOUBLE, "temperature", 0, O, temperature, 0, 100, "X",
 		      "0: the most likely byte; above: seeded draws from softmax(logits/X)",
 		      "0", MGPU_OPT_UNSET0), /* at 0 left out of -v, which a run without
