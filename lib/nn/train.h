@@ -65,6 +65,7 @@ struct mgpu_train_cfg {
 	int64_t save_every;           /* steps; 0: at the end of each epoch */
 	int keep;                     /* checkpoints kept in save_dir */
 	char resume[MGPU_PATH_MAX];   /* "" : fresh start */
+	char init[MGPU_PATH_MAX];     /* weights to start from (nn/hf_gpt2.h); "": none */
 	int log_every;                /* steps per step record */
 	/* Lines "KEY VALUE": the settings every rank of a job must share,
 	 * compared at the rendezvous (comm/rdzv.h) with the data's identity

@@ -11,6 +11,7 @@
 
 #include "core/err.h" /* mgpu_err */
 #include "nn/ckpt.h"  /* mgpu_ckpt_* */
+#include "nn/hf_gpt2.h" /* mgpu_hf_gpt2_load */
 
 /* Fail before training, not at the first checkpoint an epoch later. */
 int mgpu_train_open_save_dir(struct mgpu_ckpt_dir *d, const char *dir)
@@ -96,8 +97,11 @@ static int build_model(struct train_rank *r)
 		MGPU_TRY(mgpu_optim_create_ext(&r->opt, &r->model, &c->optim, s0, s1));
 	else
 		MGPU_TRY(mgpu_optim_create(&r->opt, &r->model, &c->optim));
-	if (mgpu_sync_loads_state(&r->sync))
+	if (mgpu_sync_loads_state(&r->sync)) {
 		MGPU_TRY(mgpu_model_init(&r->model, c->seed));
+		if (c->init[0]) /* weights only: the optimizer starts fresh */
+			MGPU_TRY(mgpu_hf_gpt2_load(&r->model, c->init));
+	}
 	return 0;
 }
 

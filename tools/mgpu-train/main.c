@@ -23,6 +23,7 @@
 #include "data/samples.h"  /* mgpu_dtype_is_token */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
+#include "nn/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
 #include "nn/model.h"      /* mgpu_model_generate */
 #include "nn/sync.h"       /* mgpu_sync_name */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
@@ -399,6 +400,8 @@ static int on_model(void *ctx, struct mgpu_model *m, int data_dtype)
 	uint8_t *text;
 	int rc;
 
+	if (o->export_hf[0])
+		MGPU_TRY(mgpu_hf_gpt2_export(m, o->export_hf));
 	if (!n)
 		return 0;
 	if (mgpu_dtype_is_token(data_dtype)) {
@@ -435,6 +438,11 @@ static void check_sample(const struct train_opts *o)
 			    "does not generate text");
 	if (o->tokenizer && !o->sample)
 		usage_error("--tokenizer needs --sample N");
+	if ((o->export_hf[0] || o->cfg.init[0]) && o->cfg.spec.kind != MGPU_MODEL_GPT)
+		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
+	if (o->cfg.init[0] && o->cfg.resume[0])
+		usage_error("--init starts from weights, --resume from a whole checkpoint: not "
+			    "both");
 	for (i = 0; o->sample && !o->tokenizer && o->prompt && o->prompt[i]; i++)
 		if ((unsigned char)o->prompt[i] >= o->cfg.spec.vocab)
 			usage_error("--prompt: byte %d at position %zu is not below the model's "

@@ -31,6 +31,7 @@ struct train_opts {
 	const char *prompt;             /* --prompt; NULL: none */
 	double temperature;             /* --temperature; 0: greedy */
 	const char *tokenizer;          /* --tokenizer FILE; NULL: none */
+	char export_hf[MGPU_OPT_PATH_MAX]; /* --export-hf DIR; "": none */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */
 	int64_t resume_step;            /* --resume: the checkpoint's step */
