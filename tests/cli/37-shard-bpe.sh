@@ -81,7 +81,34 @@ fi
 grep -q "a tokenizer of $((V + 2)) tokens, the model's vocab is $V" err.txt ||
 	fail "tokenizer too large: $(cat err.txt)"
 expect 2 "--bpe needs --text" "$S" --bpe 10 --tokens --context 4 t.txt
-expect 2 "--tokenizer needs --sample N" "$TR" --data c --tokenizer b/bpe.txt
+# bits per byte through the tokenizer: nats per token / ln 2 / bytes per token
+"$TR" -q --data c --model gpt:layers=1,heads=2,dim=16,ctx=16,vocab=$V --max-steps 2 \
+	--batch-size 4 --tokenizer b/bpe.txt >bpb.tsv
+python3 - <<'PY' || fail "bpb through --tokenizer: $(cat bpb.tsv)"
+import array, ast, csv, math, tarfile
+lines = open("b/bpe.txt").read().split("\n")
+tok = {i: bytes([i]) for i in range(256)}
+for i in range(int(lines[0].split()[2])):
+    a, b = map(int, lines[1 + i].split())
+    tok[256 + i] = tok[a] + tok[b]
+nbytes = ntok = 0
+for line in list(open("b/manifest.tsv"))[1:]:
+    split, path = line.split("\t")[:2]
+    if split != "val":
+        continue
+    t = tarfile.open("b/" + path)
+    for m in t.getmembers():
+        if m.name.endswith(".npy"):
+            d = t.extractfile(m).read()
+            hl = int.from_bytes(d[8:10], "little")
+            ids = array.array("H", d[10 + hl:])[1:]
+            nbytes += sum(len(tok[i]) for i in ids)
+            ntok += len(ids)
+r = [r for r in csv.DictReader(open("bpb.tsv"), delimiter="\t") if r["kind"] == "summary"][0]
+want = float(r["val_loss"]) / math.log(2) / (nbytes / ntok)
+assert abs(float(r["val_bpb"]) - want) < 1e-4 * want, (r["val_bpb"], want)
+assert nbytes / ntok > 1.5, nbytes / ntok
+PY
 "$S" -q --text --context 16 -o bytes/manifest.tsv t.txt
 if "$TR" -q --data bytes/manifest.tsv --model gpt:layers=1,heads=2,dim=16,ctx=16 \
 	--max-steps 1 --batch-size 2 --sample 5 --tokenizer b/bpe.txt >/dev/null 2>err.txt; then

@@ -21,6 +21,7 @@
 #include "core/table.h"    /* struct mgpu_table */
 #include "data/tokenizer.h" /* mgpu_tokenizer_* */
 #include "data/samples.h"  /* mgpu_dtype_is_token */
+#include "data/source.h"   /* mgpu_source_* */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
 #include "nn/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
@@ -157,13 +158,69 @@ struct out {
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
 					  "class" };
 
-/* A byte-level gpt's loss is nats per byte of text: also give it in bits
- * per byte, the unit text models are compared in. An mlp's classes are no
- * bytes, nor are the tokens of a vocab above 256 (token data: NA). */
-static void put_bpb(struct out *out, const char *col, double nats)
+/* A gpt's loss is nats per token: also give it in bits per byte of text,
+ * the unit text models are compared in (bytes: divided by ln 2; tokens of
+ * a --tokenizer: by ln 2 and the split's bytes per token; other token
+ * ids: NA). An mlp's classes are no text. */
+static void put_bpb(struct out *out, const char *col, double nats, int split)
 {
-	if (out->cfg->spec.kind == MGPU_MODEL_GPT && out->cfg->spec.vocab <= 256)
-		mgpu_table_num(&out->t, col, nats / log(2.0), 6);
+	if (out->cfg->spec.kind == MGPU_MODEL_GPT && out->v.bpt[split] > 0)
+		mgpu_table_num(&out->t, col, view_bpb(&out->v, nats, split), 6);
+}
+
+/* Bytes of text per token in each split: 1 for byte data, measured by
+ * decoding up to 4096 rows' targets with --tokenizer, else 0 (unknown). */
+static void bytes_per_token(const struct train_opts *o, double bpt[3])
+{
+	enum { MAXROWS = 4096 };
+	struct mgpu_tokenizer tk;
+	struct mgpu_source src;
+	size_t T = (size_t)o->cfg.spec.ctx, i, k, n, len, bytes, toks;
+	int32_t *ids = malloc((T + 1) * sizeof *ids), y;
+	unsigned char *row = NULL, *text;
+	uint32_t idx;
+	int s;
+
+	bpt[0] = bpt[1] = bpt[2] = o->cfg.spec.vocab <= 256 && !o->tokenizer ? 1.0 : 0.0;
+	if (!o->tokenizer || !ids || o->cfg.spec.kind != MGPU_MODEL_GPT)
+		goto out;
+	if (mgpu_tokenizer_open(&tk, o->tokenizer) < 0)
+		goto out; /* the sample names the problem */
+	if (mgpu_source_open(&src, o->cfg.data) < 0 || !mgpu_dtype_is_token(src.dtype) ||
+	    src.d != (int)T + 1 || !(row = malloc(src.row_nbytes))) {
+		mgpu_tokenizer_close(&tk);
+		goto out;
+	}
+	for (s = 0; s < 3; s++) {
+		n = src.n[s] < MAXROWS ? src.n[s] : MAXROWS;
+		for (i = bytes = toks = 0; i < n; i++) {
+			idx = (uint32_t)(i * src.n[s] / n);
+			if (mgpu_source_rows(&src, s, &idx, 1, row, &y) < 0)
+				break;
+			for (k = 0; k <= T; k++) {
+				uint16_t h;
+				uint32_t w;
+				if (src.dtype == MGPU_DTYPE_U16) {
+					memcpy(&h, row + 2 * k, 2);
+					ids[k] = h;
+				} else {
+					memcpy(&w, row + 4 * k, 4);
+					ids[k] = (int32_t)w;
+				}
+			}
+			if (mgpu_tokenizer_decode(&tk, ids + 1, T, &text, &len) < 0)
+				break;
+			free(text);
+			bytes += len;
+			toks += T;
+		}
+		bpt[s] = i == n && toks ? (double)bytes / (double)toks : 0.0;
+	}
+	free(row);
+	mgpu_source_close(&src);
+	mgpu_tokenizer_close(&tk);
+out:
+	free(ids);
 }
 
 static int put_record(struct out *out, const struct mgpu_record *r)
@@ -191,15 +248,15 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
 		mgpu_table_num(t, "step_ms", r->step_ms, 4);
 		mgpu_table_num(t, "data_ms", r->data_ms, 4);
-		put_bpb(out, "bpb", r->loss);
+		put_bpb(out, "bpb", r->loss, 0);
 		return mgpu_table_emit(t);
 	}
 	mgpu_table_num(t, "val_loss", r->val_loss, 6);
 	mgpu_table_num(t, "val_acc", r->val_acc, 6);
 	mgpu_table_num(t, "wall_s", r->wall_s, 5);
-	put_bpb(out, "val_bpb", r->val_loss);
+	put_bpb(out, "val_bpb", r->val_loss, 1);
 	if (r->kind == MGPU_REC_SUMMARY) {
-		put_bpb(out, "test_bpb", r->test_loss);
+		put_bpb(out, "test_bpb", r->test_loss, 2);
 		mgpu_table_num(t, "test_loss", r->test_loss, 6);
 		mgpu_table_num(t, "test_acc", r->test_acc, 6);
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
@@ -436,8 +493,6 @@ static void check_sample(const struct train_opts *o)
 	if (o->sample && o->cfg.spec.kind != MGPU_MODEL_GPT)
 		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
 			    "does not generate text");
-	if (o->tokenizer && !o->sample)
-		usage_error("--tokenizer needs --sample N");
 	if ((o->export_hf[0] || o->cfg.init[0]) && o->cfg.spec.kind != MGPU_MODEL_GPT)
 		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
 	if (o->cfg.init[0] && o->cfg.resume[0])
@@ -649,6 +704,8 @@ static int train(struct train_opts *o, int argc, char **argv)
 	/* only rank 0 shows anything */
 	view_init(&out.v, &o->cfg, argc, argv, o->com.json || train_opts_given(o, "format") ||
 		  o->cfg.env.rank != 0, res.to_file, o->com.quiet || o->cfg.env.rank != 0);
+	if (o->cfg.env.rank == 0)
+		bytes_per_token(o, out.v.bpt);
 	out.quiet = o->com.quiet;
 	out.cfg = &o->cfg;
 	out.o = o;

@@ -212,7 +212,7 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "prompt", 0, O, prompt, 0, 0, "TEXT",
 		      "the text the sample continues", "a line break", 0),
 	MGPU_OPT_ROW(MGPU_OPT_STR, "tokenizer", 0, O, tokenizer, 0, 0, "PATH",
-		     "token data: encode --prompt and decode the sample with this tokenizer "
+		     "token data: bits per byte, --prompt and --sample through this tokenizer "
 		     "(mgpu-shard --bpe's bpe.txt, or GPT-2's encoder.json + vocab.bpe DIR)",
 		     MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_DOUBLE, "temperature", 0, O, temperature, 0, 100, "X",
