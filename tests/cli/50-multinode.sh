@@ -90,7 +90,8 @@ fi
 
 # a 2-node checkpoint at step 20 (of a 30-step run: the schedule spans
 # --max-steps) resumes on one node to step 30: as ref
-on_host 2 "$M" $common --max-steps 30 --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
+on_host 2 "$M" $common --max-steps 30 --cpu-ranks 2 --nnodes 2 --node-rank 1 --save-every 20 \
+	>/dev/null 2>n1.err &
 n1=$!
 on_host 1 "$M" $common --max-steps 30 --cpu-ranks 2 --nnodes 2 --node-rank 0 --save-dir half \
 	--save-every 20 >/dev/null 2>err.txt || fail "2 nodes to step 30: $(cat err.txt)"
