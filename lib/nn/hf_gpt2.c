@@ -59,6 +59,8 @@ static void transpose(float *dst, const float *src, int r, int c)
 			dst[(size_t)j * r + i] = src[(size_t)i * c + j];
 }
 
+/* GPT-2's config; bos and eos are the last token, as GPT-2's <|endoftext|>
+ * (50256 of 50257). */
 static int write_config(const struct mgpu_model *m, const char *dir)
 {
 	const struct mgpu_spec *s = &m->spec;
@@ -73,9 +75,10 @@ static int write_config(const struct mgpu_model *m, const char *dir)
 		"  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n"
 		"  \"activation_function\": \"gelu\",\n  \"layer_norm_epsilon\": 1e-05,\n"
 		"  \"resid_pdrop\": %.9g,\n  \"embd_pdrop\": %.9g,\n  \"attn_pdrop\": 0.0,\n"
+		"  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
 		"  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
 		s->vocab, s->ctx, s->ctx, s->dim, s->blocks, s->heads, (double)s->dropout,
-		(double)s->dropout);
+		(double)s->dropout, s->vocab - 1, s->vocab - 1);
 	return mgpu_afile_commit(&af);
 }
 

@@ -2,7 +2,8 @@
 # (DIR/model.safetensors with GPT-2's names and transposed Conv1D weights,
 # DIR/config.json): a numpy forward written the way transformers'
 # GPT2LMHeadModel computes (x @ W + b, the head tied to wte) reproduces the
-# validation loss mgpu-train reported; --init FILE starts from such a file
+# validation loss mgpu-train reported, and so does transformers itself
+# where a Python has it; --init FILE starts from such a file
 # (and from an mgpu checkpoint) with a fresh optimizer, so a zero-lr step
 # exports the very same bytes; bad starts are refused.
 . tests/cli/lib.sh
@@ -86,6 +87,41 @@ got = -np.take_along_axis(lp, tgt[..., None], -1).mean()
 print(f"numpy GPT-2 val loss {got:.6f}, mgpu-train {want:.6f}")
 sys.exit(0 if abs(got - want) <= 1e-4 * max(1.0, abs(want)) else 1)
 PY
+
+# transformers itself, where a Python has it (make bench-torch's venv, or
+# MGPU_PYTHON): GPT2LMHeadModel.from_pretrained loads the export and gives
+# the same validation loss
+TPY=
+for p in ${MGPU_PYTHON:-} "$SRC/${MGPU_BUILD:-build}/torch-venv/bin/python"; do
+	[ -x "$p" ] && "$p" -c 'import torch, transformers' >/dev/null 2>&1 && { TPY=$p; break; }
+done
+if [ -n "$TPY" ]; then
+	"$TPY" - "$val" <<'PY' || fail "transformers' GPT2LMHeadModel disagrees with val_loss $val"
+import sys, tarfile
+import numpy as np, torch
+from transformers import GPT2LMHeadModel
+want = float(sys.argv[1])
+m = GPT2LMHeadModel.from_pretrained("hf").eval()
+rows = []
+for line in list(open("s/manifest.tsv"))[1:]:
+    split, path = line.split("\t")[:2]
+    if split == "val":
+        t = tarfile.open("s/" + path)
+        for mem in t.getmembers():
+            if mem.name.endswith(".npy"):
+                d = t.extractfile(mem).read()
+                hl = int.from_bytes(d[8:10], "little")
+                rows.append(np.frombuffer(d[10 + hl:], dtype="<u2").astype(np.int64))
+x = torch.tensor(np.stack(rows))
+with torch.no_grad():
+    lp = torch.log_softmax(m(x[:, :-1]).logits.double(), -1)
+got = -lp.gather(-1, x[:, 1:, None]).mean().item()
+print(f"transformers GPT2LMHeadModel val loss {got:.6f}, mgpu-train {want:.6f}")
+sys.exit(0 if abs(got - want) <= 1e-4 * max(1.0, abs(want)) else 1)
+PY
+else
+	echo "38-train-hf: no Python with torch and transformers; checked with numpy only" >&2
+fi
 
 # --init: weights only; a step at lr 0 leaves them as they were
 "$TR" -q --data c --model $M --optimizer adamw --lr 0 --max-steps 1 --batch-size 8 \
