@@ -3,8 +3,9 @@
 # DIR/config.json): a numpy forward written the way transformers'
 # GPT2LMHeadModel computes (x @ W + b, the head tied to wte) reproduces the
 # validation loss mgpu-train reported, and so does transformers itself
-# where a Python has it; --init FILE starts from such a file
-# (and from an mgpu checkpoint) with a fresh optimizer, so a zero-lr step
+# where a Python has it; --init FILE starts from such a file (and from one
+# transformers saved itself, and from an mgpu checkpoint) with a fresh
+# optimizer, so a zero-lr step
 # exports the very same bytes; bad starts are refused.
 . tests/cli/lib.sh
 need_numpy
@@ -119,6 +120,43 @@ got = -lp.gather(-1, x[:, 1:, None]).mean().item()
 print(f"transformers GPT2LMHeadModel val loss {got:.6f}, mgpu-train {want:.6f}")
 sys.exit(0 if abs(got - want) <= 1e-4 * max(1.0, abs(want)) else 1)
 PY
+	# and back: a GPT2LMHeadModel of transformers' own making (its
+	# save_pretrained, a wpe of 32 positions for ctx 16) starts an mgpu run
+	# whose first validation loss (at lr 0) is transformers' loss
+	"$TPY" - <<'PY' >hfloss.txt || fail "transformers could not make a GPT-2"
+import tarfile
+import numpy as np, torch
+from transformers import GPT2Config, GPT2LMHeadModel
+torch.manual_seed(5)
+cfg = GPT2Config(vocab_size=300, n_positions=32, n_embd=16, n_layer=2, n_head=2,
+                 activation_function="gelu", resid_pdrop=0, embd_pdrop=0, attn_pdrop=0,
+                 bos_token_id=299, eos_token_id=299)
+m = GPT2LMHeadModel(cfg).eval()
+m.save_pretrained("hfsrc", safe_serialization=True)
+rows = []
+for line in list(open("s/manifest.tsv"))[1:]:
+    split, path = line.split("\t")[:2]
+    if split == "val":
+        t = tarfile.open("s/" + path)
+        for mem in t.getmembers():
+            if mem.name.endswith(".npy"):
+                d = t.extractfile(mem).read()
+                hl = int.from_bytes(d[8:10], "little")
+                rows.append(np.frombuffer(d[10 + hl:], dtype="<u2").astype(np.int64))
+x = torch.tensor(np.stack(rows))
+with torch.no_grad():
+    lp = torch.log_softmax(m(x[:, :-1]).logits.double(), -1)
+print(-lp.gather(-1, x[:, 1:, None]).mean().item())
+PY
+	"$TR" -q --data c --model $M --optimizer adamw --lr 0 --max-steps 1 --batch-size 8 \
+		--init hfsrc/model.safetensors >init.tsv || fail "--init of transformers' file"
+	python3 - "$(cat hfloss.txt)" "$(awk -F '\t' '$1 == "summary" { print $9 }' init.tsv)" <<'PY' ||
+import sys
+want, got = float(sys.argv[1]), float(sys.argv[2])
+print(f"transformers' GPT-2 val loss {want:.6f}, mgpu-train --init {got:.6f}")
+sys.exit(0 if abs(got - want) <= 1e-4 * max(1.0, abs(want)) else 1)
+PY
+		fail "--init of transformers' GPT-2 gives another loss"
 else
 	echo "38-train-hf: no Python with torch and transformers; checked with numpy only" >&2
 fi
