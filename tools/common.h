@@ -52,6 +52,10 @@ void finish_stdout(void);
  * by mgpu-train's own launcher exits MGPU_EXIT_PIPE to it instead. */
 _Noreturn void exit_pipe_closed(void);
 
+/* Said before a usage error's message while a --config file's line is
+ * applied ("run.conf:3: "); empty otherwise. */
+extern char mgpu_usage_where[300];
+
 /* -q was given: warn() says nothing (set by parse_options). */
 extern int mgpu_quiet;
 
@@ -62,14 +66,22 @@ struct tool_cli {
 	const struct mgpu_opt *tab;
 	const char *synopsis; /* "usage: mgpu-x ...\n<one line>\n" */
 	const void *defaults;
+	size_t size; /* of the target struct, for tools with MGPU_OPT_CONFIG rows */
 };
 
-/* Parse argv into target. A bad option is a usage error (exit 2); --help
+/* Parse argv into target. With --config FILE (MGPU_OPT_CONFIG rows, cli's
+ * size set) the file's settings come first and the command line's over
+ * them; given then includes the rows the file set, and a bad line is a
+ * usage error naming the file and line. A bad option is a usage error (exit 2); --help
  * prints the help and --version the version, both exiting 0. --json sets
  * --format json, "-o -" means standard output. Returns the index of the
  * first argument; given (may be NULL) gains the rows seen. */
 int parse_options(const struct tool_cli *cli, void *target, struct mgpu_common_opts *com,
 		  int argc, char **argv, int stop_at_arg, struct mgpu_opt_given *given);
+/* The settings of target in the --config format (core/conf.h) on f,
+ * titled with cmd ("mgpu-bench train"; NULL: the tool's name); dies on a
+ * write error. */
+void print_config(FILE *f, const struct tool_cli *cli, const void *target, const char *cmd);
 /* Print the help of cli on stdout. */
 void print_help(const struct tool_cli *cli);
 

@@ -21,6 +21,7 @@
 
 volatile sig_atomic_t mgpu_interrupted;
 char mgpu_diag_prefix[64];
+char mgpu_usage_where[300];
 int mgpu_quiet;
 
 static void on_signal(int sig)
@@ -99,7 +100,7 @@ void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vreport("", fmt, ap);
+	vreport(mgpu_usage_where, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "Try '%s --help' for more information.\n", mgpu_tool_name);
 	exit(2);

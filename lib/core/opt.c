@@ -92,6 +92,21 @@ static int set_value(const struct mgpu_opt *o, void *t, const char *arg)
 	}
 }
 
+int mgpu_opt_set(const struct mgpu_opt *o, void *target, const char *value)
+{
+	static const char *const truth[] = { "0", "no", "false", "off", "1", "yes", "true", "on",
+					     NULL };
+	char flag[80];
+	int w;
+
+	if (o->type != MGPU_OPT_FLAG)
+		return set_value(o, target, value);
+	snprintf(flag, sizeof flag, "--%s", o->name);
+	MGPU_TRY(mgpu_cli_choice(flag, value, truth, &w));
+	*FIELD(target, o, int) = w >= 4;
+	return 0;
+}
+
 /* getopt_long's view of the table: val is the row index + 256, or the key. */
 static int build(const struct mgpu_opt *tab, struct option *lo, char *shorts)
 {
@@ -324,7 +339,8 @@ static int to_argv(const struct mgpu_opt *tab, const void *target,
 				rc = push(out, flag);
 			continue;
 		}
-		if (skip_empty && (!v[0] || ((tab->flags & MGPU_OPT_UNSET0) && strcmp(v, "0") == 0)))
+		if (skip_empty && (!v[0] || ((tab->flags & MGPU_OPT_UNSET0) && strcmp(v, "0") == 0) ||
+				   ((tab->flags & MGPU_OPT_UNSETNEG) && v[0] == '-')))
 			continue;
 		rc = push(out, flag);
 		if (rc == 0)

@@ -47,9 +47,11 @@ enum mgpu_opt_type {
 #define MGPU_OPT_UNSET0 16u /* a number whose 0 means "not set", or is the
 			     * default that goes without saying: left out
 			     * of mgpu_opt_settings_argv at 0 */
+#define MGPU_OPT_UNSETNEG 32u /* a number whose negative value means "not
+			       * given": left out of mgpu_opt_settings_argv */
 
 #define MGPU_OPT_PATH_MAX 4096
-#define MGPU_OPT_MAX 96 /* rows of one table, END excluded */
+#define MGPU_OPT_MAX 128/* rows of one table, END excluded */
 
 struct mgpu_opt {
 	enum mgpu_opt_type type;
@@ -91,6 +93,8 @@ struct mgpu_common_opts {
 	int json;
 	const char *output; /* -o FILE; NULL or "-": standard output */
 	int quiet, verbose, version, help;
+	const char *config; /* --config FILE (MGPU_OPT_CONFIG rows); NULL: none */
+	int print_config;   /* --print-config */
 };
 
 /* The shared rows, over the struct mgpu_common_opts member m of type ty. */
@@ -115,6 +119,16 @@ struct mgpu_common_opts {
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "help", 'h', ty, m.help, 0, 0, NULL,                \
 		     "print this help and exit", MGPU_OPT_META)
 
+/* --config FILE and --print-config, for tools whose settings a file can
+ * hold (core/conf.h); the tool's struct tool_cli gives its size. */
+#define MGPU_OPT_CONFIG(ty, m)                                                          \
+	MGPU_OPT_HEAD("configuration files"),                                            \
+	MGPU_OPT_ROW(MGPU_OPT_STR, "config", 'f', ty, m.config, 0, 0, "FILE",             \
+		     "read settings from FILE, 'key = value' lines; the command line "     \
+		     "overrides them", MGPU_OPT_NODEF | MGPU_OPT_META),                    \
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "print-config", 0, ty, m.print_config, 0, 0, NULL,    \
+		     "print the resolved settings as such a file and exit", MGPU_OPT_META)
+
 /* Which rows a parse set: given[i] for row i. */
 struct mgpu_opt_given {
 	unsigned char row[MGPU_OPT_MAX];
@@ -126,6 +140,10 @@ struct mgpu_opt_given {
  * given (may be NULL) gains the rows seen. */
 int mgpu_opt_parse(const struct mgpu_opt *tab, void *target, int argc, char **argv,
 		   int stop_at_arg, int *first_arg, struct mgpu_opt_given *given);
+/* Set row o of target to value as the command line would (a config file's
+ * value, core/conf.h); a flag takes 1/0, yes/no, true/false or on/off and
+ * may be cleared. MGPU_EINVAL naming the option on a bad value. */
+int mgpu_opt_set(const struct mgpu_opt *o, void *target, const char *value);
 /* The row of the option called name ("lr", without dashes); NULL if none. */
 const struct mgpu_opt *mgpu_opt_find(const struct mgpu_opt *tab, const char *name);
 /* Whether the option called name was given (a parse set it in given). */

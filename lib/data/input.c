@@ -200,12 +200,13 @@ static int csv_file(const char *path, const struct mgpu_input_opts *o,
 	return append_free(out, &t, path);
 }
 
-static int archive(const char *path, struct mgpu_samples *out)
+static int archive(const char *path, const struct mgpu_input_opts *o,
+		   struct mgpu_samples *out)
 {
 	struct mgpu_samples t = { 0 };
 	int rc;
 
-	rc = mgpu_wds_read(path, &t, NULL);
+	rc = mgpu_wds_read_watched(path, &t, NULL, o->progress, o->progress_ctx);
 	if (rc == 0 && t.n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no samples in the archive", path);
 	if (rc == 0)
@@ -227,7 +228,7 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 	if (o->text_context)
 		return mgpu_text_load(path, (size_t)o->text_context, out);
 	if (strcmp(path, "-") == 0)
-		return archive(path, out);
+		return archive(path, o, out);
 	if (stat(path, &st) != 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
@@ -238,5 +239,5 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 		return npy_file(path, o, out);
 	if (kind_is(path, "-ubyte") || kind_is(path, ".idx"))
 		return idx_file(path, o, out);
-	return archive(path, out);
+	return archive(path, o, out);
 }

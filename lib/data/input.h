@@ -21,6 +21,7 @@
 #define MGPU_DATA_INPUT_H
 
 #include "data/samples.h" /* struct mgpu_samples */
+#include "data/wds.h"     /* mgpu_wds_progress_fn */
 
 struct mgpu_input_opts {
 	const char *labels;        /* labels file for .npy and IDX images, or NULL */
@@ -29,6 +30,10 @@ struct mgpu_input_opts {
 	int tokens;                /* paths are token files, cut at text_context */
 	int token_bytes;           /* their raw ids' width: 2, 4 (0: 2, or the header's) */
 	unsigned long long vocab;  /* > 0: token ids must stay below it */
+	/* Called while an archive is read (NULL: not): its bytes consumed
+	 * and the samples read so far. */
+	mgpu_wds_progress_fn progress;
+	void *progress_ctx;
 };
 
 int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,

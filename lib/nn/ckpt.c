@@ -113,12 +113,27 @@ static void put_json_list(FILE *fp, char *const *names, int n)
 static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_ckpt_state *st,
 		       float *host)
 {
-	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec, "mgpu_classes", NULL };
+	/* The inputs' normalisation travels with the weights: a program that
+	 * loads only this file feeds (x - mean) / std, x the raw sample values
+	 * (bytes as 0..255); scale and shift are the exact float32 transform
+	 * x * scale + shift the trainer applied. The class names, when the
+	 * labels were words, come last. */
+	char scale[32], shift[32], mean[32], sd[32];
+	const char *meta[] = { "format", "pt", "mgpu_spec", st->spec,
+			       "mgpu_input_mean", mean, "mgpu_input_std", sd,
+			       "mgpu_norm_scale", scale, "mgpu_norm_shift", shift,
+			       "mgpu_classes", NULL };
 	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
 	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH], *classes = NULL;
 	size_t len = 0;
 	FILE *fp;
 	int n, rc;
+
+	snprintf(scale, sizeof scale, "%.9g", (double)(float)st->norm_scale);
+	snprintf(shift, sizeof shift, "%.9g", (double)(float)st->norm_shift);
+	snprintf(sd, sizeof sd, "%.17g", 1.0 / (double)(float)st->norm_scale);
+	snprintf(mean, sizeof mean, "%.17g", -(double)(float)st->norm_shift /
+					     (double)(float)st->norm_scale);
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
 	MGPU_TRY(mgpu_model_get(m, host));
@@ -130,9 +145,9 @@ static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_
 		put_json_list(fp, st->names, st->nnames);
 		if (fclose(fp) != 0 || !classes)
 			return mgpu_err(MGPU_ENOMEM, "out of memory");
-		meta[5] = classes;
+		meta[13] = classes;
 	}
-	rc = mgpu_st_write(path, e, n, meta, classes ? 3 : 2);
+	rc = mgpu_st_write(path, e, n, meta, classes ? 7 : 6);
 	free(classes);
 	return rc;
 }
@@ -182,6 +197,12 @@ static int write_state(const char *dir, const struct mgpu_ckpt_state *st,
 	fprintf(af.fp, ",\n  \"norm_shift\": ");
 	mgpu_json_num(af.fp, st->norm_shift, 17);
 	put_json_str(af.fp, "spec", st->spec);
+	if (st->loss_scale > 0) {
+		fprintf(af.fp, ",\n  \"loss_scale\": ");
+		mgpu_json_num(af.fp, st->loss_scale, 17);
+		fprintf(af.fp, ",\n  \"loss_scale_clean\": %" PRId64 ",\n  \"skipped_steps\": %" PRId64,
+			st->loss_scale_clean, st->skipped_steps);
+	}
 	if (st->names) {
 		fprintf(af.fp, ",\n  \"classes\": ");
 		put_json_list(af.fp, st->names, st->nnames);
@@ -506,6 +527,15 @@ static int parse_state(const struct mgpu_json *r, struct mgpu_ckpt_state *st,
 	if (!v || !mgpu_json_str(v) || strlen(mgpu_json_str(v)) >= sizeof st->spec)
 		return mgpu_err(MGPU_EFORMAT, "'%s': missing or bad \"spec\"", path);
 	snprintf(st->spec, sizeof st->spec, "%s", mgpu_json_str(v));
+	st->loss_scale = 0; /* optional: only fp16 runs save the scaler */
+	st->loss_scale_clean = st->skipped_steps = 0;
+	if (mgpu_json_get(r, "loss_scale")) {
+		MGPU_TRY(get_f64(r, "loss_scale", &st->loss_scale, path));
+		MGPU_TRY(get_i64(r, "loss_scale_clean", 0, INT64_MAX, &st->loss_scale_clean, path));
+		MGPU_TRY(get_i64(r, "skipped_steps", 0, INT64_MAX, &st->skipped_steps, path));
+		if (!(st->loss_scale > 0) || !isfinite(st->loss_scale))
+			return mgpu_err(MGPU_EFORMAT, "'%s': bad \"loss_scale\"", path);
+	}
 	return 0;
 }
 

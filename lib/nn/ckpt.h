@@ -31,6 +31,10 @@ struct mgpu_ckpt_state {
 	int64_t global_batch; /* samples per optimizer step when saved */
 	double norm_scale, norm_shift;
 	char spec[512];
+	/* --dtype fp16: the loss scale (0: none saved), clean steps since it
+	 * last changed, steps skipped so far */
+	double loss_scale;
+	int64_t loss_scale_clean, skipped_steps;
 	/* class names (labels that were words), or NULL: saved as state.json's
 	 * "classes" and model.safetensors' metadata "mgpu_classes" (a JSON
 	 * list); not read back */

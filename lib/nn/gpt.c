@@ -596,6 +596,11 @@ static int head_backward(struct mgpu_model *m, int N, const float *x, float acc)
 			 g->meanf, g->rstdf, m->w + g->lnfg->off, N, D, acc);
 }
 
+const float *mgpu_gpt_logits(const struct mgpu_model *m)
+{
+	return m->gpt->logits;
+}
+
 int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate)
 {
 	const struct mgpu_ops *o = m->dev->ops;

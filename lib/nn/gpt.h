@@ -77,6 +77,8 @@ int mgpu_gpt_forward(struct mgpu_model *m, int B, int train);
 int mgpu_gpt_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
 		      double *acc);
 int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate);
+/* The last forward's logits (B*T, V) on the device. */
+const float *mgpu_gpt_logits(const struct mgpu_model *m);
 /* n bytes continuing prompt[0..plen) into out (model.h's
  * mgpu_model_generate says how they are chosen). */
 int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,

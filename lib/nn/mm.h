@@ -12,7 +12,9 @@
  * forward (so updates made during backward, as the sharded ddp sync does,
  * never mix old and new weights within a step); any other operand (an
  * activation or a gradient) is rounded into one of two scratch buffers of
- * the model's device, grown to the largest operand seen.
+ * the model's device, grown to the largest operand seen. fp16 does the
+ * same with IEEE binary16 (gemm_f16): its narrower range is what the loss
+ * scaling of the training loop (nn/train.h) is for.
  */
 #ifndef MGPU_NN_MM_H
 #define MGPU_NN_MM_H
@@ -28,7 +30,7 @@ int mgpu_mm_strided(struct mgpu_model *m, enum mgpu_trans ta, enum mgpu_trans tb
 		    int N, int K, float alpha, const float *A, int lda, long long sa,
 		    const float *Bm, int ldb, long long sb, float beta, float *C, int ldc,
 		    long long sc, int batch);
-/* bf16: round m->w into m->w16 (a forward's first call); fp32: nothing. */
+/* bf16, fp16: round m->w into m->w16 (a forward's first call); fp32: nothing. */
 int mgpu_mm_round_weights(struct mgpu_model *m);
 /* Release w16 and the scratch (the model's free). */
 void mgpu_mm_free(struct mgpu_model *m);

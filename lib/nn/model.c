@@ -373,6 +373,21 @@ int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_s
 	return o->sum_acc(m->dev, acc + 1, m->row_correct, (size_t)B, 0, 1.0);
 }
 
+size_t mgpu_model_logits_per_row(const struct mgpu_model *m)
+{
+	if (m->gpt)
+		return (size_t)m->spec.ctx * (size_t)m->spec.vocab;
+	return (size_t)m->layers[m->spec.nlayers - 1].out;
+}
+
+int mgpu_model_logits(struct mgpu_model *m, int B, float *host, size_t *per_row)
+{
+	const float *src = m->gpt ? mgpu_gpt_logits(m) : m->layers[m->spec.nlayers - 1].lin;
+
+	*per_row = mgpu_model_logits_per_row(m);
+	return mgpu_dev_to_host(m->dev, host, src, (size_t)B * *per_row * sizeof(float));
+}
+
 int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
 		    double *loss_sum, double *correct)
 {

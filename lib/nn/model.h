@@ -104,7 +104,7 @@ enum mgpu_stat {
 /* What the model's matrix products take: fp32, or bf16 inputs with fp32
  * accumulation (mixed precision: fp32 master weights, gradients,
  * optimizer state and reductions; see nn/mm.h). */
-enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1 };
+enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1, MGPU_PREC_FP16 = 2 };
 
 int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
 		      struct mgpu_dev *dev, int max_batch);
@@ -140,6 +140,11 @@ int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale
  * sum_acc; nothing comes back to the host. */
 int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
 			double *acc);
+/* The last forward's logits to the host: (B, C) of an mlp, (B, T, V) of
+ * a gpt; *per_row receives C or T*V. One blocking read. */
+int mgpu_model_logits(struct mgpu_model *m, int B, float *host, size_t *per_row);
+/* Floats mgpu_model_logits writes per row (C, or T*V). */
+size_t mgpu_model_logits_per_row(const struct mgpu_model *m);
 /* Backward from dlogits; accumulate adds into g instead of overwriting. */
 int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
 /* A gpt's continuation of prompt[0..plen): n bytes into out, each chosen

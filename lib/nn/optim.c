@@ -92,9 +92,23 @@ float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm)
  * pass over g. It is taken without clipping too, so that training can stop
  * on a non-finite gradient before anything is saved; then it stays on the
  * device (norm2_dev) until the step's one read. */
+int mgpu_optim_defers(const struct mgpu_optim *o)
+{
+	return o->cfg.clip_norm > 0.0f || o->scaling;
+}
+
 int mgpu_optim_reads_norm(const struct mgpu_optim *o, float grad_scale)
 {
-	return !(o->norm2_dev && o->cfg.clip_norm <= 0.0f && grad_scale == 1.0f);
+	return !(o->norm2_dev && !mgpu_optim_defers(o) && grad_scale == 1.0f);
+}
+
+float mgpu_optim_update_factor(struct mgpu_optim *o, double norm, float grad_scale)
+{
+	double unscale = o->scaling ? 1.0 / o->loss_scale : 1.0;
+
+	o->last_norm = norm * unscale;
+	o->skipped = o->scaling && !isfinite(o->last_norm);
+	return (float)(grad_scale * unscale) * mgpu_optim_clip_factor(o, o->last_norm);
 }
 
 static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
@@ -103,14 +117,14 @@ static int clip_scale(struct mgpu_optim *o, float grad_scale, float *out)
 	float norm;
 
 	o->norm2_queued = !mgpu_optim_reads_norm(o, grad_scale);
+	o->skipped = 0;
 	if (o->norm2_queued) {
 		o->last_norm = NAN;
 		*out = grad_scale;
 		return m->dev->ops->sum_acc(m->dev, o->norm2_dev, m->g, m->nparams, 1, 1.0);
 	}
 	MGPU_TRY(mgpu_dev_nrm2(m->dev, m->nparams, m->g, &norm));
-	o->last_norm = (double)norm * grad_scale;
-	*out = grad_scale * mgpu_optim_clip_factor(o, o->last_norm);
+	*out = mgpu_optim_update_factor(o, (double)norm * grad_scale, grad_scale);
 	return 0;
 }
 
@@ -185,6 +199,8 @@ int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale)
 	float scale;
 
 	MGPU_TRY(clip_scale(o, grad_scale, &scale));
+	if (o->skipped) /* an overflow: this step leaves weights and state alone */
+		return 0;
 	o->t++;
 	return mgpu_optim_step_range(o, lr, scale, 0, o->model->nparams);
 }

@@ -51,6 +51,14 @@ struct mgpu_optim {
 	 * with clipping the update needs it first: one blocking read (nrm2). */
 	double *norm2_dev;
 	int norm2_queued;   /* the last step's norm went to norm2_dev */
+	/* Dynamic loss scaling (--dtype fp16): the gradient is loss_scale
+	 * times the true one. The update waits for its global norm (as with
+	 * clipping), divides by loss_scale, and is skipped altogether when
+	 * the norm is not finite (an overflow): skipped says so. Set before
+	 * the sync binds (which then defers its updates). */
+	int scaling;
+	double loss_scale;
+	int skipped;
 };
 
 const char *mgpu_optim_name(int kind);
@@ -64,7 +72,8 @@ int mgpu_optim_create_ext(struct mgpu_optim *o, struct mgpu_model *model,
 int mgpu_optim_nstate_for(const struct mgpu_optim_cfg *cfg);
 void mgpu_optim_free(struct mgpu_optim *o);
 /* One update with learning rate lr; the gradient is first multiplied by
- * grad_scale (1 for an averaged gradient), then clipped to cfg.clip_norm.
+ * grad_scale (1 for an averaged gradient), then clipped to cfg.clip_norm
+ * (with scaling: unscaled, or skipped on an overflow, see skipped).
  * Its norm: see norm2_dev (taken on the device when grad_scale is 1 and
  * nothing is clipped). */
 int mgpu_optim_step(struct mgpu_optim *o, float lr, float grad_scale);
@@ -86,6 +95,13 @@ int mgpu_optim_step_range_sum(struct mgpu_optim *o, float lr, float grad_scale,
 #define MGPU_OPTIM_MAX_SUM 64
 /* The clip factor for a gradient of global L2 norm `norm` (1 when off). */
 float mgpu_optim_clip_factor(const struct mgpu_optim *o, double norm);
+/* Whether updates must wait for the global norm: clipping or scaling. */
+int mgpu_optim_defers(const struct mgpu_optim *o);
+/* What the update multiplies a gradient of global norm `norm` (already
+ * times grad_scale) by: 1 / loss_scale and the clip factor of the true
+ * norm, which becomes o->last_norm. With scaling, a norm that is not
+ * finite sets o->skipped (the caller updates nothing); else it is 0. */
+float mgpu_optim_update_factor(struct mgpu_optim *o, double norm, float grad_scale);
 /* Number of state vectors (0, 1 or 2) and access for checkpoints. */
 int mgpu_optim_nstate(const struct mgpu_optim *o);
 float *mgpu_optim_state(struct mgpu_optim *o, int i);

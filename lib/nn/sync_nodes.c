@@ -222,7 +222,7 @@ static int nodes_bind(struct mgpu_sync *s)
 	if (!s->model->dev->ops->host_memory)
 		return mgpu_err(MGPU_EUNSUP, "sync backend %s needs CPU ranks; GPU ranks on "
 				"several nodes use --sync-backend nccl", s->st->name);
-	p->clip = s->opt->cfg.clip_norm > 0.0f;
+	p->clip = mgpu_optim_defers(s->opt);
 	if (leader(s)) {
 		MGPU_TRY(leaders_bcast(s, p->shm.w, n));
 		for (k = 0; k < p->shm.nstate; k++)
@@ -330,12 +330,16 @@ static int nodes_finish(struct mgpu_sync *s, double *vals, int n)
 	if (p->clip) {
 		v = p->sumsq; /* the node's shards cover the whole: the global norm */
 		MGPU_TRY(mgpu_shm_allreduce_f64(&p->shm, &v, 1));
-		s->opt->last_norm = sqrt(v);
-		scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm);
+		scale = mgpu_optim_update_factor(s->opt, sqrt(v), 1.0f);
 	}
-	MGPU_TRY(update(s, scale));
-	/* every node knows the whole norm: only node 0's share counts */
+	s->opt->t -= s->opt->skipped; /* an overflow (fp16): no step counted */
+	if (!s->opt->skipped)
+		MGPU_TRY(update(s, scale));
+	/* every node knows the whole norm: only node 0's share counts (of the
+	 * true gradient, under loss scaling) */
 	norm2 = p->node == 0 ? p->sumsq : 0.0;
+	if (s->opt->scaling)
+		norm2 /= s->opt->loss_scale * s->opt->loss_scale;
 	return mgpu_sync_close_step(s, vals, n, norm2);
 }
 

@@ -22,7 +22,7 @@
 
 struct shm_sync {
 	struct mgpu_shm shm;
-	int clip;                     /* clipping: update after the norm */
+	int clip;                     /* clipping or loss scaling: update after the norm */
 	int next;                     /* buckets reduced this step, in order */
 	int published;                /* buckets this rank marked ready this step */
 	double sumsq;                 /* of this rank's reduced shards */
@@ -306,7 +306,7 @@ static int shm_bind(struct mgpu_sync *s)
 	struct shm_sync *p = priv(s);
 	struct mgpu_model *m = s->model;
 
-	p->clip = s->opt->cfg.clip_norm > 0.0f;
+	p->clip = mgpu_optim_defers(s->opt);
 	if (s->mode == MGPU_MODE_DDP && !m->dev->ops->host_memory)
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu with mode ddp needs CPU ranks; "
 				"use --sync-backend nccl or --mode dp for GPUs");
@@ -354,8 +354,11 @@ static int ddp_step(struct mgpu_sync *s)
 	/* (the fused updates above already counted this step: see begin) */
 	v = p->sumsq;
 	MGPU_TRY(mgpu_shm_allreduce_f64(&p->shm, &v, 1));
-	s->opt->last_norm = sqrt(v);
-	scale = mgpu_optim_clip_factor(s->opt, s->opt->last_norm);
+	scale = mgpu_optim_update_factor(s->opt, sqrt(v), 1.0f);
+	if (s->opt->skipped) { /* an overflow (fp16): no update, and no step counted */
+		s->opt->t--;
+		return 0;
+	}
 	for (i = 0; i < s->nbuckets; i++) {
 		shard(s, mgpu_sync_bucket_at(s, i), &a, &e);
 		MGPU_TRY(mgpu_optim_step_range(s->opt, s->lr, scale, a, e));

@@ -50,6 +50,10 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 	c->val_fraction = 0.1;
 	c->keep = 3;
 	c->log_every = 50;
+	c->loss_scale_init = 65536.0; /* torch.cuda.amp.GradScaler's defaults */
+	c->loss_scale_growth = 2.0;
+	c->loss_scale_backoff = 0.5;
+	c->loss_scale_interval = 2000;
 	c->env.world = c->env.local_world = 1;
 	c->env.listen_fd = -1;
 }
@@ -72,6 +76,8 @@ static int save(struct train_rank *r)
 		.step = r->step, .epoch = r->epoch, .epoch_pos = r->pos, .optim_t = r->opt.t,
 		.seed = c->seed, .world_size = r->world, .global_batch = r->plan->global,
 		.norm_scale = r->d->src.norm.scale, .norm_shift = r->d->src.norm.shift,
+		.loss_scale = r->loss_scale, .loss_scale_clean = r->ls_clean,
+		.skipped_steps = r->ls_skipped,
 		.names = r->d->src.names, .nnames = r->d->src.nnames,
 	};
 	struct mgpu_record rec = { .kind = MGPU_REC_CKPT };
@@ -101,9 +107,13 @@ static int flush_window(struct train_rank *r, double lr)
 	rec.samples_per_s = (double)r->win_samples / r->win_step_s;
 	rec.step_ms = 1e3 * r->win_step_s / (double)r->win_steps;
 	rec.data_ms = 1e3 * r->win_data_s / (double)r->win_steps;
+	rec.grad_norm = r->win_gnorm_n ? r->win_gnorm / (double)r->win_gnorm_n : NAN;
+	rec.loss_scale = r->loss_scale > 0 ? r->loss_scale : NAN;
+	rec.skipped = r->ls_skipped;
 	rec.d2h_per_step = (double)r->win_d2h / (double)r->win_steps;
 	rec.h2d_per_step = (double)r->win_h2d / (double)r->win_steps;
-	r->win_loss = r->win_step_s = r->win_data_s = 0;
+	r->win_loss = r->win_step_s = r->win_data_s = r->win_gnorm = 0;
+	r->win_gnorm_n = 0;
 	r->win_steps = r->win_samples = 0;
 	r->win_d2h = r->win_h2d = 0;
 	return mgpu_train_emit(r, &rec);
@@ -161,6 +171,36 @@ static int load_micro(struct train_rank *r, double *data_s)
 	return rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B);
 }
 
+/* The factor of the loss's gradient: the plan's averaging, times the loss
+ * scale under fp16; MGPU_TEST_OVERFLOW makes it infinite on its rank and
+ * step, an overflow of that rank alone for the tests. */
+static float loss_grad_scale(const struct train_rank *r)
+{
+	if (r->inject_step == r->step)
+		return INFINITY;
+	return r->loss_scale > 0 ? (float)(r->plan->grad_scale * r->loss_scale)
+				 : r->plan->grad_scale;
+}
+
+/* After a step's reduction (every rank alike: the summed gradient's norm
+ * is the same everywhere): an overflow halves the scale (backoff) and was
+ * skipped by the update; interval clean steps grow it. */
+static void scaler_update(struct train_rank *r, int overflow)
+{
+	const struct mgpu_train_cfg *c = r->cfg;
+
+	if (overflow) {
+		r->loss_scale *= c->loss_scale_backoff;
+		r->ls_clean = 0;
+		r->ls_skipped++;
+		return;
+	}
+	if (++r->ls_clean >= c->loss_scale_interval) {
+		r->loss_scale *= c->loss_scale_growth;
+		r->ls_clean = 0;
+	}
+}
+
 /* One micro-step: its rows in (unless the step before loaded them ahead),
  * forward, loss, backward, all queued: the loss and correct count add up
  * on the device (m->stats) until the step's one read. */
@@ -176,7 +216,7 @@ static int micro_step(struct train_rank *r, int a, double lr, double *data_s)
 	m->dropout_seed = mgpu_hash64(r->cfg->seed, (uint64_t)r->step);
 	m->row0 = (uint64_t)mgpu_batch_row0(r->plan, a, r->rank);
 	MGPU_TRY(mgpu_model_forward(m, B, 1));
-	MGPU_TRY(mgpu_model_loss_acc(m, B, 1, r->plan->grad_scale, m->stats + MGPU_STAT_LOSS));
+	MGPU_TRY(mgpu_model_loss_acc(m, B, 1, loss_grad_scale(r), m->stats + MGPU_STAT_LOSS));
 	mgpu_sync_micro(&r->sync, a == A - 1, (float)lr);
 	return mgpu_model_backward(m, B, a > 0);
 }
@@ -214,8 +254,9 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 {
 	double t0 = mgpu_now_s(), data_s = 0, vals[1];
 	uint64_t d2h = r->dev.d2h_count, h2d = r->dev.h2d_count;
-	int a;
+	int a, overflow;
 
+	r->opt.loss_scale = r->loss_scale;
 	for (a = 0; a < r->plan->accum; a++)
 		MGPU_TRY(micro_step(r, a, lr, &data_s));
 	if (load_ahead(r)) {
@@ -224,11 +265,20 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 	}
 	vals[0] = r->cfg->stop && *r->cfg->stop ? 1.0 : 0.0;
 	MGPU_TRY(mgpu_sync_step(&r->sync, vals, 1));
-	MGPU_TRY(check_finite(r, r->sync.step_loss, r->sync.grad_norm));
+	/* under loss scaling a non-finite gradient is an overflow the update
+	 * skipped, not a divergence; a non-finite loss still is one */
+	overflow = r->loss_scale > 0 && !isfinite(r->sync.grad_norm);
+	MGPU_TRY(check_finite(r, r->sync.step_loss, overflow ? 0.0 : r->sync.grad_norm));
+	if (r->loss_scale > 0)
+		scaler_update(r, overflow);
 	*stop = vals[0] > 0.5;
 	r->win_d2h += r->dev.d2h_count - d2h;
 	r->win_h2d += r->dev.h2d_count - h2d;
 	r->win_loss += r->sync.step_loss;
+	if (!overflow) {
+		r->win_gnorm += r->sync.grad_norm;
+		r->win_gnorm_n++;
+	}
 	r->win_samples += r->plan->global;
 	r->win_steps++;
 	r->win_data_s += data_s;
@@ -357,6 +407,8 @@ static int summary(struct train_rank *r, int64_t steps_run)
 	size_t i, ntest;
 	int rc;
 
+	rec.loss_scale = r->loss_scale > 0 ? r->loss_scale : NAN;
+	rec.skipped = r->ls_skipped;
 	rec.step = r->step;
 	rec.epoch = r->epoch + (r->pos > 0); /* as the step rows count: 1-based, partial included */
 	rec.wall_s = mgpu_now_s() - r->t0;
@@ -430,7 +482,7 @@ static int start_record(struct train_rank *r)
 {
 	struct mgpu_record rec = { .kind = MGPU_REC_START };
 
-	rec.step = r->total_steps;
+	rec.step = r->cfg->evaluate ? r->step : r->total_steps;
 	rec.epoch = (int)r->steps_per_epoch;
 	rec.first_step = r->step;
 	rec.spec = &r->cfg->spec;
@@ -446,7 +498,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 
 	MGPU_TRY(start_record(r));
 	r->t0 = mgpu_now_s();
-	while (r->step < r->total_steps) {
+	while (r->step < r->total_steps && !c->evaluate) {
 		if (r->pos == 0 || r->step == start) {
 			mgpu_train_order(r->d, c->seed, r->epoch, r->order);
 			MGPU_TRY(begin_epoch_rows(r));
@@ -470,8 +522,11 @@ int mgpu_train_rank_loop(struct train_rank *r)
 		}
 	}
 	MGPU_TRY(flush_window(r, lr));
-	MGPU_TRY(save_once(r, &saved_step));
+	if (!c->evaluate)
+		MGPU_TRY(save_once(r, &saved_step));
 	MGPU_TRY(summary(r, r->step - start));
+	if (r->rank == 0 && c->predict[0])
+		MGPU_TRY(mgpu_train_predict(r));
 	if (r->rank == 0 && r->h->on_model)
 		return r->h->on_model(r->h->ctx, &r->model, r->d->src.dtype);
 	return 0;
@@ -573,9 +628,26 @@ static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hook
 	return rc;
 }
 
+/* An evaluation feeds the model inputs normalised as in its training:
+ * with the checkpoint's statistics, not the data's. */
+static int evaluation_norm(const struct mgpu_train_cfg *cfg, struct mgpu_norm *n)
+{
+	struct mgpu_ckpt_state st;
+	char dir[MGPU_CKPT_PATH];
+
+	if (!cfg->evaluate)
+		return 0;
+	MGPU_TRY(mgpu_ckpt_resolve(cfg->resume, dir, sizeof dir));
+	MGPU_TRY(mgpu_ckpt_load_state(dir, &st, NULL, NULL));
+	n->scale = (float)st.norm_scale;
+	n->shift = (float)st.norm_shift;
+	return 0;
+}
+
 int mgpu_train_run(const struct mgpu_train_cfg *given, const struct mgpu_train_hooks *h)
 {
 	struct mgpu_ckpt_dir sd = { .fd = -1 };
+	struct mgpu_norm norm = { 1.0f, 0.0f };
 	/* the run's own copy, whose spec the data completes (auto sizes) */
 	struct mgpu_train_cfg *cfg = malloc(sizeof *cfg);
 	struct train_data d;
@@ -596,7 +668,9 @@ int mgpu_train_run(const struct mgpu_train_cfg *given, const struct mgpu_train_h
 	else
 		rc = 0;
 	if (rc == 0)
-		rc = mgpu_train_data_load(&d, cfg, &cfg->spec);
+		rc = evaluation_norm(cfg, &norm);
+	if (rc == 0)
+		rc = mgpu_train_data_load(&d, cfg, &cfg->spec, cfg->evaluate ? &norm : NULL);
 	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
 		rc = run_dp(cfg, h, &d);
 	} else if (rc == 0) {

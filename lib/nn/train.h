@@ -71,6 +71,16 @@ struct mgpu_train_cfg {
 	 * compared at the rendezvous (comm/rdzv.h) with the data's identity
 	 * added; NULL: the settings are not compared, the data still is. */
 	const char *ident;
+	/* --dtype fp16's dynamic loss scaling, as torch.cuda.amp.GradScaler:
+	 * the loss is multiplied by the scale (init) before backward; a step
+	 * whose gradient overflows is skipped on every rank and multiplies it
+	 * by backoff; interval clean steps in a row multiply it by growth. */
+	double loss_scale_init, loss_scale_growth, loss_scale_backoff;
+	int64_t loss_scale_interval;
+	/* issue 22: using a trained model */
+	int evaluate;                 /* evaluate the resume checkpoint, no training */
+	char predict[MGPU_PATH_MAX];  /* "": none; else the .npy of predictions */
+	int predict_class;            /* 1: class ids (int32), 0: logits (float32) */
 	const char *const *argv;      /* the resolved options, saved verbatim */
 	int argc;
 	volatile sig_atomic_t *stop;  /* non-zero: checkpoint and return EINTR */
@@ -100,6 +110,10 @@ struct mgpu_record {
 	double samples_per_s;  /* NaN in a summary when no step ran */
 	double step_ms;        /* mean wall time of one step in the window */
 	double data_ms;        /* mean time of that spent waiting for data */
+	double grad_norm;      /* mean L2 norm of the summed gradient (before clipping;
+				* NaN when an overflow was skipped in the window) */
+	double loss_scale;     /* fp16: the scale after the window; else NaN */
+	int64_t skipped;       /* fp16: the run's steps skipped for an overflow so far */
 	/* Mean blocking device-to-host reads and host-to-device copies per
 	 * optimizer step over the window (struct mgpu_dev's counters; for
 	 * library callers and tests, mgpu-train does not print them). */

@@ -55,11 +55,13 @@ static int split(struct train_data *d, const struct mgpu_train_cfg *cfg)
 /* The norm of the training split's features, given to the source so its
  * float32 rows come out normalised (a cache normalised per feature is used
  * as it is: the identity). */
-static int normalisation(struct train_data *d)
+static int normalisation(struct train_data *d, const struct mgpu_norm *fixed)
 {
 	struct mgpu_norm n = { 1.0f, 0.0f };
 
-	if (!d->src.normalised && !mgpu_dtype_is_token(d->src.dtype)) /* ids stay ids */
+	if (fixed)
+		n = *fixed;
+	else if (!d->src.normalised && !mgpu_dtype_is_token(d->src.dtype)) /* ids stay ids */
 		MGPU_TRY(mgpu_source_norm(&d->src, d->train_idx, d->ntrain, &n));
 	mgpu_source_set_norm(&d->src, &n);
 	return 0;
@@ -118,7 +120,7 @@ int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cf
 }
 
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
-			 struct mgpu_spec *spec)
+			 struct mgpu_spec *spec, const struct mgpu_norm *fixed)
 {
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
 	/* named classes count whether or not a split holds them */
@@ -127,7 +129,7 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 	MGPU_TRY(check_kind(d, cfg, spec));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(split(d, cfg));
-	return normalisation(d);
+	return normalisation(d, fixed);
 }
 
 void mgpu_train_data_free(struct train_data *d)

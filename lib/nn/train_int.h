@@ -48,17 +48,27 @@ struct train_rank {
 	double lr_factor;
 	double t0;
 	double win_loss, win_step_s, win_data_s; /* the logging window */
+	double win_gnorm;              /* the window's summed gradient norms */
+	int64_t win_gnorm_n;           /* how many (a skipped overflow has none) */
 	int64_t win_steps, win_samples;
 	uint64_t win_d2h, win_h2d;     /* the window's steps' reads and uploads */
 	double *eval_acc;              /* (2) an evaluation's sums (device) */
+	/* --dtype fp16: the loss scale (0: none), clean steps since it last
+	 * changed, steps skipped for an overflow (the run's, resumes too);
+	 * and MGPU_TEST_OVERFLOW's "RANK:STEP", a step whose gradient this
+	 * rank makes infinite (tests; -1: none) */
+	double loss_scale;
+	int64_t ls_clean, ls_skipped, inject_step;
 	int preloaded;                 /* the next micro-step's rows are loaded */
 	int rc;                        /* a thread's result */
 };
 
 /* train_data.c */
-/* Open cfg->data and fit *spec to it (auto sizes from the data). */
+/* Open cfg->data and fit *spec to it (auto sizes from the data); fixed
+ * (may be NULL): the norm to use instead of the training split's (an
+ * evaluation uses its checkpoint's). */
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
-			 struct mgpu_spec *spec);
+			 struct mgpu_spec *spec, const struct mgpu_norm *fixed);
 void mgpu_train_data_free(struct train_data *d);
 void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order);
 int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split);
@@ -76,6 +86,9 @@ int mgpu_train_data_ident(struct train_data *d, char *buf, size_t len);
 int mgpu_train_open_save_dir(struct mgpu_ckpt_dir *d, const char *dir);
 int mgpu_train_rank_setup(struct train_rank *r);
 void mgpu_train_rank_free(struct train_rank *r);
+
+/* predict.c: rank 0 writes cfg->predict */
+int mgpu_train_predict(struct train_rank *r);
 
 /* train.c */
 int mgpu_train_rank_loop(struct train_rank *r);

@@ -5,8 +5,8 @@
 #include "nn/train_int.h"
 
 #include <math.h>   /* sqrt */
-#include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* malloc, free */
+#include <stdio.h>  /* snprintf, sscanf */
+#include <stdlib.h> /* malloc, free, getenv */
 #include <string.h> /* strcmp */
 
 #include "core/err.h" /* mgpu_err */
@@ -130,7 +130,8 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 	if (st->seed != c->seed)
 		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint was made with --seed %llu",
 				dir, (unsigned long long)st->seed);
-	if (st->global_batch == p->global)
+	/* an evaluation takes any batch and world: it does not continue the run */
+	if (st->global_batch == p->global || c->evaluate)
 		return 0;
 	mgpu_batch_describe(p, split, sizeof split);
 	return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint ran with a global batch of %lld "
@@ -171,8 +172,8 @@ static int resume(struct train_rank *r)
 	/* The sample order does not depend on the world size: any number of
 	 * ranks with the checkpoint's global batch continues the same run. */
 	r->pos = st.epoch_pos;
-	if (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->src.norm.scale ||
-	    st.norm_shift != r->d->src.norm.shift)
+	if (!c->evaluate && (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->src.norm.scale ||
+			     st.norm_shift != r->d->src.norm.shift))
 		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint was made on other data (its "
 				"epoch has more steps, or other feature statistics) than '%s'",
 				dir, c->data);
@@ -181,7 +182,25 @@ static int resume(struct train_rank *r)
 	r->step = st.step;
 	r->epoch = st.epoch;
 	r->opt.t = st.optim_t;
+	if (r->loss_scale > 0 && st.loss_scale > 0) { /* the scaler goes on where it was */
+		r->loss_scale = st.loss_scale;
+		r->ls_clean = st.loss_scale_clean;
+		r->ls_skipped = st.skipped_steps;
+	}
 	return 0;
+}
+
+/* MGPU_TEST_OVERFLOW=RANK:STEP: the step (0-based) at which this rank's
+ * gradient is made infinite, or -1. For the tests of loss scaling. */
+static int64_t inject_step(int rank)
+{
+	const char *v = getenv("MGPU_TEST_OVERFLOW");
+	long long step;
+	int at;
+
+	if (!v || sscanf(v, "%d:%lld", &at, &step) != 2 || at != rank)
+		return -1;
+	return step;
 }
 
 static void setup_sched(struct train_rank *r)
@@ -209,11 +228,17 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	const struct mgpu_train_cfg *c = r->cfg;
 
 	r->plan = &c->plan;
-	MGPU_TRY(mgpu_batch_check_fits(r->plan, r->d->ntrain));
+	if (!c->evaluate)
+		MGPU_TRY(mgpu_batch_check_fits(r->plan, r->d->ntrain));
 	MGPU_TRY(open_device(r));
 	MGPU_TRY(open_sync(r));
 	MGPU_TRY(build_model(r));
 	setup_sched(r);
+	r->inject_step = inject_step(r->rank);
+	if (c->prec == MGPU_PREC_FP16) {
+		r->opt.scaling = 1; /* before the sync binds: its updates wait for the norm */
+		r->loss_scale = c->loss_scale_init;
+	}
 	if (c->resume[0])
 		MGPU_TRY(resume(r));
 	MGPU_TRY(mgpu_sync_bind(&r->sync, &r->model, &r->opt));

@@ -1,5 +1,6 @@
 /*
- * bf16_cpu.c - the cpu backend's bf16 GEMM (gemm_bf16 of ops.h), apart
+ * bf16_cpu.c - the cpu backend's bf16 GEMM (gemm_bf16 of ops.h, and
+ * gemm_f16 on the same fallback), apart
  * from ops_cpu.c because of what it must find out about OpenBLAS.
  *
  * OpenBLAS has cblas_sbgemm only when it was built with BUILD_BFLOAT16
@@ -64,12 +65,17 @@ static size_t span(int rows, int cols, int ld)
 	return rows > 0 && cols > 0 ? (size_t)ld * (size_t)(cols - 1) + (size_t)rows : 0;
 }
 
-static void widen(float *restrict dst, const uint16_t *restrict src, size_t n)
+/* bf16 (f16: fp16) values to fp32, exactly. */
+static void widen(float *restrict dst, const uint16_t *restrict src, size_t n, int f16)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		dst[i] = mgpu_bf16_to_f32(src[i]);
+	if (f16)
+		for (i = 0; i < n; i++)
+			dst[i] = mgpu_f16_to_f32(src[i]);
+	else
+		for (i = 0; i < n; i++)
+			dst[i] = mgpu_bf16_to_f32(src[i]);
 }
 
 static CBLAS_TRANSPOSE cblas_t(enum mgpu_trans t)
@@ -94,14 +100,14 @@ static void scale_only(float *C, int m, int n, int ldc, float beta)
  * they look at alpha, and here there are no widened copies to read. */
 static void fallback_one(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb,
 			 int m, int n, int k, float alpha, const uint16_t *A, int lda,
-			 const uint16_t *Bm, int ldb, float beta, float *C, int ldc)
+			 const uint16_t *Bm, int ldb, float beta, float *C, int ldc, int f16)
 {
 	if (alpha == 0.0f || k == 0) {
 		scale_only(C, m, n, ldc, beta);
 		return;
 	}
-	widen(s->a, A, span(ta == MGPU_N ? m : k, ta == MGPU_N ? k : m, lda));
-	widen(s->b, Bm, span(tb == MGPU_N ? k : n, tb == MGPU_N ? n : k, ldb));
+	widen(s->a, A, span(ta == MGPU_N ? m : k, ta == MGPU_N ? k : m, lda), f16);
+	widen(s->b, Bm, span(tb == MGPU_N ? k : n, tb == MGPU_N ? n : k, ldb), f16);
 	cblas_sgemm(CblasColMajor, cblas_t(ta), cblas_t(tb), m, n, k, alpha, s->a, lda, s->b,
 		    ldb, beta, C, ldc);
 }
@@ -109,7 +115,7 @@ static void fallback_one(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mg
 static int fallback(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_trans tb, int m,
 		    int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
 		    const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-		    long long sc, int batch)
+		    long long sc, int batch, int f16)
 {
 	int i;
 
@@ -117,7 +123,7 @@ static int fallback(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_tr
 	MGPU_TRY(mgpu_cpu_grow(&s->b, &s->cap_b, span(tb == MGPU_N ? k : n, tb == MGPU_N ? n : k, ldb)));
 	for (i = 0; i < batch; i++)
 		fallback_one(s, ta, tb, m, n, k, alpha, A + i * sa, lda, Bm + i * sb, ldb, beta,
-			     C + i * sc, ldc);
+			     C + i * sc, ldc, f16);
 	return 0;
 }
 
@@ -139,7 +145,7 @@ static int probe_case(struct mgpu_cpu_scratch *s, enum mgpu_trans ta, enum mgpu_
 		c0[i] = c1[i] = beta == 0.0f ? NAN : (float)(i % 7) - 3.0f;
 	cblas_sbgemm(CblasColMajor, cblas_t(ta), cblas_t(tb), PM, PN, k, 0.5f, A, PLD, Bm, PLD,
 		     beta, c0, PLD);
-	if (fallback(s, ta, tb, PM, PN, k, 0.5f, A, PLD, 0, Bm, PLD, 0, beta, c1, PLD, 0, 1) < 0)
+	if (fallback(s, ta, tb, PM, PN, k, 0.5f, A, PLD, 0, Bm, PLD, 0, beta, c1, PLD, 0, 1, 0) < 0)
 		return 0;
 	for (i = 0; i < PLD * PLD; i++) {
 		int inside = i % PLD < PM && i / PLD < PN;
@@ -233,5 +239,22 @@ int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans
 	}
 	MGPU_TRY(mgpu_cpu_scratch(dev, &s));
 	return fallback(s, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
-			ldc, sc, batch);
+			ldc, sc, batch, 0);
+}
+
+/* OpenBLAS has no fp16 GEMM of this kind (its shgemm is not in Debian's):
+ * always the widened inputs, exact as for bf16. */
+int mgpu_cpu_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+		      int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+		      const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
+		      long long sc, int batch)
+{
+	struct mgpu_cpu_scratch *s = NULL;
+
+	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	if (m == 0 || n == 0 || batch == 0)
+		return 0;
+	MGPU_TRY(mgpu_cpu_scratch(dev, &s));
+	return fallback(s, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
+			ldc, sc, batch, 1);
 }

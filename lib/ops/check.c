@@ -47,7 +47,7 @@ static const struct {
 	/* fp32 accumulation of exact bf16 products against ref's double sum;
 	 * looser than sgemm's for tensor cores' summation order (bf16
 	 * accumulation would be off by 1e-3 and more) */
-	{ "gemm_bf16", 1e-4 },
+	{ "gemm_bf16", 1e-4 },      { "gemm_f16", 1e-4 },     { "f32_to_f16", 1e-6 },
 	/* every backend adds in elem.h's order: the same bits (the bound is
 	 * not 0 only so that a row always has one) */
 	{ "sum_acc", 1e-15 },
@@ -1090,21 +1090,59 @@ static int case_bf16(struct run *r, const struct mgpu_ops_case *c)
 	return 0;
 }
 
-/* A float array as bf16, rounded to nearest even (NaN padding stays NaN). */
-static uint16_t *to_bf16(struct run *r, const float *x, size_t n)
+/* f32_to_f16 on the same inputs as bf16's (ties, overflow, subnormals,
+ * NaNs, random bits) plus fp16's own edges: bit for bit. */
+static int case_f16(struct run *r, const struct mgpu_ops_case *c)
+{
+	static const uint32_t edges[] = { 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x38800000u,
+					  0x33800000u, 0x33000000u, 0x33000001u, 0x33c00000u,
+					  0x3f801000u, 0x3f803000u, 0xb8000001u };
+	size_t n = (size_t)c->n, i;
+	struct err e = { 0.0 };
+	uint32_t *X;
+	uint16_t *H, *h0, *h1;
+	int ix, ih, s;
+	char shape[64];
+
+	X = hnew(r, n * sizeof *X);
+	H = hnew(r, n * sizeof *H);
+	h0 = hnew(r, n * sizeof *h0);
+	h1 = hnew(r, n * sizeof *h1);
+	if (!X || !H || !h0 || !h1)
+		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+	fill_bf16_inputs(r->p, X, n);
+	for (i = 0; i < n && i < sizeof edges / sizeof edges[0]; i++)
+		X[n - 1 - i] = edges[i];
+	memset(H, 0xff, n * sizeof *H);
+	MGPU_TRY(up(r, X, n * sizeof *X, &ix));
+	MGPU_TRY(up(r, H, n * sizeof *H, &ih));
+	for (s = 0; s < 2; s++)
+		MGPU_TRY(devof(r, s)->ops->f32_to_f16(devof(r, s), (uint16_t *)r->d[ih][s],
+						      dptr(r, ix, s), n));
+	MGPU_TRY(down(r, ih, h0, h1));
+	cmp_bits(&e, h0, h1, n * sizeof *h0);
+	snprintf(shape, sizeof shape, "n=%zu", n);
+	mgpu_ops_report_add(r->p, "f32_to_f16", shape, e.worst);
+	return 0;
+}
+
+/* A float array as bf16 (f16: fp16), rounded to nearest even (NaN padding
+ * stays NaN). */
+static uint16_t *to_16(struct run *r, const float *x, size_t n, int f16)
 {
 	uint16_t *h = hnew(r, n * sizeof *h);
 	size_t i;
 
 	for (i = 0; h && i < n; i++)
-		h[i] = mgpu_bf16_from_f32(x[i]);
+		h[i] = f16 ? mgpu_f16_from_f32(x[i]) : mgpu_bf16_from_f32(x[i]);
 	return h;
 }
 
-/* sgemm_strided's case with bf16 inputs: the same shapes, padding, gaps
- * and NaN-filled C, the inputs rounded to bf16 on the host. */
+/* sgemm_strided's case with bf16 (op gemm_f16: fp16) inputs: the same
+ * shapes, padding, gaps and NaN-filled C, the inputs rounded on the host. */
 static int case_gemm_bf16(struct run *r, const struct mgpu_ops_case *c)
 {
+	int f16 = strcmp(c->op, "gemm_f16") == 0;
 	int ar = c->ta == MGPU_N ? c->m : c->k, ac = c->ta == MGPU_N ? c->k : c->m;
 	int br = c->tb == MGPU_N ? c->k : c->n, bc = c->tb == MGPU_N ? c->n : c->k;
 	int lda = c->lda ? c->lda : max1(ar), ldb = c->ldb ? c->ldb : max1(br);
@@ -1126,15 +1164,15 @@ static int case_gemm_bf16(struct run *r, const struct mgpu_ops_case *c)
 	fill_batch(r->p, A, ar, ac, lda, sa, nb, NAN, 0);
 	fill_batch(r->p, Bm, br, bc, ldb, sb, nb, NAN, 0);
 	fill_batch(r->p, C, c->m, c->n, ldc, sc, nb, SENTINEL, c->beta == 0.0f);
-	A16 = to_bf16(r, A, na);
-	B16 = to_bf16(r, Bm, nbm);
+	A16 = to_16(r, A, na, f16);
+	B16 = to_16(r, Bm, nbm, f16);
 	if (!A16 || !B16)
 		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
 	MGPU_TRY(up(r, A16, na * sizeof *A16, &ia));
 	MGPU_TRY(up(r, B16, nbm * sizeof *B16, &ib));
 	MGPU_TRY(up(r, C, nc * sizeof *C, &ic));
 	for (s = 0; s < 2; s++)
-		MGPU_TRY(devof(r, s)->ops->gemm_bf16(
+		MGPU_TRY((f16 ? devof(r, s)->ops->gemm_f16 : devof(r, s)->ops->gemm_bf16)(
 			devof(r, s), c->ta, c->tb, c->m, c->n, c->k, c->alpha,
 			(const uint16_t *)r->d[ia][s], lda, sa, (const uint16_t *)r->d[ib][s], ldb,
 			sb, c->beta, dptr(r, ic, s), ldc, sc, nb));
@@ -1143,7 +1181,7 @@ static int case_gemm_bf16(struct run *r, const struct mgpu_ops_case *c)
 	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m, c->n,
 		 c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', nb, gap,
 		 (double)c->beta);
-	mgpu_ops_report_add(r->p, "gemm_bf16", shape, e.worst);
+	mgpu_ops_report_add(r->p, c->op, shape, e.worst);
 	return 0;
 }
 
@@ -1197,6 +1235,7 @@ static const struct {
 	{ "sgemm_strided", case_sgemm_strided }, { "add", case_add }, { "emb", case_emb },
 	{ "flash", case_flash },     { "heads", case_heads },
 	{ "bf16", case_bf16 },       { "gemm_bf16", case_gemm_bf16 }, { "sum_acc", case_sum_acc },
+	{ "f16", case_f16 },         { "gemm_f16", case_gemm_bf16 },
 };
 
 /* ---- public ----------------------------------------------------------- */
@@ -1307,6 +1346,11 @@ static const struct mgpu_ops_case selftest[] = {
 	{ "gemm_bf16", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 1 },
 	{ "gemm_bf16", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
 	{ "gemm_bf16", MGPU_T, MGPU_N, 64, 64, 32, 32, 32, 64, 0.125f, 0.0f, MGPU_ACT_NONE, 16 },
+	/* --dtype fp16: the same products in fp16 */
+	{ "f16", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "gemm_f16", MGPU_N, MGPU_N, 512, 128, 784, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ "gemm_f16", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 1 },
+	{ "gemm_f16", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
 	/* a step's statistics: the loss of 4096 rows per sample, and the
 	 * squared norm of a gradient of several chunks */
 	{ "sum_acc", MGPU_N, MGPU_N, 0, 4096, 0, 0, 0, 0, 1.0f / 64, 0.5f, MGPU_ACT_NONE, 0 },

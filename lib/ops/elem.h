@@ -283,6 +283,53 @@ MGPU_HD static inline float mgpu_bf16_to_f32(uint16_t h)
 	return mgpu_f32_from_bits((uint32_t)h << 16);
 }
 
+/* float -> IEEE binary16 (fp16: 5 exponent bits, 10 mantissa bits),
+ * rounded to nearest, ties to even, as a hardware conversion in the
+ * default mode does: values from 65520 up become Inf, those below 2^-14
+ * become subnormals (multiples of 2^-24), 2^-25 and below round to 0; a
+ * NaN stays a NaN (made quiet, sign kept). What --dtype fp16 rounds the
+ * inputs of its products to. */
+MGPU_HD static inline uint16_t mgpu_f16_from_f32(float x)
+{
+	uint32_t u = mgpu_f32_bits(x), a = u & 0x7fffffffu, r, m, q, rem, tie;
+	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+	int shift;
+
+	if (a > 0x7f800000u)
+		return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+	if (a >= 0x477ff000u) /* 65520 and up (Inf too) */
+		return (uint16_t)(sign | 0x7c00u);
+	if (a >= 0x38800000u) { /* a normal fp16: drop 13 bits, to even */
+		r = a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u; /* rebias 127 -> 15 */
+		return (uint16_t)(sign | (r >> 13));
+	}
+	if (a <= 0x33000000u) /* 2^-25 (a tie with 0, which is even) and below */
+		return sign;
+	/* a subnormal: the value in units of 2^-24, rounded to even */
+	m = (a & 0x7fffffu) | 0x800000u;
+	shift = 126 - (int)(a >> 23);
+	q = m >> shift;
+	rem = m & ((1u << shift) - 1u);
+	tie = 1u << (shift - 1);
+	if (rem > tie || (rem == tie && (q & 1u)))
+		q++;
+	return (uint16_t)(sign | q);
+}
+
+/* fp16 -> float is exact. */
+MGPU_HD static inline float mgpu_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	float v;
+
+	if (e == 0x1f)
+		return mgpu_f32_from_bits(sign | 0x7f800000u | (m << 13));
+	if (e)
+		return mgpu_f32_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+	v = (float)m * 5.9604644775390625e-08f; /* m * 2^-24, exact */
+	return sign ? -v : v;
+}
+
 /* ---- fused attention (attn_fwd, attn_bwd of ops.h) -----------------------
  *
  * What every backend computes per element; only the order of the sums

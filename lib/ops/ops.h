@@ -251,6 +251,18 @@ struct mgpu_ops {
 			 int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
 			 const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
 			 int ldc, long long strideC, int batch);
+	/* IEEE fp16 (binary16): f32 -> f16 rounded to nearest even (from 65520
+	 * up to Inf, subnormals below 2^-14, NaN kept NaN; elem.h's
+	 * mgpu_f16_from_f32), and gemm_bf16's product with fp16 A and B
+	 * (cublasGemm[StridedBatched]Ex with CUDA_R_16F inputs and
+	 * CUBLAS_COMPUTE_32F; on the host the inputs widened to fp32 for
+	 * cblas_sgemm, exact: a product of two fp16 values fits fp32). The
+	 * mixed-precision GEMM of --dtype fp16. */
+	int (*f32_to_f16)(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
+	int (*gemm_f16)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
+			const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
+			int ldc, long long strideC, int batch);
 	/* *acc (ONE device double) += scale * the sum of x[0..n) (with squares,
 	 * of x[i]^2), each element widened to double and added in the fixed
 	 * order of elem.h's mgpu_sum_* (chunks, lanes, a pairwise fold): the

@@ -597,6 +597,16 @@ static int cpu_f32_to_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, si
 	return 0;
 }
 
+static int cpu_f32_to_f16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = mgpu_f16_from_f32(X[i]);
+	return 0;
+}
+
 static int cpu_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n)
 {
 	size_t i;
@@ -655,6 +665,8 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.f32_to_bf16 = cpu_f32_to_bf16,
 	.bf16_to_f32 = cpu_bf16_to_f32,
 	.gemm_bf16 = mgpu_cpu_gemm_bf16, /* bf16_cpu.c */
+	.f32_to_f16 = cpu_f32_to_f16,
+	.gemm_f16 = mgpu_cpu_gemm_f16, /* bf16_cpu.c */
 	.sum_acc = cpu_sum_acc,
 	/* conv nets (conv_host.h): oneDNN for convolution and pooling, ref's loops
 	 * for the light ops */

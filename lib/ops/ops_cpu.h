@@ -64,6 +64,11 @@ int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans
 		       int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
 		       const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
 		       long long sc, int batch);
+/* The cpu backend's gemm_f16 (ops.h): always the widened fallback. */
+int mgpu_cpu_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+		      int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+		      const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
+		      long long sc, int batch);
 void mgpu_cpu_release(struct mgpu_dev *dev);
 
 /* The row ops of rows_cpu.c (ops.h's semantics; sums in lanes). */

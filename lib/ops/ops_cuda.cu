@@ -18,7 +18,8 @@
  *   is followed by LAUNCHED() (cudaGetLastError).
  * - sgemm is pure fp32 (cublasGemmEx, CUBLAS_COMPUTE_32F: no TF32), with the
  *   same column-major arguments the CPU backend gives cblas_sgemm; gemm_bf16
- *   takes the same arguments with CUDA_R_16BF inputs.
+ *   and gemm_f16 take the same arguments with CUDA_R_16BF and CUDA_R_16F
+ *   inputs.
  * - sum_acc keeps one buffer of chunk totals per device (impl->part),
  *   grown on demand; its sums are elem.h's order, so they match ref bit
  *   for bit.
@@ -693,7 +694,7 @@ static __global__ void k_scale_c_strided(float *C, int m, int n, int ldc, long l
 	}
 }
 
-/* What sgemm_strided and gemm_bf16 share before cuBLAS: the checks, and
+/* What sgemm_strided and the 16-bit GEMMs share before cuBLAS: the checks, and
  * the products that need no multiply (nothing to write; k == 0 or
  * alpha == 0: C = beta * C). 1 when that settled the call, 0 when cuBLAS
  * must run, < 0 on an error. */
@@ -944,13 +945,30 @@ static int cuda_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, s
 	return 0;
 }
 
-/* bf16 A and B, fp32 C and accumulation (CUBLAS_COMPUTE_32F): tensor cores
- * on every GPU mgpu builds for. One product goes to cublasGemmEx, a batch
- * to cublasGemmStridedBatchedEx; k == 0 or alpha == 0 only scales C. */
-static int cuda_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			  int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-			  const uint16_t *Bm, int ldb, long long sb, float beta, float *C,
-			  int ldc, long long sc, int batch)
+static __global__ void k_f32_to_f16(uint16_t *Y, const float *X, size_t n)
+{
+	GRID_STRIDE(t, n)
+		Y[t] = mgpu_f16_from_f32(X[t]);
+}
+
+static int cuda_f32_to_f16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
+{
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_f32_to_f16<<<blocks_for(n), THREADS, 0, impl_of(dev)->stream>>>(Y, X, n);
+	LAUNCHED();
+	return 0;
+}
+
+/* 16-bit A and B of type t (CUDA_R_16BF or CUDA_R_16F), fp32 C and
+ * accumulation (CUBLAS_COMPUTE_32F): tensor cores on every GPU mgpu builds
+ * for. One product goes to cublasGemmEx, a batch to
+ * cublasGemmStridedBatchedEx; k == 0 or alpha == 0 only scales C. */
+static int gemm16(struct mgpu_dev *dev, cudaDataType_t t, enum mgpu_trans ta,
+		  enum mgpu_trans tb, int m, int n, int k, float alpha, const uint16_t *A,
+		  int lda, long long sa, const uint16_t *Bm, int ldb, long long sb, float beta,
+		  float *C, int ldc, long long sc, int batch)
 {
 	struct cuda_impl *im = impl_of(dev);
 	const struct mgpu_cublas *cb = im->cb;
@@ -962,15 +980,32 @@ static int cuda_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_tr
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
 	if (batch == 1) {
-		CUBLAS(cb->gemm_ex(im->blas, oa, ob, m, n, k, &alpha, A, CUDA_R_16BF, lda, Bm,
-				    CUDA_R_16BF, ldb, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-				    CUBLAS_GEMM_DEFAULT));
+		CUBLAS(cb->gemm_ex(im->blas, oa, ob, m, n, k, &alpha, A, t, lda, Bm, t, ldb, &beta,
+				    C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 		return 0;
 	}
-	CUBLAS(cb->gemm_strided_ex(im->blas, oa, ob, m, n, k, &alpha, A, CUDA_R_16BF, lda, sa, Bm,
-				    CUDA_R_16BF, ldb, sb, &beta, C, CUDA_R_32F, ldc, sc, batch,
-				    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	CUBLAS(cb->gemm_strided_ex(im->blas, oa, ob, m, n, k, &alpha, A, t, lda, sa, Bm, t, ldb,
+				    sb, &beta, C, CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+				    CUBLAS_GEMM_DEFAULT));
 	return 0;
+}
+
+static int cuda_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			  int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+			  const uint16_t *Bm, int ldb, long long sb, float beta, float *C,
+			  int ldc, long long sc, int batch)
+{
+	return gemm16(dev, CUDA_R_16BF, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
+		      ldc, sc, batch);
+}
+
+static int cuda_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			 int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+			 const uint16_t *Bm, int ldb, long long sb, float beta, float *C,
+			 int ldc, long long sc, int batch)
+{
+	return gemm16(dev, CUDA_R_16F, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
+		      ldc, sc, batch);
 }
 
 /* ---- deterministic sums ------------------------------------------------ */
@@ -1105,6 +1140,8 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.f32_to_bf16 = cuda_f32_to_bf16,
 	.bf16_to_f32 = cuda_bf16_to_f32,
 	.gemm_bf16 = cuda_gemm_bf16,
+	.f32_to_f16 = cuda_f32_to_f16,
+	.gemm_f16 = cuda_gemm_f16,
 	.sum_acc = cuda_sum_acc,
 	/* conv nets (conv_cuda.cu): cuDNN, or im2col + cuBLAS without it */
 	.act_fwd = mgpu_cuda_act_fwd,

@@ -422,27 +422,38 @@ static int ref_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, si
 	return 0;
 }
 
-/* Element (i, j) of op(X) for a column-major bf16 X, widened (exactly). */
-static float at16(const uint16_t *X, int ld, enum mgpu_trans t, int i, int j)
+static int ref_f32_to_f16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n)
 {
-	return mgpu_bf16_to_f32(t == MGPU_N ? X[i + (size_t)j * ld] : X[j + (size_t)i * ld]);
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		Y[i] = mgpu_f16_from_f32(X[i]);
+	return 0;
+}
+
+/* Element (i, j) of op(X) for a column-major bf16 (f16: fp16) X, widened
+ * (exactly). */
+static float at16(const uint16_t *X, int ld, enum mgpu_trans t, int i, int j, int f16)
+{
+	uint16_t h = t == MGPU_N ? X[i + (size_t)j * ld] : X[j + (size_t)i * ld];
+
+	return f16 ? mgpu_f16_to_f32(h) : mgpu_bf16_to_f32(h);
 }
 
 /* The definition of the bf16 GEMM: the inputs are bf16 already (rounded
  * by whoever converted them), their products are exact and are summed in
  * double like ref_sgemm's, so every backend's fp32 accumulation is measured
  * against the exact result. */
-static int ref_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			 int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-			 const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-			 long long sc, int batch)
+static int gemm16(enum mgpu_trans ta, enum mgpu_trans tb, int m, int n, int k, float alpha,
+		  const uint16_t *A, int lda, long long sa, const uint16_t *Bm, int ldb,
+		  long long sb, float beta, float *C, int ldc, long long sc, int batch, int f16)
 {
 	const uint16_t *a, *b;
 	double sum;
 	float *c;
 	int p, i, j, l;
 
-	(void)dev;
 	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
 	for (p = 0; p < batch; p++) {
 		a = A + p * sa;
@@ -452,14 +463,34 @@ static int ref_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_tra
 				sum = 0.0;
 				if (alpha != 0.0f)
 					for (l = 0; l < k; l++)
-						sum += (double)at16(a, lda, ta, i, l) *
-						       at16(b, ldb, tb, l, j);
+						sum += (double)at16(a, lda, ta, i, l, f16) *
+						       at16(b, ldb, tb, l, j, f16);
 				c = &C[p * sc + i + (size_t)j * ldc];
 				*c = beta == 0.0f ? (float)(alpha * sum)
 						  : (float)(alpha * sum + (double)beta * *c);
 			}
 	}
 	return 0;
+}
+
+static int ref_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			 int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+			 const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
+			 long long sc, int batch)
+{
+	(void)dev;
+	return gemm16(ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C, ldc, sc, batch,
+		      0);
+}
+
+static int ref_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+			int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
+			const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
+			long long sc, int batch)
+{
+	(void)dev;
+	return gemm16(ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C, ldc, sc, batch,
+		      1);
 }
 
 /* elem.h's order, chunk by chunk, lane by lane: the definition itself. */
@@ -506,6 +537,8 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.f32_to_bf16 = ref_f32_to_bf16,
 	.bf16_to_f32 = ref_bf16_to_f32,
 	.gemm_bf16 = ref_gemm_bf16,
+	.f32_to_f16 = ref_f32_to_f16,
+	.gemm_f16 = ref_gemm_f16,
 	.sum_acc = ref_sum_acc,
 	/* conv nets (conv_ref.c, conv_host.h) */
 	.act_fwd = mgpu_host_act_fwd,

@@ -44,7 +44,11 @@ set +e
 "$BIN/mgpu-train" --selftest 2>err.txt | head -n 1 >/dev/null
 rc=${PIPESTATUS[0]}
 set -e
-[ ! -s err.txt ] || fail "--selftest into a closed pipe printed: $(cat err.txt)"
+# Its notes (which GEMM path, no cuda device) are stderr's in any case and
+# come out when the whole table reached the pipe before head exited (a
+# loaded machine), so only an error about the pipe fails.
+! grep -qiE "error:|broken pipe" err.txt ||
+	fail "--selftest into a closed pipe printed: $(cat err.txt)"
 [ "$rc" = 141 ] || [ "$rc" = 0 ] || fail "--selftest into a closed pipe: exit $rc"
 # The common options: -o writes the same table atomically (rank 0 alone,
 # one header), --format markdown a Markdown table, -v the settings.
@@ -66,11 +70,12 @@ train -q --json | grep -q '^{"kind":"summary"' || fail "--json"
 # (the batch-size the global batch gives, and the sync backend auto chose)
 "$BIN/mgpu-train" --data d --model mlp:64-16-4 --epochs 1 -q -v --lr 0.0125 \
 	--global-batch-size 32 --cpu-ranks 2 >/dev/null 2>err.txt || fail "-v: $(cat err.txt)"
-grep -q "^mgpu-train: settings: --data d .*--batch-size 16 .*--global-batch-size 32 .*--lr 0.0125 .*--cpu-ranks 2 .*--sync-backend cpu" err.txt ||
-	fail "-v settings: $(cat err.txt)"
-# The settings line repeats the run: it runs as it is printed.
-line=$(sed -n 's/^mgpu-train: settings: //p' err.txt)
-eval "\"\$BIN/mgpu-train\" $line -q" >again.tsv 2>err.txt || fail "settings line: $(cat err.txt)"
+for kv in 'data = d' 'batch-size = 16' 'global-batch-size = 32' 'lr = 0.0125' 'cpu-ranks = 2' \
+	'sync-backend = cpu'; do
+	grep -qx "$kv" err.txt || fail "-v settings lack '$kv': $(cat err.txt)"
+done
+# The settings are a configuration file that repeats the run.
+"$BIN/mgpu-train" --config err.txt -q >again.tsv 2>err2.txt || fail "settings file: $(cat err2.txt)"
 expect 2 "--batch-size 8 and --global-batch-size 32 disagree" "$BIN/mgpu-train" --data d \
 	--model mlp:64-16-4 --batch-size 8 --global-batch-size 32 --cpu-ranks 2
 if command -v mandoc >/dev/null; then

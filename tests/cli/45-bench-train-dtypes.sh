@@ -76,7 +76,7 @@ msg="--dtypes sets mgpu-train's --dtype of each run: give it, or --dtype after -
 expect 2 "$msg" "$B" train --dtypes fp32,bf16 -- --dtype bf16
 expect 2 "$msg" "$B" train --dtypes bf16 -- $w --dtype=fp32
 expect 2 "$msg" "$B" train --dtypes bf16 -- --dt fp32
-expect 2 "--dtypes: 'fp16'" "$B" train --dtypes fp32,fp16
+expect 2 "--dtypes: 'fp8'" "$B" train --dtypes fp32,fp8
 expect 2 "--dtypes: 'bf16' given twice" "$B" train --dtypes bf16,bf16
 expect 2 "--compare re-runs the configurations of its file" "$B" train --compare s.tsv \
 	--dtypes bf16

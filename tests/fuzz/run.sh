@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest}
+names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -24,13 +24,14 @@ srcs_for() {
 	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/json.c lib/nn/safetensors.c" ;;
 	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
-	wds) echo "lib/core/err.c lib/core/sha256.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/sha256.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	cache) echo "lib/core/err.c lib/core/cancel.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/class_names.c lib/data/split.c lib/core/rng.c" ;;
 	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
 	text) echo "lib/core/err.c lib/core/io.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	tokens) echo "lib/core/err.c lib/core/io.c lib/data/tokens.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	bpe) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/bpe.c" ;;
-	manifest) echo "lib/core/err.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	conf) echo "lib/core/err.c lib/core/io.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -58,6 +59,9 @@ seed() {
 		printf 'x,y\n1,2\n3,4' >"$c/idx" ;;
 	manifest)
 		printf 'split\tpath\tsamples\tbytes\tsha256\ntrain\ttrain-000000.tar\t5\t10240\t%064d\nval\t/a b/v.tar\t1\t2\t%064d\r\n' 0 1 >"$c/m" ;;
+	conf)
+		printf '# c\nbatch_size = 7 # x\nlr=0.5\nflag = yes\nname = "a # b \\"c\\"\\t"\n' >"$c/ok"
+		printf 'name = x#y\nflag = off\nlr = 1\nlr = 2' >"$c/last" ;;
 	text)
 		printf '\3the cat sat on the mat\n' >"$c/t3"
 		printf '\0ab' >"$c/t1" ;;

@@ -354,7 +354,7 @@ static void test_sgemm_strided(void)
 	static struct mgpu_ops_case cs[5 * 3 * 3 * 2];
 	size_t n, s, a, b, t, pad;
 
-	for (t = 0; t < 4; t++) {
+	for (t = 0; t < 8; t++) {
 		n = 0;
 		for (s = 0; s < 5; s++)
 			for (a = 0; a < 3; a++)
@@ -386,10 +386,11 @@ static void test_sgemm_strided(void)
 	}
 }
 
-/* The bf16 GEMM: sgemm_strided's shapes (k up to 1000), transposes,
- * batches, padding and alpha/beta pairs. */
+/* The bf16 and fp16 GEMMs: sgemm_strided's shapes (k up to 1000),
+ * transposes, batches, padding and alpha/beta pairs. */
 static void test_gemm_bf16(void)
 {
+	static const char *const ops[] = { "gemm_bf16", "gemm_f16" };
 	static const int shapes[][3] = { { 0, 0, 0 }, { 5, 3, 0 }, { 1, 1, 1 },
 					 { 7, 1, 13 }, { 13, 17, 11 }, { 9, 6, 1000 } };
 	static const float ab[][2] = { { 1, 0 }, { -1.5f, 0.75f }, { 0, 2 } };
@@ -397,7 +398,7 @@ static void test_gemm_bf16(void)
 	static struct mgpu_ops_case cs[6 * 3 * 3 * 2];
 	size_t n, s, a, b, t, pad;
 
-	for (t = 0; t < 4; t++) {
+	for (t = 0; t < 8; t++) {
 		n = 0;
 		for (s = 0; s < 6; s++)
 			for (a = 0; a < 3; a++)
@@ -410,7 +411,7 @@ static void test_gemm_bf16(void)
 						int k = shapes[s][2];
 						int ar = ta == N ? m : k, br = tb == N ? k : nn;
 						memset(c, 0, sizeof *c);
-						c->op = "gemm_bf16";
+						c->op = ops[t / 4];
 						c->ta = ta;
 						c->tb = tb;
 						c->m = m;
@@ -439,7 +440,7 @@ static void test_gpt_ops(void)
 	static const int heads[][5] = { { 0, 3, 2, 4, 0 }, { 1, 1, 1, 1, 0 }, { 2, 5, 3, 4, 0 },
 					{ 2, 5, 3, 4, 37 }, { 3, 7, 4, 8, 96 } }; /* B T H Dh ld */
 	static const int bf[] = { 0, 1, 14, 1001, 65537 };
-	static struct mgpu_ops_case cs[9 + 15 + 5 + 5];
+	static struct mgpu_ops_case cs[9 + 15 + 5 + 5 + 5];
 	size_t n = 0, i, j, f;
 
 	memset(cs, 0, sizeof cs);
@@ -468,6 +469,10 @@ static void test_gpt_ops(void)
 	}
 	for (i = 0; i < 5; i++) {
 		cs[n].op = "bf16";
+		cs[n++].n = bf[i];
+	}
+	for (i = 0; i < 5; i++) {
+		cs[n].op = "f16";
 		cs[n++].n = bf[i];
 	}
 	run_cases(cs, n);

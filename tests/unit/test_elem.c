@@ -529,6 +529,60 @@ static float from_bits(uint32_t u)
 	return f;
 }
 
+/* fp16: hand-checked values, every fp16 pattern through float and back,
+ * and, where the compiler has _Float16, its conversion on a sweep of
+ * floats (ties, the overflow edge, subnormals). */
+static void test_f16(void)
+{
+	static const uint32_t in[][2] = {
+		{ 0x3f800000u, 0x3c00 }, /* 1 */
+		{ 0xc0000000u, 0xc000 }, /* -2 */
+		{ 0x477fe000u, 0x7bff }, /* 65504, the largest */
+		{ 0x477fefffu, 0x7bff }, /* just below 65520: down */
+		{ 0x477ff000u, 0x7c00 }, /* 65520, a tie: to even, Inf */
+		{ 0x7f800000u, 0x7c00 }, /* Inf */
+		{ 0x38800000u, 0x0400 }, /* 2^-14, the smallest normal */
+		{ 0x33800000u, 0x0001 }, /* 2^-24, the smallest subnormal */
+		{ 0x33000000u, 0x0000 }, /* 2^-25: a tie with 0 */
+		{ 0x33000001u, 0x0001 }, /* just above: up */
+		{ 0x33c00000u, 0x0002 }, /* 1.5 x 2^-24: a tie, to even 2 */
+		{ 0x3f801000u, 0x3c00 }, /* 1 + 2^-11: a tie, to even */
+		{ 0x3f803000u, 0x3c02 }, /* 1 + 3 x 2^-11: a tie, to even (up) */
+		{ 0x80000000u, 0x8000 }, /* -0 */
+	};
+	unsigned h;
+	size_t i;
+
+	for (i = 0; i < sizeof in / sizeof in[0]; i++) {
+		uint16_t got = mgpu_f16_from_f32(mgpu_f32_from_bits(in[i][0]));
+		T_CHECK(got == in[i][1], "0x%08x -> 0x%04x, want 0x%04x", in[i][0], got, in[i][1]);
+	}
+	T_CHECK((mgpu_f16_from_f32(NAN) & 0x7e00) == 0x7e00, "NaN stays NaN");
+	for (h = 0; h < 65536; h++) {
+		float f = mgpu_f16_to_f32((uint16_t)h);
+		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+			T_CHECK(isnan(f), "0x%04x is a NaN", h);
+			continue;
+		}
+		T_CHECK(mgpu_f16_from_f32(f) == h, "0x%04x -> %g -> 0x%04x", h, (double)f,
+			mgpu_f16_from_f32(f));
+	}
+#ifdef __FLT16_MAX__
+	for (i = 0; i < 2000000; i++) {
+		/* floats from 2^-30 to beyond 65536 and their neighbours */
+		uint32_t u = 0x30800000u + (uint32_t)(i * 0x2f1u) % 0x17800000u;
+		float f = mgpu_f32_from_bits(u ^ (i & 1 ? 0x80000000u : 0));
+		_Float16 ref = (_Float16)f;
+		uint16_t want;
+		memcpy(&want, &ref, 2);
+		if (mgpu_f16_from_f32(f) != want) {
+			T_CHECK(0, "0x%08x -> 0x%04x, _Float16 0x%04x", u, mgpu_f16_from_f32(f), want);
+			break;
+		}
+	}
+#endif
+}
+
 static void test_bf16(void)
 {
 	static const uint32_t in[][2] = {
@@ -865,6 +919,7 @@ int main(void)
 	T_RUN(test_emb_grad);
 	T_RUN(test_heads_index);
 	T_RUN(test_bf16);
+	T_RUN(test_f16);
 	T_RUN(test_parts_ln);
 	T_RUN(test_parts_cols);
 	T_RUN(test_parts_merge);

@@ -165,7 +165,7 @@ static int reference(const struct mgpu_train_cfg *c, double *loss, float *w)
 
 	memset(&d, 0, sizeof d);
 	spec = c->spec;
-	MGPU_TRY(mgpu_train_data_load(&d, c, &spec));
+	MGPU_TRY(mgpu_train_data_load(&d, c, &spec, NULL));
 	order = malloc(d.ntrain * sizeof *order);
 	if (!order)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");

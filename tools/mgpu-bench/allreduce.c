@@ -92,19 +92,40 @@ static int set_backends(void *t, const char *arg)
 	return 0;
 }
 
+static void show_sizes(const void *t, char *buf, size_t len)
+{
+	const struct aopts *o = t;
+	size_t at = 0;
+	int i, k;
+
+	if (len)
+		buf[0] = '\0';
+	for (i = 0; i < o->nsizes && at < len; i++) {
+		k = snprintf(buf + at, len - at, "%s%zu", i ? "," : "", o->sizes[i]);
+		at += k > 0 ? (size_t)k : 0;
+	}
+}
+
+static void show_backends(const void *t, char *buf, size_t len)
+{
+	const struct aopts *o = t;
+	bench_show_list(buf, len, o->backends, o->nbackends, backend_words);
+}
+
 #define O struct aopts
 static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("the sweep"),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "ranks", 0, O, ranks, 1, MGPU_SHM_MAX_RANKS, "N",
 		     "ranks (processes)", 0),
-	MGPU_OPT_CALL("sizes", 0, set_sizes, NULL, "LO:HI|LIST",
+	MGPU_OPT_CALL("sizes", 0, set_sizes, show_sizes, "LO:HI|LIST",
 		      "sizes in bytes, doubling from LO, K/M/G suffixes", "4K:256M", 0),
-	MGPU_OPT_CALL("backends", 0, set_backends, NULL, "LIST",
+	MGPU_OPT_CALL("backends", 0, set_backends, show_backends, "LIST",
 		      "cpu (shared memory), nccl (one GPU per rank), mpi", "cpu", 0),
 	MGPU_OPT_ROWD(MGPU_OPT_INT, "iters", 0, O, iters, 1, 1000, "N", "timed ops per size",
 		      "50; 10 from 16M", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
 		     "a rank that stops answering fails the run", 0),
+	MGPU_OPT_CONFIG(O, co.opts),
 	MGPU_OPT_COMMON(O, co.opts),
 	MGPU_OPT_TABLE_END,
 };
@@ -113,7 +134,7 @@ static const struct mgpu_opt options[] = {
 static void parse(struct aopts *o, int argc, char **argv)
 {
 	static const struct aopts def = { .ranks = 2, .timeout_s = 60 };
-	const struct tool_cli cli = { options, help, &def };
+	const struct tool_cli cli = { options, help, &def, sizeof *o };
 	int first;
 
 	memset(o, 0, sizeof *o);
@@ -127,6 +148,7 @@ static void parse(struct aopts *o, int argc, char **argv)
 	first = common_parse(&cli, o, &o->co, argc, argv, 1);
 	if (first < argc)
 		usage_error("unexpected argument '%s'", argv[first]);
+	common_settings(&cli, o, &o->co, "mgpu-bench allreduce");
 }
 
 static int on_row(void *ctx, const struct mgpu_bench_ar_row *r)

@@ -33,6 +33,14 @@ struct common {
  * --version exit 0) and settles co; returns the first argument's index. */
 int common_parse(const struct tool_cli *cli, void *target, struct common *co, int argc,
 		 char **argv, int stop_at_arg);
+/* After a subcommand's parse (and its defaults filled in): with
+ * --print-config its settings in the --config format on stdout, exit 0;
+ * with -v the same on stderr. cmd: "mgpu-bench train". */
+void common_settings(const struct tool_cli *cli, const void *target, const struct common *co,
+		     const char *cmd);
+/* A list option's value as its argument again (for --print-config):
+ * "1,2", or with words "ddp,dp". */
+void bench_show_list(char *buf, size_t len, const int *v, int n, const char *const *words);
 /* Open the output and settle the format. */
 FILE *common_open(struct common *co);
 /* Commit (-o) or flush stdout; dies on a write error. */

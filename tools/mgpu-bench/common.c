@@ -4,6 +4,7 @@
  * binary, the BLAS columns, and integer list options.
  */
 #include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* exit */
 #include <string.h> /* strrchr */
 #include <unistd.h> /* isatty, readlink */
 
@@ -26,6 +27,32 @@ int common_parse(const struct tool_cli *cli, void *target, struct common *co, in
 	co->verbose = co->opts.verbose;
 	co->output = co->opts.output;
 	return first;
+}
+
+void common_settings(const struct tool_cli *cli, const void *target, const struct common *co,
+		     const char *cmd)
+{
+	if (co->opts.print_config) {
+		print_config(stdout, cli, target, cmd);
+		finish_stdout();
+		exit(0);
+	}
+	if (co->verbose) /* even with -q, which silences the progress */
+		print_config(stderr, cli, target, cmd);
+}
+
+void bench_show_list(char *buf, size_t len, const int *v, int n, const char *const *words)
+{
+	size_t at = 0;
+	int i;
+
+	if (len)
+		buf[0] = '\0';
+	for (i = 0; i < n && at < len; i++) {
+		int k = words ? snprintf(buf + at, len - at, "%s%s", i ? "," : "", words[v[i]]) :
+				snprintf(buf + at, len - at, "%s%d", i ? "," : "", v[i]);
+		at += k > 0 ? (size_t)k : 0;
+	}
 }
 
 FILE *common_open(struct common *co)

@@ -54,10 +54,16 @@ static int set_prefetch(void *t, const char *arg)
 	return 0;
 }
 
+static void show_prefetch(const void *t, char *buf, size_t len)
+{
+	const struct dopts *o = t;
+	bench_show_list(buf, len, o->prefetch, o->nprefetch, NULL);
+}
+
 #define O struct dopts
 static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("measurements"),
-	MGPU_OPT_CALL("prefetch", 0, set_prefetch, NULL, "LIST", "loader threads to compare",
+	MGPU_OPT_CALL("prefetch", 0, set_prefetch, show_prefetch, "LIST", "loader threads to compare",
 		      "0,1,2", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "batch-size", 0, O, batch, 1, 1 << 20, "N", "rows per batch",
 		     0),
@@ -66,6 +72,7 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROWD(MGPU_OPT_SIZE, "cache-budget", 0, O, budget, 0, 1099511627776.0, "SIZE",
 		      "decoded-chunk memory of a cache (K/M/G)", "2G", 0),
 	MGPU_OPT_ROW(MGPU_OPT_I64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the row order", 0),
+	MGPU_OPT_CONFIG(O, co.opts),
 	MGPU_OPT_COMMON(O, co.opts),
 	MGPU_OPT_TABLE_END,
 };
@@ -74,7 +81,7 @@ static const struct mgpu_opt options[] = {
 static void parse(struct dopts *o, int argc, char **argv)
 {
 	static const struct dopts def = { .batch = 128, .repeat = 3, .seed = 42 };
-	const struct tool_cli cli = { options, help, &def };
+	const struct tool_cli cli = { options, help, &def, sizeof *o };
 	int first;
 
 	memset(o, 0, sizeof *o);
@@ -88,6 +95,7 @@ static void parse(struct dopts *o, int argc, char **argv)
 		usage_error("unexpected argument '%s' (one PATH)", argv[first + 1]);
 	if (first < argc)
 		o->path = argv[first];
+	common_settings(&cli, o, &o->co, "mgpu-bench data");
 }
 
 static void put_row(struct mgpu_tab *t, const char *test, const struct mgpu_source *s,

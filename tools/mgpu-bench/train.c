@@ -55,7 +55,7 @@ static const char help[] =
 
 static const char *const mode_words[] = { "ddp", "dp", NULL };
 static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
-static const char *const dtype_words[] = { "fp32", "bf16", NULL };
+static const char *const dtype_words[] = { "fp32", "bf16", "fp16", NULL };
 #define SYNC_MPI 3
 static const char *const workload[] = { "--epochs", "1", "--max-steps", "200",
 					"--batch-size", "64" };
@@ -67,7 +67,7 @@ struct topts {
 	const char *link_rate;     /* NULL: none */
 	double link_delay_ms;      /* 0: none */
 	int modes[2], nmodes, syncs[4], nsyncs;
-	int dtypes[2], ndtypes;    /* ndtypes 0: the workload's own dtype */
+	int dtypes[3], ndtypes;    /* ndtypes 0: the workload's own dtype */
 	int repeat, warmup, timeout_s; /* repeat, warmup: -1 when not given */
 	const char *plot, *save, *compare;
 	double tol;
@@ -136,7 +136,7 @@ static int set_dtypes(void *t, const char *arg)
 {
 	struct topts *o = t;
 
-	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 2);
+	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 3);
 	return 0;
 }
 
@@ -172,30 +172,81 @@ static int set_tol(void *t, const char *arg)
 	return mgpu_bench_tolerance("--tolerance", arg, &((struct topts *)t)->tol);
 }
 
+/* The list options as arguments again, for --print-config and -v. */
+static void show_cpu(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->cpu, o->ncpu, NULL);
+}
+
+static void show_devices(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->gpu, o->ngpu, NULL);
+}
+
+static void show_modes(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->modes, o->nmodes, mode_words);
+}
+
+static void show_syncs(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->syncs, o->nsyncs, sync_words);
+}
+
+static void show_dtypes(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->dtypes, o->ndtypes, dtype_words);
+}
+
+static void show_nodes(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	bench_show_list(buf, len, o->nodes, o->nnodes, NULL);
+}
+
+static void show_rate(const void *t, char *buf, size_t len)
+{
+	const struct topts *o = t;
+	snprintf(buf, len, "%s", o->link_rate ? o->link_rate : "");
+}
+
+static void show_tol(const void *t, char *buf, size_t len)
+{
+	char v[32];
+
+	mgpu_opt_exact_num(v, sizeof v, ((const struct topts *)t)->tol * 100, 0);
+	snprintf(buf, len, "%s%%", v);
+}
+
 #define O struct topts
 static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("configurations"),
-	MGPU_OPT_CALL("cpu-ranks", 0, set_cpu, NULL, "LIST", "CPU rank counts, e.g. 1,2",
+	MGPU_OPT_CALL("cpu-ranks", 0, set_cpu, show_cpu, "LIST", "CPU rank counts, e.g. 1,2",
 		      "1,2 unless --devices", 0),
-	MGPU_OPT_CALL("devices", 0, set_devices, NULL, "LIST",
+	MGPU_OPT_CALL("devices", 0, set_devices, show_devices, "LIST",
 		      "GPU counts, e.g. 1,2,4,8 (GPUs 0..N-1)", "", 0),
-	MGPU_OPT_CALL("modes", 0, set_modes, NULL, "LIST", "ddp,dp", "ddp,dp", 0),
-	MGPU_OPT_CALL("sync-backends", 0, set_syncs, NULL, "LIST",
+	MGPU_OPT_CALL("modes", 0, set_modes, show_modes, "LIST", "ddp,dp", "ddp,dp", 0),
+	MGPU_OPT_CALL("sync-backends", 0, set_syncs, show_syncs, "LIST",
 		      "auto,cpu,nccl,mpi (mpi: over --nodes, by mpirun)", "auto", 0),
-	MGPU_OPT_CALL("dtypes", 0, set_dtypes, NULL, "LIST",
-		      "fp32,bf16: each configuration once per dtype (mgpu-train --dtype)",
+	MGPU_OPT_CALL("dtypes", 0, set_dtypes, show_dtypes, "LIST",
+		      "fp32,bf16,fp16: each configuration once per dtype (mgpu-train --dtype)",
 		      "the workload's", 0),
-	MGPU_OPT_CALL("nodes", 0, set_nodes, NULL, "LIST",
+	MGPU_OPT_CALL("nodes", 0, set_nodes, show_nodes, "LIST",
 		      "node counts, e.g. 1,2: each node a network namespace (root)", "1", 0),
-	MGPU_OPT_CALL("link-rate", 0, set_rate, NULL, "RATE",
+	MGPU_OPT_CALL("link-rate", 0, set_rate, show_rate, "RATE",
 		      "limit each node's link, e.g. 100mbit (tc tbf)", "", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "link-delay", 0, O, link_delay_ms, 0, 10000, "MS",
 		     "add a delay to each node's link (tc netem)", 0),
 	MGPU_OPT_HEAD("runs"),
 	MGPU_OPT_ROWD(MGPU_OPT_INT, "repeat", 0, O, repeat, 1, MAX_REPEAT, "N",
-		      "runs per configuration; median and spread", "3", 0),
+		      "runs per configuration; median and spread", "3", MGPU_OPT_UNSETNEG),
 	MGPU_OPT_ROWD(MGPU_OPT_INT, "warmup-steps", 0, O, warmup, 0, 1000000, "N",
-		      "steps of each run left out of the throughput", "20", 0),
+		      "steps of each run left out of the throughput", "20", MGPU_OPT_UNSETNEG),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "timeout", 0, O, timeout_s, 1, 86400, "SECONDS",
 		     "a run still going after this fails", 0),
 	MGPU_OPT_HEAD("results"),
@@ -206,7 +257,8 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_ROW(MGPU_OPT_STR, "compare", 0, O, compare, 0, 0, "OLD.tsv",
 		     "re-run OLD's configurations; exit 1 naming each row that regressed by "
 		     "more than --tolerance", MGPU_OPT_NODEF),
-	MGPU_OPT_CALL("tolerance", 0, set_tol, NULL, "PCT", "allowed regression", "10%", 0),
+	MGPU_OPT_CALL("tolerance", 0, set_tol, show_tol, "PCT", "allowed regression", "10%", 0),
+	MGPU_OPT_CONFIG(O, co.opts),
 	MGPU_OPT_COMMON(O, co.opts),
 	MGPU_OPT_TABLE_END,
 };
@@ -244,7 +296,7 @@ static void check_nodes(struct topts *o)
 static void parse(struct topts *o, int argc, char **argv)
 {
 	static struct topts def = { .timeout_s = 600 };
-	const struct tool_cli cli = { options, help, &def };
+	const struct tool_cli cli = { options, help, &def, sizeof *o };
 	int first;
 
 	memset(o, 0, sizeof *o);
@@ -274,6 +326,7 @@ static void parse(struct topts *o, int argc, char **argv)
 		o->modes[0] = 0, o->modes[1] = 1, o->nmodes = 2;
 	if (!o->nsyncs)
 		o->syncs[0] = 0, o->nsyncs = 1;
+	common_settings(&cli, o, &o->co, "mgpu-bench train");
 }
 
 /* argv of one run into store (words) and args (pointers). */
@@ -653,12 +706,12 @@ static void fill_lm(struct mgpu_bench_trow *r, char *const *args)
 static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **args, int repeats)
 {
 	static struct mgpu_bench_run runs[MAX_REPEAT];
-	static int warned;
+	static int warned, short_said;
 	struct mgpu_spawn_result res;
 	struct sampler smp;
 	char why[200] = "";
 	const char *dtype;
-	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0;
+	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0, asked = r->warmup_steps;
 
 	snprintf(r->blas_core, sizeof r->blas_core, "%s", bench_blas_core());
 	r->blas_threads = bench_blas_threads();
@@ -693,6 +746,11 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 	if (unsampled && !r->error[0] && !warned++ && !o->co.quiet)
 		warn("GPU utilisation not sampled (gpu_util_pct NA): %s", why);
 	mgpu_bench_trow_fold(r, runs, r->error[0] ? 0 : k);
+	/* small data: the warm-up was lowered to fit the run; said once */
+	if (!r->error[0] && k > 0 && r->warmup_steps < asked && !short_said++ && !o->co.quiet)
+		warn("%s: only %lld steps ran, fewer than the %d warm-up steps: the first %d of "
+		     "each run left out instead (raise --max-steps or the data for more)",
+		     r->config, (long long)r->steps, asked, r->warmup_steps);
 	fill_lm(r, args);
 	if (!r->mode[0] && !r->error[0] && k > 0)
 		snprintf(r->mode, sizeof r->mode, "%s", runs[k - 1].mode);
@@ -783,6 +841,42 @@ static void lm_notes(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 				rows[i].peak_how);
 }
 
+/* A row's error without the "mgpu-train: " and "rank N: " a multi-rank
+ * run puts before it, so that rows that failed alike compare equal. */
+static const char *bare_error(const char *e)
+{
+	int n = 0;
+
+	if (strncmp(e, "mgpu-train: ", 12) == 0)
+		e += 12;
+	if (sscanf(e, "rank %*d: %n", &n) == 0 && n > 0)
+		e += n;
+	return e;
+}
+
+/* Each failure's message once, under the table whose cells say "failed",
+ * with the rows it ended. */
+static void failures(FILE *fp, const struct mgpu_bench_trow *rows, int n)
+{
+	int i, j, said;
+
+	for (i = 0; i < n; i++) {
+		if (!rows[i].error[0])
+			continue;
+		for (j = 0; j < i && (!rows[j].error[0] || strcmp(bare_error(rows[j].error),
+								   bare_error(rows[i].error)) != 0); j++)
+			;
+		if (j < i)
+			continue;
+		fputs("\nFailed: ", fp);
+		for (j = i, said = 0; j < n; j++)
+			if (rows[j].error[0] &&
+			    strcmp(bare_error(rows[j].error), bare_error(rows[i].error)) == 0)
+				fprintf(fp, "%s%s", said++ ? ", " : "", rows[j].config);
+		fprintf(fp, ": %s\n", bare_error(rows[i].error));
+	}
+}
+
 static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_tab t;
@@ -791,6 +885,7 @@ static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *
 	if (mgpu_bench_speedup_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
 		common_fail(co);
 	mgpu_tab_free(&t);
+	failures(fp, rows, n);
 	fputs("\nPeak memory per device (MiB):\n\n", fp);
 	if (mgpu_bench_memory_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
 		common_fail(co);
@@ -806,7 +901,9 @@ static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *
 	mgpu_tab_free(&t);
 	lm_notes(fp, rows, n);
 	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
-		"of each left out.\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
+		"of each left out. Time: the wall time of a run's steps, the same steps for "
+		"every row, so a row of more devices trains on more samples in it (not an "
+		"epoch's time).\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
 		"Commands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
 		rows[0].warmup_steps, rows[0].blas_core, rows[0].blas_threads,
 		rows[0].blas_threads == 1 ? "" : "s");
@@ -824,10 +921,83 @@ static int any_ok(const struct mgpu_bench_trow *rows, int n)
 	return 0;
 }
 
+/* The value of the last "--NAME V" or "--NAME=V" in a row's command, or
+ * dflt: what mgpu-train ran with. */
+static void command_value(const char *command, const char *name, const char *dflt, char *out,
+			  size_t cap)
+{
+	static char buf[MGPU_BENCH_CMD];
+	char *argv[512], eq[64];
+	int argc = 0, i;
+
+	snprintf(out, cap, "%s", dflt);
+	snprintf(buf, sizeof buf, "%s", command);
+	snprintf(eq, sizeof eq, "%s=", name);
+	if (mgpu_bench_split_command(buf, argv, 512, &argc) < 0)
+		return;
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0 && i + 1 < argc)
+			snprintf(out, cap, "%s", argv[i + 1]);
+		else if (strncmp(argv[i], eq, strlen(eq)) == 0)
+			snprintf(out, cap, "%s", argv[i] + strlen(eq));
+}
+
+/* The machine the rows ran on: the CPU model for CPU ranks, GPU 0's name
+ * for GPU rows. */
+static void machine(const struct mgpu_bench_trow *rows, int n, char *out, size_t cap)
+{
+	static struct mgpu_gpu_list gl;
+	char line[512], *v = NULL, *nl;
+	int i, gpu = 0, cpu = 0;
+	FILE *fp;
+
+	for (i = 0; i < n; i++) {
+		gpu |= strcmp(rows[i].kind, "gpu") == 0;
+		cpu |= strcmp(rows[i].kind, "gpu") != 0;
+	}
+	out[0] = '\0';
+	if (cpu && (fp = fopen("/proc/cpuinfo", "r"))) {
+		while (!v && fgets(line, sizeof line, fp))
+			if (strncmp(line, "model name", 10) == 0 && (v = strchr(line, ':')))
+				for (v++; *v == ' ' || *v == '\t'; v++)
+					;
+		fclose(fp);
+		if (v && (nl = strchr(v, '\n')))
+			*nl = '\0';
+		snprintf(out, cap, "%s (%ld CPUs)", v ? v : "CPU", sysconf(_SC_NPROCESSORS_ONLN));
+	}
+	if (gpu && mgpu_gpu_enumerate(&gl) == 0 && gl.nvisible > 0)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? ", " : "",
+			 gl.gpu[0].name);
+	if (!out[0])
+		snprintf(out, cap, "this machine");
+}
+
+/* What the plot shows: model, data, machine and repeats. */
+static void plot_title(const struct mgpu_bench_trow *rows, int n, char *out, size_t cap)
+{
+	char model[128], data[256], where[256];
+	int i, reps = 0;
+
+	for (i = 0; i < n && rows[i].error[0]; i++)
+		;
+	if (i == n)
+		i = 0;
+	command_value(rows[i].command, "--model", "mlp:auto-512-256-auto", model, sizeof model);
+	command_value(rows[i].command, "--data", "/usr/share/datasets/fashion-mnist", data,
+		      sizeof data);
+	machine(rows, n, where, sizeof where);
+	for (i = 0; i < n; i++)
+		reps = rows[i].repeats > reps ? rows[i].repeats : reps;
+	snprintf(out, cap, "%s on %s; %s; median of %d run%s", model, data, where, reps,
+		 reps == 1 ? "" : "s");
+}
+
 static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_afile af;
 	struct mgpu_tab t;
+	char title[800];
 	FILE *fp = common_open(&o->co);
 
 	if (mgpu_bench_trows_tab(rows, n, &t) < 0)
@@ -847,8 +1017,10 @@ static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 		error_msg("--plot: no configuration succeeded; '%s' not written", o->plot);
 		return;
 	}
+	if (o->plot)
+		plot_title(rows, n, title, sizeof title);
 	if (o->plot && (mgpu_afile_open(&af, o->plot) < 0 ||
-			mgpu_bench_plot_svg(af.fp, rows, n, "mgpu-bench train") < 0 ||
+			mgpu_bench_plot_svg(af.fp, rows, n, title) < 0 ||
 			mgpu_afile_commit(&af) < 0)) {
 		mgpu_afile_abort(&af);
 		die_lib();

@@ -111,7 +111,7 @@ struct inputs {
 
 static void parse(struct opts *o, int argc, char **argv)
 {
-	const struct tool_cli cli = { options, synopsis, &defaults };
+	const struct tool_cli cli = { options, synopsis, &defaults, 0 };
 	int first = parse_options(&cli, o, &o->com, argc, argv, 0, NULL);
 
 	o->in = argv + first;

@@ -81,7 +81,7 @@ static void check_combinations(struct opts *o)
 static void parse(struct opts *o, int argc, char **argv)
 {
 	static struct opts def;
-	const struct tool_cli cli = { options, synopsis, &def };
+	const struct tool_cli cli = { options, synopsis, &def, 0 };
 	int first;
 
 	mgpu_gpu_policy_init(&def.pol);

@@ -22,6 +22,7 @@
 #include <stdio.h>    /* printf, fprintf */
 #include <stdlib.h>   /* malloc, free, realpath */
 #include <string.h>   /* strcmp, strerror */
+#include <sys/stat.h> /* stat, S_ISREG */
 #include <unistd.h>   /* isatty */
 
 #include "../common.h"      /* die, usage_error */
@@ -164,7 +165,7 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 
 static void parse(struct opts *o, int argc, char **argv)
 {
-	const struct tool_cli cli = { options, synopsis, &defaults };
+	const struct tool_cli cli = { options, synopsis, &defaults, 0 };
 	struct mgpu_opt_given given = { { 0 } };
 	int first = parse_options(&cli, o, &o->com, argc, argv, 0, &given);
 
@@ -195,16 +196,46 @@ static _Noreturn void fail(void)
 	die_lib();
 }
 
+/* The source being read, for the progress of an archive. */
+struct reading {
+	const char *path;
+	uint64_t nbytes; /* its size; 0: unknown (a stream) */
+	size_t before;   /* samples of the sources before it */
+};
+
+static void on_read(void *ctx, uint64_t nbytes, size_t nsamples)
+{
+	const struct reading *rs = ctx;
+	char what[4200];
+
+	if (!mgpu_progress_due(&prog.bar))
+		return;
+	snprintf(what, sizeof what, "reading '%s':", rs->path);
+	mgpu_progress_count(&prog.bar, what, rs->before + nsamples, 0, "samples", nbytes,
+			    rs->nbytes, 1);
+}
+
 /* Load every source: the pool, and the predefined test set. */
 static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_samples *test)
 {
+	struct mgpu_input_opts in = o->in;
+	struct reading rs;
+	struct stat st;
 	int i;
 
+	in.progress = on_read;
+	in.progress_ctx = &rs;
 	for (i = 0; i < o->nsrc; i++) {
+		rs.path = o->src[i];
+		rs.nbytes = strcmp(o->src[i], "-") != 0 && stat(o->src[i], &st) == 0 &&
+				    S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+		rs.before = pool->n + test->n;
 		if (mgpu_progress_due(&prog.bar))
 			mgpu_progress_draw(&prog.bar, "reading '%s' (source %d of %d), %zu samples so far",
 					   o->src[i], i + 1, o->nsrc, pool->n + test->n);
-		if (mgpu_input_load(o->src[i], &o->in, pool, test) < 0 ||
+		/* an archive's rate and ETA are its own, from its first member */
+		mgpu_progress_restart(&prog.bar);
+		if (mgpu_input_load(o->src[i], &in, pool, test) < 0 ||
 		    mgpu_cancel_check() < 0)
 			fail();
 	}

@@ -31,6 +31,7 @@
 #include "nn/train.h"      /* mgpu_train_run */
 #include "opts.h"          /* struct train_opts, train_opts_parse */
 #include "selftest.h"      /* train_selftest */
+#include "tb.h"            /* train_tb_record */
 #include "view.h"          /* struct view */
 
 const char *const mgpu_tool_name = "mgpu-train";
@@ -140,7 +141,7 @@ static const char *const cols[] = {
 	"kind", "step", "epoch", "loss", "lr", "samples_per_s", "step_ms", "data_ms",
 	"val_loss", "val_acc", "test_loss", "test_acc", "wall_s", "effective_batch",
 	"world_size", "mode", "sync_backend", "peak_bytes", "rss_bytes", "path",
-	"bpb", "val_bpb", "test_bpb",
+	"bpb", "val_bpb", "test_bpb", "loss_scale", "skipped_steps",
 	/* --per-class only: the class records' own columns */
 	"class", "name", "samples",
 };
@@ -153,6 +154,7 @@ struct out {
 	int quiet;
 	struct mgpu_table t;
 	struct view v;    /* what a person at a terminal sees */
+	struct train_tb tb; /* --tensorboard */
 };
 
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
@@ -223,6 +225,16 @@ out:
 	free(ids);
 }
 
+/* --dtype fp16: the loss scale after the window and the steps skipped
+ * for an overflow so far. */
+static void put_scaler(struct out *out, const struct mgpu_record *r)
+{
+	if (out->cfg->prec != MGPU_PREC_FP16)
+		return;
+	mgpu_table_num(&out->t, "loss_scale", r->loss_scale, 6);
+	mgpu_table_int(&out->t, "skipped_steps", r->skipped);
+}
+
 static int put_record(struct out *out, const struct mgpu_record *r)
 {
 	struct mgpu_table *t = &out->t;
@@ -249,6 +261,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_num(t, "step_ms", r->step_ms, 4);
 		mgpu_table_num(t, "data_ms", r->data_ms, 4);
 		put_bpb(out, "bpb", r->loss, 0);
+		put_scaler(out, r);
 		return mgpu_table_emit(t);
 	}
 	mgpu_table_num(t, "val_loss", r->val_loss, 6);
@@ -266,6 +279,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_str(t, "sync_backend", mgpu_sync_name(r->sync));
 		mgpu_table_ints(t, "peak_bytes", r->peak_bytes, r->ndev);
 		mgpu_table_ints(t, "rss_bytes", r->rss_bytes, r->ndev);
+		put_scaler(out, r);
 	}
 	return mgpu_table_emit(t);
 }
@@ -279,6 +293,12 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 	if (out->quiet)
 		return;
 	mgpu_spec_format(r->spec ? r->spec : &c->spec, spec, sizeof spec);
+	if (c->evaluate) {
+		note("evaluating the checkpoint %s (model %s, step %lld) on %s with %d %s %s",
+		     c->resume, spec, (long long)r->first_step, c->data, c->world, c->backend,
+		     c->world > 1 ? "devices" : "device");
+		return;
+	}
 	if (c->env.nnodes > 1)
 		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
 	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
@@ -301,6 +321,7 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 {
 	struct out *out = ctx;
 
+	MGPU_TRY(train_tb_record(&out->tb, r));
 	if (r->kind == MGPU_REC_START) {
 		announce(out, r);
 		view_record(&out->v, r);
@@ -482,6 +503,17 @@ flush:
 	return rc;
 }
 
+/* --evaluate reads a checkpoint and writes none. */
+static void check_evaluate(const struct train_opts *o)
+{
+	if (o->cfg.evaluate && !o->cfg.resume[0])
+		usage_error("--evaluate needs the checkpoint to evaluate: --resume DIR");
+	if (o->cfg.evaluate && o->cfg.save_dir[0])
+		usage_error("--evaluate trains nothing and saves no checkpoint: drop --save-dir");
+	if (o->cfg.predict_class && !o->cfg.predict[0])
+		usage_error("--predict-as needs --predict FILE.npy");
+}
+
 /* --prompt and --temperature shape --sample, which only a gpt does. */
 static void check_sample(const struct train_opts *o)
 {
@@ -633,10 +665,9 @@ static int finish(const struct train_opts *o, struct output *res, struct view *v
 		exit_pipe_closed();
 	}
 	if (rc == MGPU_EINTR) {
-		if (!o->com.quiet && o->cfg.env.rank == 0) {
+		if (!o->com.quiet && o->cfg.env.rank == 0)
 			note("%s%s", mgpu_errmsg(), o->cfg.save_dir[0] ? ", checkpoint written" : "");
-			view_interrupted(v);
-		}
+		view_interrupted(v); /* where the summary would go, if anywhere */
 		return 130;
 	}
 	/* Tell our own launcher this rank only followed another's failure. */
@@ -712,8 +743,12 @@ static int train(struct train_opts *o, int argc, char **argv)
 	out.resume_note = o->resume_note;
 	mgpu_table_init(&out.t, res.fp, o->com.format, cols,
 			o->cfg.per_class ? NCOLS_PLAIN + 3 : NCOLS_PLAIN);
+	train_tb_init(&out.tb, o);
 	rc = mgpu_train_run(&o->cfg, &h);
+	if (train_tb_close(&out.tb) < 0 && rc == 0)
+		rc = MGPU_EIO;
 	mgpu_opt_argv_free(&saved);
+	view_done(&out.v);
 	return finish(o, &res, &out.v, rc);
 }
 
@@ -725,12 +760,18 @@ int cmd_main(int argc, char **argv)
 	if (o.selftest)
 		return selftest(&o);
 	check_sample(&o);
+	check_evaluate(&o);
 	resolve_gpus(&o);
 	resolve_world(&o);
 	resolve_batch(&o);
 	check_resume(&o);
+	if (o.com.print_config) {
+		train_opts_show(&o, stdout);
+		finish_stdout();
+		return 0;
+	}
 	if (o.com.verbose && o.cfg.env.rank == 0 && o.cfg.env.launcher != MGPU_LAUNCH_SELF)
-		train_opts_show(&o);
+		train_opts_show(&o, stderr);
 	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
 	    o.cfg.mode == MGPU_MODE_DDP)
 		return launch(&o, argv);

@@ -32,6 +32,7 @@ static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
 static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
 static const char *const uneven_words[] = { "drop", "pad", NULL };
 static const char *const grad_dtype_words[] = { "fp32", "bf16", NULL }; /* enum mgpu_prec */
+static const char *const predict_words[] = { "logits", "class", NULL };
 
 static int set_model(void *t, const char *arg)
 {
@@ -78,22 +79,20 @@ static void show_backend(const void *t, char *buf, size_t len)
 	snprintf(buf, len, "%s", ((const struct train_opts *)t)->cfg.backend);
 }
 
-/* --dtype: fp16 would need dynamic loss scaling to keep small gradients
- * from flushing to zero; bf16 has fp32's range and needs none. */
+/* --dtype: fp16 comes with dynamic loss scaling (the --loss-scale rows);
+ * bf16 has fp32's range and needs none. */
 static int set_dtype(void *t, const char *arg)
 {
 	struct train_opts *o = t;
 
-	if (strcmp(arg, "fp16") == 0)
-		return mgpu_err(MGPU_EINVAL, "--dtype fp16 is not supported (it needs dynamic "
-				"loss scaling, which mgpu-train does not do): use --dtype bf16, "
-				"which has fp32's range");
 	if (strcmp(arg, "fp32") == 0)
 		o->cfg.prec = MGPU_PREC_FP32;
 	else if (strcmp(arg, "bf16") == 0)
 		o->cfg.prec = MGPU_PREC_BF16;
+	else if (strcmp(arg, "fp16") == 0)
+		o->cfg.prec = MGPU_PREC_FP16;
 	else
-		return mgpu_err(MGPU_EINVAL, "--dtype: '%s' is not fp32 or bf16", arg);
+		return mgpu_err(MGPU_EINVAL, "--dtype: '%s' is not fp32, bf16 or fp16", arg);
 	return 0;
 }
 
@@ -115,9 +114,9 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
 		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]; "
 		      "gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]", NULL, FIXED),
-	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "fp32|bf16",
-		      "the matrix products' inputs (bf16: fp32 accumulation, master weights "
-		      "and optimizer state)", "fp32", FIXED),
+	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "fp32|bf16|fp16",
+		      "the matrix products' inputs (fp32 accumulation, master weights "
+		      "and optimizer state; fp16 with dynamic loss scaling)", "fp32", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, cfg.seed, 0, 9.3e18, "N",
 		     "seed of init, split, order, dropout", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, cfg.val_fraction, 0, 0.99, "F",
@@ -226,6 +225,28 @@ static const struct mgpu_opt options[] = {
 		     "after the summary, a class row per class: its test accuracy", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "selftest", 0, O, selftest, 0, 0, NULL,
 		     "compare every backend op against the CPU and exit", MGPU_OPT_META),
+	/* issue 22: configuration files, TensorBoard, evaluation, fp16 */
+	MGPU_OPT_HEAD("TensorBoard"),
+	MGPU_OPT_ROWD(MGPU_OPT_PATH, "tensorboard", 0, O, tensorboard, 0, 0, "DIR",
+		      "write TensorBoard event files of the run's metrics to DIR",
+		      "SAVE_DIR/tb with --save-dir", 0),
+	MGPU_OPT_HEAD("using a trained model"),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "evaluate", 0, O, cfg.evaluate, 0, 0, NULL,
+		     "evaluate the --resume checkpoint on --data's splits, without training", 0),
+	MGPU_OPT_ROW(MGPU_OPT_PATH, "predict", 0, O, cfg.predict, 0, 0, "FILE.npy",
+		     "at the end, write each test sample's outputs in data order", MGPU_OPT_NODEF),
+	MGPU_OPT_WORDS("predict-as", O, cfg.predict_class, predict_words, "logits|class",
+		       "what --predict writes: float32 logits or int32 class ids", 0),
+	MGPU_OPT_HEAD("fp16 loss scaling (--dtype fp16)"),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "loss-scale", 0, O, cfg.loss_scale_init, 1e-30, 1e30, "X",
+		     "the initial loss scale", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "loss-scale-growth", 0, O, cfg.loss_scale_growth, 1, 1e6,
+		     "X", "its factor after --loss-scale-interval clean steps", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "loss-scale-backoff", 0, O, cfg.loss_scale_backoff, 1e-6,
+		     1, "X", "its factor after an overflow (the step is skipped)", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_I64, "loss-scale-interval", 0, O, cfg.loss_scale_interval, 1,
+		     9.3e18, "N", "clean steps before the scale grows", FIXED),
+	MGPU_OPT_CONFIG(O, com),
 	MGPU_OPT_COMMON(O, com),
 	MGPU_OPT_TABLE_END,
 };
@@ -237,6 +258,9 @@ static const struct mgpu_opt options[] = {
 static const char synopsis[] =
 	"usage: mgpu-train [options]\n"
 	"Train a model data-parallel; metrics go to stdout as TSV (or JSON Lines).\n";
+
+static struct train_opts def; /* the defaults --help shows */
+static const struct tool_cli cli = { options, synopsis, &def, sizeof(struct train_opts) };
 
 static void defaults(struct train_opts *o)
 {
@@ -273,8 +297,6 @@ static void gpus_words(const char *gpus, int n, char **words)
 static void parse_into(struct train_opts *o, int argc, char **argv,
 		       struct mgpu_opt_given *given)
 {
-	static struct train_opts def;
-	struct tool_cli cli = { options, synopsis, &def };
 	int first;
 
 	defaults(&def);
@@ -419,23 +441,11 @@ void train_opts_ident(const struct train_opts *o, char *buf, size_t len)
 		buf[len - 1] = '\0';
 }
 
-/* A value as a shell word: quoted when it holds anything but plain
- * characters, so the printed line can be pasted back. */
-static size_t put_word(char *buf, size_t cap, const char *w)
-{
-	int plain = w[0] != '\0' && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					     "0123456789_./:,=+-") == strlen(w);
-	int n = snprintf(buf, cap, plain ? " %s" : " '%s'", w);
-
-	return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
-}
-
-void train_opts_show(const struct train_opts *o)
+void train_opts_show(const struct train_opts *o, FILE *f)
 {
 	static struct train_opts s;
-	struct mgpu_opt_argv a;
-	char line[8192], list[8 * MGPU_MAX_DEVICES] = "";
-	size_t len = 0, n = 0;
+	char list[8 * MGPU_MAX_DEVICES] = "";
+	size_t n = 0;
 	int i;
 
 	/* what main.c resolved, in the options' own terms */
@@ -449,11 +459,5 @@ void train_opts_show(const struct train_opts *o)
 		s.cpu_ranks = s.cfg.world;
 	s.sync = s.cfg.sync;
 	s.global_batch = s.cfg.plan.global;
-	if (mgpu_opt_settings_argv(options, &s, &a) < 0)
-		die_lib();
-	line[0] = '\0';
-	for (i = 0; i < a.argc && len + 1 < sizeof line; i++)
-		len += put_word(line + len, sizeof line - len, a.argv[i]);
-	note("settings:%s", line);
-	mgpu_opt_argv_free(&a);
+	print_config(f, &cli, &s, NULL);
 }

@@ -11,6 +11,7 @@
 #define MGPU_TOOLS_TRAIN_OPTS_H
 
 #include <stdint.h> /* int64_t */
+#include <stdio.h>  /* FILE */
 
 #include "core/opt.h" /* struct mgpu_common_opts, struct mgpu_opt_given */
 #include "nn/train.h" /* struct mgpu_train_cfg */
@@ -32,6 +33,7 @@ struct train_opts {
 	double temperature;             /* --temperature; 0: greedy */
 	const char *tokenizer;          /* --tokenizer FILE; NULL: none */
 	char export_hf[MGPU_OPT_PATH_MAX]; /* --export-hf DIR; "": none */
+	char tensorboard[MGPU_OPT_PATH_MAX]; /* --tensorboard DIR; "": SAVE_DIR/tb or none */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */
 	int64_t resume_step;            /* --resume: the checkpoint's step */
@@ -50,7 +52,8 @@ void train_opts_saved(const struct train_opts *o, struct mgpu_opt_argv *out);
  * settings a checkpoint saves but --data, the resolved batch split and
  * sync, and the checkpoint's step, one "--name value" line each. */
 void train_opts_ident(const struct train_opts *o, char *buf, size_t len);
-/* -v: every setting as resolved, on stderr in one line. */
-void train_opts_show(const struct train_opts *o);
+/* Every setting as resolved, in the --config format (core/conf.h) on f:
+ * -v prints it on stderr, --print-config on stdout. */
+void train_opts_show(const struct train_opts *o, FILE *f);
 
 #endif

@@ -23,6 +23,9 @@
  * a weight on either side of a rounding boundary moves by 2^-9: the five
  * steps agree less closely than in fp32. */
 #define BF16_STEPS_TOL 1e-2
+/* fp16 the same with a boundary's step of 2^-12 (and no loss scaling in
+ * these five steps, whose gradients stay well inside fp16's range). */
+#define FP16_STEPS_TOL 2e-3
 
 /* A few AdamW steps of a small MLP on both backends from the same weights and
  * seeded data: the relative difference of the final weights. */
@@ -135,6 +138,7 @@ static int selftest_backend(struct mgpu_table *t, const struct mgpu_ops *ops,
 	bad = rep.nfail;
 	bad += steps_row(t, ops, ref, MGPU_PREC_FP32, "train_5_steps", 1e-3);
 	bad += steps_row(t, ops, ref, MGPU_PREC_BF16, "train_5_steps_bf16", BF16_STEPS_TOL);
+	bad += steps_row(t, ops, ref, MGPU_PREC_FP16, "train_5_steps_fp16", FP16_STEPS_TOL);
 	return bad;
 }
 
