@@ -226,7 +226,7 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 		return mgpu_tokens_load(path, &to, out);
 	}
 	if (o->text_context)
-		return mgpu_text_load(path, (size_t)o->text_context, out);
+		return mgpu_text_load(path, (size_t)o->text_context, (size_t)o->text_max, out);
 	if (strcmp(path, "-") == 0)
 		return archive(path, o, out);
 	if (stat(path, &st) != 0)

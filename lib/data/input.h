@@ -30,6 +30,7 @@ struct mgpu_input_opts {
 	int tokens;                /* paths are token files, cut at text_context */
 	int token_bytes;           /* their raw ids' width: 2, 4 (0: 2, or the header's) */
 	unsigned long long vocab;  /* > 0: token ids must stay below it */
+	unsigned long long text_max;     /* bytes of text per path at most; 0: no limit */
 	/* Called while an archive is read (NULL: not): its bytes consumed
 	 * and the samples read so far. */
 	mgpu_wds_progress_fn progress;

@@ -25,11 +25,12 @@
 #include <stdint.h> /* uint64_t */
 
 #include "data/samples.h" /* struct mgpu_samples */
+#include "data/text.h"    /* MGPU_TEXT_MAX_CONTEXT */
 
 #define MGPU_TOKENS_LLMC_MAGIC 20240520
 #define MGPU_TOKENS_LLMC_HEADER_NBYTES (256 * 4)
 /* Largest context: as text's. */
-#define MGPU_TOKENS_MAX_CONTEXT ((size_t)1 << 24)
+#define MGPU_TOKENS_MAX_CONTEXT MGPU_TEXT_MAX_CONTEXT
 
 struct mgpu_tokens_opts {
 	size_t context;     /* T: samples hold T+1 ids */

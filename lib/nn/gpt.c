@@ -26,6 +26,7 @@
 #include <stdlib.h> /* calloc, malloc, free */
 #include <string.h> /* strstr, memcpy, memset */
 
+#include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h"  /* struct mgpu_rng */
@@ -698,6 +699,9 @@ int mgpu_gpt_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size_t
 	mgpu_rng_seed(&r, seed, GEN_STREAM);
 	for (have = plen; have < plen + n; have++) {
 		size_t len = have < T ? have : T;
+
+		/* a long sample is a long loop: SIGINT and SIGTERM end it */
+		MGPU_CHECK(mgpu_cancel_check());
 		MGPU_CHECK(next_logits(m, row, text + have - len, len, logits));
 		/* the head has V columns: a padding row is never emitted */
 		text[have] = pick(logits, g->V, temperature, &r);

@@ -81,12 +81,15 @@ static int check_kind(const struct train_data *d, const struct mgpu_train_cfg *c
 		return 0;
 	}
 	if (dt == MGPU_DTYPE_F32)
-		return mgpu_err(MGPU_EINVAL, "'%s': float32 features; a gpt reads bytes (--text) "
-				"or token ids (--tokens)", cfg->data);
+		return mgpu_err(MGPU_EINVAL, "'%s': holds float32 features, but a gpt reads "
+				"byte tokens: build the cache with --dtype u8 and without "
+				"--normalize (or train on the shards)", cfg->data);
+	/* a larger vocab would only train logits no byte asks for, and what
+	 * generation draws from them would not fit a byte */
 	if (dt == MGPU_DTYPE_U8 && s->vocab > 256)
-		return mgpu_err(MGPU_EINVAL, "'%s': byte data has 256 values, the model's vocab "
-				"is %d: shard token ids (--tokens) or use vocab <= 256", cfg->data,
-				s->vocab);
+		return mgpu_err(MGPU_EINVAL, "'%s': holds bytes (token ids 0 to 255): a gpt on it "
+				"has a vocab of at most 256, not %d (token ids: mgpu-shard "
+				"--tokens)", cfg->data, s->vocab);
 	return 0;
 }
 
@@ -123,10 +126,10 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 			 struct mgpu_spec *spec, const struct mgpu_norm *fixed)
 {
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
+	MGPU_TRY(check_kind(d, cfg, spec));
 	/* named classes count whether or not a split holds them */
 	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, d->src.nnames > d->src.classes ? d->src.nnames :
 					       d->src.classes, cfg->data));
-	MGPU_TRY(check_kind(d, cfg, spec));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(split(d, cfg));
 	return normalisation(d, fixed);

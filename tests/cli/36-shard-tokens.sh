@@ -89,7 +89,7 @@ expect 1 "token ids (u16) need a gpt model" \
 	"$TR" --data c --model mlp:17-8-300 --max-steps 1 --batch-size 2
 printf 'the cat sat on the mat, the cat sat on the mat, again and again\n' >t.txt
 "$S" -q --text --context 16 -o bt/manifest.tsv t.txt
-expect 1 "byte data has 256 values, the model's vocab is 300" \
+expect 1 "'bt/manifest.tsv': holds bytes (token ids 0 to 255): a gpt on it has a vocab of at most 256, not 300" \
 	"$TR" --data bt/manifest.tsv --model $M --max-steps 1 --batch-size 1
 expect 2 "--token-bytes and --vocab need --tokens" "$S" --token-bytes 4 --context 4 a.bin
 expect 2 "--text and --tokens exclude each other" "$S" --text --tokens --context 4 a.bin

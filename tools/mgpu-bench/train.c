@@ -96,6 +96,8 @@ static int word_list(const char *opt, const char *arg, const char *const *words,
 				usage_error("%s: '%s' given twice", opt, p);
 		n++;
 	}
+	if (n == 0) /* "," would mean: the default, silently */
+		usage_error("%s: no value in '%s'", opt, arg);
 	return n;
 }
 
@@ -1070,6 +1072,10 @@ int bench_train(int argc, char **argv)
 		rerun(&o, old, n, rows);
 	} else {
 		n = plan(&o, rows);
+		if (n == 0) /* a sweep measuring nothing is a sweep asked wrongly */
+			usage_error("no configuration to measure: --modes dp runs in one process, "
+				    "so it cannot span --nodes above 1, and --sync-backends mpi needs "
+				    "them");
 		hosts_up(rows, n);
 		sweep(&o, rows, n);
 	}

@@ -74,13 +74,16 @@ static const struct mgpu_opt options[] = {
 		     "samples of --context + 1 ids", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
 		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes (or tokens) of context of a "
-		     "sample (the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+		     "sample (the model's ctx, at most 65536)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "token-bytes", 0, O, in.token_bytes, 2, 4, "2|4",
 		     "width of a raw token file's ids (an llm.c header says its own)",
 		     MGPU_OPT_NODEF),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "vocab", 0, O, in.vocab, 1, 2147483648.0, "V",
 		     "with --tokens: an id at or above V is an error", MGPU_OPT_NODEF |
 		     MGPU_OPT_UNSET0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "text-limit", 0, O, in.text_max, 1, 1e15, "BYTES",
+		     "read at most this much text per SOURCE (a pipe that never ends is "
+		     "an error, not a machine out of memory)", 0),
 	MGPU_OPT_HEAD("split"),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
@@ -113,7 +116,8 @@ static const char synopsis[] =
 	"with --tokens: token files (llm.c .bin, raw uint16/uint32 ids), windows of\n"
 	"--context + 1 ids.\n";
 
-static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
+static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1,
+				      .in.text_max = 1ull << 30 };
 
 /* What this run wrote, to undo on failure. */
 struct written {
@@ -152,6 +156,8 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 	if (!o->text && !o->in.tokens) {
 		if (o->in.text_context)
 			usage_error("--context needs --text or --tokens");
+		if (mgpu_opt_was_given(options, g, "text-limit"))
+			usage_error("--text-limit needs --text");
 		return;
 	}
 	if (!o->in.text_context)
