@@ -13,6 +13,7 @@
 #include "data/idx.h"     /* mgpu_idx_load_samples, mgpu_idx_load_dir */
 #include "data/npy.h"     /* mgpu_npy_load */
 #include "data/text.h"    /* mgpu_text_load */
+#include "data/tokens.h"  /* mgpu_tokens_load */
 #include "data/wds.h"     /* mgpu_wds_read */
 
 static int ends(const char *s, const char *suffix)
@@ -219,6 +220,11 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 {
 	struct stat st;
 
+	if (o->tokens) {
+		struct mgpu_tokens_opts to = { (size_t)o->text_context, o->token_bytes,
+					       (uint64_t)o->vocab };
+		return mgpu_tokens_load(path, &to, out);
+	}
 	if (o->text_context)
 		return mgpu_text_load(path, (size_t)o->text_context, (size_t)o->text_max, out);
 	if (strcmp(path, "-") == 0)

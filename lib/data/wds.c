@@ -185,7 +185,8 @@ static int grow_row(struct rd *r, size_t nbytes)
 	return 0;
 }
 
-/* An .npy input: u1 stays u8, f4/f8 become f32. */
+/* An .npy input: u1, u2, u4 stay as they are (u8 features, u16 and u32
+ * tokens), f4/f8 become f32. */
 static int npy_input(struct rd *r)
 {
 	struct mgpu_npy a;
@@ -196,9 +197,9 @@ static int npy_input(struct rd *r)
 	rc = mgpu_npy_parse(r->data, r->len, &a);
 	if (rc < 0)
 		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
-	if (!((a.kind == 'u' && a.elem_nbytes == 1) || a.kind == 'f'))
+	if (!mgpu_dtype_from_npy(a.kind, a.elem_nbytes))
 		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': npy dtype '%s' is not a "
-				"sample type (want |u1, <f4 or <f8)", r->name, r->entry,
+				"sample type (want |u1, <u2, <u4, <f4 or <f8)", r->name, r->entry,
 				mgpu_npy_descr(&a));
 	if (a.ndim < 1 || a.ndim > MGPU_SAMPLES_MAX_DIM || a.count == 0 ||
 	    a.count >= MGPU_SAMPLES_MAX_D)
@@ -207,7 +208,7 @@ static int npy_input(struct rd *r)
 	r->ndim = a.ndim;
 	for (k = 0; k < a.ndim; k++)
 		r->shape[k] = (uint32_t)a.dims[k];
-	r->dtype = a.kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
+	r->dtype = mgpu_dtype_from_npy(a.kind, a.elem_nbytes);
 	MGPU_TRY(grow_row(r, a.count * mgpu_dtype_nbytes(r->dtype)));
 	f = (float *)(void *)r->row;
 	if (a.kind == 'u' || a.elem_nbytes == 4)
