@@ -66,9 +66,19 @@ int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src
 
 /* Append t to out, then free t (whether or not that worked); class names
  * that differ are joined, both sets renumbered. */
-static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const char *name)
+/* --shape: t's rows take the shape asked for (the same count of values). */
+static int shaped(struct mgpu_samples *t, const struct mgpu_input_opts *o, const char *name)
 {
-	int rc = mgpu_class_names_join(out, t, name);
+	return o->ndim && t->n ? mgpu_samples_reshape(t, o->ndim, o->shape, name) : 0;
+}
+
+static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const char *name,
+		       const struct mgpu_input_opts *o)
+{
+	int rc = shaped(t, o, name);
+
+	if (rc == 0)
+		rc = mgpu_class_names_join(out, t, name);
 
 	if (rc == 0)
 		rc = mgpu_samples_append(out, t, name);
@@ -77,15 +87,16 @@ static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const c
 	return rc;
 }
 
-static int idx_dir(const char *dir, struct mgpu_samples *out, struct mgpu_samples *test)
+static int idx_dir(const char *dir, const struct mgpu_input_opts *o, struct mgpu_samples *out,
+		   struct mgpu_samples *test)
 {
 	struct mgpu_samples tr, te;
 	int rc;
 
 	MGPU_TRY(mgpu_idx_load_dir(dir, &tr, &te));
-	rc = append_free(out, &tr, dir);
+	rc = append_free(out, &tr, dir, o);
 	if (rc == 0)
-		rc = append_free(test, &te, dir);
+		rc = append_free(test, &te, dir, o);
 	mgpu_samples_free(&te); /* when train failed */
 	return rc;
 }
@@ -130,17 +141,22 @@ static int npy_rows(const char *path, const struct mgpu_npy *a, struct mgpu_samp
 {
 	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
 	size_t i;
-	int k;
+	int k, nd;
 
 	if (!((a->kind == 'u' && a->elem_nbytes == 1) || a->kind == 'f') || a->ndim < 2 ||
 	    a->ndim > MGPU_SAMPLES_MAX_DIM + 1 || a->dims[0] == 0)
 		return mgpu_err(MGPU_EFORMAT, "'%s': want an array of samples (N, ...) of |u1, "
 				"<f4 or <f8 with 2 to 5 dimensions, not %s of %d", path,
 				mgpu_npy_descr(a), a->ndim);
+	/* (N,H,W) is taken for one-channel images, (1,H,W); series (N,C,L)
+	 * need --shape CxL */
+	nd = a->ndim == 3 ? 3 : a->ndim - 1;
+	shape[0] = 1;
 	for (k = 1; k < a->ndim; k++)
-		shape[k - 1] = a->dims[k] > UINT32_MAX ? 0 : (uint32_t)a->dims[k];
-	MGPU_TRY(mgpu_samples_init(t, a->kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32,
-				   a->ndim - 1, shape));
+		shape[k - 1 + nd - (a->ndim - 1)] =
+			a->dims[k] > UINT32_MAX ? 0 : (uint32_t)a->dims[k];
+	MGPU_TRY(mgpu_samples_init(t, a->kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32, nd,
+				   shape));
 	MGPU_TRY(mgpu_samples_reserve(t, (size_t)a->dims[0]));
 	t->n = (size_t)a->dims[0];
 	if (a->kind == 'u' || a->elem_nbytes == 4)
@@ -175,6 +191,8 @@ static int npy_file(const char *path, const struct mgpu_input_opts *o,
 		if (t.y[i] + 1 > t.classes)
 			t.classes = t.y[i] + 1;
 	if (rc == 0)
+		rc = shaped(&t, o, path);
+	if (rc == 0)
 		rc = mgpu_samples_append(out, &t, path);
 	mgpu_samples_free(&t);
 	return rc;
@@ -187,7 +205,7 @@ static int idx_file(const char *path, const struct mgpu_input_opts *o,
 
 	MGPU_TRY(need_labels(path, o));
 	MGPU_TRY(mgpu_idx_load_samples(path, o->labels, &t));
-	return append_free(out, &t, path);
+	return append_free(out, &t, path, o);
 }
 
 static int csv_file(const char *path, const struct mgpu_input_opts *o,
@@ -196,10 +214,10 @@ static int csv_file(const char *path, const struct mgpu_input_opts *o,
 	struct mgpu_samples t;
 
 	MGPU_TRY(mgpu_csv_load(path, o->label_column, &t));
-	return append_free(out, &t, path);
+	return append_free(out, &t, path, o);
 }
 
-static int archive(const char *path, struct mgpu_samples *out)
+static int archive(const char *path, const struct mgpu_input_opts *o, struct mgpu_samples *out)
 {
 	struct mgpu_samples t = { 0 };
 	int rc;
@@ -207,6 +225,8 @@ static int archive(const char *path, struct mgpu_samples *out)
 	rc = mgpu_wds_read(path, &t, NULL);
 	if (rc == 0 && t.n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no samples in the archive", path);
+	if (rc == 0)
+		rc = shaped(&t, o, path);
 	if (rc == 0)
 		rc = mgpu_samples_append(out, &t, path);
 	mgpu_samples_free(&t);
@@ -221,16 +241,16 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 	if (o->text_context)
 		return mgpu_text_load(path, (size_t)o->text_context, out);
 	if (strcmp(path, "-") == 0)
-		return archive(path, out);
+		return archive(path, o, out);
 	if (stat(path, &st) != 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
-		return idx_dir(path, out, test);
+		return idx_dir(path, o, out, test);
 	if (kind_is(path, ".csv"))
 		return csv_file(path, o, out);
 	if (kind_is(path, ".npy"))
 		return npy_file(path, o, out);
 	if (kind_is(path, "-ubyte") || kind_is(path, ".idx"))
 		return idx_file(path, o, out);
-	return archive(path, out);
+	return archive(path, o, out);
 }

@@ -13,6 +13,11 @@
  * With text_context set, every path (and "-") is plain text instead, cut
  * into byte-level language-model samples (data/text.h).
  *
+ * Sample shapes (data/samples.h): IDX and .npy arrays (N,H,W) give
+ * one-channel images (1,H,W), (N,C,H,W) give (C,H,W), (N,D) flat rows
+ * (D); CSV rows are flat; with ndim set every source's rows are given
+ * that shape instead (a series (N,C,L) .npy needs it).
+ *
  * Samples are APPENDED to out (and test), which must agree in dtype and
  * shape with what they already hold. Every error names the file.
  */
@@ -25,6 +30,8 @@ struct mgpu_input_opts {
 	const char *labels;        /* labels file for .npy and IDX images, or NULL */
 	const char *label_column;  /* CSV label column, or NULL for "label" */
 	unsigned long long text_context; /* > 0: paths are text, cut at this context */
+	int ndim;                  /* > 0: every source's rows take this shape */
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM]; /* (--shape; the same count of values) */
 };
 
 int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,

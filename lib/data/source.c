@@ -74,6 +74,8 @@ static int open_cache(struct mgpu_source *s)
 	s->what = "cache";
 	s->dtype = (int)h->dtype;
 	s->d = (int)h->d;
+	s->ndim = (int)h->ndim;
+	memcpy(s->shape, h->shape, sizeof s->shape);
 	s->classes = (int)h->classes;
 	s->row_nbytes = s->cache.row_nbytes;
 	s->normalised = (h->flags & MGPU_CACHE_NORMALISED) != 0;
@@ -93,6 +95,8 @@ static int settle_memory(struct mgpu_source *s)
 	s->kind = MGPU_SOURCE_MEMORY;
 	s->dtype = t->dtype;
 	s->d = (int)t->d;
+	s->ndim = t->ndim;
+	memcpy(s->shape, t->shape, sizeof s->shape);
 	s->row_nbytes = t->row_nbytes;
 	for (k = 0; k < MGPU_NSPLITS; k++) {
 		const struct mgpu_samples *m = &s->mem[k];
@@ -218,6 +222,17 @@ int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n,
 	mgpu_moments_get(&mo, &mean, &sd);
 	*norm = mgpu_norm_from(mean, sd);
 	return 0;
+}
+
+int mgpu_source_shape(const struct mgpu_source *s, uint32_t shape[MGPU_SAMPLES_MAX_DIM])
+{
+	memcpy(shape, s->shape, sizeof s->shape);
+	return s->ndim;
+}
+
+int mgpu_source_nclasses(const struct mgpu_source *s)
+{
+	return s->nnames > s->classes ? s->nnames : s->classes;
 }
 
 int mgpu_source_check_classes(const struct mgpu_source *s, int nclasses)

@@ -486,6 +486,8 @@ static int start_record(struct train_rank *r)
 	rec.epoch = (int)r->steps_per_epoch;
 	rec.first_step = r->step;
 	rec.spec = &r->cfg->spec;
+	rec.sample_ndim = mgpu_source_shape(&r->d->src, rec.sample_shape);
+	rec.classes = mgpu_source_nclasses(&r->d->src);
 	return mgpu_train_emit(r, &rec);
 }
 

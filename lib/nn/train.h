@@ -125,6 +125,9 @@ struct mgpu_record {
 	int64_t rss_bytes[MGPU_MAX_DEVICES];   /* per rank: peak resident set */
 	const char *path;      /* checkpoint written (MGPU_REC_CKPT) */
 	const struct mgpu_spec *spec; /* START: the model, its auto sizes filled in */
+	int sample_ndim;              /* START: one sample's shape (data/source.h's */
+	uint32_t sample_shape[4];     /* mgpu_source_shape), its class count */
+	int classes;
 	int class_id;                 /* CLASS */
 	const char *class_name;       /* CLASS: the data's name for it, or its number */
 	int64_t samples;              /* CLASS: rows of that class evaluated */

@@ -70,9 +70,7 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 			 struct mgpu_spec *spec, const struct mgpu_norm *fixed)
 {
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
-	/* named classes count whether or not a split holds them */
-	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, d->src.nnames > d->src.classes ? d->src.nnames :
-					       d->src.classes, cfg->data));
+	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, mgpu_source_nclasses(&d->src), cfg->data));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(split(d, cfg));
 	return normalisation(d, fixed);

@@ -47,6 +47,21 @@ struct opts {
 	int nsrc;
 };
 
+/* --shape CxHxW|CxL: each source's rows, reshaped (the same values). */
+static int set_shape(void *t, const char *arg)
+{
+	struct opts *o = t;
+
+	return mgpu_shape_parse(arg, &o->in.ndim, o->in.shape, "--shape");
+}
+
+static void show_shape(const void *t, char *buf, size_t len)
+{
+	const struct opts *o = t;
+
+	mgpu_samples_shape_str(o->in.ndim, o->in.shape, buf, len);
+}
+
 #define O struct opts
 static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("sources"),
@@ -54,6 +69,9 @@ static const struct mgpu_opt options[] = {
 		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
 		      "CSV label column", "label", 0),
+	MGPU_OPT_CALL("shape", 0, set_shape, show_shape, "CxHxW|CxL",
+		      "give every sample this shape (an image, a series; the same count of "
+		      "values)", "the source's", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
@@ -116,6 +134,8 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 	}
 	if (!o->in.text_context)
 		usage_error("--text needs --context T (the model's context, ctx=T)");
+	if (o->in.ndim)
+		usage_error("--text samples are bytes of a window: drop --shape");
 	if (mgpu_opt_was_given(options, g, "labels") ||
 	    mgpu_opt_was_given(options, g, "label-column"))
 		usage_error("--text samples have no labels: drop --labels and --label-column");
@@ -172,7 +192,8 @@ static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_sa
 	if (test->n && o->test > 0)
 		die("'%s': has its own test set (t10k); --test-fraction must be 0",
 		    o->src[0]);
-	if (test->n && (test->dtype != pool->dtype || test->d != pool->d))
+	if (test->n && (test->dtype != pool->dtype ||
+			!mgpu_samples_same_shape(test, pool->ndim, pool->shape)))
 		die("the test set's samples differ in shape from the training samples");
 }
 

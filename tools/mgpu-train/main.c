@@ -19,6 +19,7 @@
 #include "core/cli.h"      /* mgpu_cli_int_list */
 #include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
+#include "data/samples.h"  /* mgpu_samples_shape_str */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
 #include "nn/model.h"      /* mgpu_model_generate */
@@ -227,7 +228,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
-	char spec[512], nodes[32] = "";
+	char spec[512], nodes[32] = "", shape[64];
 
 	if (out->quiet)
 		return;
@@ -248,6 +249,10 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
 		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
 		c->resume);
+	if (out->o->com.verbose) {
+		mgpu_samples_shape_str(r->sample_ndim, r->sample_shape, shape, sizeof shape);
+		note("data %s: samples %s, %d classes", c->data, shape, r->classes);
+	}
 	if (out->resume_note[0])
 		note("%s", out->resume_note);
 	if (r->first_step >= r->step)
