@@ -5,6 +5,7 @@
 
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free */
+#include <dirent.h>   /* opendir, readdir */
 #include <string.h>   /* strcmp, strlen, memset */
 #include <sys/stat.h> /* stat, S_ISDIR */
 
@@ -13,6 +14,7 @@
 #include "data/idx.h"     /* mgpu_idx_load_samples, mgpu_idx_load_dir */
 #include "data/npy.h"     /* mgpu_npy_load */
 #include "data/text.h"    /* mgpu_text_load */
+#include "data/ts.h"      /* mgpu_ts_load */
 #include "data/wds.h"     /* mgpu_wds_read */
 
 static int ends(const char *s, const char *suffix)
@@ -99,6 +101,73 @@ static int idx_dir(const char *dir, const struct mgpu_input_opts *o, struct mgpu
 		rc = append_free(test, &te, dir, o);
 	mgpu_samples_free(&te); /* when train failed */
 	return rc;
+}
+
+static int ts_file(const char *path, const struct mgpu_input_opts *o, struct mgpu_samples *out)
+{
+	struct mgpu_samples t;
+
+	MGPU_TRY(mgpu_ts_load(path, &t));
+	return append_free(out, &t, path, o);
+}
+
+/* A UEA/UCR directory: the one NAME_TRAIN.ts in dir (into train, *n 1),
+ * none (*n 0) or several (an error). */
+static int ts_train_file(const char *dir, char *train, size_t cap, int *n)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int rc = 0;
+
+	*n = 0;
+	if (!d)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", dir);
+	while ((de = readdir(d)) && rc == 0)
+		if (ends(de->d_name, "_TRAIN.ts") && strlen(de->d_name) > 9) {
+			if (++*n > 1)
+				rc = mgpu_err(MGPU_EFORMAT, "'%s': holds more than one *_TRAIN.ts "
+					      "(name the file)", dir);
+			else
+				snprintf(train, cap, "%s/%s", dir, de->d_name);
+		}
+	closedir(d);
+	return rc;
+}
+
+/* NAME_TRAIN.ts, and NAME_TEST.ts when present as the predefined test set;
+ * their class names joined, so both number the classes alike. */
+static int ts_dir(const char *train, const struct mgpu_input_opts *o,
+		  struct mgpu_samples *out, struct mgpu_samples *test)
+{
+	struct mgpu_samples tr, te = { 0 };
+	char tpath[4200];
+	struct stat st;
+	int rc;
+
+	snprintf(tpath, sizeof tpath, "%.*s_TEST.ts", (int)(strlen(train) - 9), train);
+	MGPU_TRY(mgpu_ts_load(train, &tr));
+	rc = stat(tpath, &st) == 0 ? mgpu_ts_load(tpath, &te) : 0;
+	if (rc == 0 && te.n)
+		rc = mgpu_class_names_join(&tr, &te, tpath);
+	if (rc == 0)
+		rc = append_free(out, &tr, train, o);
+	if (rc == 0 && te.n)
+		rc = append_free(test, &te, tpath, o);
+	mgpu_samples_free(&tr);
+	mgpu_samples_free(&te);
+	return rc;
+}
+
+static int dir_source(const char *dir, const struct mgpu_input_opts *o,
+		      struct mgpu_samples *out, struct mgpu_samples *test)
+{
+	char train[4200];
+	int n;
+
+	if (strlen(dir) > 4000)
+		return mgpu_err(MGPU_EINVAL, "'%s': directory name too long", dir);
+	MGPU_TRY(ts_train_file(dir, train, sizeof train, &n));
+	return n ? ts_dir(train, o, out, test) : idx_dir(dir, o, out, test);
 }
 
 static int need_labels(const char *path, const struct mgpu_input_opts *o)
@@ -245,7 +314,9 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 	if (stat(path, &st) != 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
-		return idx_dir(path, o, out, test);
+		return dir_source(path, o, out, test);
+	if (kind_is(path, ".ts"))
+		return ts_file(path, o, out);
 	if (kind_is(path, ".csv"))
 		return csv_file(path, o, out);
 	if (kind_is(path, ".npy"))

@@ -4,7 +4,10 @@
  *
  *   "-"                   a tar (or tar.gz, tar.zst, zip) stream on stdin
  *   a directory           IDX train-* files; its t10k-* files (when present)
- *                         are returned separately as the predefined test set
+ *                         are returned separately as the predefined test set;
+ *                         or UEA/UCR NAME_TRAIN.ts (and NAME_TEST.ts, the test
+ *                         set), their class names joined
+ *   *.ts[.gz|...]         a UEA/UCR time-series file (data/ts.h)
  *   *.csv[.gz|.zst|.xz]   CSV (label column by name or index)
  *   *.npy                 an array of samples (N, ...), labels from `labels`
  *   *-ubyte[.gz], *.idx   IDX images, labels from `labels`

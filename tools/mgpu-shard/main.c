@@ -190,7 +190,7 @@ static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_sa
 	if (pool->n == 0)
 		die("no samples in the sources");
 	if (test->n && o->test > 0)
-		die("'%s': has its own test set (t10k); --test-fraction must be 0",
+		die("'%s': has its own test set (t10k files, a _TEST.ts); --test-fraction must be 0",
 		    o->src[0]);
 	if (test->n && (test->dtype != pool->dtype ||
 			!mgpu_samples_same_shape(test, pool->ndim, pool->shape)))
