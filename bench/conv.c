@@ -2,23 +2,35 @@
  * conv.c - the CPU libraries of conv nets on one thread: a ResNet layer's
  * convolution (forward, backward data, backward weights) on oneDNN (the
  * cpu backend), on im2col + OpenBLAS (conv_gemm.c over cpu's table) and on
- * ref's loops; and oneDNN's matmul primitive against OpenBLAS's sgemm on
- * the MLP's products (forward Y = X W, dW = X^T dY, dX = dY W^T).
+ * ref's loops; BatchNorm's training passes over its output; and oneDNN's
+ * matmul primitive against OpenBLAS's sgemm on the MLP's products
+ * (forward Y = X W, dW = X^T dY, dX = dY W^T).
  *
  * usage: conv [N [C [HW [REPEATS]]]]   (default 32 64 28 5; ref runs once)
  * Prints TSV: what, shape, impl, ms (median of REPEATS after one warm-up),
- * gflops (2 multiply-adds' flops per product).
+ * gflops (2 flops per multiply-add). The times are the process's CPU time,
+ * not wall time: everything runs on one thread, and on a shared machine
+ * the CPU time is what stays put when other processes take the cores.
  */
 #include <dnnl.h>   /* dnnl_matmul_desc_init, ... */
 #include <omp.h>    /* omp_set_num_threads */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* atoi, calloc, qsort */
+#include <time.h>   /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID */
 
-#include "core/clock.h"    /* mgpu_now_ms */
 #include "core/err.h"      /* mgpu_errmsg */
 #include "core/hash.h"     /* mgpu_hash64 */
 #include "ops/conv_host.h" /* mgpu_gemm_conv_* */
 #include "ops/ops.h"       /* mgpu_ops_cpu, mgpu_ops_ref */
+
+/* CPU milliseconds of this process (one thread does the work). */
+static double cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -45,19 +57,19 @@ struct convbuf {
 static int conv_pass(struct mgpu_dev *dev, const struct mgpu_ops *ops, struct convbuf *c,
 		     double t[3])
 {
-	double t0 = mgpu_now_ms();
+	double t0 = cpu_ms();
 
 	if (ops->conv_fwd(dev, &c->g, c->y, c->x, c->w, c->b) < 0)
 		return -1;
-	t[0] = mgpu_now_ms() - t0;
-	t0 = mgpu_now_ms();
+	t[0] = cpu_ms() - t0;
+	t0 = cpu_ms();
 	if (ops->conv_bwd_data(dev, &c->g, c->dx, c->dy, c->w) < 0)
 		return -1;
-	t[1] = mgpu_now_ms() - t0;
-	t0 = mgpu_now_ms();
+	t[1] = cpu_ms() - t0;
+	t0 = cpu_ms();
 	if (ops->conv_bwd_weight(dev, &c->g, c->dw, c->db, c->x, c->dy, 0.0f) < 0)
 		return -1;
-	t[2] = mgpu_now_ms() - t0;
+	t[2] = cpu_ms() - t0;
 	return 0;
 }
 
@@ -84,6 +96,42 @@ static int bench_conv(struct mgpu_dev *dev, const char *impl, const struct mgpu_
 		       c->g.H, c->g.W, c->g.K, c->g.KH, c->g.KW, impl, ts[k][reps / 2],
 		       flops / (ts[k][reps / 2] * 1e6));
 	}
+	return 0;
+}
+
+/* BatchNorm (train) on the layer's output: forward (bn_stats, bn_fwd)
+ * and backward (bn_bwd_stats, bn_bwd_data), the loops ref and cpu share. */
+static int bench_bn(struct mgpu_dev *dev, struct convbuf *c, int reps)
+{
+	struct mgpu_bn bn = { c->g.N, c->g.K, c->g.H * c->g.W, 1e-5f, 0.1f,
+			      (double)c->g.N * c->g.H * c->g.W, 1 };
+	float *p = rnd(16 * (size_t)c->g.K);
+	float *st = p, *ds = p + 2 * c->g.K, *m = p + 4 * c->g.K, *rs = p + 5 * c->g.K;
+	float *g = p + 6 * c->g.K, *b = p + 7 * c->g.K, *rm = p + 8 * c->g.K, *rv = p + 9 * c->g.K;
+	float *dg = p + 10 * c->g.K, *db = p + 11 * c->g.K;
+	double ts[2][64], t0;
+	int r;
+
+	for (r = 0; r < c->g.K; r++)
+		rv[r] = 1.0f;
+	for (r = 0; r < reps; r++) {
+		t0 = cpu_ms();
+		if (dev->ops->bn_stats(dev, &bn, st, c->y, NULL) < 0 ||
+		    dev->ops->bn_fwd(dev, &bn, c->dx, m, rs, c->y, st, NULL, g, b, rm, rv) < 0)
+			return -1;
+		ts[0][r] = cpu_ms() - t0;
+		t0 = cpu_ms();
+		if (dev->ops->bn_bwd_stats(dev, &bn, ds, dg, db, c->dy, c->y, m, rs, 0.0f) < 0 ||
+		    dev->ops->bn_bwd_data(dev, &bn, c->dx, c->dy, c->y, m, rs, g, ds) < 0)
+			return -1;
+		ts[1][r] = cpu_ms() - t0;
+	}
+	for (r = 0; r < 2; r++) {
+		qsort(ts[r], (size_t)reps, sizeof(double), cmp_d);
+		printf("%s\tN%d C%d %dx%d\t%s\t%.3f\tNA\n", r ? "bn_bwd" : "bn_fwd_train", c->g.N,
+		       c->g.K, c->g.H, c->g.W, dev->ops->name, ts[r][reps / 2]);
+	}
+	free(p);
 	return 0;
 }
 
@@ -120,11 +168,11 @@ static int dnnl_mm(dnnl_engine_t eng, dnnl_stream_t st, int M, int N, int K, int
 	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, mb };
 	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, mc };
 	for (r = -1; r < reps; r++) {
-		t0 = mgpu_now_ms();
+		t0 = cpu_ms();
 		dnnl_primitive_execute(p, st, 3, args);
 		dnnl_stream_wait(st);
 		if (r >= 0)
-			ts[r] = mgpu_now_ms() - t0;
+			ts[r] = cpu_ms() - t0;
 	}
 	qsort(ts, (size_t)reps, sizeof(double), cmp_d);
 	*ms = ts[reps / 2];
@@ -144,12 +192,12 @@ static int blas_mm(struct mgpu_dev *dev, int M, int N, int K, int ta, int tb, fl
 	int r;
 
 	for (r = -1; r < reps; r++) {
-		t0 = mgpu_now_ms();
+		t0 = cpu_ms();
 		if (dev->ops->sgemm(dev, tb ? MGPU_T : MGPU_N, ta ? MGPU_T : MGPU_N, N, M, K, 1.0f,
 				    Bm, tb ? K : N, A, ta ? M : K, 0.0f, C, N) < 0)
 			return -1;
 		if (r >= 0)
-			ts[r] = mgpu_now_ms() - t0;
+			ts[r] = cpu_ms() - t0;
 	}
 	qsort(ts, (size_t)reps, sizeof(double), cmp_d);
 	*ms = ts[reps / 2];
@@ -223,7 +271,8 @@ int main(int argc, char **argv)
 	printf("what\tshape\timpl\tms\tgflops\n");
 	if (bench_conv(&cpu, "onednn", &mgpu_ops_cpu, &c, reps) < 0 ||
 	    bench_conv(&cpu, "im2col+openblas", &gemm, &c, reps) < 0 ||
-	    bench_conv(&ref, "ref", &mgpu_ops_ref, &c, 1) < 0 || bench_mm(&cpu, reps * 4 > 256 ? 256 : reps * 4) < 0) {
+	    bench_conv(&ref, "ref", &mgpu_ops_ref, &c, 1) < 0 || bench_bn(&cpu, &c, reps) < 0 ||
+	    bench_mm(&cpu, reps * 4 > 256 ? 256 : reps * 4) < 0) {
 		fprintf(stderr, "conv: %s\n", mgpu_errmsg());
 		return 1;
 	}

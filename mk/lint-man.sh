@@ -23,6 +23,12 @@ for page in "$@"; do
 					break
 				}
 		}
-		END { exit bad }' || status=1
+		END {
+			if (NR == 0) { # nothing rendered: a check that saw nothing passes nothing
+				printf "%s: mandoc rendered nothing\n", page
+				bad = 1
+			}
+			exit bad
+		}' || status=1
 done
 exit $status

@@ -92,7 +92,7 @@ void exit_if_interrupted(void)
 	mgpu_progress_hide();
 	fprintf(stderr, "%s: %s%sinterrupted by %s; partial output removed\n", mgpu_tool_name,
 		mgpu_diag_prefix, mgpu_diag_prefix[0] ? ": " : "",
-		sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
+		mgpu_signal_name(sig) ? mgpu_signal_name(sig) : "a signal");
 	exit(128 + sig);
 }
 
@@ -176,14 +176,19 @@ void finish_stdout(void)
 
 int main(int argc, char **argv)
 {
-	struct sigaction sa;
+	struct sigaction sa, old;
 	int rc;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART; /* a signal only raises the flag; I/O goes on */
+	/* a closed terminal (HUP) or Ctrl-\ (QUIT) stops as cleanly as Ctrl-C:
+	 * checkpoint, temporaries removed */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN) /* nohup */
+		sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = cmd_main(argc, argv);
 	finish_stdout();

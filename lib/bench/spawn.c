@@ -236,7 +236,7 @@ int mgpu_spawn_bg_wait(struct mgpu_spawn_bg *bg, int timeout_ms, volatile sig_at
 
 void mgpu_spawn_err_line(const struct mgpu_spawn_result *res, char *buf, size_t cap)
 {
-	const char *line, *nl, *first_err = NULL, *last = NULL, *best, *e;
+	const char *line, *nl, *first_err = NULL, *last = NULL, *before = NULL, *best, *e;
 	size_t len;
 
 	for (line = res->err; *line; line = nl + 1) {
@@ -246,11 +246,17 @@ void mgpu_spawn_err_line(const struct mgpu_spawn_result *res, char *buf, size_t 
 		e = strstr(line, "error:");
 		if (!first_err && e && e < nl)
 			first_err = line;
-		if (nl > line)
+		if (nl > line) {
+			before = last;
 			last = line;
+		}
 		if (!*nl)
 			break;
 	}
+	/* a usage error ends with "Try 'TOOL --help' ...": the reason is the
+	 * line before it */
+	if (!first_err && last && before && strncmp(last, "Try '", 5) == 0)
+		last = before;
 	best = first_err ? first_err : last;
 	if (!best) {
 		snprintf(buf, cap, "%s", "");

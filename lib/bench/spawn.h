@@ -42,7 +42,8 @@ int mgpu_spawn_bg_start(char *const *argv, struct mgpu_spawn_bg *bg);
 int mgpu_spawn_bg_wait(struct mgpu_spawn_bg *bg, int timeout_ms, volatile sig_atomic_t *stop,
 		       struct mgpu_spawn_result *res);
 
-/* The last line of res->err containing "error:" (or the last line), in buf. */
+/* The first line of res->err containing "error:" (else the last line, or
+ * the reason above a usage error's closing "Try ..." line), in buf. */
 void mgpu_spawn_err_line(const struct mgpu_spawn_result *res, char *buf, size_t cap);
 
 #endif

@@ -30,6 +30,8 @@ struct mgpu_bench_run {
 	double samples_per_s;      /* global samples / s after the warm-up */
 	int64_t steps_timed;       /* steps inside the measured windows */
 	int64_t steps;             /* steps run in all */
+	int64_t warmup_used;       /* steps left out: the warm-up asked for, or fewer
+				    * when the run was too short for it (half its steps) */
 	double wall_s;             /* the summary's wall time */
 	int64_t effective_batch;
 	int world;
@@ -42,7 +44,9 @@ struct mgpu_bench_run {
 	int64_t gpu_mem_used_bytes[MGPU_BENCH_MAXDEV]; /* most in use; -1 unknown */
 };
 
-/* Parse mgpu-train --json output (text[0..len)); name labels errors. */
+/* Parse mgpu-train --json output (text[0..len)); name labels errors. The
+ * first warmup_steps steps are not timed; a run too short to time a step
+ * after them has its first half left out instead (run->warmup_used). */
 int mgpu_bench_run_parse(const char *text, size_t len, int64_t warmup_steps, const char *name,
 			 struct mgpu_bench_run *run);
 
@@ -56,6 +60,7 @@ struct mgpu_bench_trow {
 	double link_delay_ms;      /* nodes > 1: each host's added delay, or 0 */
 	char mode[8], sync[8];     /* as asked ("" for auto) or as reported */
 	int repeats, warmup_steps;
+	int64_t steps;             /* optimizer steps of each run (0 unknown: an old file) */
 	double samples_per_s, samples_per_s_min, samples_per_s_max, wall_s;
 	double speedup, efficiency; /* filled by mgpu_bench_trows_finish */
 	int64_t effective_batch;

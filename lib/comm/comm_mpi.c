@@ -9,13 +9,16 @@
 
 #include <stdlib.h> /* calloc, free */
 
+#include "comm/rdzv.h" /* mgpu_rdzv_ident_differs, MGPU_IDENT_LEN */
 #include "core/err.h" /* mgpu_err */
 
 #if MGPU_HAVE_MPI
 #include <limits.h> /* INT_MAX */
 #include <mpi.h>    /* MPI_* */
 #include <sched.h>  /* sched_yield */
+#include <stdio.h>  /* snprintf */
 #include <time.h>   /* nanosleep */
+#include <unistd.h> /* gethostname */
 
 #include "core/clock.h" /* mgpu_now_ms */
 
@@ -237,6 +240,44 @@ int mgpu_mpi_bcast_f32(struct mgpu_mpi *m, float *buf, size_t n)
 	return 0;
 }
 
+/* A world broadcast of n bytes from root, waited for within the timeout. */
+static int bcast_bytes(struct mgpu_mpi *m, void *buf, int n, int root, const char *what)
+{
+	MPI_Request req;
+	int rc = MPI_Ibcast(buf, n, MPI_CHAR, root, MPI_COMM_WORLD, &req);
+
+	return rc != MPI_SUCCESS ? mpi_fail(rc, what) : wait_req(m, &req, what);
+}
+
+int mgpu_mpi_same_ident(struct mgpu_mpi *m, const char *ident, int local_world)
+{
+	static char first[MGPU_IDENT_LEN + 64];
+	char diff[600 + 64], host[64] = "?"; /* the difference, then its host */
+	MPI_Request req;
+	int bad, worst, rc;
+
+	/* rank 0's identity and host, then the first rank that differs */
+	gethostname(host, sizeof host - 1);
+	snprintf(first, sizeof first, "%.63s", host);
+	if (m->rank == 0)
+		snprintf(first + 64, MGPU_IDENT_LEN, "%s", ident ? ident : "");
+	MGPU_TRY(bcast_bytes(m, first, (int)sizeof first, 0, "run identity"));
+	bad = mgpu_rdzv_ident_differs(ident ? ident : "", first + 64, diff, 600) ?
+		      m->rank : m->size;
+	rc = MPI_Iallreduce(&bad, &worst, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
+	MGPU_TRY(rc != MPI_SUCCESS ? mpi_fail(rc, "run identity") :
+				     wait_req(m, &req, "run identity"));
+	if (worst >= m->size)
+		return 0;
+	if (m->rank == worst) /* its view of the difference, to every rank */
+		snprintf(diff + 600, 64, "%.63s", host);
+	MGPU_TRY(bcast_bytes(m, diff, (int)sizeof diff, worst, "run identity"));
+	return mgpu_err(MGPU_EINVAL, "rank %d (node %d, host %s) does not run rank 0's job "
+			"(host %s): %.600s; every rank of a job needs the same settings and "
+			"data", worst, worst / (local_world > 0 ? local_world : 1),
+			diff + 600, first, diff);
+}
+
 void mgpu_mpi_abort(struct mgpu_mpi *m, int code)
 {
 	(void)m;
@@ -297,6 +338,12 @@ int mgpu_mpi_allreduce_f64(struct mgpu_mpi *m, double *buf, size_t n)
 int mgpu_mpi_bcast_f32(struct mgpu_mpi *m, float *buf, size_t n)
 {
 	(void)m, (void)buf, (void)n;
+	return absent();
+}
+
+int mgpu_mpi_same_ident(struct mgpu_mpi *m, const char *ident, int local_world)
+{
+	(void)m, (void)ident, (void)local_world;
 	return absent();
 }
 

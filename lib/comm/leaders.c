@@ -10,6 +10,7 @@
 #include <sys/socket.h> /* send, recv */
 #include <unistd.h>     /* close */
 
+#include "core/cancel.h" /* mgpu_cancel_check_grace */
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h"   /* mgpu_err */
 
@@ -58,9 +59,10 @@ static int xfer(struct mgpu_leaders *l, int k, void *buf, size_t n, int writing)
 	ssize_t got;
 
 	while (n > 0) {
+		MGPU_TRY(mgpu_cancel_check_grace());
 		left = (int)(deadline - mgpu_now_ms());
-		rc = left > 0 ? poll(&pfd, 1, left) : 0;
-		if (rc < 0 && errno == EINTR)
+		rc = left > 0 ? poll(&pfd, 1, left < 100 ? left : 100) : 0;
+		if ((rc < 0 && errno == EINTR) || (rc == 0 && left > 100))
 			continue;
 		if (rc == 0)
 			return mgpu_err(MGPU_ETIMEOUT, "node %d (rank %d) did not answer the "

@@ -55,6 +55,11 @@ int mgpu_mpi_progress(struct mgpu_mpi *m);
 int mgpu_mpi_wait_all(struct mgpu_mpi *m);
 /* Leaders only: the first leader's buf to every leader. */
 int mgpu_mpi_bcast_f32(struct mgpu_mpi *m, float *buf, size_t n);
+/* Every rank of the job: compare this rank's run identity (comm/rdzv.h)
+ * with rank 0's, as the TCP rendezvous does; MGPU_EINVAL on every rank
+ * when one differs, with one message naming the first such rank, its node
+ * (rank / local_world) and host, and the first differing line. */
+int mgpu_mpi_same_ident(struct mgpu_mpi *m, const char *ident, int local_world);
 /* A failure elsewhere: end the whole job now (MPI_Abort), with code. */
 void mgpu_mpi_abort(struct mgpu_mpi *m, int code);
 /* Leave the job (MPI_Finalize after a world barrier). */

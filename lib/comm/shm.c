@@ -10,9 +10,11 @@
 #include <stdatomic.h> /* atomic_load_explicit, atomic_store_explicit */
 #include <string.h>    /* memset */
 #include <sys/mman.h>  /* mmap, shm_open, shm_unlink */
+#include <sys/stat.h>  /* fstat */
 #include <time.h>      /* clock_gettime, nanosleep */
 #include <unistd.h>    /* ftruncate, getpid, close */
 
+#include "core/cancel.h" /* mgpu_cancel_check_grace */
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h" /* mgpu_err */
 
@@ -101,6 +103,47 @@ static void fill(struct mgpu_shm *s, int rank, int world, size_t nparams, int ns
 	s->nbytes = mgpu_shm_size(world, nparams, nstate);
 }
 
+/* The creator of the existing segment name, when it holds a finished
+ * control block: its pid, else 0 (unknown: left alone). */
+static int owner_of(const char *name)
+{
+	struct mgpu_shm_ctl *ctl;
+	struct stat st;
+	int fd = shm_open(name, O_RDONLY, 0), pid = 0;
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof *ctl) {
+		ctl = mmap(NULL, sizeof *ctl, PROT_READ, MAP_SHARED, fd, 0);
+		if (ctl != MAP_FAILED) {
+			if (atomic_load_explicit((_Atomic uint64_t *)&ctl->magic,
+						 memory_order_acquire) == MAGIC)
+				pid = atomic_load_explicit(&ctl->pid[0], memory_order_relaxed);
+			munmap(ctl, sizeof *ctl);
+		}
+	}
+	close(fd);
+	return pid;
+}
+
+/* A segment of this name exists: remove it when its creator is gone (a
+ * job killed before it could unlink: SIGKILL, a crash), as stale .tmp.PID
+ * files are swept; 1 when removed, else 0 with the error set. */
+static int sweep_stale(const char *name)
+{
+	int pid = owner_of(name);
+
+	if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+		return shm_unlink(name) == 0 || errno == ENOENT;
+	if (pid > 0)
+		mgpu_err(MGPU_EIO, "shared memory '%s' is in use by process %d (another job with "
+			 "the same port and job token?)", name, pid);
+	else
+		mgpu_err(MGPU_EIO, "shared memory '%s': cannot create: File exists (of an "
+			 "unknown owner: remove /dev/shm%s when no job uses it)", name, name);
+	return 0;
+}
+
 int mgpu_shm_create(struct mgpu_shm *s, const char *name, int world, size_t nparams,
 		    int nstate, int timeout_ms)
 {
@@ -109,6 +152,11 @@ int mgpu_shm_create(struct mgpu_shm *s, const char *name, int world, size_t npar
 	MGPU_TRY(check_args(world, nstate, name));
 	fill(s, 0, world, nparams, nstate, timeout_ms);
 	fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		if (!sweep_stale(name))
+			return MGPU_EIO;
+		fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	}
 	if (fd < 0)
 		return mgpu_err_errno(MGPU_EIO, "shared memory '%s': cannot create", name);
 	/* tmpfs accepts any ftruncate and raises SIGBUS on the first page past
@@ -246,6 +294,11 @@ static int wait_for(struct mgpu_shm *s, pending_fn pending, const void *arg, con
 		if (t >= next_check) {
 			if (peer_gone(s, r))
 				return mgpu_err(MGPU_EPEER, "rank %d died (%s)", r, what);
+			if (mgpu_cancel_check_grace() < 0)
+				return mgpu_err(MGPU_EINTR, "interrupted by %s while waiting for "
+						"rank %d (%s)", mgpu_signal_name(mgpu_cancel_signal()) ?
+						mgpu_signal_name(mgpu_cancel_signal()) : "a signal", r,
+						what);
 			next_check = t + 100;
 		}
 		if (t - t0 > s->timeout_ms)

@@ -49,7 +49,9 @@ struct mgpu_shm {
 
 /* Bytes a segment needs. */
 size_t mgpu_shm_size(int world, size_t nparams, int nstate);
-/* Rank 0: create the named segment (name "/mgpu-..."); O_EXCL. */
+/* Rank 0: create the named segment (name "/mgpu-..."); O_EXCL. A segment
+ * of that name whose creator is gone (killed before it could unlink) is
+ * removed first; one whose creator lives is an error naming its pid. */
 int mgpu_shm_create(struct mgpu_shm *s, const char *name, int world, size_t nparams,
 		    int nstate, int timeout_ms);
 /* Other ranks: map the segment rank 0 created. */

@@ -8,12 +8,24 @@
 #include <fcntl.h>    /* open */
 #include <signal.h>   /* kill */
 #include <libgen.h>   /* dirname */
+#include <poll.h>     /* poll */
 #include <stdlib.h>   /* malloc, free */
 #include <string.h>   /* strlen, memcpy */
 #include <sys/stat.h> /* mkdir, stat */
 #include <unistd.h>   /* fsync, getpid, unlink, read */
 
+#include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h" /* mgpu_err */
+
+/* The dead temporaries of path in its directory. */
+static void sweep_dead(const char *path)
+{
+	char dir[4096], base[4096];
+
+	snprintf(dir, sizeof dir, "%s", path);
+	snprintf(base, sizeof base, "%s", path);
+	mgpu_tmp_sweep(dirname(dir), basename(base));
+}
 
 int mgpu_afile_open(struct mgpu_afile *af, const char *path)
 {
@@ -32,6 +44,7 @@ int mgpu_afile_open(struct mgpu_afile *af, const char *path)
 			return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 		return 0;
 	}
+	sweep_dead(path); /* what killed writers of path left (SIGKILL) */
 	snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%ld", path, (long)getpid());
 	af->fp = fopen(af->tmp, "wb");
 	if (!af->fp) {
@@ -124,7 +137,31 @@ static int room(unsigned char **buf, size_t *cap, size_t n, const char *name)
 	return 0;
 }
 
+/* Wait until fd has input (or its end), polling the stop request: a read
+ * that blocks would not return on a signal (the tools' handlers restart
+ * system calls). */
+static int wait_input(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int k;
+
+	if (fd < 0) /* poll would wait on it forever: read() says what is wrong */
+		return 0;
+	for (;;) {
+		MGPU_TRY(mgpu_cancel_check());
+		k = poll(&p, 1, 100);
+		if (k > 0 || (k < 0 && errno != EINTR))
+			return 0; /* ready, or an error read() reports */
+	}
+}
+
 int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len)
+{
+	return mgpu_read_fd_max(fd, name, (size_t)-1, data, len);
+}
+
+int mgpu_read_fd_max(int fd, const char *name, size_t max, unsigned char **data,
+		     size_t *len)
 {
 	unsigned char *buf = *data;
 	size_t n = *len, cap = n; /* the caller's buffer holds at least n bytes */
@@ -133,6 +170,7 @@ int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len)
 
 	for (;;) {
 		MGPU_CHECK(room(&buf, &cap, n, name));
+		MGPU_CHECK(wait_input(fd));
 		got = read(fd, buf + n, cap - n - 1);
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -143,6 +181,10 @@ int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len)
 		if (got == 0)
 			break;
 		n += (size_t)got;
+		if (n > max) {
+			rc = mgpu_err(MGPU_ERANGE, "'%s': more than %zu bytes", name, max);
+			goto out;
+		}
 	}
 	buf[n] = '\0';
 out:

@@ -4,7 +4,8 @@
  * An atomic file is written under "PATH.tmp.PID", flushed, fsynced and
  * renamed over PATH, then the directory is fsynced: readers see the old file
  * or the complete new one, never a partial one. On any failure the temporary
- * is removed.
+ * is removed; opening one removes the temporaries of PATH whose writer is
+ * gone (killed with SIGKILL), as mgpu_tmp_sweep does.
  */
 #ifndef MGPU_CORE_IO_H
 #define MGPU_CORE_IO_H
@@ -38,6 +39,12 @@ int mgpu_read_file(const char *path, unsigned char **data, size_t *len);
  * name labels messages ("-" for stdin).
  */
 int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len);
+/* The same, failing with MGPU_ERANGE once *len would pass max bytes (a
+ * pipe that does not end). Both wait for input in short slices and stop
+ * with MGPU_EINTR on a stop request (core/cancel.h), even while a pipe or
+ * FIFO stays silent. */
+int mgpu_read_fd_max(int fd, const char *name, size_t max, unsigned char **data,
+		     size_t *len);
 /* fsync a directory so a rename inside it is durable. */
 int mgpu_fsync_dir(const char *dir);
 /* buf = dir/name, or MGPU_EINVAL when it does not fit. */

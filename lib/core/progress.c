@@ -30,6 +30,7 @@ void mgpu_progress_init(struct mgpu_progress *p, int fd, int on)
 void mgpu_progress_restart(struct mgpu_progress *p)
 {
 	p->t0 = mgpu_now_s();
+	p->last = -1;
 }
 
 int mgpu_progress_due(const struct mgpu_progress *p)

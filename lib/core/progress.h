@@ -32,7 +32,8 @@ struct mgpu_progress {
 
 /* Off unless on; t0 is now. */
 void mgpu_progress_init(struct mgpu_progress *p, int fd, int on);
-/* A new phase of the work: its rate and ETA count from now. */
+/* A new phase of the work: its rate and ETA count from now, and its first
+ * draw is due at once. */
 void mgpu_progress_restart(struct mgpu_progress *p);
 /* Whether a draw is due: the first always is, then one per every_s. */
 int mgpu_progress_due(const struct mgpu_progress *p);

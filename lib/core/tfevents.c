@@ -60,7 +60,7 @@ struct pb {
 
 static void put(struct pb *m, const void *p, size_t n)
 {
-	if (!m->ok)
+	if (!m->ok || n == 0) /* an empty string may come as NULL: memcpy must not see it */
 		return;
 	if (m->len + n > m->cap) {
 		size_t cap = m->cap ? m->cap : 64;

@@ -286,12 +286,13 @@ static int csv_file(const char *path, const struct mgpu_input_opts *o,
 	return append_free(out, &t, path, o);
 }
 
-static int archive(const char *path, const struct mgpu_input_opts *o, struct mgpu_samples *out)
+static int archive(const char *path, const struct mgpu_input_opts *o,
+		   struct mgpu_samples *out)
 {
 	struct mgpu_samples t = { 0 };
 	int rc;
 
-	rc = mgpu_wds_read(path, &t, NULL);
+	rc = mgpu_wds_read_watched(path, &t, NULL, o->progress, o->progress_ctx);
 	if (rc == 0 && t.n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no samples in the archive", path);
 	if (rc == 0)
@@ -308,7 +309,7 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 	struct stat st;
 
 	if (o->text_context)
-		return mgpu_text_load(path, (size_t)o->text_context, out);
+		return mgpu_text_load(path, (size_t)o->text_context, (size_t)o->text_max, out);
 	if (strcmp(path, "-") == 0)
 		return archive(path, o, out);
 	if (stat(path, &st) != 0)

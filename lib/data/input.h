@@ -28,11 +28,17 @@
 #define MGPU_DATA_INPUT_H
 
 #include "data/samples.h" /* struct mgpu_samples */
+#include "data/wds.h"     /* mgpu_wds_progress_fn */
 
 struct mgpu_input_opts {
 	const char *labels;        /* labels file for .npy and IDX images, or NULL */
 	const char *label_column;  /* CSV label column, or NULL for "label" */
 	unsigned long long text_context; /* > 0: paths are text, cut at this context */
+	unsigned long long text_max;     /* bytes of text per path at most; 0: no limit */
+	/* Called while an archive is read (NULL: not): its bytes consumed
+	 * and the samples read so far. */
+	mgpu_wds_progress_fn progress;
+	void *progress_ctx;
 	int ndim;                  /* > 0: every source's rows take this shape */
 	uint32_t shape[MGPU_SAMPLES_MAX_DIM]; /* (--shape; the same count of values) */
 };

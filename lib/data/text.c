@@ -3,12 +3,14 @@
  */
 #include "data/text.h"
 
+#include <fcntl.h>  /* open */
 #include <stdint.h> /* uint32_t */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp */
+#include <unistd.h> /* close */
 
 #include "core/err.h"     /* mgpu_err */
-#include "core/io.h"      /* mgpu_read_file, mgpu_read_fd */
+#include "core/io.h"      /* mgpu_read_fd_max */
 
 size_t mgpu_text_nsamples(size_t len, size_t context)
 {
@@ -51,16 +53,20 @@ int mgpu_text_cut(const unsigned char *text, size_t len, size_t context, const c
 	return 0;
 }
 
-int mgpu_text_load(const char *path, size_t context, struct mgpu_samples *out)
+int mgpu_text_load(const char *path, size_t context, size_t max, struct mgpu_samples *out)
 {
 	unsigned char *buf = NULL;
 	size_t len = 0;
-	int rc;
+	int fd = 0, rc;
 
-	if (strcmp(path, "-") == 0)
-		rc = mgpu_read_fd(0, "-", &buf, &len);
-	else
-		rc = mgpu_read_file(path, &buf, &len);
+	if (strcmp(path, "-") != 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
+	rc = mgpu_read_fd_max(fd, path, max ? max : (size_t)-1, &buf, &len);
+	if (fd != 0)
+		close(fd);
+	if (rc == MGPU_ERANGE)
+		rc = mgpu_err(rc, "'%s': more than %zu bytes of text (--text-limit): a pipe "
+			      "that does not end?", path, max);
 	if (rc == 0)
 		rc = mgpu_text_cut(buf, len, context, path, out);
 	free(buf);

@@ -24,8 +24,9 @@
 
 #include "data/samples.h" /* struct mgpu_samples */
 
-/* Largest context: a sample of T+1 bytes stays far below MGPU_SAMPLES_MAX_D. */
-#define MGPU_TEXT_MAX_CONTEXT ((size_t)1 << 24)
+/* Largest context: the largest ctx of a gpt (nn/spec.c takes it from
+ * here), so that no shard set is cut for a model that cannot exist. */
+#define MGPU_TEXT_MAX_CONTEXT ((size_t)1 << 16)
 
 /* Samples that len bytes of text give at context T (0 when len <= T). */
 size_t mgpu_text_nsamples(size_t len, size_t context);
@@ -38,7 +39,9 @@ size_t mgpu_text_nsamples(size_t len, size_t context);
 int mgpu_text_cut(const unsigned char *text, size_t len, size_t context, const char *name,
 		  struct mgpu_samples *out);
 
-/* Read the file at path ("-": standard input) and cut it as above. */
-int mgpu_text_load(const char *path, size_t context, struct mgpu_samples *out);
+/* Read the file at path ("-": standard input) and cut it as above; more
+ * than max bytes (0: no limit) is an error (MGPU_ERANGE), so that a pipe
+ * that never ends stops before memory runs out. */
+int mgpu_text_load(const char *path, size_t context, size_t max, struct mgpu_samples *out);
 
 #endif

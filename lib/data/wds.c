@@ -18,6 +18,7 @@
 #include <sys/stat.h>      /* fstat, S_ISREG */
 #include <unistd.h>        /* read, lseek, close */
 
+#include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h"    /* mgpu_err, MGPU_E* */
 #include "data/netpbm.h" /* mgpu_netpbm_parse */
 #include "data/npy.h"    /* mgpu_npy_parse */
@@ -86,6 +87,9 @@ struct rd {
 	int dtype, ndim;
 	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
 	int32_t label;
+	mgpu_wds_progress_fn progress; /* or NULL */
+	void *progress_ctx;
+	size_t members;
 };
 
 static int fail(struct rd *r, int code, const char *what)
@@ -336,6 +340,11 @@ static int walk(struct archive *a, struct rd *r)
 		r->key[klen] = '\0';
 		r->have_key = 1;
 		MGPU_TRY(member(a, r, e, ext));
+		if (++r->members % 64 == 0) /* SIGINT: a long archive stops too */
+			MGPU_TRY(mgpu_cancel_check());
+		if (r->progress)
+			r->progress(r->progress_ctx, (uint64_t)archive_filter_bytes(a, -1),
+				    r->out->n);
 	}
 	return r->have_key && (r->have_input || r->have_label) ? finish(r) : 0;
 }
@@ -396,11 +405,11 @@ static int hash_file(const char *path, char *hex)
 	return rc;
 }
 
-int mgpu_wds_read_fd(int fd, const char *name, const unsigned char *prefix, size_t plen,
-		     struct mgpu_samples *out, char *sha_hex)
+static int read_fd(int fd, const char *name, const unsigned char *prefix, size_t plen,
+		   struct mgpu_samples *out, char *sha_hex, mgpu_wds_progress_fn fn, void *ctx)
 {
 	struct src s = { .fd = fd, .prefix = prefix, .plen = plen, .hash_ok = 1 };
-	struct rd r = { .name = name, .out = out };
+	struct rd r = { .name = name, .out = out, .progress = fn, .progress_ctx = ctx };
 	struct archive *a = reader();
 	struct stat st;
 	uint8_t dig[MGPU_SHA256_NBYTES];
@@ -437,7 +446,19 @@ out:
 	return rc;
 }
 
+int mgpu_wds_read_fd(int fd, const char *name, const unsigned char *prefix, size_t plen,
+		     struct mgpu_samples *out, char *sha_hex)
+{
+	return read_fd(fd, name, prefix, plen, out, sha_hex, NULL, NULL);
+}
+
 int mgpu_wds_read(const char *path, struct mgpu_samples *out, char *sha_hex)
+{
+	return mgpu_wds_read_watched(path, out, sha_hex, NULL, NULL);
+}
+
+int mgpu_wds_read_watched(const char *path, struct mgpu_samples *out, char *sha_hex,
+			  mgpu_wds_progress_fn fn, void *ctx)
 {
 	int fd = 0, rc;
 
@@ -446,7 +467,7 @@ int mgpu_wds_read(const char *path, struct mgpu_samples *out, char *sha_hex)
 		if (fd < 0)
 			return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	}
-	rc = mgpu_wds_read_fd(fd, path, NULL, 0, out, sha_hex);
+	rc = read_fd(fd, path, NULL, 0, out, sha_hex, fn, ctx);
 	if (fd != 0)
 		close(fd);
 	if (rc == 0 && sha_hex && !sha_hex[0] && fd != 0)

@@ -18,12 +18,13 @@
  *
  * Samples are APPENDED to out (a zeroed struct starts a new set); on
  * failure out may hold the samples read before the bad one (the caller
- * frees it).
+ * frees it). A stop request (core/cancel.h) ends a read with MGPU_EINTR.
  */
 #ifndef MGPU_DATA_WDS_H
 #define MGPU_DATA_WDS_H
 
 #include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
 
 #include "core/sha256.h"  /* MGPU_SHA256_HEX */
 #include "data/samples.h" /* struct mgpu_samples */
@@ -37,6 +38,13 @@
  * when the reader did not seek, else by a second pass).
  */
 int mgpu_wds_read(const char *path, struct mgpu_samples *out, char *sha_hex);
+/* Progress of a long read: the archive's bytes consumed so far (as
+ * stored, before decompression) and the samples read. */
+typedef void (*mgpu_wds_progress_fn)(void *ctx, uint64_t nbytes, size_t nsamples);
+
+/* mgpu_wds_read, calling fn (may be NULL) after each member. */
+int mgpu_wds_read_watched(const char *path, struct mgpu_samples *out, char *sha_hex,
+			  mgpu_wds_progress_fn fn, void *ctx);
 /*
  * Read an archive from fd, whose first bytes prefix[0..plen) were already
  * consumed by the caller (to sniff the stream); name labels messages.

@@ -588,6 +588,23 @@ static int load_into(const struct mgpu_st *st, const char *path, struct mgpu_mod
 	return 0;
 }
 
+/* The spec the weights were saved with (their mgpu_spec metadata) is the
+ * model's: state.json edited to another spec of the same tensor shapes
+ * (heads 2 -> 4) would load the weights into another computation. */
+static int same_spec(const struct mgpu_st *st, const char *path, const struct mgpu_model *m)
+{
+	const char *saved = mgpu_st_meta(st, "mgpu_spec");
+	char spec[512];
+
+	if (!saved) /* weights from elsewhere: their shapes are checked */
+		return 0;
+	MGPU_TRY(mgpu_spec_format(&m->spec, spec, sizeof spec));
+	if (strcmp(saved, spec) != 0)
+		return mgpu_err(MGPU_EFORMAT, "'%s': the weights were saved for model '%s', not "
+				"'%s' (was state.json edited?)", path, saved, spec);
+	return 0;
+}
+
 static int load_file(const char *dir, const char *file, struct mgpu_model *m, float *dst,
 		     const char *suffix, float *host)
 {
@@ -597,6 +614,8 @@ static int load_file(const char *dir, const char *file, struct mgpu_model *m, fl
 
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, file));
 	rc = mgpu_st_load(path, &st);
+	if (rc == 0 && !suffix)
+		rc = same_spec(&st, path, m);
 	if (rc == 0)
 		rc = load_into(&st, path, m, host, suffix);
 	mgpu_st_free(&st);

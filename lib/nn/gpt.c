@@ -26,6 +26,7 @@
 #include <stdlib.h> /* calloc, malloc, free */
 #include <string.h> /* strstr, memcpy, memset */
 
+#include "core/cancel.h" /* mgpu_cancel_check */
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h"  /* struct mgpu_rng */
@@ -655,8 +656,18 @@ int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, 
 	mgpu_rng_seed(&r, seed, GEN_STREAM);
 	for (have = plen; have < plen + n; have++) {
 		size_t len = have < T ? have : T;
+		int id;
+
+		/* a long sample is a long loop: SIGINT and SIGTERM end it */
+		MGPU_CHECK(mgpu_cancel_check());
 		MGPU_CHECK(next_logits(m, row, text + have - len, len, logits));
-		text[have] = (uint8_t)pick(logits, g->V, temperature, &r);
+		id = pick(logits, g->V, temperature, &r);
+		if (id < 0 || id > 255) { /* text is bytes: never narrow an id */
+			rc = mgpu_err(MGPU_ERANGE, "gpt: generated token %d does not fit the "
+				      "byte text (vocab %d is above 256)", id, g->V);
+			goto out;
+		}
+		text[have] = (uint8_t)id;
 	}
 	memcpy(out, text + plen, n);
 out:

@@ -5,12 +5,15 @@
 #include "nn/spec.h"
 
 #include <errno.h>  /* errno */
+#include <fcntl.h>  /* open */
 #include <stdlib.h> /* strtol, strtof, free */
 #include <string.h> /* strncmp, strchr, strcspn */
+#include <unistd.h> /* close */
 
 #include "core/err.h" /* mgpu_err */
-#include "core/io.h"  /* mgpu_read_file */
+#include "core/io.h"  /* mgpu_read_fd_max */
 #include "core/opt.h" /* mgpu_opt_exact_num */
+#include "data/text.h" /* MGPU_TEXT_MAX_CONTEXT: a gpt's ctx */
 #include "ops/ops.h"  /* enum mgpu_act */
 
 static const char *const act_names[] = { "none", "relu", "gelu", "tanh", NULL };
@@ -110,7 +113,7 @@ static int gpt_option(struct mgpu_spec *s, const char *opt, size_t len, const ch
 		long lo, hi;
 	} ints[] = {
 		{ "layers", 1, MGPU_GPT_MAX_BLOCKS }, { "heads", 1, 1024 }, { "dim", 1, 1 << 16 },
-		{ "ctx", 1, 1 << 16 },               { "vocab", 2, 1 << 20 },
+		{ "ctx", 1, (long)MGPU_TEXT_MAX_CONTEXT }, { "vocab", 2, 1 << 20 },
 	};
 	int *const field[] = { &s->blocks, &s->heads, &s->dim, &s->ctx, &s->vocab };
 	char buf[64], *e;
@@ -167,6 +170,25 @@ static int gpt_finish(struct mgpu_spec *s, const char *origin)
 	return 0;
 }
 
+/* An option named twice in the comma-separated list opts (ctx=32,ctx=16)
+ * would leave one of the two silently unused: refuse it. */
+static int no_repeats(const char *opts, const char *origin)
+{
+	const char *a, *b;
+	size_t ka, kb;
+
+	for (a = opts; *a; a += strcspn(a, ",") + (a[strcspn(a, ",")] == ',')) {
+		ka = strcspn(a, ",=");
+		for (b = opts; b < a; b += strcspn(b, ",") + 1) {
+			kb = strcspn(b, ",=");
+			if (ka == kb && strncmp(a, b, ka) == 0)
+				return mgpu_err(MGPU_EINVAL, "%s: option '%.*s' given twice", origin,
+						(int)ka, a);
+		}
+	}
+	return 0;
+}
+
 static int gpt_parse(struct mgpu_spec *s, const char *text, const char *origin)
 {
 	const char *p = text + 4, *end;
@@ -175,6 +197,7 @@ static int gpt_parse(struct mgpu_spec *s, const char *text, const char *origin)
 	s->act = MGPU_ACT_GELU;
 	s->layernorm = 1;
 	s->vocab = 256;
+	MGPU_TRY(no_repeats(p, origin));
 	while (*p) {
 		end = p + strcspn(p, ",");
 		if (end == p)
@@ -202,6 +225,8 @@ int mgpu_spec_parse(struct mgpu_spec *s, const char *text, const char *origin)
 	p = text + 4;
 	end = p + strcspn(p, ",");
 	MGPU_TRY(parse_dims(s, p, end, origin));
+	if (*end == ',')
+		MGPU_TRY(no_repeats(end + 1, origin));
 	while (*end == ',') {
 		p = end + 1;
 		end = p + strcspn(p, ",");
@@ -238,24 +263,36 @@ static void normalise(const char *in, char *out, size_t cap)
 
 int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 {
-	unsigned char *data;
-	char norm[4096], origin[4200];
-	size_t len;
-	int rc;
+	unsigned char *data = NULL;
+	char *norm, origin[4200];
+	size_t len = 0;
+	int fd, rc;
 
 	if (strncmp(arg, "mlp:", 4) == 0 || strncmp(arg, "gpt:", 4) == 0)
 		return mgpu_spec_parse(s, arg, "--model");
-	rc = mgpu_read_file(arg, &data, &len);
+	fd = open(arg, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		mgpu_err_errno(MGPU_EIO, "'%s': cannot open", arg);
+		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:... or gpt:...) and ");
+	}
+	/* comments may make a spec file long, never this long (/dev/zero) */
+	rc = mgpu_read_fd_max(fd, arg, MGPU_SPEC_FILE_MAX, &data, &len);
+	close(fd);
+	if (rc == MGPU_ERANGE)
+		return mgpu_err(MGPU_EINVAL, "'%s': more than %d bytes: not a model spec file",
+				arg, MGPU_SPEC_FILE_MAX);
 	if (rc < 0)
 		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:... or gpt:...) and ");
-	if (len >= sizeof norm || strlen((char *)data) != len) {
+	if (strlen((char *)data) != len || !(norm = malloc(len + 2))) {
 		free(data);
 		return mgpu_err(MGPU_EINVAL, "'%s': not a model spec file", arg);
 	}
-	normalise((char *)data, norm, sizeof norm);
+	normalise((char *)data, norm, len + 2);
 	free(data);
 	snprintf(origin, sizeof origin, "'%s'", arg);
-	return mgpu_spec_parse(s, norm, origin);
+	rc = mgpu_spec_parse(s, norm, origin);
+	free(norm);
+	return rc;
 }
 
 /* The printed spec is what a checkpoint records and a resume parses

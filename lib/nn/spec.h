@@ -25,6 +25,7 @@
 #include <stddef.h> /* size_t */
 
 #define MGPU_MAX_LAYERS 16
+#define MGPU_SPEC_FILE_MAX (1 << 20) /* bytes of a spec file, comments included */
 
 enum mgpu_model_kind { MGPU_MODEL_MLP = 0, MGPU_MODEL_GPT = 1 };
 

@@ -166,6 +166,8 @@ static int mpi_init(struct mgpu_sync *s, const struct mgpu_sync_args *a)
 		return mgpu_err(MGPU_EINVAL, "mpi: rank %d of %d, but the environment says rank "
 				"%d of %d", mgpu_mpi_world_rank(p->mpi),
 				mgpu_mpi_world_size(p->mpi), s->rank, s->world);
+	/* what the TCP rendezvous compares, every rank at once */
+	MGPU_TRY(mgpu_mpi_same_ident(p->mpi, a->env->ident, p->lworld));
 	rc = leader(s) ? create(s, a) : 0;
 	/* every rank passes both barriers, or an error leaves the others
 	 * waiting until mpirun ends the job */

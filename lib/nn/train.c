@@ -288,26 +288,37 @@ static int train_step(struct train_rank *r, double lr, int *stop)
 	return 0;
 }
 
+static int stop_asked(const struct train_rank *r)
+{
+	return r->cfg->stop && *r->cfg->stop;
+}
+
 /* Summed loss, correct count and rows over this rank's slice of idx[0..n);
  * the slices of all ranks cover every row once. The sums stay on the
- * device (eval_acc) until one read at the end. */
+ * device (eval_acc) until one read at the end. A rank asked to stop
+ * leaves its slice at once; the sum that every rank reaches says whether
+ * any did, and then all return MGPU_EINTR together. */
 static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
 		    size_t n, double *loss, double *acc)
 {
 	size_t lo = n * (size_t)r->rank / (size_t)r->world;
 	size_t hi = n * (size_t)(r->rank + 1) / (size_t)r->world, i;
-	double v[3] = { 0, 0, (double)(hi - lo) };
+	double v[4] = { 0, 0, (double)(hi - lo), 0 };
 	int B;
 
 	MGPU_TRY(r->dev.ops->zero(&r->dev, r->eval_acc, 2 * sizeof(double)));
-	for (i = lo; i < hi; i += (size_t)B) {
+	for (i = lo; i < hi && !stop_asked(r); i += (size_t)B) {
 		B = hi - i < (size_t)r->plan->batch ? (int)(hi - i) : r->plan->batch;
 		MGPU_TRY(mgpu_train_load_rows(r, idx + i, B, split));
 		MGPU_TRY(mgpu_model_forward(&r->model, B, 0));
 		MGPU_TRY(mgpu_model_loss_acc(&r->model, B, 0, 0.0f, r->eval_acc));
 	}
 	MGPU_TRY(mgpu_dev_to_host(&r->dev, v, r->eval_acc, 2 * sizeof(double)));
-	MGPU_TRY(mgpu_sync_allreduce_f64(&r->sync, v, 3));
+	v[3] = stop_asked(r) ? 1.0 : 0.0;
+	MGPU_TRY(mgpu_sync_allreduce_f64(&r->sync, v, 4));
+	if (v[3] > 0.5)
+		return mgpu_err(MGPU_EINTR, "interrupted during the evaluation at step %lld",
+				(long long)r->step);
 	*loss = v[2] > 0 ? v[0] / v[2] : NAN;
 	*acc = v[2] > 0 ? v[1] / v[2] : NAN;
 	return 0;
@@ -496,7 +507,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 	const struct mgpu_train_cfg *c = r->cfg;
 	int64_t start = r->step, saved_step = r->step;
 	double lr = 0;
-	int stop = 0, ended;
+	int stop = 0, ended, rc;
 
 	MGPU_TRY(start_record(r));
 	r->t0 = mgpu_now_s();
@@ -512,13 +523,18 @@ int mgpu_train_rank_loop(struct train_rank *r)
 		if (r->win_steps >= c->log_every)
 			MGPU_TRY(flush_window(r, lr));
 		ended = r->pos == r->steps_per_epoch;
-		if (ended)
-			MGPU_TRY(epoch_end(r, lr));
+		rc = ended ? epoch_end(r, lr) : 0;
+		if (rc == MGPU_EINTR) /* during the evaluation: stop as after a step */
+			stop = 1;
+		else if (rc < 0)
+			return rc;
 		if (save_due(r, ended))
 			MGPU_TRY(save_once(r, &saved_step));
 		if (stop) {
 			MGPU_TRY(flush_window(r, lr));
 			MGPU_TRY(save_once(r, &saved_step));
+			if (r->rank == 0 && r->h->on_stop)
+				r->h->on_stop(r->h->ctx);
 			return mgpu_err(MGPU_EINTR, "interrupted at step %lld",
 					(long long)r->step);
 		}

@@ -154,6 +154,11 @@ struct mgpu_train_hooks {
 	 * the caller does with it (mgpu-train samples text from a gpt). Other
 	 * ranks may have finished by then: no collective call. NULL: none. */
 	int (*on_model)(void *ctx, struct mgpu_model *m);
+	/* Rank 0 only, when a stop request ends the run, after the last
+	 * records and the checkpoint and before the ranks part: the moment to
+	 * make the output whole, since an outside launcher (mpirun) may kill
+	 * the ranks soon after it forwarded the signal. NULL: none. */
+	void (*on_stop)(void *ctx);
 };
 
 /* Defaults for every field (the documented ones of mgpu-train). */

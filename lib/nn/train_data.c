@@ -66,10 +66,28 @@ static int normalisation(struct train_data *d, const struct mgpu_norm *fixed)
 	return 0;
 }
 
+/* A gpt reads tokens of the data's width: bytes (ids 0 to 255) today, so
+ * a larger vocab would only train logits no byte ever asks for, and what
+ * generation draws from them would not fit a byte. */
+static int gpt_tokens(const struct mgpu_source *src, const struct mgpu_spec *s,
+		      const char *path)
+{
+	if (src->dtype != MGPU_DTYPE_U8)
+		return mgpu_err(MGPU_EINVAL, "'%s': holds float32 features, but a gpt reads "
+				"byte tokens: build the cache with --dtype u8 and without "
+				"--normalize (or train on the shards)", path);
+	if (s->vocab > 256)
+		return mgpu_err(MGPU_EINVAL, "'%s': holds bytes (token ids 0 to 255): a gpt "
+				"on it has a vocab of at most 256, not %d", path, s->vocab);
+	return 0;
+}
+
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 			 struct mgpu_spec *spec, const struct mgpu_norm *fixed)
 {
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
+	if (spec->kind == MGPU_MODEL_GPT)
+		MGPU_TRY(gpt_tokens(&d->src, spec, cfg->data));
 	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, mgpu_source_nclasses(&d->src), cfg->data));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(split(d, cfg));

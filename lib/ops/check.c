@@ -60,7 +60,7 @@ static const struct {
 	{ "upsample_fwd", 1e-6 }, { "upsample_bwd", 1e-6 },
 	{ "bn_stats", 1e-5 }, { "bn_fwd", 1e-5 }, { "bn_bwd_stats", 1e-5 },
 	{ "bn_bwd_data", 1e-4 }, { "gn_fwd", 1e-5 }, { "gn_bwd", 1e-4 },
-	{ "act_fwd", 1e-5 },
+	{ "act_fwd", 1e-5 }, { "chan_bias", 1e-6 }, { "chan_sum", 1e-5 },
 };
 
 /* The buffers of one case: host memory, and each device buffer on both. */
@@ -1377,6 +1377,7 @@ static const struct mgpu_ops_conv_case selftest_conv[] = {
 	{ .op = "gn", .cv = MGPU_CV(4, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8) },
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_SILU },
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_RELU },
+	{ .op = "chan", .flag = 4, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 };
 
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

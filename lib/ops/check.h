@@ -99,6 +99,8 @@ struct mgpu_ops_case {
  *             reference's outputs of the one before)
  *   gn        cv's N C, HW = H W, G = groups (rows "gn_fwd", "gn_bwd")
  *   act_fwd   n, act
+ *   chan      cv's N C, HW = H W; flag bit 2 = acc 1 (rows "chan_bias",
+ *             "chan_sum")
  */
 struct mgpu_ops_conv_case {
 	const char *op;

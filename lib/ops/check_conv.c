@@ -430,6 +430,32 @@ static int case_gn(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	return 0;
 }
 
+static int case_chan(struct bufs *b, const struct mgpu_ops_conv_case *c)
+{
+	int N = c->cv.N, C = c->cv.C, HW = c->cv.H * c->cv.W, iy, ib, idy, idb;
+	size_t n = (size_t)N * C * HW;
+	float acc = (c->flag & 4) ? 1.0f : 0.0f;
+	double e = 0.0;
+	char shape[64];
+
+	snprintf(shape, sizeof shape, "N%d C%d HW%d%s", N, C, HW, acc != 0.0f ? " acc" : "");
+	MGPU_TRY(in(b, n, -1.0f, 1.0f, &iy));
+	MGPU_TRY(in(b, (size_t)C, -1.0f, 1.0f, &ib));
+	BOTH(chan_bias(D, N, C, HW, dp(b, iy, S), dp(b, ib, S)));
+	MGPU_TRY(cmp(b, iy, &e, NULL));
+	mgpu_ops_report_add(b->p, "chan_bias", shape, e);
+	MGPU_TRY(in(b, n, -1.0f, 1.0f, &idy));
+	if (acc != 0.0f)
+		MGPU_TRY(in(b, (size_t)C, -1.0f, 1.0f, &idb));
+	else
+		MGPU_TRY(out(b, (size_t)C, &idb));
+	BOTH(chan_sum(D, N, C, HW, dp(b, idb, S), dp(b, idy, S), acc));
+	e = 0.0;
+	MGPU_TRY(cmp(b, idb, &e, NULL));
+	mgpu_ops_report_add(b->p, "chan_sum", shape, e);
+	return 0;
+}
+
 static int case_act_fwd(struct bufs *b, const struct mgpu_ops_conv_case *c)
 {
 	static const char *const names[] = { "none", "relu", "gelu", "tanh", "silu" };
@@ -454,7 +480,7 @@ static const struct {
 } cases[] = {
 	{ "conv", case_conv },         { "im2col", case_im2col }, { "pool", case_pool },
 	{ "upsample", case_upsample }, { "bn", case_bn },         { "gn", case_gn },
-	{ "act_fwd", case_act_fwd },
+	{ "act_fwd", case_act_fwd }, { "chan", case_chan },
 };
 
 int mgpu_ops_check_conv_case(struct mgpu_ops_pair *p, const struct mgpu_ops_conv_case *c)

@@ -11,9 +11,10 @@
  * - Every CUDA and cuDNN call goes through CU() / CUDNN(), every launch is
  *   followed by LAUNCHED().
  * - cuDNN runs fp32 with CUDNN_FMA_MATH (no TF32, as cuBLAS runs without
- *   it) and, per shape, the first deterministic algorithm its heuristics
- *   offer (no atomics: a step gives the same bits twice); the choice and
- *   its workspace size are cached per device and shape.
+ *   it) and, per shape, the best algorithm its heuristics offer among the
+ *   deterministic GEMM-like and direct ones (no atomics, no FFT or
+ *   Winograd: see allowed()); the choice and its workspace size are cached
+ *   per device and shape, and a shape with none runs im2col + cuBLAS.
  * - Reductions (BatchNorm's per channel, GroupNorm's per group) are one
  *   block each, summing in double in a fixed order: the same bits every run.
  * - State (cuDNN handle, descriptors, algorithm cache, workspace) lives in
@@ -182,24 +183,49 @@ static int set_descs(struct conv_state *st, const struct mgpu_conv *g)
 	return 0;
 }
 
-/* The first deterministic, working algorithm of a heuristics list. */
-template <typename Perf>
-static int pick(const Perf *perf, int got, int *algo, size_t *ws)
+/* Algorithms of the formula's arithmetic: GEMM-like and direct ones,
+ * deterministic (no atomics). FFT and Winograd transform the operands and
+ * round differently (fp32 Winograd by 1e-5 and more); the others of
+ * backward data and filter (ALGO_0, ALGO_3) sum with atomics. */
+static int allowed(int dir, int algo)
 {
-	int i;
+	if (dir == FWD)
+		return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+		       algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+		       algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM ||
+		       algo == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+	if (dir == BWD_DATA)
+		return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+	return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+}
 
-	for (i = 0; i < got; i++)
-		if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-		    perf[i].determinism == CUDNN_DETERMINISTIC) {
-			*algo = (int)perf[i].algo;
-			*ws = perf[i].memory;
-			return 0;
-		}
-	return mgpu_err(MGPU_EUNSUP, "cuDNN offers no deterministic algorithm (%d tried)", got);
+/* The best working algorithm of a heuristics list (best first) that
+ * allowed() admits, one listed for plain fp32 FMA math before any other
+ * (the descriptor's FMA math keeps TF32 off either way); NO_ALGO when none
+ * is, and the shape then runs im2col + cuBLAS. */
+#define NO_ALGO (-2)
+template <typename Perf>
+static void pick(const Perf *perf, int got, int dir, int *algo, size_t *ws)
+{
+	int i, pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < got; i++)
+			if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+			    allowed(dir, (int)perf[i].algo) &&
+			    perf[i].determinism == CUDNN_DETERMINISTIC &&
+			    (pass == 1 || perf[i].mathType == CUDNN_FMA_MATH)) {
+				*algo = (int)perf[i].algo;
+				*ws = perf[i].memory;
+				return;
+			}
+	*algo = NO_ALGO;
+	*ws = 0;
 }
 
 /* The algorithm of direction dir for g (descriptors set), chosen once per
- * shape, with the workspace it needs allocated. */
+ * shape, with the workspace it needs allocated; NO_ALGO when cuDNN has
+ * none that pick() takes. */
 static int algo_for(struct mgpu_dev *dev, struct conv_state *st, const struct mgpu_conv *g,
 		    int dir, int *algo)
 {
@@ -222,20 +248,20 @@ static int algo_for(struct mgpu_dev *dev, struct conv_state *st, const struct mg
 		e->g = *g;
 		e->algo[0] = e->algo[1] = e->algo[2] = -1;
 	}
-	if (e->algo[dir] < 0) {
+	if (e->algo[dir] == -1) {
 		if (dir == FWD) {
 			CUDNN(dn->fwd_algo(st->h, st->xd, st->wd, st->cd, st->yd,
 					   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
-			MGPU_TRY(pick(pf, got, &e->algo[dir], &e->ws[dir]));
+			pick(pf, got, dir, &e->algo[dir], &e->ws[dir]);
 		} else if (dir == BWD_DATA) {
 			CUDNN(dn->bwd_data_algo(st->h, st->wd, st->yd, st->cd, st->xd,
 						CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd));
-			MGPU_TRY(pick(pd, got, &e->algo[dir], &e->ws[dir]));
+			pick(pd, got, dir, &e->algo[dir], &e->ws[dir]);
 		} else {
 			CUDNN(dn->bwd_filter_algo(st->h, st->xd, st->yd, st->cd, st->wd,
 						  CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
 						  pw));
-			MGPU_TRY(pick(pw, got, &e->algo[dir], &e->ws[dir]));
+			pick(pw, got, dir, &e->algo[dir], &e->ws[dir]);
 		}
 	}
 	need = e->ws[dir];
@@ -268,6 +294,8 @@ extern "C" int mgpu_cuda_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *
 	dn = st->dn;
 	MGPU_TRY(set_descs(st, g));
 	MGPU_TRY(algo_for(dev, st, g, FWD, &algo));
+	if (algo == NO_ALGO)
+		return mgpu_gemm_conv_fwd(dev, g, y, x, w, bias);
 	CUDNN(dn->fwd(st->h, &one, st->xd, x, st->wd, w, st->cd, (cudnnConvolutionFwdAlgo_t)algo,
 		      st->ws, st->ws_bytes, &zero, st->yd, y));
 	if (bias)
@@ -293,6 +321,8 @@ extern "C" int mgpu_cuda_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_c
 	dn = st->dn;
 	MGPU_TRY(set_descs(st, g));
 	MGPU_TRY(algo_for(dev, st, g, BWD_DATA, &algo));
+	if (algo == NO_ALGO)
+		return mgpu_gemm_conv_bwd_data(dev, g, dx, dy, w);
 	CUDNN(dn->bwd_data(st->h, &one, st->wd, w, st->yd, dy, st->cd,
 			   (cudnnConvolutionBwdDataAlgo_t)algo, st->ws, st->ws_bytes, &zero, st->xd,
 			   dx));
@@ -317,6 +347,8 @@ extern "C" int mgpu_cuda_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu
 	dn = st->dn;
 	MGPU_TRY(set_descs(st, g));
 	MGPU_TRY(algo_for(dev, st, g, BWD_FILTER, &algo));
+	if (algo == NO_ALGO)
+		return mgpu_gemm_conv_bwd_weight(dev, g, dw, db, x, dy, acc);
 	CUDNN(dn->bwd_filter(st->h, &one, st->xd, x, st->yd, dy, st->cd,
 			     (cudnnConvolutionBwdFilterAlgo_t)algo, st->ws, st->ws_bytes, &acc,
 			     st->wd, dw));
@@ -788,6 +820,55 @@ extern "C" int mgpu_cuda_gn_bwd(struct mgpu_dev *dev, int N, int C, int HW, int 
 	}
 	k_gn_bwd_cols<<<(unsigned)C, THREADS, 0, stream_of(dev)>>>(dgamma, dbeta, dy, x, mean,
 								   rstd, N, C, HW, G, acc);
+	LAUNCHED();
+	return 0;
+}
+
+/* ---- per-channel bias --------------------------------------------------- */
+
+static __global__ void k_chan_bias(float *y, const float *bias, int C, int HW, size_t n)
+{
+	GRID_STRIDE(i, n)
+		y[i] += bias[i / HW % C];
+}
+
+extern "C" int mgpu_cuda_chan_bias(struct mgpu_dev *dev, int N, int C, int HW, float *y,
+				   const float *bias)
+{
+	size_t n = (size_t)N * C * HW;
+
+	MGPU_TRY(ops_check_chan("chan_bias", N, C, HW));
+	if (n == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_chan_bias<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(y, bias, C, HW, n);
+	LAUNCHED();
+	return 0;
+}
+
+/* One block per channel, as BatchNorm's sums. */
+static __global__ void k_chan_sum(float *db, const float *dy, int N, int C, int HW, float acc)
+{
+	__shared__ double sh[THREADS];
+	int c = blockIdx.x;
+	double s = 0.0;
+	size_t j, m = (size_t)N * HW;
+
+	for (j = threadIdx.x; j < m; j += THREADS)
+		s += dy[((j / HW) * C + c) * HW + j % HW];
+	s = block_sum(s, sh);
+	if (threadIdx.x == 0)
+		mgpu_acc_store(&db[c], acc, (float)s);
+}
+
+extern "C" int mgpu_cuda_chan_sum(struct mgpu_dev *dev, int N, int C, int HW, float *db,
+				  const float *dy, float acc)
+{
+	MGPU_TRY(ops_check_chan("chan_sum", N, C, HW));
+	if (C == 0)
+		return 0;
+	MGPU_TRY(use(dev));
+	k_chan_sum<<<(unsigned)C, THREADS, 0, stream_of(dev)>>>(db, dy, N, C, HW, acc);
 	LAUNCHED();
 	return 0;
 }

@@ -13,13 +13,14 @@
  *   weights      dW_g += dy_n,g col_g^T;  db += dy_n ones
  * The device's own im2col, col2im, sgemm and sgemm_strided do the work, so
  * the CPU run passes the very arguments cuBLAS gets. The columns of one
- * sample and a row of ones are allocated through the device per call.
+ * sample and a row of ones are allocated through the device per call
+ * (the fallback keeps no state).
  */
 #include "ops/conv_host.h"
 
-#include <stdlib.h> /* malloc, free */
+#include <stdint.h> /* uint8_t */
 
-#include "core/err.h"  /* MGPU_TRY, mgpu_err */
+#include "core/err.h"  /* MGPU_TRY */
 #include "ops/loops.h" /* ops_check_conv */
 
 struct plan {
@@ -35,12 +36,13 @@ static void plan_free(struct mgpu_dev *dev, struct plan *p)
 	mgpu_dev_free(dev, p->ones, p->ones_bytes);
 }
 
-/* The sizes, the columns and (with_ones) a device row of P ones. */
+/* The sizes, the columns and (with_ones) a device row of P ones, made on
+ * the device (u8_to_f32 of zeroed bytes with scale 0 and shift 1), so the
+ * fallback adds no host transfer to a step. */
 static int plan_make(struct mgpu_dev *dev, const struct mgpu_conv *g, int with_ones,
 		     struct plan *p)
 {
-	float *h;
-	int i, rc;
+	int rc;
 
 	p->P = MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, g->dh) *
 	       MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
@@ -54,17 +56,12 @@ static int plan_make(struct mgpu_dev *dev, const struct mgpu_conv *g, int with_o
 	MGPU_TRY(mgpu_dev_alloc(dev, (void **)&p->col, p->col_bytes));
 	if (!with_ones)
 		return 0;
-	h = malloc(p->ones_bytes);
-	if (!h) {
-		plan_free(dev, p);
-		return mgpu_err(MGPU_ENOMEM, "conv: out of host memory");
-	}
-	for (i = 0; i < p->P; i++)
-		h[i] = 1.0f;
 	rc = mgpu_dev_alloc(dev, (void **)&p->ones, p->ones_bytes);
+	if (rc == 0) /* the columns hold at least P floats, so P bytes */
+		rc = dev->ops->zero(dev, p->col, (size_t)p->P);
 	if (rc == 0)
-		rc = mgpu_dev_from_host(dev, p->ones, h, p->ones_bytes);
-	free(h);
+		rc = dev->ops->u8_to_f32(dev, p->ones, (const uint8_t *)p->col, (size_t)p->P, 0.0f,
+					 1.0f);
 	if (rc < 0)
 		plan_free(dev, p);
 	return rc;

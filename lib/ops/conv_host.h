@@ -62,6 +62,10 @@ int mgpu_host_gn_fwd(struct mgpu_dev *dev, int N, int C, int HW, int G, float *y
 int mgpu_host_gn_bwd(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
 		     float *dgamma, float *dbeta, const float *dy, const float *x,
 		     const float *mean, const float *rstd, const float *gamma, float acc);
+int mgpu_host_chan_bias(struct mgpu_dev *dev, int N, int C, int HW, float *y,
+			const float *bias);
+int mgpu_host_chan_sum(struct mgpu_dev *dev, int N, int C, int HW, float *db, const float *dy,
+		       float acc);
 
 /* conv_cpu.c: oneDNN (primitives cached per device and shape) */
 int mgpu_cpu_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y, const float *x,

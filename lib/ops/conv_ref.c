@@ -254,6 +254,37 @@ int mgpu_host_upsample_bwd(struct mgpu_dev *dev, int N, int C, int H, int W, int
 	return 0;
 }
 
+int mgpu_host_chan_bias(struct mgpu_dev *dev, int N, int C, int HW, float *y,
+			const float *bias)
+{
+	size_t p, i;
+
+	(void)dev;
+	MGPU_TRY(ops_check_chan("chan_bias", N, C, HW));
+	for (p = 0; p < (size_t)N * C; p++)
+		for (i = 0; i < (size_t)HW; i++)
+			y[p * HW + i] += bias[p % (size_t)C];
+	return 0;
+}
+
+int mgpu_host_chan_sum(struct mgpu_dev *dev, int N, int C, int HW, float *db, const float *dy,
+		       float acc)
+{
+	double s;
+	int c, n, i;
+
+	(void)dev;
+	MGPU_TRY(ops_check_chan("chan_sum", N, C, HW));
+	for (c = 0; c < C; c++) {
+		s = 0.0;
+		for (n = 0; n < N; n++)
+			for (i = 0; i < HW; i++)
+				s += dy[((size_t)n * C + c) * HW + i];
+		mgpu_acc_store(&db[c], acc, (float)s);
+	}
+	return 0;
+}
+
 /* ---- BatchNorm: per channel c, the N planes of HW values ------------- */
 
 static const float *plane(const float *x, const struct mgpu_bn *bn, int n, int c)

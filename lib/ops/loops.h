@@ -194,6 +194,13 @@ static inline int ops_check_bn(const char *op, const struct mgpu_bn *bn)
 	return 0;
 }
 
+static inline int ops_check_chan(const char *op, int N, int C, int HW)
+{
+	if (N < 0 || C < 0 || HW < 0)
+		return mgpu_err(MGPU_EINVAL, "%s: negative shape N=%d C=%d HW=%d", op, N, C, HW);
+	return 0;
+}
+
 static inline int ops_check_gn(const char *op, int N, int C, int HW, int G)
 {
 	if (N < 0 || C < 1 || HW < 1 || G < 1 || C % G)

@@ -290,8 +290,10 @@ struct mgpu_ops {
 	 * db (K, may be NULL) = acc db + dy summed over n, oh, ow; acc 0
 	 * overwrites (NaNs too). A transposed convolution (torch's
 	 * ConvTranspose2d, weight (in, out/groups, kh, kw)) is conv_bwd_data
-	 * forward and conv_fwd backward, with struct mgpu_conv describing the
-	 * convolution it transposes (C = its out channels, K = its in ones).
+	 * forward plus chan_bias; its backward is conv_fwd (data, no bias),
+	 * conv_bwd_weight with its input as dy and its dy as x (weights) and
+	 * chan_sum (bias), struct mgpu_conv describing the convolution it
+	 * transposes (C = its out channels, K = its in ones).
 	 */
 	int (*conv_fwd)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
 			const float *x, const float *w, const float *bias);
@@ -372,6 +374,13 @@ struct mgpu_ops {
 	int (*gn_bwd)(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
 		      float *dgamma, float *dbeta, const float *dy, const float *x,
 		      const float *mean, const float *rstd, const float *gamma, float acc);
+	/* Per-channel bias of an (N,C,HW) tensor: y[n,c,.] += bias[c]; its
+	 * backward chan_sum: db[c] = acc db[c] + the sum of dy[n,c,.] over n
+	 * and HW (acc 0 overwrites). The bias of a layer without one built in:
+	 * a transposed convolution's (conv_bwd_data computes none). */
+	int (*chan_bias)(struct mgpu_dev *dev, int N, int C, int HW, float *y, const float *bias);
+	int (*chan_sum)(struct mgpu_dev *dev, int N, int C, int HW, float *db, const float *dy,
+			float acc);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */

@@ -686,6 +686,8 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.bn_bwd_data = mgpu_host_bn_bwd_data,
 	.gn_fwd = mgpu_host_gn_fwd,
 	.gn_bwd = mgpu_host_gn_bwd,
+	.chan_bias = mgpu_host_chan_bias,
+	.chan_sum = mgpu_host_chan_sum,
 };
 
 /* The summed gradient of element i over ng sources, in source order. */

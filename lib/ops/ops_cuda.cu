@@ -1160,6 +1160,8 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.bn_bwd_data = mgpu_cuda_bn_bwd_data,
 	.gn_fwd = mgpu_cuda_gn_fwd,
 	.gn_bwd = mgpu_cuda_gn_bwd,
+	.chan_bias = mgpu_cuda_chan_bias,
+	.chan_sum = mgpu_cuda_chan_sum,
 };
 
 /* The stream of a cuda device, for the NCCL code that runs beside it. */

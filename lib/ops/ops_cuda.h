@@ -87,6 +87,10 @@ int mgpu_cuda_gn_fwd(struct mgpu_dev *dev, int N, int C, int HW, int G, float *y
 int mgpu_cuda_gn_bwd(struct mgpu_dev *dev, int N, int C, int HW, int G, float *dx,
 		     float *dgamma, float *dbeta, const float *dy, const float *x,
 		     const float *mean, const float *rstd, const float *gamma, float acc);
+int mgpu_cuda_chan_bias(struct mgpu_dev *dev, int N, int C, int HW, float *y,
+			const float *bias);
+int mgpu_cuda_chan_sum(struct mgpu_dev *dev, int N, int C, int HW, float *db, const float *dy,
+		       float acc);
 
 #ifdef __cplusplus
 }

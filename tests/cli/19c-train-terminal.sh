@@ -52,6 +52,16 @@ tr '\r' '\n' <rawn | grep -a 'step [0-9]*/100' | sed 's/^\x1b\[K//' >narrow
 grep -Eq '^step [0-9]+/100  loss [0-9.]+  [0-9.]+[kMG]? samples/s  ETA [0-9:?]+s?$' narrow ||
 	fail "60 columns: $(cat -v narrow)"
 awk 'length($0) > 59 { exit 1 }' narrow || fail "60 columns: a line too long: $(cat -v narrow)"
+# --max-steps ended it: the command lifts it (--max-steps 0); a save dir the
+# shell must quote comes back quoted
+on_tty rawq "$M $args --max-steps 3 --save-dir \"it's here\"" || fail "--max-steps 3: exit $tty_rc"
+cmd=$(screen rawq | sed -n 's/^train on: *//p')
+[ "$cmd" = "$M $args --save-dir 'it'\\''s here' --resume 'it'\\''s here' --max-steps 0" ] ||
+	fail "--max-steps 3: train-on command: '$cmd'"
+eval "$cmd --format tsv" >q.tsv 2>err.txt || fail "the quoted command failed: $(cat err.txt)"
+grep -q "resuming from it's here" err.txt || fail "the quoted command: $(cat err.txt)"
+tail -n 1 q.tsv | grep -q "^summary	100	" || fail "the quoted command: $(tail -n 1 q.tsv)"
+
 # at its last step (options abbreviated, as getopt takes them): nothing to
 # train, the checkpoint it resumed, and the command for as many epochs again
 on_tty rawe "$M $base --save-dir ck --res ck --epoch=4" || fail "a finished run: exit $tty_rc"
@@ -105,6 +115,30 @@ grep -Eq '^test: +[0-9.]+ bits per byte \(loss [0-9.]+\); validation [0-9.]+ bit
 	fail "gpt: summary lacks bits per byte: $(cat screen7)"
 sed -n '/^epoch  *step/,/^$/p' screen7 | sed '/^$/d' >table7
 aligned table7 || fail "gpt: eval lines not aligned: $(cat table7)"
+
+# --per-class with labels that are words: a table of the classes, names
+# aligned, after the summary
+python3 - <<'PY'
+import random
+r = random.Random(1)
+names = ["WALKING", "LAYING", "SITTING_DOWN"]
+with open("har.csv", "w") as f:
+    f.write("a,b,c,activity\n")
+    for i in range(240):
+        y = names[i % 3]
+        f.write(",".join(str(r.random() + 3 * (j == names.index(y))) for j in range(3)))
+        f.write(",%s\n" % y)
+PY
+"$BIN/mgpu-shard" -q --label-column activity --test-fraction 0.25 -o har/manifest.tsv har.csv &&
+	"$BIN/mgpu-cache" -q -o harc har/manifest.tsv >/dev/null || fail "word labels: shard, cache"
+on_tty rawc "$M --data harc --model mlp:auto-16-auto --epochs 2 --batch-size 8 --per-class" ||
+	fail "--per-class: exit $tty_rc: $(screen rawc)"
+screen rawc | sed -n '/^class  *name  *samples  *test_acc$/,$p' >classes
+[ "$(awk '{ print $1, $2 }' classes)" = "$(printf 'class name\n0 LAYING\n1 SITTING_DOWN\n2 WALKING')" ] ||
+	fail "--per-class: $(screen rawc)"
+awk 'NR == 1 { at = index($0, "name"); len = length($0); next }
+	index($0, $2) != at || length($0) != len { exit 1 }' classes ||
+	fail "--per-class: not aligned: $(cat classes)"
 
 # under an outside launcher the command is each rank's
 on_tty raw9 "RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \

@@ -40,6 +40,14 @@ grep -q '"classes": \["LAYING", "SITTING", "WALKING"\]' "ck/$(cat ck/latest)/sta
 	fail "checkpoint: $(cat "ck/$(cat ck/latest)/state.json")"
 grep -aq '"mgpu_classes":"\[\\"LAYING\\", \\"SITTING\\", \\"WALKING\\"\]"' "ck/$(cat ck/latest)/model.safetensors" ||
 	fail "safetensors metadata: $(head -c 600 "ck/$(cat ck/latest)/model.safetensors")"
+# on a terminal the classes are aligned lines after the summary, by name
+if command -v script >/dev/null 2>&1; then
+	on_tty raw "$BIN/mgpu-train --data c --model mlp:auto-16-auto --epochs 1 --batch-size 8 --per-class" ||
+		fail "terminal: exit $tty_rc: $(screen raw)"
+	screen raw >scr
+	grep -Eq '^class +name +samples +test_acc$' scr || fail "no class header: $(cat scr)"
+	grep -Eq '^ +2 +WALKING +[0-9]+ +[0-9.]+%$' scr || fail "no WALKING line: $(cat scr)"
+fi
 # the same from the manifest itself (no cache), on 2 ranks
 "$BIN/mgpu-train" --data sh --model mlp:auto-16-auto --epochs 1 --batch-size 8 --per-class \
 	--cpu-ranks 2 -q >two.tsv || fail "manifest, 2 ranks"

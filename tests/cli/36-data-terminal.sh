@@ -31,6 +31,11 @@ cmp -s piped.tsv plain.tsv || fail "mgpu-shard: piped manifest differs"
 grep -aq 'writing' raw3 || fail "mgpu-shard piped: no progress on the terminal"
 on_tty raw4 "$S --shard-size 300 -d sh2 -q d >/dev/null" || fail "mgpu-shard -q: exit $tty_rc"
 [ ! -s raw4 ] || fail "mgpu-shard -q wrote to the terminal: $(cat -v raw4)"
+# an archive source: its samples and bytes as they are read, ETA from its size
+on_tty rawa "$S --shard-size 100 -d sh3 sh2/train-000000.tar >/dev/null" ||
+	fail "mgpu-shard of an archive: exit $tty_rc: $(screen rawa)"
+grep -aEq "reading 'sh2/train-000000.tar': [0-9]+ samples, $bytes, $bytes/s, [0-9:]+s?, ETA" rawa ||
+	fail "mgpu-shard of an archive: no reading progress: $(cat -v rawa)"
 
 # mgpu-cache: shards read of the manifest's, then samples cached
 on_tty raw5 "$C --chunk-size 4K -o c sh/manifest.tsv >/dev/null" || fail "mgpu-cache: exit $tty_rc: $(screen raw5)"

@@ -6,7 +6,8 @@
 # train on silently with different weights), another model shape or
 # --max-steps (which used to deadlock until --timeout), and other data
 # (the identity is the data's, not its path: a copy under another name
-# joins). Every run has --timeout 300 and is bounded by timeout(1) at 120 s,
+# joins); mpirun's ranks of --sync-backend mpi compare the same over MPI.
+# Every run has --timeout 300 and is bounded by timeout(1) at 120 s,
 # so a rank that waits for the timeout fails the test as 124.
 . tests/cli/lib.sh
 mkidx d 600 100 8 4
@@ -18,6 +19,7 @@ export MGPU_JOB_TOKEN=job-$$
 
 # pair WHAT PORT "NODE0 ARGS" "NODE1 ARGS" RUNNER0 RUNNER1: both sides exit 1
 # with the message; a RUNNER is a command prefix ("on_host 1", "env RANK=0 ...")
+# (node 1's ranks 2 and 3 race to the rendezvous: either may be named)
 mismatch() {
 	what=$1 a0=$2 a1=$3 r0=$4 r1=$5 want0=$6 want1=$7
 	set +e
@@ -52,20 +54,38 @@ $tr0 "$M" $common --data d >run.tsv 2>e0.txt || fail "torchrun, same run: $(cat 
 wait $p1 || fail "torchrun, same run, rank 1: $(cat e1.txt)"
 grep -q '^summary' run.tsv || fail "torchrun, same run: no summary: $(cat run.tsv)"
 
+# mpirun's ranks (--sync-backend mpi) compare theirs over MPI
+if "$M" -V -v | grep -q 'mpi=1' && command -v mpirun >/dev/null; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	set +e
+	timeout 120 mpirun --bind-to none --oversubscribe -np 1 "$M" $common --data d \
+		--sync-backend mpi : -np 1 "$M" $common --data d2 --sync-backend mpi --seed 7 \
+		>o0.txt 2>e0.txt
+	rc=$?
+	set -e
+	[ "$rc" = 1 ] || fail "mpirun --seed: exit $rc: $(cat e0.txt)"
+	for r in 0 1; do
+		grep -q "rank $r: error: rank 1 (node 0, host $(hostname)) does not run rank 0's job (host $(hostname)): --seed 7 against 42" e0.txt ||
+			fail "mpirun --seed: rank $r does not say: $(cat e0.txt)"
+	done
+else
+	echo "note: no MPI in this build or no mpirun: the mpirun case did not run" >&2
+fi
+
 . "$SRC/tests/netns.sh"
 netns_up 2
 export MASTER_ADDR=$(host_addr 1) MASTER_PORT=29519
 n0="--cpu-ranks 2 --nnodes 2 --node-rank 0 --data d"
 n1="--cpu-ranks 2 --nnodes 2 --node-rank 1 --data d2"
 mismatch "nodes --seed" "$n0" "$n1 --seed 7" "on_host 1" "on_host 2" \
-	"rank 2 (node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42" \
-	"refused rank 2: rank 2 (node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42"
+	"(node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42" \
+	"(node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42"
 mismatch "nodes model" "$n0" "$n1 --model mlp:64-24-4" "on_host 1" "on_host 2" \
 	"--model mlp:64-24-4,act=relu against mlp:64-16-4,act=relu" "--model mlp:64-24-4"
 mismatch "nodes --max-steps" "$n0" "$n1 --max-steps 6" "on_host 1" "on_host 2" \
 	"--max-steps 6 against 5" "--max-steps 6 against 5"
 mismatch "nodes data" "$n0" "$n1 --data e" "on_host 1" "on_host 2" \
-	"rank 2 (node 1, host h2) does not run rank 0's job (host h1): data: 630 train" "data: 630 train"
+	"(node 1, host h2) does not run rank 0's job (host h1): data: 630 train" "data: 630 train"
 # the same run on both nodes, data under two names, trains
 on_host 2 "$M" $common $n1 >/dev/null 2>e1.txt &
 p1=$!

@@ -1051,6 +1051,9 @@ static const struct mgpu_ops_conv_case conv_light_cases[] = {
 	{ .op = "act_fwd", .n = 1001, .act = MGPU_ACT_RELU },
 	{ .op = "act_fwd", .n = 7, .act = MGPU_ACT_GELU },
 	{ .op = "act_fwd", .n = 0, .act = MGPU_ACT_TANH },
+	{ .op = "chan", .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "chan", .flag = 4, .cv = MGPU_CV(1, 13, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "chan", .flag = 4, .cv = MGPU_CV(0, 4, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 };
 
 static void test_conv(void)

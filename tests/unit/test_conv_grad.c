@@ -131,6 +131,47 @@ static void test_conv(void)
 	conv_case((struct mgpu_conv)MGPU_CV(1, 3, 4, 4, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1));
 }
 
+/* A transposed convolution (torch's ConvTranspose2d) as ops.h composes
+ * it: forward conv_bwd_data then chan_bias, input t (N,K,OH,OW) ->
+ * z (N,C,H,W); backward conv_fwd (data), conv_bwd_weight with x and dy
+ * swapped (weights) and chan_sum (bias). */
+static float *tt, *tz, *tbias;
+
+static double convt_loss(void)
+{
+	if (B->conv_bwd_data(&dev, &cg, tz, tt, cw) < 0 ||
+	    B->chan_bias(&dev, cg.N, cg.C, cg.H * cg.W, tz, tbias) < 0)
+		return NAN;
+	return dot(cr, tz, (size_t)cg.N * cg.C * cg.H * cg.W);
+}
+
+static void test_conv_transpose(void)
+{
+	struct mgpu_conv g = MGPU_CV(2, 3, 7, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1);
+	int OH = MGPU_CONV_OUT(g.H, g.KH, g.sh, g.ph, g.dh);
+	int OW = MGPU_CONV_OUT(g.W, g.KW, g.sw, g.pw, g.dw);
+	size_t nz = (size_t)g.N * g.C * g.H * g.W, nt = (size_t)g.N * g.K * OH * OW;
+	size_t nw = (size_t)g.K * g.C * g.KH * g.KW;
+	float *dt, *dw, *db;
+
+	cg = g;
+	tt = rnd(nt, -1, 1);
+	cw = rnd(nw, -1, 1);
+	tbias = rnd((size_t)g.C, -1, 1);
+	tz = rnd(nz, 0, 0);
+	cr = rnd(nz, -1, 1);
+	dt = rnd(nt, 0, 0);
+	dw = rnd(nw, 0, 0);
+	db = rnd((size_t)g.C, 0, 0);
+	T_OK(B->conv_fwd(&dev, &g, dt, cr, cw, NULL));
+	T_OK(B->conv_bwd_weight(&dev, &g, dw, NULL, cr, tt, 0.0f));
+	T_OK(B->chan_sum(&dev, g.N, g.C, g.H * g.W, db, cr, 0.0f));
+	FD_OK("transposed conv input", tt, nt, dt, convt_loss, 1e-2f, 2e-3);
+	FD_OK("transposed conv w", cw, nw, dw, convt_loss, 1e-2f, 2e-3);
+	FD_OK("transposed conv bias", tbias, (size_t)g.C, db, convt_loss, 1e-2f, 2e-3);
+	free(tt), free(cw), free(tbias), free(tz), free(cr), free(dt), free(dw), free(db);
+}
+
 /* ---- pooling and upsampling ------------------------------------------ */
 
 static struct mgpu_pool2d pg;
@@ -393,6 +434,7 @@ int main(void)
 		}
 		printf("# backend %s\n", B->name);
 		T_RUN(test_conv);
+		T_RUN(test_conv_transpose);
 		T_RUN(test_pool);
 		T_RUN(test_upsample);
 		T_RUN(test_bn);

@@ -169,6 +169,24 @@ static void test_tmp_template(void)
 
 /* Temporaries of a process that is gone are swept; a live one's, another
  * stem's, and ordinary files stay. */
+/* Opening an atomic file removes what killed writers of it left. */
+static void test_afile_sweeps(void)
+{
+	struct mgpu_afile af;
+	char dead[600];
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, &st, 0); /* pid is now free: no such process */
+	snprintf(dead, sizeof dead, "%s.tmp.%ld", tpath("o.tsv"), (long)pid);
+	put_text(dead);
+	T_OK(mgpu_afile_open(&af, tpath("o.tsv")));
+	T_CHECK(access(dead, F_OK) != 0, "the dead writer's %s stayed", dead);
+	T_OK(mgpu_afile_commit(&af));
+}
+
 static void test_tmp_sweep(void)
 {
 	char dead[600], live[600], dir[600];
@@ -210,6 +228,7 @@ int main(void)
 	T_RUN(test_read_file);
 	T_RUN(test_tmp_names);
 	T_RUN(test_tmp_sweep);
+	T_RUN(test_afile_sweeps);
 	T_RUN(test_afile_targets);
 	T_RUN(test_tmp_template);
 	t_tmpdir_remove();

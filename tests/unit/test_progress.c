@@ -122,8 +122,10 @@ static void test_count(void)
 	mgpu_progress_count(&p, "reading", 1, 4, "shards", 750, 1000, 1);
 	w = written(fd);
 	T_CHECK(strstr(w, "ETA 3s"), "'%s'", w);
-	/* a new phase counts its time from now */
+	/* a new phase counts its time from now, and draws at once */
+	p.every_s = 1e9;
 	mgpu_progress_restart(&p);
+	T_CHECK(mgpu_progress_due(&p), "a new phase's first draw is due");
 	mgpu_progress_count(&p, "caching", 1, 4, "rows", 10, 0, 1);
 	w = written(fd);
 	T_CHECK(strstr(w, "/s, 0s, ETA 0s"), "'%s'", w);

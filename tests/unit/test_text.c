@@ -74,7 +74,7 @@ static void test_errors(void)
 		"'t.txt': text samples are u8 5, earlier sources gave u8 4");
 	T_CHECK(s.n == 2, "a refused file appended %zu samples", s.n - 2);
 	mgpu_samples_free(&s);
-	T_FAILS(mgpu_text_load("/nonexistent.txt", 3, &s), MGPU_EIO, "'/nonexistent.txt'");
+	T_FAILS(mgpu_text_load("/nonexistent.txt", 3, 0, &s), MGPU_EIO, "'/nonexistent.txt'");
 }
 
 /* Through mgpu-shard's dispatcher: with a context every path is text, even

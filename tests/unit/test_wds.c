@@ -117,6 +117,51 @@ static void test_shard_cancel(void)
 	mgpu_samples_free(&s);
 }
 
+/* What the progress hook saw: calls, and the last bytes and samples. */
+struct seen {
+	int calls, backwards;
+	uint64_t nbytes;
+	size_t nsamples;
+};
+
+static void seen_call(void *ctx, uint64_t nbytes, size_t nsamples)
+{
+	struct seen *w = ctx;
+
+	w->backwards |= w->calls && (nbytes < w->nbytes || nsamples < w->nsamples);
+	w->calls++;
+	w->nbytes = nbytes, w->nsamples = nsamples;
+}
+
+/* A watched read hears of every member (two per sample), bytes and
+ * samples only growing, ending at every sample and at most the file's
+ * bytes; a stop request ends a long read (64 members and more). */
+static void test_read_watched(void)
+{
+	struct mgpu_samples s, r = { 0 };
+	struct seen w = { 0 };
+	uint32_t idx[100];
+	uint64_t n;
+	int i;
+
+	small_set(&s, 100);
+	for (i = 0; i < 100; i++)
+		idx[i] = (uint32_t)i;
+	T_OK(mgpu_shard_write(tpath("w.tar"), &s, idx, 100, &n, NULL));
+	T_OK(mgpu_wds_read_watched(tpath("w.tar"), &r, NULL, seen_call, &w));
+	T_CHECK(r.n == 100, "read %zu samples", r.n);
+	T_CHECK(w.calls == 200 && !w.backwards, "%d calls (backwards %d)", w.calls, w.backwards);
+	T_CHECK(w.nsamples == 99 || w.nsamples == 100, "last call: %zu samples", w.nsamples);
+	T_CHECK(w.nbytes > 0 && w.nbytes <= n, "last call: %llu bytes of %llu",
+		(unsigned long long)w.nbytes, (unsigned long long)n);
+	mgpu_samples_free(&r);
+	mgpu_cancel_raise(SIGTERM);
+	T_FAILS(mgpu_wds_read(tpath("w.tar"), &r, NULL), MGPU_EINTR, "interrupted by SIGTERM");
+	mgpu_cancel_clear();
+	mgpu_samples_free(&r);
+	mgpu_samples_free(&s);
+}
+
 static void test_libarchive_made(void)
 {
 	static const char pgm1[] = "P5 2 2 255\n\1\2\3\4", pgm2[] = "P5\n2 2\n255\n\5\6\7\10";
@@ -206,6 +251,7 @@ int main(void)
 		return 1;
 	T_RUN(test_shard_roundtrip);
 	T_RUN(test_shard_cancel);
+	T_RUN(test_read_watched);
 	T_RUN(test_libarchive_made);
 	T_RUN(test_errors);
 	t_tmpdir_remove();

@@ -89,6 +89,8 @@ static int set_backends(void *t, const char *arg)
 			return mgpu_err(MGPU_EINVAL, "--backends: a backend given twice in '%s'", arg);
 		o->backends[o->nbackends++] = v;
 	}
+	if (!o->nbackends) /* "," would measure nothing and succeed */
+		return mgpu_err(MGPU_EINVAL, "--backends: no backend in '%s'", arg);
 	return 0;
 }
 

@@ -96,6 +96,8 @@ static int word_list(const char *opt, const char *arg, const char *const *words,
 				usage_error("%s: '%s' given twice", opt, p);
 		n++;
 	}
+	if (n == 0) /* "," would mean: the default, silently */
+		usage_error("%s: no value in '%s'", opt, arg);
 	return n;
 }
 
@@ -706,12 +708,12 @@ static void fill_lm(struct mgpu_bench_trow *r, char *const *args)
 static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **args, int repeats)
 {
 	static struct mgpu_bench_run runs[MAX_REPEAT];
-	static int warned;
+	static int warned, short_said;
 	struct mgpu_spawn_result res;
 	struct sampler smp;
 	char why[200] = "";
 	const char *dtype;
-	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0;
+	int k, gpu = strcmp(r->kind, "gpu") == 0, unsampled = 0, asked = r->warmup_steps;
 
 	snprintf(r->blas_core, sizeof r->blas_core, "%s", bench_blas_core());
 	r->blas_threads = bench_blas_threads();
@@ -746,6 +748,11 @@ static void measure(const struct topts *o, struct mgpu_bench_trow *r, char **arg
 	if (unsampled && !r->error[0] && !warned++ && !o->co.quiet)
 		warn("GPU utilisation not sampled (gpu_util_pct NA): %s", why);
 	mgpu_bench_trow_fold(r, runs, r->error[0] ? 0 : k);
+	/* small data: the warm-up was lowered to fit the run; said once */
+	if (!r->error[0] && k > 0 && r->warmup_steps < asked && !short_said++ && !o->co.quiet)
+		warn("%s: only %lld steps ran, fewer than the %d warm-up steps: the first %d of "
+		     "each run left out instead (raise --max-steps or the data for more)",
+		     r->config, (long long)r->steps, asked, r->warmup_steps);
 	fill_lm(r, args);
 	if (!r->mode[0] && !r->error[0] && k > 0)
 		snprintf(r->mode, sizeof r->mode, "%s", runs[k - 1].mode);
@@ -836,6 +843,42 @@ static void lm_notes(FILE *fp, const struct mgpu_bench_trow *rows, int n)
 				rows[i].peak_how);
 }
 
+/* A row's error without the "mgpu-train: " and "rank N: " a multi-rank
+ * run puts before it, so that rows that failed alike compare equal. */
+static const char *bare_error(const char *e)
+{
+	int n = 0;
+
+	if (strncmp(e, "mgpu-train: ", 12) == 0)
+		e += 12;
+	if (sscanf(e, "rank %*d: %n", &n) == 0 && n > 0)
+		e += n;
+	return e;
+}
+
+/* Each failure's message once, under the table whose cells say "failed",
+ * with the rows it ended. */
+static void failures(FILE *fp, const struct mgpu_bench_trow *rows, int n)
+{
+	int i, j, said;
+
+	for (i = 0; i < n; i++) {
+		if (!rows[i].error[0])
+			continue;
+		for (j = 0; j < i && (!rows[j].error[0] || strcmp(bare_error(rows[j].error),
+								   bare_error(rows[i].error)) != 0); j++)
+			;
+		if (j < i)
+			continue;
+		fputs("\nFailed: ", fp);
+		for (j = i, said = 0; j < n; j++)
+			if (rows[j].error[0] &&
+			    strcmp(bare_error(rows[j].error), bare_error(rows[i].error)) == 0)
+				fprintf(fp, "%s%s", said++ ? ", " : "", rows[j].config);
+		fprintf(fp, ": %s\n", bare_error(rows[i].error));
+	}
+}
+
 static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_tab t;
@@ -844,6 +887,7 @@ static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *
 	if (mgpu_bench_speedup_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
 		common_fail(co);
 	mgpu_tab_free(&t);
+	failures(fp, rows, n);
 	fputs("\nPeak memory per device (MiB):\n\n", fp);
 	if (mgpu_bench_memory_tab(rows, n, &t) < 0 || mgpu_tab_write(&t, fp, MGPU_FMT_MD) < 0)
 		common_fail(co);
@@ -859,7 +903,9 @@ static void write_md(struct common *co, FILE *fp, const struct mgpu_bench_trow *
 	mgpu_tab_free(&t);
 	lm_notes(fp, rows, n);
 	fprintf(fp, "\nThroughput: median of %d run%s (± half the range), the first %d steps "
-		"of each left out.\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
+		"of each left out. Time: the wall time of a run's steps, the same steps for "
+		"every row, so a row of more devices trains on more samples in it (not an "
+		"epoch's time).\nOpenBLAS kernels: %s, %d BLAS thread%s per CPU rank.\n"
 		"Commands:\n\n", rows[0].repeats, rows[0].repeats > 1 ? "s" : "",
 		rows[0].warmup_steps, rows[0].blas_core, rows[0].blas_threads,
 		rows[0].blas_threads == 1 ? "" : "s");
@@ -877,10 +923,83 @@ static int any_ok(const struct mgpu_bench_trow *rows, int n)
 	return 0;
 }
 
+/* The value of the last "--NAME V" or "--NAME=V" in a row's command, or
+ * dflt: what mgpu-train ran with. */
+static void command_value(const char *command, const char *name, const char *dflt, char *out,
+			  size_t cap)
+{
+	static char buf[MGPU_BENCH_CMD];
+	char *argv[512], eq[64];
+	int argc = 0, i;
+
+	snprintf(out, cap, "%s", dflt);
+	snprintf(buf, sizeof buf, "%s", command);
+	snprintf(eq, sizeof eq, "%s=", name);
+	if (mgpu_bench_split_command(buf, argv, 512, &argc) < 0)
+		return;
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], name) == 0 && i + 1 < argc)
+			snprintf(out, cap, "%s", argv[i + 1]);
+		else if (strncmp(argv[i], eq, strlen(eq)) == 0)
+			snprintf(out, cap, "%s", argv[i] + strlen(eq));
+}
+
+/* The machine the rows ran on: the CPU model for CPU ranks, GPU 0's name
+ * for GPU rows. */
+static void machine(const struct mgpu_bench_trow *rows, int n, char *out, size_t cap)
+{
+	static struct mgpu_gpu_list gl;
+	char line[512], *v = NULL, *nl;
+	int i, gpu = 0, cpu = 0;
+	FILE *fp;
+
+	for (i = 0; i < n; i++) {
+		gpu |= strcmp(rows[i].kind, "gpu") == 0;
+		cpu |= strcmp(rows[i].kind, "gpu") != 0;
+	}
+	out[0] = '\0';
+	if (cpu && (fp = fopen("/proc/cpuinfo", "r"))) {
+		while (!v && fgets(line, sizeof line, fp))
+			if (strncmp(line, "model name", 10) == 0 && (v = strchr(line, ':')))
+				for (v++; *v == ' ' || *v == '\t'; v++)
+					;
+		fclose(fp);
+		if (v && (nl = strchr(v, '\n')))
+			*nl = '\0';
+		snprintf(out, cap, "%s (%ld CPUs)", v ? v : "CPU", sysconf(_SC_NPROCESSORS_ONLN));
+	}
+	if (gpu && mgpu_gpu_enumerate(&gl) == 0 && gl.nvisible > 0)
+		snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? ", " : "",
+			 gl.gpu[0].name);
+	if (!out[0])
+		snprintf(out, cap, "this machine");
+}
+
+/* What the plot shows: model, data, machine and repeats. */
+static void plot_title(const struct mgpu_bench_trow *rows, int n, char *out, size_t cap)
+{
+	char model[128], data[256], where[256];
+	int i, reps = 0;
+
+	for (i = 0; i < n && rows[i].error[0]; i++)
+		;
+	if (i == n)
+		i = 0;
+	command_value(rows[i].command, "--model", "mlp:auto-512-256-auto", model, sizeof model);
+	command_value(rows[i].command, "--data", "/usr/share/datasets/fashion-mnist", data,
+		      sizeof data);
+	machine(rows, n, where, sizeof where);
+	for (i = 0; i < n; i++)
+		reps = rows[i].repeats > reps ? rows[i].repeats : reps;
+	snprintf(out, cap, "%s on %s; %s; median of %d run%s", model, data, where, reps,
+		 reps == 1 ? "" : "s");
+}
+
 static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 {
 	struct mgpu_afile af;
 	struct mgpu_tab t;
+	char title[800];
 	FILE *fp = common_open(&o->co);
 
 	if (mgpu_bench_trows_tab(rows, n, &t) < 0)
@@ -900,8 +1019,10 @@ static void outputs(struct topts *o, const struct mgpu_bench_trow *rows, int n)
 		error_msg("--plot: no configuration succeeded; '%s' not written", o->plot);
 		return;
 	}
+	if (o->plot)
+		plot_title(rows, n, title, sizeof title);
 	if (o->plot && (mgpu_afile_open(&af, o->plot) < 0 ||
-			mgpu_bench_plot_svg(af.fp, rows, n, "mgpu-bench train") < 0 ||
+			mgpu_bench_plot_svg(af.fp, rows, n, title) < 0 ||
 			mgpu_afile_commit(&af) < 0)) {
 		mgpu_afile_abort(&af);
 		die_lib();
@@ -951,6 +1072,10 @@ int bench_train(int argc, char **argv)
 		rerun(&o, old, n, rows);
 	} else {
 		n = plan(&o, rows);
+		if (n == 0) /* a sweep measuring nothing is a sweep asked wrongly */
+			usage_error("no configuration to measure: --modes dp runs in one process, "
+				    "so it cannot span --nodes above 1, and --sync-backends mpi needs "
+				    "them");
 		hosts_up(rows, n);
 		sweep(&o, rows, n);
 	}

@@ -21,6 +21,7 @@
 #include <stdio.h>    /* printf, fprintf */
 #include <stdlib.h>   /* malloc, free, realpath */
 #include <string.h>   /* strcmp, strerror */
+#include <sys/stat.h> /* stat, S_ISREG */
 #include <unistd.h>   /* isatty */
 
 #include "../common.h"      /* die, usage_error */
@@ -76,7 +77,10 @@ static const struct mgpu_opt options[] = {
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
 		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
-		     "(the model's ctx)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+		     "(the model's ctx, at most 65536)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "text-limit", 0, O, in.text_max, 1, 1e15, "BYTES",
+		     "read at most this much text per SOURCE (a pipe that never ends is "
+		     "an error, not a machine out of memory)", 0),
 	MGPU_OPT_HEAD("split"),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, seed, 0, 9.3e18, "N", "seed of the split", 0),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, val, 0, 0.99, "F",
@@ -107,7 +111,8 @@ static const char synopsis[] =
 	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
 	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
 
-static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1 };
+static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1,
+				      .in.text_max = 1ull << 30 };
 
 /* What this run wrote, to undo on failure. */
 struct written {
@@ -130,6 +135,8 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 	if (!o->text) {
 		if (o->in.text_context)
 			usage_error("--context needs --text");
+		if (mgpu_opt_was_given(options, g, "text-limit"))
+			usage_error("--text-limit needs --text");
 		return;
 	}
 	if (!o->in.text_context)
@@ -174,16 +181,46 @@ static _Noreturn void fail(void)
 	die_lib();
 }
 
+/* The source being read, for the progress of an archive. */
+struct reading {
+	const char *path;
+	uint64_t nbytes; /* its size; 0: unknown (a stream) */
+	size_t before;   /* samples of the sources before it */
+};
+
+static void on_read(void *ctx, uint64_t nbytes, size_t nsamples)
+{
+	const struct reading *rs = ctx;
+	char what[4200];
+
+	if (!mgpu_progress_due(&prog.bar))
+		return;
+	snprintf(what, sizeof what, "reading '%s':", rs->path);
+	mgpu_progress_count(&prog.bar, what, rs->before + nsamples, 0, "samples", nbytes,
+			    rs->nbytes, 1);
+}
+
 /* Load every source: the pool, and the predefined test set. */
 static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_samples *test)
 {
+	struct mgpu_input_opts in = o->in;
+	struct reading rs;
+	struct stat st;
 	int i;
 
+	in.progress = on_read;
+	in.progress_ctx = &rs;
 	for (i = 0; i < o->nsrc; i++) {
+		rs.path = o->src[i];
+		rs.nbytes = strcmp(o->src[i], "-") != 0 && stat(o->src[i], &st) == 0 &&
+				    S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+		rs.before = pool->n + test->n;
 		if (mgpu_progress_due(&prog.bar))
 			mgpu_progress_draw(&prog.bar, "reading '%s' (source %d of %d), %zu samples so far",
 					   o->src[i], i + 1, o->nsrc, pool->n + test->n);
-		if (mgpu_input_load(o->src[i], &o->in, pool, test) < 0 ||
+		/* an archive's rate and ETA are its own, from its first member */
+		mgpu_progress_restart(&prog.bar);
+		if (mgpu_input_load(o->src[i], &in, pool, test) < 0 ||
 		    mgpu_cancel_check() < 0)
 			fail();
 	}

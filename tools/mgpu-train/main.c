@@ -152,6 +152,7 @@ struct out {
 	struct mgpu_table t;
 	struct view v;    /* what a person at a terminal sees */
 	struct train_tb tb; /* --tensorboard */
+	struct output *res; /* the metrics' file */
 };
 
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
@@ -282,7 +283,9 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 	return 0;
 }
 
-/* A JSON string of n bytes, which may hold NUL. */
+/* A JSON string of n bytes, which may hold NUL and need not be UTF-8:
+ * each byte is the character of its value (U+0000..U+00FF), so bytes of
+ * 0x80 and above are escaped and the string reads back as Latin-1. */
 static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
 {
 	char one[2] = "", e[16];
@@ -291,8 +294,8 @@ static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
 	putc('"', fp);
 	for (i = 0; i < n; i++) {
 		one[0] = (char)b[i];
-		if (!b[i])
-			fputs("\\u0000", fp);
+		if (!b[i] || b[i] >= 0x80)
+			fprintf(fp, "\\u%04x", b[i]);
 		else if (mgpu_json_escape_buf(e, sizeof e, one) < sizeof e)
 			fwrite(e + 1, 1, strlen(e) - 2, fp); /* without its quotes */
 	}
@@ -343,6 +346,14 @@ static void check_evaluate(const struct train_opts *o)
 		usage_error("--evaluate trains nothing and saves no checkpoint: drop --save-dir");
 	if (o->cfg.predict_class && !o->cfg.predict[0])
 		usage_error("--predict-as needs --predict FILE.npy");
+}
+
+/* Stopped by a signal: the metrics so far are complete, commit them now
+ * (mpirun kills its ranks a second after it forwarded a signal, before
+ * they could leave MPI; finish() then has nothing left to do). */
+static void on_stop(void *ctx)
+{
+	output_commit(((struct out *)ctx)->res);
 }
 
 /* --prompt and --temperature shape --sample, which only a gpt does. */
@@ -416,6 +427,14 @@ static void resolve_world(struct train_opts *o)
 					 c->mode == MGPU_MODE_DP))
 		usage_error("--sync-backend mpi is for CPU ranks in mode ddp (GPU ranks on "
 			    "several nodes: nccl)");
+	/* what mgpu_sync_set_grad_prec would refuse in every rank, once here */
+	if (c->grad_prec == MGPU_PREC_BF16 && c->world > 1 && c->mode == MGPU_MODE_DDP &&
+	    c->sync != MGPU_SYNC_NCCL && (c->sync == MGPU_SYNC_MPI || c->env.nnodes > 1 ||
+					  o->nnodes > 1 || strcmp(c->backend, "cuda") == 0))
+		usage_error("--grad-dtype bf16 needs sync backend cpu with CPU ranks on one node, "
+			    "or nccl; not %s", strcmp(c->backend, "cuda") == 0 ?
+			    "cpu for GPU ranks (use nccl)" : c->sync == MGPU_SYNC_MPI ?
+			    "--sync-backend mpi" : "cpu across nodes");
 	if (c->sync == MGPU_SYNC_MPI && !mgpu_mpi_in_build())
 		die("--sync-backend mpi: this build has no MPI (install libopenmpi-dev and "
 		    "rebuild)");
@@ -491,10 +510,9 @@ static int finish(const struct train_opts *o, struct output *res, struct view *v
 		exit_pipe_closed();
 	}
 	if (rc == MGPU_EINTR) {
-		if (!o->com.quiet && o->cfg.env.rank == 0) {
+		if (!o->com.quiet && o->cfg.env.rank == 0)
 			note("%s%s", mgpu_errmsg(), o->cfg.save_dir[0] ? ", checkpoint written" : "");
-			view_interrupted(v);
-		}
+		view_interrupted(v); /* where the summary would go, if anywhere */
 		return 130;
 	}
 	/* Tell our own launcher this rank only followed another's failure. */
@@ -541,7 +559,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	struct mgpu_opt_argv saved;
 	struct output res;
 	struct out out;
-	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model };
+	struct mgpu_train_hooks h = { on_record, on_progress, &out, on_model, on_stop };
 	static char ident[MGPU_IDENT_LEN];
 	int rc;
 
@@ -556,6 +574,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	o->cfg.ident = ident;
 	memset(&out, 0, sizeof out);
 	memset(&res, 0, sizeof res);
+	out.res = &res;
 	res.fp = stdout;
 	if (o->cfg.env.rank == 0) /* only rank 0 writes the metrics */
 		output_open(&res, &o->com);
@@ -573,6 +592,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	if (train_tb_close(&out.tb) < 0 && rc == 0)
 		rc = MGPU_EIO;
 	mgpu_opt_argv_free(&saved);
+	view_done(&out.v);
 	return finish(o, &res, &out.v, rc);
 }
 

@@ -447,7 +447,8 @@ void train_opts_show(const struct train_opts *o, FILE *f)
 		s.gpus = list;
 	else if (!s.cpu_ranks && s.cfg.env.launcher == MGPU_LAUNCH_NONE)
 		s.cpu_ranks = s.cfg.world;
-	s.sync = s.cfg.sync;
+	/* one rank syncs nothing (the summary says none): auto is what holds */
+	s.sync = s.cfg.world > 1 ? s.cfg.sync : 0;
 	s.global_batch = s.cfg.plan.global;
 	print_config(f, &cli, &s, NULL);
 }

@@ -7,6 +7,7 @@
 #include <math.h>    /* isfinite, log */
 #include <stdarg.h>  /* va_list */
 #include <stdio.h>   /* fprintf, snprintf */
+#include <stdlib.h>  /* realloc, free */
 #include <string.h>  /* strcmp, strncmp, strlen */
 #include <unistd.h>  /* isatty */
 
@@ -26,6 +27,7 @@ void view_init(struct view *v, const struct mgpu_train_cfg *cfg, int argc, char 
 	v->cfg = cfg;
 	v->argc = argc;
 	v->argv = argv;
+	v->spec = cfg->spec;
 	v->gpt = cfg->spec.kind == MGPU_MODEL_GPT;
 	/* a person reads the table, unless a format or a file was asked for */
 	v->table = out_tty && !format_given && !to_file;
@@ -37,7 +39,7 @@ void view_init(struct view *v, const struct mgpu_train_cfg *cfg, int argc, char 
 /* The units of throughput: a gpt predicts ctx tokens per sample. */
 static double per_sample(const struct view *v)
 {
-	return v->gpt ? (double)v->cfg->spec.ctx : 1.0;
+	return v->gpt ? (double)v->spec.ctx : 1.0;
 }
 
 static const char *rate_unit(const struct view *v)
@@ -163,6 +165,21 @@ static void eval_line(struct view *v, const struct mgpu_record *r)
 	v->ep_steps = v->ep_samples = 0;
 }
 
+/* --per-class on a terminal: an aligned line per class after the summary. */
+static void class_line(struct view *v, const struct mgpu_record *r)
+{
+	int test = isfinite(r->test_acc);
+	char acc[32];
+
+	if (!v->class_header_done)
+		printf("\n%5s  %-24s %8s %9s\n", "class", "name", "samples",
+		       test ? "test_acc" : "val_acc");
+	v->class_header_done = 1;
+	num(acc, sizeof acc, test ? r->test_acc : r->val_acc, 1);
+	printf("%5d  %-24s %8lld %9s\n", r->class_id, r->class_name, (long long)r->samples, acc);
+	fflush(stdout);
+}
+
 /* ---- the summary ---- */
 
 /* One line of the summary; on stderr as the tool's message. */
@@ -279,8 +296,10 @@ static int64_t largest(const int64_t *x, int n)
 	return m;
 }
 
-/* The checkpoint, and the command that trains on from it: without
- * --max-steps when that ended the run, else for as many epochs again. */
+/* The checkpoint, and the command that trains on from it: with
+ * --max-steps 0 when --max-steps ended the run (the checkpoint keeps the
+ * limit), else for as many epochs again (lifting a limit they would
+ * reach). */
 static void say_checkpoint(const struct view *v, const struct mgpu_record *r)
 {
 	static const char *const steps[] = { "max-steps", NULL };
@@ -296,8 +315,11 @@ static void say_checkpoint(const struct view *v, const struct mgpu_record *r)
 		say(v, "no checkpoint written (--save-dir DIR keeps one)");
 		return;
 	}
-	if (!by_steps)
-		snprintf(extra, sizeof extra, " --epochs %d", 2 * c->epochs);
+	if (by_steps)
+		snprintf(extra, sizeof extra, " --max-steps 0");
+	else
+		snprintf(extra, sizeof extra, " --epochs %d%s", 2 * c->epochs,
+			 c->max_steps > 0 ? " --max-steps 0" : "");
 	resume_cmd(v, by_steps ? steps : longer, extra, cmd, sizeof cmd);
 	say(v, "checkpoint: %s", ck);
 	say(v, "train on:   %s%s", cmd, where(v, how, sizeof how));
@@ -347,9 +369,59 @@ void view_interrupted(struct view *v)
 	fflush(v->sum);
 }
 
+/* A class record: kept for the table view_done prints. */
+static void keep_class(struct view *v, const struct mgpu_record *r)
+{
+	struct view_class *c;
+
+	if (v->nclasses == v->cap_classes) {
+		int cap = v->cap_classes ? 2 * v->cap_classes : 16;
+		c = realloc(v->classes, (size_t)cap * sizeof *c);
+		if (!c)
+			return; /* a table the person does not get is no reason to fail */
+		v->classes = c;
+		v->cap_classes = cap;
+	}
+	c = &v->classes[v->nclasses++];
+	c->id = r->class_id;
+	snprintf(c->name, sizeof c->name, "%s", r->class_name ? r->class_name : "");
+	c->samples = r->samples;
+	c->on_test = isfinite(r->test_acc);
+	c->acc = c->on_test ? r->test_acc : r->val_acc;
+}
+
+void view_done(struct view *v)
+{
+	int i, w = 4;
+
+	for (i = 0; i < v->nclasses; i++)
+		w = (int)strlen(v->classes[i].name) > w ? (int)strlen(v->classes[i].name) : w;
+	if (v->nclasses)
+		printf("\n%5s  %-*s %9s %9s\n", "class", w, "name", "samples",
+		       v->classes[0].on_test ? "test_acc" : "val_acc");
+	for (i = 0; i < v->nclasses; i++) {
+		char acc[32];
+
+		num(acc, sizeof acc, v->classes[i].acc, 1);
+		printf("%5d  %-*s %9lld %9s\n", v->classes[i].id, w, v->classes[i].name,
+		       (long long)v->classes[i].samples, acc);
+	}
+	fflush(stdout);
+	free(v->classes);
+	v->classes = NULL;
+	v->nclasses = v->cap_classes = 0;
+}
+
 int view_record(struct view *v, const struct mgpu_record *r)
 {
+	if (r->kind == MGPU_REC_CLASS) {
+		if (v->table)
+			keep_class(v, r);
+		return v->table;
+	}
 	if (r->kind == MGPU_REC_START) {
+		if (r->spec)
+			v->spec = *r->spec;
 		v->total = r->step;
 		v->per_epoch = r->epoch;
 		v->first = v->last_step = v->step_mark = r->first_step;
@@ -368,6 +440,8 @@ int view_record(struct view *v, const struct mgpu_record *r)
 		mgpu_progress_clear(&v->bar);
 	if (v->table && r->kind == MGPU_REC_EVAL)
 		eval_line(v, r);
+	if (v->table && r->kind == MGPU_REC_CLASS)
+		class_line(v, r);
 	if (v->table)
 		view_after(v, r);
 	return v->table;

@@ -18,8 +18,19 @@
 #include "core/progress.h" /* struct mgpu_progress */
 #include "nn/train.h"      /* struct mgpu_record, struct mgpu_step_info */
 
+/* A class's line of the --per-class table, kept until the run ends so the
+ * names' column fits the longest. */
+struct view_class {
+	int id;
+	char name[128];
+	int64_t samples;
+	double acc;
+	int on_test;        /* acc is the test split's (else validation's) */
+};
+
 struct view {
 	const struct mgpu_train_cfg *cfg;
+	struct mgpu_spec spec;     /* the model, auto sizes filled in (START) */
 	int table;          /* stdout shows eval lines and the summary, not records */
 	int records_tty;    /* records go to a terminal (a status line to clear) */
 	FILE *sum;          /* where the summary goes; NULL: nowhere */
@@ -36,7 +47,10 @@ struct view {
 	double ep_loss, ep_secs;
 	int64_t ep_steps, ep_samples, last_step;
 	int header_done;
+	int class_header_done; /* --per-class lines: their header is out */
 	char ckpt[MGPU_PATH_MAX]; /* the last checkpoint written, or "" */
+	struct view_class *classes; /* --per-class, table only */
+	int nclasses, cap_classes;
 };
 
 /* Choose what is shown: format_given (--format or --json), to_file (-o),
@@ -49,6 +63,9 @@ int view_record(struct view *v, const struct mgpu_record *r);
 /* After a record went out as TSV/JSON (view_record returned 0): the
  * summary on stderr. */
 void view_after(struct view *v, const struct mgpu_record *r);
+/* After the run: the table's per-class accuracy (--per-class), if any;
+ * frees what the view holds. */
+void view_done(struct view *v);
 /* After each step: the live status. */
 void view_step(struct view *v, const struct mgpu_step_info *s);
 /* After the run stopped at a signal, a checkpoint written: the command
