@@ -90,6 +90,7 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 		MGPU_TRY(gpt_tokens(&d->src, spec, cfg->data));
 	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, mgpu_source_nclasses(&d->src), cfg->data));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
+	MGPU_TRY(mgpu_augment_check(&cfg->augment, d->src.ndim, d->src.shape, cfg->data));
 	MGPU_TRY(split(d, cfg));
 	return normalisation(d, fixed);
 }
