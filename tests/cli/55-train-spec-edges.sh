@@ -37,6 +37,6 @@ expect 1 "model.safetensors': the weights were saved for model 'gpt:layers=1,hea
 	"$M" --resume ck --max-steps 3 -q
 
 "$M" $gpt --model gpt:layers=1,heads=2,dim=16,ctx=16 -v >/dev/null 2>err.txt
-grep -q 'settings:' err.txt || fail "-v printed no settings: $(cat err.txt)"
-! grep -q -- '--sync-backend cpu' err.txt || fail "one rank, -v claims sync cpu: $(cat err.txt)"
+grep -q '^sync-backend = ' err.txt || fail "-v printed no settings: $(cat err.txt)"
+! grep -q '^sync-backend = cpu' err.txt || fail "one rank, -v claims sync cpu: $(cat err.txt)"
 exit 0

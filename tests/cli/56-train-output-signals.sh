@@ -49,8 +49,9 @@ grep -q '^summary' run.tsv || fail "the next run's run.tsv: $(cat run.tsv)"
 
 # mpirun: SIGINT to mpirun, which sends SIGTERM to the ranks and SIGKILL a
 # second later: rank 0 commits the metrics and the last checkpoint before
-# it (mpirun's own exit status is its own); SIGTERM to the ranks, as a
-# terminal's Ctrl-C does to the whole process group, ends the job with 130
+# it (mpirun's own exit status is its own); SIGTERM to the ranks (each in
+# a process group of its own: a terminal's Ctrl-C reaches mpirun alone)
+# ends the job with 130
 if "$M" -V -v | grep -q 'mpi=1' && command -v mpirun >/dev/null; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	# mpi TARGET: a 2-rank mpirun job stopped by SIGINT to mpirun or its ranks
