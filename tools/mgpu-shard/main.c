@@ -108,7 +108,8 @@ static const char synopsis[] =
 	"Split a labelled data set and write WebDataset tar shards; the manifest\n"
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
-	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
+	"or .npy (with --labels), .csv, UEA/UCR .ts (or a directory of NAME_TRAIN.ts\n"
+	"and NAME_TEST.ts, the test split), a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
 	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
 
 static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1,
