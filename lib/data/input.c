@@ -5,7 +5,6 @@
 
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, free */
-#include <dirent.h>   /* opendir, readdir */
 #include <string.h>   /* strcmp, strlen, memset */
 #include <sys/stat.h> /* stat, S_ISDIR */
 
@@ -111,48 +110,17 @@ static int ts_file(const char *path, const struct mgpu_input_opts *o, struct mgp
 	return append_free(out, &t, path, o);
 }
 
-/* A UEA/UCR directory: the one NAME_TRAIN.ts in dir (into train, *n 1),
- * none (*n 0) or several (an error). */
-static int ts_train_file(const char *dir, char *train, size_t cap, int *n)
-{
-	struct dirent *de;
-	DIR *d = opendir(dir);
-	int rc = 0;
-
-	*n = 0;
-	if (!d)
-		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", dir);
-	while ((de = readdir(d)) && rc == 0)
-		if (ends(de->d_name, "_TRAIN.ts") && strlen(de->d_name) > 9) {
-			if (++*n > 1)
-				rc = mgpu_err(MGPU_EFORMAT, "'%s': holds more than one *_TRAIN.ts "
-					      "(name the file)", dir);
-			else
-				snprintf(train, cap, "%s/%s", dir, de->d_name);
-		}
-	closedir(d);
-	return rc;
-}
-
-/* NAME_TRAIN.ts, and NAME_TEST.ts when present as the predefined test set;
- * their class names joined, so both number the classes alike. */
+/* NAME_TRAIN.ts, and NAME_TEST.ts when present as the predefined test set. */
 static int ts_dir(const char *train, const struct mgpu_input_opts *o,
 		  struct mgpu_samples *out, struct mgpu_samples *test)
 {
-	struct mgpu_samples tr, te = { 0 };
-	char tpath[4200];
-	struct stat st;
+	struct mgpu_samples tr, te;
 	int rc;
 
-	snprintf(tpath, sizeof tpath, "%.*s_TEST.ts", (int)(strlen(train) - 9), train);
-	MGPU_TRY(mgpu_ts_load(train, &tr));
-	rc = stat(tpath, &st) == 0 ? mgpu_ts_load(tpath, &te) : 0;
+	MGPU_TRY(mgpu_ts_load_pair(train, &tr, &te));
+	rc = append_free(out, &tr, train, o);
 	if (rc == 0 && te.n)
-		rc = mgpu_class_names_join(&tr, &te, tpath);
-	if (rc == 0)
-		rc = append_free(out, &tr, train, o);
-	if (rc == 0 && te.n)
-		rc = append_free(test, &te, tpath, o);
+		rc = append_free(test, &te, train, o);
 	mgpu_samples_free(&tr);
 	mgpu_samples_free(&te);
 	return rc;
@@ -166,7 +134,7 @@ static int dir_source(const char *dir, const struct mgpu_input_opts *o,
 
 	if (strlen(dir) > 4000)
 		return mgpu_err(MGPU_EINVAL, "'%s': directory name too long", dir);
-	MGPU_TRY(ts_train_file(dir, train, sizeof train, &n));
+	MGPU_TRY(mgpu_ts_find_train(dir, train, sizeof train, &n));
 	return n ? ts_dir(train, o, out, test) : idx_dir(dir, o, out, test);
 }
 

@@ -11,6 +11,8 @@
  *   - a WebDataset archive (tar, tar.gz, tar.zst, zip): all train;
  *   - an IDX directory (train-*-ubyte[.gz], t10k-*-ubyte[.gz]): train, and
  *     test from t10k.
+ *   - a UEA/UCR directory (NAME_TRAIN.ts, NAME_TEST.ts): train, and test
+ *     from the TEST file (data/ts.h).
  * A path that does not exist, or a directory that holds none of these, is
  * an error that says so and lists the kinds of input above.
  * Absent splits have n[split] == 0; then the trainer keeps its own seeded

@@ -9,7 +9,10 @@
  */
 #include "data/ts.h"
 
+#include <dirent.h>  /* opendir, readdir */
 #include <errno.h>   /* errno, ERANGE */
+#include <stdio.h>   /* snprintf */
+#include <sys/stat.h> /* stat */
 #include <math.h>    /* isfinite, fabs */
 #include <stdlib.h>  /* strtod, strtol, malloc, realloc, free, qsort */
 #include <string.h>  /* memset, strcmp, strlen, memcpy */
@@ -399,5 +402,54 @@ int mgpu_ts_load(const char *path, struct mgpu_samples *out)
 	MGPU_TRY(mgpu_read_maybe_compressed(path, &buf, &len));
 	rc = mgpu_ts_parse((const char *)buf, len, path, out);
 	free(buf);
+	return rc;
+}
+
+int mgpu_ts_find_train(const char *dir, char *train_file, size_t cap, int *found)
+{
+	static const char tail[] = "_TRAIN.ts";
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	size_t n, t = sizeof tail - 1;
+	int rc = 0;
+
+	*found = 0;
+	if (!d)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", dir);
+	while (rc == 0 && (de = readdir(d))) {
+		n = strlen(de->d_name);
+		if (n <= t || strcmp(de->d_name + n - t, tail) != 0)
+			continue;
+		if (++*found > 1)
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': holds more than one *_TRAIN.ts (name "
+				      "the file)", dir);
+		else if ((size_t)snprintf(train_file, cap, "%s/%s", dir, de->d_name) >= cap)
+			rc = mgpu_err(MGPU_EINVAL, "'%s': path too long", dir);
+	}
+	closedir(d);
+	return rc;
+}
+
+int mgpu_ts_load_pair(const char *train_file, struct mgpu_samples *train,
+		      struct mgpu_samples *test)
+{
+	char test_file[4200];
+	size_t n = strlen(train_file);
+	struct stat st;
+	int rc = 0;
+
+	memset(test, 0, sizeof *test);
+	if (n < 9 || n > 4000)
+		return mgpu_err(MGPU_EINVAL, "'%s': not a NAME_TRAIN.ts path", train_file);
+	snprintf(test_file, sizeof test_file, "%.*s_TEST.ts", (int)(n - 9), train_file);
+	MGPU_TRY(mgpu_ts_load(train_file, train));
+	if (stat(test_file, &st) == 0)
+		rc = mgpu_ts_load(test_file, test);
+	if (rc == 0 && test->n)
+		rc = mgpu_class_names_join(train, test, test_file);
+	if (rc < 0) {
+		mgpu_samples_free(train);
+		mgpu_samples_free(test);
+	}
 	return rc;
 }

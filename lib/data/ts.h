@@ -33,5 +33,16 @@
 int mgpu_ts_parse(const char *text, size_t len, const char *name, struct mgpu_samples *out);
 /* Read a (possibly compressed) .ts file and parse it. */
 int mgpu_ts_load(const char *path, struct mgpu_samples *out);
+/*
+ * A UEA/UCR directory (as the archive and aeon ship a set): the one
+ * NAME_TRAIN.ts in dir goes to train_file (cap bytes) and *found is 1;
+ * none: *found 0; several: an error naming dir.
+ */
+int mgpu_ts_find_train(const char *dir, char *train_file, size_t cap, int *found);
+/* NAME_TRAIN.ts into train and NAME_TEST.ts beside it (when present) into
+ * test, their class names joined so both number the classes alike. Both
+ * zeroed on failure. */
+int mgpu_ts_load_pair(const char *train_file, struct mgpu_samples *train,
+		      struct mgpu_samples *test);
 
 #endif

@@ -44,6 +44,12 @@ for split, name in (("train", "Tiny_TRAIN.ts"), ("test", "Tiny_TEST.ts")):
         gx, gy = got[k]
         assert gx.dtype == np.float32 and gx.shape == x.shape and (gx == x).all() and gy == y, (split, k, gx, x, gy, y)
 PY
+# mgpu-train reads the directory itself: the TEST file is its test split.
+"$BIN/mgpu-train" -v --data tiny --model mlp:auto-4-auto --epochs 1 --batch-size 1 \
+	--val-fraction 0.25 >direct.tsv 2>err.txt || fail "train on the directory: $(cat err.txt)"
+grep -q "samples 2x3, 3 classes" err.txt || fail "direct: $(cat err.txt)"
+awk -F '\t' '$1 == "summary" && $11 != "NA" { ok = 1 } END { exit !ok }' direct.tsv ||
+	fail "no test loss from Tiny_TEST.ts: $(cat direct.tsv)"
 # One file alone is a source too; mgpu-train takes the shape and classes.
 "$S" -q --val-fraction 0.25 -o one/m.tsv tiny/Tiny_TRAIN.ts || fail "shard one file"
 "$BIN/mgpu-train" -v --data one/m.tsv --model mlp:auto-4-auto --epochs 1 --batch-size 1 \

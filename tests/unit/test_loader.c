@@ -217,7 +217,8 @@ static void test_corrupt_chunk(void)
 	T_FAILS(mgpu_source_open(&s, tpath("nothing.tar")), MGPU_EIO,
 		"nothing.tar': does not exist; want a cache (DIR or DIR/mgpu.cache), a shard "
 		"manifest (FILE or DIR/manifest.tsv), a WebDataset archive (tar, tar.gz, "
-		"tar.zst, zip) or an IDX directory");
+		"tar.zst, zip), an IDX directory (train-images-idx3-ubyte[.gz] ...) or a UEA/UCR "
+		"directory (NAME_TRAIN.ts, NAME_TEST.ts)");
 	T_FAILS(mgpu_source_open(&s, tpath("nodir/")), MGPU_EIO, "nodir/': does not exist; want");
 	T_CHECK(mkdir(tpath("other"), 0777) == 0, "mkdir");
 	T_FAILS(mgpu_source_open(&s, tpath("other")), MGPU_EIO,
