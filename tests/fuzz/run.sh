@@ -21,15 +21,15 @@ srcs_for() {
 	case $1 in
 	idx) echo "lib/core/err.c lib/data/idx.c lib/data/decomp.c" ;;
 	json) echo "lib/core/err.c lib/core/json.c" ;;
-	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/json.c lib/nn/safetensors.c" ;;
+	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/json.c lib/nn/safetensors.c" ;;
 	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
 	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/sha256.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	cache) echo "lib/core/err.c lib/core/cancel.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/class_names.c lib/data/split.c lib/core/rng.c" ;;
 	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
-	text) echo "lib/core/err.c lib/core/io.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
+	text) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
-	conf) echo "lib/core/err.c lib/core/io.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
+	conf) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
 	ts) echo "lib/core/err.c lib/data/ts.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	*) return 1 ;;
 	esac
