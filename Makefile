@@ -179,6 +179,14 @@ demo-lm: deps
 		--log-every 200 --sample 300 --prompt 'Q: ' \
 		$(if $(LM_BPE),--tokenizer $(LM_DIR)/shards/bpe.txt)
 
+# UEA BasicMotions (6-channel smart-watch series, 4 activities) for the
+# 1-D conv net, from the aeon wheel on PyPI (mk/fetch-basicmotions.sh):
+# $(B)/data/BasicMotions/BasicMotions_{TRAIN,TEST}.ts; mgpu-shard reads
+# the directory, its TEST file as the test split.
+BASICMOTIONS := $(B)/data/BasicMotions
+data-basicmotions:
+	@sh mk/fetch-basicmotions.sh $(BASICMOTIONS)
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(B)
@@ -217,11 +225,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, data-basicmotions, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo demo-lm bench bench-torch bench-gpu gpu-check lint-man install clean help
+.PHONY: all deps test test-bins demo demo-lm data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

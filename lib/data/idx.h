@@ -18,8 +18,9 @@
  * decompresses to gigabytes is refused without using that memory.
  *
  * As labelled samples (idx_samples.c): images are u8 with ndim >= 2, one
- * sample per outermost index, a u8 row of shape (d), d the product of the
- * other dimensions; labels are 1-D of an integer type (u8, s8, i16, i32),
+ * sample per outermost index, a u8 row of d values, d the product of the
+ * other dimensions, its shape (1,H,W) for an (N,H,W) file, (D) for (N,D),
+ * the file's own for 4 or 5 dimensions (more are flattened); labels are 1-D of an integer type (u8, s8, i16, i32),
  * one per image, each in [0, MGPU_SAMPLES_MAX_CLASSES). Failures leave the
  * samples zeroed.
  */

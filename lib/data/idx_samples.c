@@ -82,19 +82,42 @@ static int read_labels(const struct mgpu_idx *lb, const char *path, int32_t *y,
 	return 0;
 }
 
+/* One image's shape: (N,H,W) files hold one-channel images (1,H,W), (N,D)
+ * flat rows (D), (N,C,H,W) and (N,a,b,c,d) their sample shape as it is;
+ * more dimensions than a sample keeps are flattened. */
+static int sample_shape(const struct mgpu_idx *im, uint32_t d, uint32_t *shape)
+{
+	int k;
+
+	if (im->ndim == 3) {
+		shape[0] = 1;
+		shape[1] = im->dims[1];
+		shape[2] = im->dims[2];
+		return 3;
+	}
+	if (im->ndim == 2 || im->ndim > MGPU_SAMPLES_MAX_DIM + 1) {
+		shape[0] = d;
+		return 1;
+	}
+	for (k = 1; k < im->ndim; k++)
+		shape[k - 1] = im->dims[k];
+	return im->ndim - 1;
+}
+
 int mgpu_idx_load_samples(const char *images, const char *labels, struct mgpu_samples *out)
 {
 	struct mgpu_idx im = {0}, lb = {0};
-	uint32_t d = 0;
+	uint32_t d = 0, shape[MGPU_SAMPLES_MAX_DIM];
 	size_t n = 0;
-	int rc = 0;
+	int rc = 0, ndim;
 
 	memset(out, 0, sizeof *out);
 	MGPU_CHECK(mgpu_idx_load(images, &im));
 	MGPU_CHECK(image_shape(&im, images, &n, &d));
 	MGPU_CHECK(mgpu_idx_load(labels, &lb));
 	MGPU_CHECK(check_labels(&lb, labels, n, images));
-	MGPU_CHECK(mgpu_samples_init(out, MGPU_DTYPE_U8, 1, &d));
+	ndim = sample_shape(&im, d, shape);
+	MGPU_CHECK(mgpu_samples_init(out, MGPU_DTYPE_U8, ndim, shape));
 	out->y = malloc(n * sizeof *out->y);
 	if (!out->y) {
 		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", images);

@@ -14,6 +14,7 @@
 #include "data/npy.h"     /* mgpu_npy_load */
 #include "data/text.h"    /* mgpu_text_load */
 #include "data/tokens.h"  /* mgpu_tokens_load */
+#include "data/ts.h"      /* mgpu_ts_load */
 #include "data/wds.h"     /* mgpu_wds_read */
 
 static int ends(const char *s, const char *suffix)
@@ -67,9 +68,19 @@ int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src
 
 /* Append t to out, then free t (whether or not that worked); class names
  * that differ are joined, both sets renumbered. */
-static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const char *name)
+/* --shape: t's rows take the shape asked for (the same count of values). */
+static int shaped(struct mgpu_samples *t, const struct mgpu_input_opts *o, const char *name)
 {
-	int rc = mgpu_class_names_join(out, t, name);
+	return o->ndim && t->n ? mgpu_samples_reshape(t, o->ndim, o->shape, name) : 0;
+}
+
+static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const char *name,
+		       const struct mgpu_input_opts *o)
+{
+	int rc = shaped(t, o, name);
+
+	if (rc == 0)
+		rc = mgpu_class_names_join(out, t, name);
 
 	if (rc == 0)
 		rc = mgpu_samples_append(out, t, name);
@@ -78,17 +89,54 @@ static int append_free(struct mgpu_samples *out, struct mgpu_samples *t, const c
 	return rc;
 }
 
-static int idx_dir(const char *dir, struct mgpu_samples *out, struct mgpu_samples *test)
+static int idx_dir(const char *dir, const struct mgpu_input_opts *o, struct mgpu_samples *out,
+		   struct mgpu_samples *test)
 {
 	struct mgpu_samples tr, te;
 	int rc;
 
 	MGPU_TRY(mgpu_idx_load_dir(dir, &tr, &te));
-	rc = append_free(out, &tr, dir);
+	rc = append_free(out, &tr, dir, o);
 	if (rc == 0)
-		rc = append_free(test, &te, dir);
+		rc = append_free(test, &te, dir, o);
 	mgpu_samples_free(&te); /* when train failed */
 	return rc;
+}
+
+static int ts_file(const char *path, const struct mgpu_input_opts *o, struct mgpu_samples *out)
+{
+	struct mgpu_samples t;
+
+	MGPU_TRY(mgpu_ts_load(path, &t));
+	return append_free(out, &t, path, o);
+}
+
+/* NAME_TRAIN.ts, and NAME_TEST.ts when present as the predefined test set. */
+static int ts_dir(const char *train, const struct mgpu_input_opts *o,
+		  struct mgpu_samples *out, struct mgpu_samples *test)
+{
+	struct mgpu_samples tr, te;
+	int rc;
+
+	MGPU_TRY(mgpu_ts_load_pair(train, &tr, &te));
+	rc = append_free(out, &tr, train, o);
+	if (rc == 0 && te.n)
+		rc = append_free(test, &te, train, o);
+	mgpu_samples_free(&tr);
+	mgpu_samples_free(&te);
+	return rc;
+}
+
+static int dir_source(const char *dir, const struct mgpu_input_opts *o,
+		      struct mgpu_samples *out, struct mgpu_samples *test)
+{
+	char train[4200];
+	int n;
+
+	if (strlen(dir) > 4000)
+		return mgpu_err(MGPU_EINVAL, "'%s': directory name too long", dir);
+	MGPU_TRY(mgpu_ts_find_train(dir, train, sizeof train, &n));
+	return n ? ts_dir(train, o, out, test) : idx_dir(dir, o, out, test);
 }
 
 static int need_labels(const char *path, const struct mgpu_input_opts *o)
@@ -131,17 +179,22 @@ static int npy_rows(const char *path, const struct mgpu_npy *a, struct mgpu_samp
 {
 	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
 	size_t i;
-	int k;
+	int k, nd;
 
 	if (!((a->kind == 'u' && a->elem_nbytes == 1) || a->kind == 'f') || a->ndim < 2 ||
 	    a->ndim > MGPU_SAMPLES_MAX_DIM + 1 || a->dims[0] == 0)
 		return mgpu_err(MGPU_EFORMAT, "'%s': want an array of samples (N, ...) of |u1, "
 				"<f4 or <f8 with 2 to 5 dimensions, not %s of %d", path,
 				mgpu_npy_descr(a), a->ndim);
+	/* (N,H,W) is taken for one-channel images, (1,H,W); series (N,C,L)
+	 * need --shape CxL */
+	nd = a->ndim == 3 ? 3 : a->ndim - 1;
+	shape[0] = 1;
 	for (k = 1; k < a->ndim; k++)
-		shape[k - 1] = a->dims[k] > UINT32_MAX ? 0 : (uint32_t)a->dims[k];
-	MGPU_TRY(mgpu_samples_init(t, a->kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32,
-				   a->ndim - 1, shape));
+		shape[k - 1 + nd - (a->ndim - 1)] =
+			a->dims[k] > UINT32_MAX ? 0 : (uint32_t)a->dims[k];
+	MGPU_TRY(mgpu_samples_init(t, a->kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32, nd,
+				   shape));
 	MGPU_TRY(mgpu_samples_reserve(t, (size_t)a->dims[0]));
 	t->n = (size_t)a->dims[0];
 	if (a->kind == 'u' || a->elem_nbytes == 4)
@@ -176,6 +229,8 @@ static int npy_file(const char *path, const struct mgpu_input_opts *o,
 		if (t.y[i] + 1 > t.classes)
 			t.classes = t.y[i] + 1;
 	if (rc == 0)
+		rc = shaped(&t, o, path);
+	if (rc == 0)
 		rc = mgpu_samples_append(out, &t, path);
 	mgpu_samples_free(&t);
 	return rc;
@@ -188,7 +243,7 @@ static int idx_file(const char *path, const struct mgpu_input_opts *o,
 
 	MGPU_TRY(need_labels(path, o));
 	MGPU_TRY(mgpu_idx_load_samples(path, o->labels, &t));
-	return append_free(out, &t, path);
+	return append_free(out, &t, path, o);
 }
 
 static int csv_file(const char *path, const struct mgpu_input_opts *o,
@@ -197,7 +252,7 @@ static int csv_file(const char *path, const struct mgpu_input_opts *o,
 	struct mgpu_samples t;
 
 	MGPU_TRY(mgpu_csv_load(path, o->label_column, &t));
-	return append_free(out, &t, path);
+	return append_free(out, &t, path, o);
 }
 
 static int archive(const char *path, const struct mgpu_input_opts *o,
@@ -209,6 +264,8 @@ static int archive(const char *path, const struct mgpu_input_opts *o,
 	rc = mgpu_wds_read_watched(path, &t, NULL, o->progress, o->progress_ctx);
 	if (rc == 0 && t.n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no samples in the archive", path);
+	if (rc == 0)
+		rc = shaped(&t, o, path);
 	if (rc == 0)
 		rc = mgpu_samples_append(out, &t, path);
 	mgpu_samples_free(&t);
@@ -232,7 +289,9 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 	if (stat(path, &st) != 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
-		return idx_dir(path, out, test);
+		return dir_source(path, o, out, test);
+	if (kind_is(path, ".ts"))
+		return ts_file(path, o, out);
 	if (kind_is(path, ".csv"))
 		return csv_file(path, o, out);
 	if (kind_is(path, ".npy"))

@@ -4,7 +4,10 @@
  *
  *   "-"                   a tar (or tar.gz, tar.zst, zip) stream on stdin
  *   a directory           IDX train-* files; its t10k-* files (when present)
- *                         are returned separately as the predefined test set
+ *                         are returned separately as the predefined test set;
+ *                         or UEA/UCR NAME_TRAIN.ts (and NAME_TEST.ts, the test
+ *                         set), their class names joined
+ *   *.ts[.gz|...]         a UEA/UCR time-series file (data/ts.h)
  *   *.csv[.gz|.zst|.xz]   CSV (label column by name or index)
  *   *.npy                 an array of samples (N, ...), labels from `labels`
  *   *-ubyte[.gz], *.idx   IDX images, labels from `labels`
@@ -13,6 +16,11 @@
  * With text_context set, every path (and "-") is plain text instead, cut
  * into byte-level language-model samples (data/text.h); with tokens set,
  * every path is a token file (llm.c or nanoGPT, data/tokens.h).
+ *
+ * Sample shapes (data/samples.h): IDX and .npy arrays (N,H,W) give
+ * one-channel images (1,H,W), (N,C,H,W) give (C,H,W), (N,D) flat rows
+ * (D); CSV rows are flat; with ndim set every source's rows are given
+ * that shape instead (a series (N,C,L) .npy needs it).
  *
  * Samples are APPENDED to out (and test), which must agree in dtype and
  * shape with what they already hold. Every error names the file.
@@ -35,6 +43,8 @@ struct mgpu_input_opts {
 	 * and the samples read so far. */
 	mgpu_wds_progress_fn progress;
 	void *progress_ctx;
+	int ndim;                  /* > 0: every source's rows take this shape */
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM]; /* (--shape; the same count of values) */
 };
 
 int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,

@@ -21,6 +21,7 @@ enum { FREE, FILLING, READY };
 
 struct mgpu_loader_slot {
 	unsigned char *x;
+	unsigned char *scratch;      /* one row, for the augmentation */
 	int32_t *y;
 	int64_t batch;
 	int n, state, rc;
@@ -35,6 +36,9 @@ static void fill(struct mgpu_loader *l, struct mgpu_loader_slot *s, int64_t b)
 
 	s->n = (int)n;
 	s->rc = mgpu_source_rows(l->src, l->split, l->order + first, n, s->x, s->y);
+	if (s->rc == 0 && l->split == MGPU_SPLIT_TRAIN && mgpu_augment_on(&l->aug))
+		mgpu_augment_rows(&l->aug, l->aug_seed, (uint64_t)l->epoch, l->order + first, n,
+				  s->x, l->src->dtype, l->src->shape, l->aug_pad, s->scratch);
 	if (s->rc < 0)
 		snprintf(s->err, sizeof s->err, "%s", mgpu_errmsg());
 }
@@ -94,7 +98,8 @@ int mgpu_loader_create(struct mgpu_loader *l, struct mgpu_source *src, int batch
 	for (i = 0; i < l->ring; i++) {
 		l->slot[i].x = malloc((size_t)batch * src->row_nbytes);
 		l->slot[i].y = malloc((size_t)batch * sizeof(int32_t));
-		if (!l->slot[i].x || !l->slot[i].y) {
+		l->slot[i].scratch = malloc(src->row_nbytes ? src->row_nbytes : 1);
+		if (!l->slot[i].x || !l->slot[i].y || !l->slot[i].scratch) {
 			mgpu_loader_free(l);
 			return mgpu_err(MGPU_ENOMEM, "out of memory for %d batches of %d rows",
 					l->ring, batch);
@@ -124,7 +129,29 @@ static void quiesce(struct mgpu_loader *l)
 	}
 }
 
+int mgpu_loader_augment(struct mgpu_loader *l, const struct mgpu_augment *a, uint64_t seed)
+{
+	struct mgpu_norm zero = l->src->norm;
+	float pad = 0;
+
+	memset(&l->aug, 0, sizeof l->aug);
+	if (!a)
+		return 0;
+	MGPU_TRY(mgpu_augment_check(a, l->src->ndim, l->src->shape, l->src->path));
+	mgpu_norm_apply(&zero, &pad, 1); /* padding is a stored 0, normalised as rows are */
+	l->aug = *a;
+	l->aug_seed = seed;
+	l->aug_pad = pad;
+	return 0;
+}
+
 int mgpu_loader_begin(struct mgpu_loader *l, int split, const uint32_t *order, size_t nrows)
+{
+	return mgpu_loader_begin_epoch(l, split, order, nrows, 0);
+}
+
+int mgpu_loader_begin_epoch(struct mgpu_loader *l, int split, const uint32_t *order,
+			    size_t nrows, int64_t epoch)
 {
 	int i;
 
@@ -136,6 +163,7 @@ int mgpu_loader_begin(struct mgpu_loader *l, int split, const uint32_t *order, s
 	for (i = 0; i < l->ring; i++)
 		l->slot[i].state = FREE;
 	l->split = split;
+	l->epoch = epoch;
 	l->order = order;
 	l->nrows = nrows;
 	l->next_fill = l->next_out = l->released = 0;
@@ -224,6 +252,7 @@ void mgpu_loader_free(struct mgpu_loader *l)
 	for (i = 0; l->slot && i < l->ring; i++) {
 		free(l->slot[i].x);
 		free(l->slot[i].y);
+		free(l->slot[i].scratch);
 	}
 	free(l->slot);
 	memset(l, 0, sizeof *l);

@@ -15,8 +15,14 @@
  * mgpu_source_rows() gives: float32 ones normalised with the source's norm
  * (in the worker threads), uint8 ones as stored.
  *
- * Threads: one consumer thread calls begin/next/free; the workers only
- * call mgpu_source_rows().
+ * With mgpu_loader_augment(), the rows of training passes are cropped and
+ * flipped (data/augment.h) in the worker threads, after the fetch and
+ * before the consumer sees them, with draws from (seed, the pass's epoch,
+ * the row index): the same rows whatever the prefetch or the batch a row
+ * falls in.
+ *
+ * Threads: one consumer thread calls augment/begin/next/free; the workers
+ * only call mgpu_source_rows() and the augmentation.
  */
 #ifndef MGPU_DATA_LOADER_H
 #define MGPU_DATA_LOADER_H
@@ -25,7 +31,8 @@
 #include <stddef.h>  /* size_t */
 #include <stdint.h>  /* uint32_t, int32_t, int64_t */
 
-#include "data/source.h" /* struct mgpu_source */
+#include "data/augment.h" /* struct mgpu_augment */
+#include "data/source.h"  /* struct mgpu_source */
 
 #define MGPU_LOADER_MAX_THREADS 64
 
@@ -36,6 +43,7 @@ struct mgpu_loader {
 	int batch, prefetch, ring;
 	/* the current pass */
 	int split;
+	int64_t epoch;
 	const uint32_t *order;
 	size_t nrows;
 	int64_t nbatches, next_fill, next_out, released;
@@ -44,6 +52,9 @@ struct mgpu_loader {
 	struct mgpu_loader_slot *slot;
 	pthread_t th[MGPU_LOADER_MAX_THREADS];
 	int nthreads;
+	struct mgpu_augment aug;     /* for MGPU_SPLIT_TRAIN passes */
+	uint64_t aug_seed;
+	float aug_pad;               /* a float32 row's padding: the norm of 0 */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 };
@@ -51,8 +62,15 @@ struct mgpu_loader {
 /* batch rows per batch, prefetch background threads (0..64). */
 int mgpu_loader_create(struct mgpu_loader *l, struct mgpu_source *src, int batch,
 		       int prefetch);
+/* Augment the rows of every later training pass (a NULL: none) with draws
+ * from seed: call before the first begin, after the source's norm is set;
+ * MGPU_EINVAL when the source's samples are no images (C,H,W). */
+int mgpu_loader_augment(struct mgpu_loader *l, const struct mgpu_augment *a, uint64_t seed);
 /* Start a pass over rows order[0..nrows) of split; the last batch may be short. */
 int mgpu_loader_begin(struct mgpu_loader *l, int split, const uint32_t *order, size_t nrows);
+/* The same, for epoch (the augmentation's draws; begin is epoch 0). */
+int mgpu_loader_begin_epoch(struct mgpu_loader *l, int split, const uint32_t *order,
+			    size_t nrows, int64_t epoch);
 /*
  * The next batch of the pass: *B rows at *x (row_nbytes each) and *y.
  * Returns 1 (and *B = 0) at the end of the pass, 0 on a batch, or an error

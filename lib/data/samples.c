@@ -3,9 +3,10 @@
  */
 #include "data/samples.h"
 
+#include <errno.h>  /* errno */
 #include <math.h>   /* isfinite */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* realloc, free */
+#include <stdlib.h> /* realloc, free, strtoull */
 #include <string.h> /* memset, memcpy */
 
 #include "core/err.h" /* mgpu_err */
@@ -163,6 +164,57 @@ void mgpu_samples_shape_str(int ndim, const uint32_t *shape, char *buf, size_t l
 	for (i = 0; i < ndim && used < len; i++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? "x" : "",
 					 shape[i]);
+}
+
+int mgpu_shape_parse(const char *text, int *ndim, uint32_t shape[MGPU_SAMPLES_MAX_DIM],
+		     const char *what)
+{
+	const char *p = text;
+	unsigned long long v;
+	char *end;
+	int k = 0;
+
+	for (;;) {
+		if (*p < '0' || *p > '9' || k == 3)
+			break;
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (errno || v == 0 || v > UINT32_MAX)
+			break;
+		shape[k++] = (uint32_t)v;
+		p = end;
+		if (*p == '\0' && k >= 2) {
+			*ndim = k;
+			return 0;
+		}
+		if (*p++ != 'x')
+			break;
+	}
+	return mgpu_err(MGPU_EINVAL, "%s: '%s' is not a shape CxHxW or CxL (positive numbers "
+			"joined by x)", what, text);
+}
+
+int mgpu_samples_reshape(struct mgpu_samples *s, int ndim, const uint32_t *shape,
+			 const char *name)
+{
+	char a[64], b[64];
+	size_t d = 1;
+	int i;
+
+	for (i = 0; i < ndim; i++)
+		if (__builtin_mul_overflow(d, shape[i], &d))
+			d = SIZE_MAX;
+	if (ndim < 1 || ndim > MGPU_SAMPLES_MAX_DIM || d != s->d) {
+		mgpu_samples_shape_str(ndim, shape, a, sizeof a);
+		mgpu_samples_shape_str(s->ndim, s->shape, b, sizeof b);
+		return mgpu_err(MGPU_EFORMAT, "'%s': --shape %s holds %zu values, but its "
+				"samples are %s (%zu values)", name, a, d, b, s->d);
+	}
+	memset(s->shape, 0, sizeof s->shape);
+	for (i = 0; i < ndim; i++)
+		s->shape[i] = shape[i];
+	s->ndim = ndim;
+	return 0;
 }
 
 int mgpu_samples_same_shape(const struct mgpu_samples *s, int ndim, const uint32_t *shape)

@@ -6,7 +6,11 @@
  * x holds n rows of d elements of the dtype, row-major (row i starts at
  * x + i * row_nbytes); y holds n int32 labels in [0, MGPU_SAMPLES_MAX_CLASSES).
  * shape[0..ndim) is ONE sample's shape (d is its product), kept so shards
- * can write each sample back as an .npy of that shape. names, when not NULL,
+ * can write each sample back as an .npy of that shape and a conv net can
+ * read it: (C,H,W) is an image, channels first and planar; (C,L) a series
+ * of C channels and L steps; (D) flat features. Readers produce those
+ * (mgpu-shard(1) lists each source's); --shape reshapes a flat source
+ * (mgpu_samples_reshape). names, when not NULL,
  * names class k names[k] (k < nnames): labels that were words (a CSV's
  * "WALKING"), numbered in sorted (strcmp) order. Buffers are malloc'ed
  * and owned by the struct; mgpu_samples_free() releases them and is safe on a
@@ -75,6 +79,14 @@ int mgpu_samples_take(struct mgpu_samples *dst, const struct mgpu_samples *src,
 		      const uint32_t *idx, size_t n);
 /* Shape as text "28x28" into buf. */
 void mgpu_samples_shape_str(int ndim, const uint32_t *shape, char *buf, size_t len);
+/* Parse "CxHxW" or "CxL" (2 or 3 positive numbers joined by 'x') into
+ * shape; what names the text in the error. */
+int mgpu_shape_parse(const char *text, int *ndim, uint32_t shape[MGPU_SAMPLES_MAX_DIM],
+		     const char *what);
+/* Give every row the shape shape[0..ndim) of the same d (the bytes stay):
+ * an error naming name when the element counts differ. */
+int mgpu_samples_reshape(struct mgpu_samples *s, int ndim, const uint32_t *shape,
+			 const char *name);
 /* Same shape (ndim and every dimension). */
 int mgpu_samples_same_shape(const struct mgpu_samples *s, int ndim, const uint32_t *shape);
 void mgpu_samples_free(struct mgpu_samples *s);

@@ -13,6 +13,7 @@
 #include "core/err.h"      /* mgpu_err_errno */
 #include "data/cache.h"    /* MGPU_CACHE_MAGIC, MGPU_CACHE_FILE */
 #include "data/manifest.h" /* mgpu_manifest_cols */
+#include "data/ts.h"       /* mgpu_ts_find_train */
 
 int mgpu_sniff_head(const void *head, size_t len)
 {
@@ -56,6 +57,7 @@ static int holds(const char *dir, const char *name, char *file, size_t cap)
 int mgpu_sniff_path(const char *path, char *file, size_t cap)
 {
 	struct stat st;
+	int found;
 
 	snprintf(file, cap, "%s", path);
 	if (stat(path, &st) != 0)
@@ -72,5 +74,9 @@ int mgpu_sniff_path(const char *path, char *file, size_t cap)
 		snprintf(file, cap, "%s", path); /* the directory is what is read */
 		return MGPU_SNIFF_IDX_DIR;
 	}
+	MGPU_TRY(mgpu_ts_find_train(path, file, cap, &found));
+	if (found)
+		return MGPU_SNIFF_TS_DIR;
+	snprintf(file, cap, "%s", path);
 	return MGPU_SNIFF_NONE;
 }

@@ -9,7 +9,8 @@
  * header then gets the parser's error), and else an archive: libarchive
  * reads it or says what is wrong. A directory is a cache when it holds
  * MGPU_CACHE_FILE, a manifest when it holds manifest.tsv (in that order),
- * an IDX directory when it holds train-images-idx3-ubyte[.gz], else it
+ * an IDX directory when it holds train-images-idx3-ubyte[.gz], a UEA/UCR
+ * directory when it holds one NAME_TRAIN.ts (*file: that file), else it
  * holds none of them. Nothing is read beyond MGPU_SNIFF_NBYTES of a file.
  */
 #ifndef MGPU_DATA_SNIFF_H
@@ -29,6 +30,7 @@ enum mgpu_sniff_kind {
 	MGPU_SNIFF_MANIFEST,
 	MGPU_SNIFF_CACHE,
 	MGPU_SNIFF_IDX_DIR,
+	MGPU_SNIFF_TS_DIR,       /* a UEA/UCR NAME_TRAIN.ts (+ NAME_TEST.ts) directory */
 };
 
 /* The kind the first len bytes of a file or stream say (ARCHIVE, MANIFEST

@@ -14,6 +14,7 @@
 #include "data/idx.h"      /* mgpu_idx_load_dir */
 #include "data/manifest.h" /* mgpu_manifest_load, mgpu_manifest_read */
 #include "data/sniff.h"    /* mgpu_sniff_path */
+#include "data/ts.h"       /* mgpu_ts_load_pair */
 #include "data/wds.h"      /* mgpu_wds_read */
 
 static int open_idx(struct mgpu_source *s, const char *dir)
@@ -38,7 +39,8 @@ static int open_manifest(struct mgpu_source *s, const char *file)
 /* What a data path may be, for the errors about one that is none. */
 #define KINDS "a cache (DIR or DIR/" MGPU_CACHE_FILE "), a shard manifest (FILE or " \
 	"DIR/" MGPU_SNIFF_MANIFEST_FILE "), a WebDataset archive (tar, tar.gz, tar.zst, " \
-	"zip) or an IDX directory (train-images-idx3-ubyte[.gz] ...)"
+	"zip), an IDX directory (train-images-idx3-ubyte[.gz] ...) or a UEA/UCR directory " \
+	"(NAME_TRAIN.ts, NAME_TEST.ts)"
 
 static int open_path(struct mgpu_source *s, const char *path)
 {
@@ -56,6 +58,9 @@ static int open_path(struct mgpu_source *s, const char *path)
 		return open_manifest(s, file);
 	case MGPU_SNIFF_IDX_DIR:
 		return open_idx(s, path);
+	case MGPU_SNIFF_TS_DIR:
+		s->what = "UEA/UCR";
+		return mgpu_ts_load_pair(file, &s->mem[MGPU_SPLIT_TRAIN], &s->mem[MGPU_SPLIT_TEST]);
 	case MGPU_SNIFF_ARCHIVE:
 		s->what = "archive";
 		return mgpu_wds_read(path, &s->mem[MGPU_SPLIT_TRAIN], NULL);
@@ -74,6 +79,8 @@ static int open_cache(struct mgpu_source *s)
 	s->what = "cache";
 	s->dtype = (int)h->dtype;
 	s->d = (int)h->d;
+	s->ndim = (int)h->ndim;
+	memcpy(s->shape, h->shape, sizeof s->shape);
 	s->classes = (int)h->classes;
 	s->row_nbytes = s->cache.row_nbytes;
 	s->normalised = (h->flags & MGPU_CACHE_NORMALISED) != 0;
@@ -93,6 +100,8 @@ static int settle_memory(struct mgpu_source *s)
 	s->kind = MGPU_SOURCE_MEMORY;
 	s->dtype = t->dtype;
 	s->d = (int)t->d;
+	s->ndim = t->ndim;
+	memcpy(s->shape, t->shape, sizeof s->shape);
 	s->row_nbytes = t->row_nbytes;
 	for (k = 0; k < MGPU_NSPLITS; k++) {
 		const struct mgpu_samples *m = &s->mem[k];
@@ -218,6 +227,17 @@ int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n,
 	mgpu_moments_get(&mo, &mean, &sd);
 	*norm = mgpu_norm_from(mean, sd);
 	return 0;
+}
+
+int mgpu_source_shape(const struct mgpu_source *s, uint32_t shape[MGPU_SAMPLES_MAX_DIM])
+{
+	memcpy(shape, s->shape, sizeof s->shape);
+	return s->ndim;
+}
+
+int mgpu_source_nclasses(const struct mgpu_source *s)
+{
+	return s->nnames > s->classes ? s->nnames : s->classes;
 }
 
 int mgpu_source_check_classes(const struct mgpu_source *s, int nclasses)

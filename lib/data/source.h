@@ -11,6 +11,8 @@
  *   - a WebDataset archive (tar, tar.gz, tar.zst, zip): all train;
  *   - an IDX directory (train-*-ubyte[.gz], t10k-*-ubyte[.gz]): train, and
  *     test from t10k.
+ *   - a UEA/UCR directory (NAME_TRAIN.ts, NAME_TEST.ts): train, and test
+ *     from the TEST file (data/ts.h).
  * A path that does not exist, or a directory that holds none of these, is
  * an error that says so and lists the kinds of input above.
  * Absent splits have n[split] == 0; then the trainer keeps its own seeded
@@ -43,6 +45,8 @@ struct mgpu_source {
 	const char *what;          /* "cache", "manifest", "archive", "IDX" */
 	int dtype;                 /* MGPU_DTYPE_U8 or MGPU_DTYPE_F32 */
 	int d;                     /* features per sample */
+	int ndim;                  /* one sample's shape (data/samples.h): (C,H,W), */
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM]; /* (C,L) or (D) */
 	int classes;               /* max label + 1 over every split */
 	char *const *names;        /* class names (labels that were words), or NULL */
 	int nnames;
@@ -67,6 +71,14 @@ int mgpu_source_norm(struct mgpu_source *s, const uint32_t *idx, size_t n,
 		     struct mgpu_norm *norm);
 /* Apply norm to the float32 rows mgpu_source_rows() returns from now on. */
 void mgpu_source_set_norm(struct mgpu_source *s, const struct mgpu_norm *norm);
+/*
+ * What a model takes from the data: one sample's shape into shape (ndim
+ * returned: 3 (C,H,W) an image, 2 (C,L) a series, 1 (D) flat features,
+ * 4 a shape no model reads) and the class count (named classes count
+ * whether or not a split holds them).
+ */
+int mgpu_source_shape(const struct mgpu_source *s, uint32_t shape[MGPU_SAMPLES_MAX_DIM]);
+int mgpu_source_nclasses(const struct mgpu_source *s);
 /* Check every label of every split is below nclasses. */
 int mgpu_source_check_classes(const struct mgpu_source *s, int nclasses);
 void mgpu_source_close(struct mgpu_source *s);

@@ -226,18 +226,23 @@ static int npy_input(struct rd *r)
 static int pbm_input(struct rd *r)
 {
 	struct mgpu_netpbm im;
-	int rc;
+	size_t hw, i;
+	int c, rc;
 
 	rc = mgpu_netpbm_parse(r->data, r->len, &im);
 	if (rc < 0)
 		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+	/* channels first, planar: the (C,H,W) a conv net reads */
+	hw = (size_t)im.height * im.width;
 	r->dtype = MGPU_DTYPE_U8;
-	r->ndim = im.channels == 1 ? 2 : 3;
-	r->shape[0] = im.height;
-	r->shape[1] = im.width;
-	r->shape[2] = 3;
-	MGPU_TRY(grow_row(r, (size_t)im.height * im.width * (size_t)im.channels));
-	memcpy(r->row, im.data, (size_t)im.height * im.width * (size_t)im.channels);
+	r->ndim = 3;
+	r->shape[0] = (uint32_t)im.channels;
+	r->shape[1] = im.height;
+	r->shape[2] = im.width;
+	MGPU_TRY(grow_row(r, hw * (size_t)im.channels));
+	for (c = 0; c < im.channels; c++)
+		for (i = 0; i < hw; i++)
+			r->row[(size_t)c * hw + i] = im.data[i * (size_t)im.channels + (size_t)c];
 	return 0;
 }
 

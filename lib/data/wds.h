@@ -6,9 +6,9 @@
  * up to the first dot after its last slash ("d/abc.input.npy" has key
  * "d/abc", extension "input.npy"). Its input is the member with extension
  * "npy" (uint8, float32 or float64, C order; float64 becomes float32), "pgm"
- * or "ppm" (binary, maxval <= 255, uint8 of shape HxW or HxWx3); its label
- * the member "cls" (a decimal integer in [0, 256), whitespace around it
- * allowed). The last part of the extension decides ("img.pgm" is a pgm
+ * or "ppm" (binary, maxval <= 255, uint8 of shape (1,H,W) or (3,H,W): the
+ * pixels made planar, channels first); its label the member "cls" (a
+ * decimal integer in [0, 256), whitespace around it allowed). The last part of the extension decides ("img.pgm" is a pgm
  * input). Members with other extensions, and directories, are ignored.
  *
  * Every sample must have one input and one label, and the same shape and

@@ -134,7 +134,8 @@ static const uint32_t *micro_rows_at(struct train_rank *r, int64_t pos, int a, u
 }
 
 /* This rank's rows for steps pos.. of the epoch, in the order the micro-steps
- * take them, handed to the loader (a pure function of seed, epoch, rank). */
+ * take them, handed to the loader (a pure function of seed, epoch, rank);
+ * the loader augments each row from (seed, epoch, row). */
 static int begin_epoch_rows(struct train_rank *r)
 {
 	size_t B = (size_t)r->plan->batch, k = 0;
@@ -149,7 +150,7 @@ static int begin_epoch_rows(struct train_rank *r)
 			if (rows != r->rank_order + k) /* else the tail was wrapped there */
 				memcpy(r->rank_order + k, rows, B * sizeof *r->rank_order);
 		}
-	return mgpu_loader_begin(&r->loader, MGPU_SPLIT_TRAIN, r->rank_order, k);
+	return mgpu_loader_begin_epoch(&r->loader, MGPU_SPLIT_TRAIN, r->rank_order, k, r->epoch);
 }
 
 /* The rows of the coming micro-step, from the loader (data_s: the time
@@ -497,6 +498,8 @@ static int start_record(struct train_rank *r)
 	rec.epoch = (int)r->steps_per_epoch;
 	rec.first_step = r->step;
 	rec.spec = &r->cfg->spec;
+	rec.sample_ndim = mgpu_source_shape(&r->d->src, rec.sample_shape);
+	rec.classes = mgpu_source_nclasses(&r->d->src);
 	return mgpu_train_emit(r, &rec);
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h> /* int64_t, uint64_t */
 
 #include "comm/launch.h" /* struct mgpu_rank_env */
+#include "data/augment.h" /* struct mgpu_augment */
 #include "nn/batch.h"     /* struct mgpu_batch_plan */
 #include "nn/optim.h"     /* struct mgpu_optim_cfg, struct mgpu_sched */
 #include "nn/spec.h"      /* struct mgpu_spec */
@@ -61,6 +62,7 @@ struct mgpu_train_cfg {
 	uint64_t seed;
 	double val_fraction;
 	int prefetch;                 /* loader threads per rank; 0: fetch in the step */
+	struct mgpu_augment augment;  /* training rows' crop and flip (--augment) */
 	char save_dir[MGPU_PATH_MAX]; /* "" : no checkpoints */
 	int64_t save_every;           /* steps; 0: at the end of each epoch */
 	int keep;                     /* checkpoints kept in save_dir */
@@ -126,6 +128,9 @@ struct mgpu_record {
 	int64_t rss_bytes[MGPU_MAX_DEVICES];   /* per rank: peak resident set */
 	const char *path;      /* checkpoint written (MGPU_REC_CKPT) */
 	const struct mgpu_spec *spec; /* START: the model, its auto sizes filled in */
+	int sample_ndim;              /* START: one sample's shape (data/source.h's */
+	uint32_t sample_shape[4];     /* mgpu_source_shape), its class count */
+	int classes;
 	int class_id;                 /* CLASS */
 	const char *class_name;       /* CLASS: the data's name for it, or its number */
 	int64_t samples;              /* CLASS: rows of that class evaluated */

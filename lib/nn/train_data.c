@@ -127,10 +127,9 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 {
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
 	MGPU_TRY(check_kind(d, cfg, spec));
-	/* named classes count whether or not a split holds them */
-	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, d->src.nnames > d->src.classes ? d->src.nnames :
-					       d->src.classes, cfg->data));
+	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, mgpu_source_nclasses(&d->src), cfg->data));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
+	MGPU_TRY(mgpu_augment_check(&cfg->augment, d->src.ndim, d->src.shape, cfg->data));
 	MGPU_TRY(split(d, cfg));
 	return normalisation(d, fixed);
 }

@@ -252,6 +252,7 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	MGPU_TRY(mgpu_dev_alloc(&r->dev, (void **)&r->eval_acc, 2 * sizeof(double)));
 	MGPU_TRY(mgpu_loader_create(&r->loader, &r->d->src, r->plan->batch, c->prefetch));
 	r->loader_open = 1;
+	MGPU_TRY(mgpu_loader_augment(&r->loader, &c->augment, c->seed));
 	return 0;
 }
 

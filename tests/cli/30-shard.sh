@@ -96,7 +96,7 @@ assert len(ms) == 20
 for a, b in zip(ms[0::2], ms[1::2]):
     i = int(a.name[:8])
     x = np.load(io.BytesIO(t.extractfile(a).read()))
-    assert x.dtype == np.uint8 and x.shape == (2, 3), x.shape
+    assert x.dtype == np.uint8 and x.shape == (1, 2, 3), x.shape  # (C,H,W)
     assert list(x.ravel()) == [(i * 10 + j) % 256 for j in range(6)], (i, x)
     assert int(t.extractfile(b).read()) == i % 4
 PY

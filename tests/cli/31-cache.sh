@@ -19,7 +19,7 @@ fi
 mkidx d 300 60 6 4
 "$S" -q --val-fraction 0.2 --shard-size 64 --ranks 2 -d sh d >m.tsv
 "$S" -q --val-fraction 0.2 --shard-size 64 --ranks 2 -d sh d | "$C" -q -o c1 - >b1.tsv
-grep -q "^train	240	36	u8	4	.*	built	" b1.tsv || fail "pipeline build: $(cat b1.tsv)"
+grep -q "^train	240	1x6x6	u8	4	.*	built	" b1.tsv || fail "pipeline build: $(cat b1.tsv)"
 grep -q "^val	60	" b1.tsv && grep -q "^test	60	" b1.tsv || fail "splits: $(cat b1.tsv)"
 
 # Built once: the second run does nothing; an option or a source change rebuilds.
@@ -59,7 +59,7 @@ ZST=$(dirname "$BIN")/tests/drv/zst_drv
 [ -x "$ZST" ] || fail "$ZST is missing: make builds it"
 "$ZST" <sh/train-000000.tar | "$C" -q -o c5 - | cut -f 1,2 |
 	grep -qx "$(printf 'train\t60')" || fail "tar.zst stream"
-"$C" --info --json c1 | grep -q '"split":"val","samples":60,"shape":"36","dtype":"u8"' ||
+"$C" --info --json c1 | grep -q '"split":"val","samples":60,"shape":"1x6x6","dtype":"u8"' ||
 	fail "--info: $("$C" --info --json c1)"
 "$C" -q --verify c1 | grep -q "	verified	" || fail "--verify of a good cache"
 

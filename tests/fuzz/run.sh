@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf}
+names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf ts}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -32,6 +32,7 @@ srcs_for() {
 	bpe) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/bpe.c" ;;
 	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	conf) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
+	ts) echo "lib/core/err.c lib/data/ts.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -62,6 +63,9 @@ seed() {
 	conf)
 		printf '# c\nbatch_size = 7 # x\nlr=0.5\nflag = yes\nname = "a # b \\"c\\"\\t"\n' >"$c/ok"
 		printf 'name = x#y\nflag = off\nlr = 1\nlr = 2' >"$c/last" ;;
+	ts)
+		cp tests/data/ts/Tiny_TRAIN.ts "$c/tiny"
+		printf '@problemName U\n@univariate true\n@classLabel true 1 2\n@data\n1,2,3:1\n4,5,6:2\n' >"$c/uni" ;;
 	text)
 		printf '\3the cat sat on the mat\n' >"$c/t3"
 		printf '\0ab' >"$c/t1" ;;

@@ -399,9 +399,11 @@ static void test_samples_load(void)
 	T_OK(mgpu_idx_load_samples(tpath("im"), tpath("lb.gz"), &ds));
 	T_CHECK(ds.n == 7 && ds.d == 6 && ds.classes == 4, "n %zu d %zu classes %d", ds.n,
 		ds.d, ds.classes);
-	T_CHECK(ds.dtype == MGPU_DTYPE_U8 && ds.ndim == 1 && ds.shape[0] == 6 &&
-		ds.row_nbytes == 6 && ds.cap == 7, "u8 rows of shape (6): %s %d",
-		mgpu_dtype_name(ds.dtype), ds.ndim);
+	/* (N,H,W) images are one-channel: (1,H,W), as a conv net reads them */
+	T_CHECK(ds.dtype == MGPU_DTYPE_U8 && ds.ndim == 3 && ds.shape[0] == 1 &&
+		ds.shape[1] == 2 && ds.shape[2] == 3 && ds.row_nbytes == 6 && ds.cap == 7,
+		"u8 rows of shape (1,2,3): %s %d %ux%ux%u", mgpu_dtype_name(ds.dtype), ds.ndim,
+		ds.shape[0], ds.shape[1], ds.shape[2]);
 	T_CHECK(ds.x && ds.x[6 * 6 + 5] == (41 * 5) % 251, "x");
 	T_CHECK(ds.y && ds.y[3] == 3 && ds.y[6] == 2, "y");
 	memcpy(row, ds.x, 6);
@@ -410,6 +412,24 @@ static void test_samples_load(void)
 		"pushed row");
 	mgpu_samples_free(&ds);
 	T_CHECK(ds.x == NULL && ds.n == 0, "free zeroes");
+}
+
+/* Flat (N,D) files give rows of shape (D); (N,C,H,W) keep (C,H,W). */
+static void test_samples_shapes(void)
+{
+	uint32_t flat[2] = {7, 6}, chw[4] = {7, 3, 2, 2}, lb[1] = {7};
+	struct mgpu_samples ds;
+
+	put_idx_u8(tpath("lb2"), 1, lb, 1, 4, 0);
+	put_idx_u8(tpath("flat"), 2, flat, 5, 251, 0);
+	T_OK(mgpu_idx_load_samples(tpath("flat"), tpath("lb2"), &ds));
+	T_CHECK(ds.ndim == 1 && ds.shape[0] == 6 && ds.d == 6, "flat: %d dims", ds.ndim);
+	mgpu_samples_free(&ds);
+	put_idx_u8(tpath("chw"), 4, chw, 5, 251, 0);
+	T_OK(mgpu_idx_load_samples(tpath("chw"), tpath("lb2"), &ds));
+	T_CHECK(ds.ndim == 3 && ds.shape[0] == 3 && ds.shape[1] == 2 && ds.shape[2] == 2 &&
+		ds.d == 12, "chw: %d dims", ds.ndim);
+	mgpu_samples_free(&ds);
 }
 
 static void test_samples_errors(void)
@@ -514,6 +534,8 @@ static void test_fashion_mnist(void)
 	T_OK(mgpu_idx_load_dir(FMNIST, &tr, &te));
 	T_CHECK(tr.n == 60000 && tr.d == 784 && tr.classes == 10, "train %zu x %zu, %d classes",
 		tr.n, tr.d, tr.classes);
+	T_CHECK(tr.ndim == 3 && tr.shape[0] == 1 && tr.shape[1] == 28 && tr.shape[2] == 28,
+		"Fashion-MNIST images are not 1x28x28");
 	T_CHECK(te.n == 10000 && te.d == 784 && te.classes == 10, "test %zu x %zu, %d classes",
 		te.n, te.d, te.classes);
 	for (i = 0; i < tr.n && tr.y; i++)
@@ -541,6 +563,7 @@ int main(void)
 	T_RUN(test_idx_load_gz);
 	T_RUN(test_idx_load_bomb);
 	T_RUN(test_samples_load);
+	T_RUN(test_samples_shapes);
 	T_RUN(test_samples_errors);
 	T_RUN(test_samples_dir);
 	T_RUN(test_fashion_mnist);

@@ -25,11 +25,11 @@ static struct mgpu_samples set;
 
 static void make(void)
 {
-	uint32_t d = D;
+	uint32_t shape[3] = { 2, 2, 5 }; /* D values, an image's (C,H,W) */
 	unsigned char row[D];
 	size_t i, j;
 
-	mgpu_samples_init(&set, MGPU_DTYPE_U8, 1, &d);
+	mgpu_samples_init(&set, MGPU_DTYPE_U8, 3, shape);
 	for (i = 0; i < N; i++) {
 		for (j = 0; j < D; j++)
 			row[j] = (unsigned char)((i * 13 + j) % 256);
@@ -73,13 +73,17 @@ static void loader_on(const char *path, int prefetch)
 {
 	struct mgpu_source s;
 	struct mgpu_loader l;
-	uint32_t order[N];
+	uint32_t order[N], shape[MGPU_SAMPLES_MAX_DIM];
 	size_t i;
 
 	for (i = 0; i < N; i++)
 		order[i] = (uint32_t)((i * 97 + 5) % N);
 	T_OK(mgpu_source_open(&s, path));
 	T_CHECK(s.n[MGPU_SPLIT_TRAIN] == N && s.d == D && s.classes == 7, "source %s", s.what);
+	/* every kind of source knows the sample's shape (C,H,W) */
+	T_CHECK(mgpu_source_shape(&s, shape) == 3 && shape[0] == 2 && shape[1] == 2 &&
+		shape[2] == 5 && mgpu_source_nclasses(&s) == 7, "%s: shape %ux%ux%u", s.what,
+		shape[0], shape[1], shape[2]);
 	T_OK(mgpu_loader_create(&l, &s, 32, prefetch));
 	pass(&l, order, N);
 	pass(&l, order + 10, 100);    /* a restart mid-way (resume) */
@@ -213,7 +217,8 @@ static void test_corrupt_chunk(void)
 	T_FAILS(mgpu_source_open(&s, tpath("nothing.tar")), MGPU_EIO,
 		"nothing.tar': does not exist; want a cache (DIR or DIR/mgpu.cache), a shard "
 		"manifest (FILE or DIR/manifest.tsv), a WebDataset archive (tar, tar.gz, "
-		"tar.zst, zip) or an IDX directory");
+		"tar.zst, zip), an IDX directory (train-images-idx3-ubyte[.gz] ...) or a UEA/UCR "
+		"directory (NAME_TRAIN.ts, NAME_TEST.ts)");
 	T_FAILS(mgpu_source_open(&s, tpath("nodir/")), MGPU_EIO, "nodir/': does not exist; want");
 	T_CHECK(mkdir(tpath("other"), 0777) == 0, "mkdir");
 	T_FAILS(mgpu_source_open(&s, tpath("other")), MGPU_EIO,
@@ -228,11 +233,16 @@ static void test_corrupt_chunk(void)
 static void test_idx_dir(void)
 {
 	struct mgpu_source s;
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
 
 	if (mgpu_source_open(&s, "/usr/share/datasets/fashion-mnist") < 0)
 		T_SKIP("no Fashion-MNIST: %s", mgpu_errmsg());
 	T_CHECK(s.n[MGPU_SPLIT_TRAIN] == 60000 && s.n[MGPU_SPLIT_TEST] == 10000 &&
 		s.n[MGPU_SPLIT_VAL] == 0 && s.d == 784 && s.classes == 10, "IDX source");
+	/* what a conv net takes from the data */
+	T_CHECK(mgpu_source_shape(&s, shape) == 3 && shape[0] == 1 && shape[1] == 28 &&
+		shape[2] == 28 && mgpu_source_nclasses(&s) == 10, "IDX shape %ux%ux%u",
+		shape[0], shape[1], shape[2]);
 	mgpu_source_close(&s);
 }
 

@@ -53,6 +53,21 @@ struct opts {
 	int nsrc;
 };
 
+/* --shape CxHxW|CxL: each source's rows, reshaped (the same values). */
+static int set_shape(void *t, const char *arg)
+{
+	struct opts *o = t;
+
+	return mgpu_shape_parse(arg, &o->in.ndim, o->in.shape, "--shape");
+}
+
+static void show_shape(const void *t, char *buf, size_t len)
+{
+	const struct opts *o = t;
+
+	mgpu_samples_shape_str(o->in.ndim, o->in.shape, buf, len);
+}
+
 #define O struct opts
 static const struct mgpu_opt options[] = {
 	MGPU_OPT_HEAD("sources"),
@@ -60,6 +75,9 @@ static const struct mgpu_opt options[] = {
 		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
 		      "CSV label column", "label", 0),
+	MGPU_OPT_CALL("shape", 0, set_shape, show_shape, "CxHxW|CxL",
+		      "give every sample this shape (an image, a series; the same count of "
+		      "values)", "the source's", 0),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "bpe", 0, O, bpe, 1, MGPU_BPE_MAX_MERGES, "N",
@@ -111,7 +129,8 @@ static const char synopsis[] =
 	"Split a labelled data set and write WebDataset tar shards; the manifest\n"
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
-	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
+	"or .npy (with --labels), .csv, UEA/UCR .ts (or a directory of NAME_TRAIN.ts\n"
+	"and NAME_TEST.ts, the test split), a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
 	"with --text: text files, each cut into windows of --context + 1 bytes;\n"
 	"with --tokens: token files (llm.c .bin, raw uint16/uint32 ids), windows of\n"
 	"--context + 1 ids.\n";
@@ -163,6 +182,9 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 	if (!o->in.text_context)
 		usage_error("--%s needs --context T (the model's context, ctx=T)",
 			    o->text ? "text" : "tokens");
+	if (o->in.ndim)
+		usage_error(o->text ? "--text samples are bytes of a window: drop --shape"
+				    : "--tokens samples are ids of a window: drop --shape");
 	if (mgpu_opt_was_given(options, g, "labels") ||
 	    mgpu_opt_was_given(options, g, "label-column"))
 		usage_error("--%s samples have no labels: drop --labels and --label-column",
@@ -248,9 +270,10 @@ static void load(const struct opts *o, struct mgpu_samples *pool, struct mgpu_sa
 	if (pool->n == 0)
 		die("no samples in the sources");
 	if (test->n && o->test > 0)
-		die("'%s': has its own test set (t10k); --test-fraction must be 0",
+		die("'%s': has its own test set (t10k files, a _TEST.ts); --test-fraction must be 0",
 		    o->src[0]);
-	if (test->n && (test->dtype != pool->dtype || test->d != pool->d))
+	if (test->n && (test->dtype != pool->dtype ||
+			!mgpu_samples_same_shape(test, pool->ndim, pool->shape)))
 		die("the test set's samples differ in shape from the training samples");
 }
 

@@ -20,7 +20,7 @@
 #include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
 #include "data/tokenizer.h" /* mgpu_tokenizer_* */
-#include "data/samples.h"  /* mgpu_dtype_is_token */
+#include "data/samples.h"  /* mgpu_dtype_is_token, mgpu_samples_shape_str */
 #include "data/source.h"   /* mgpu_source_* */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
@@ -289,7 +289,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
-	char spec[512], nodes[32] = "";
+	char spec[512], nodes[32] = "", shape[64];
 
 	if (out->quiet)
 		return;
@@ -310,6 +310,10 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
 		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
 		c->resume);
+	if (out->o->com.verbose) {
+		mgpu_samples_shape_str(r->sample_ndim, r->sample_shape, shape, sizeof shape);
+		note("data %s: samples %s, %d classes", c->data, shape, r->classes);
+	}
 	if (out->resume_note[0])
 		note("%s", out->resume_note);
 	if (r->first_step >= r->step)
