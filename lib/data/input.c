@@ -11,6 +11,7 @@
 #include "core/err.h"     /* mgpu_err */
 #include "data/csv.h"     /* mgpu_csv_load */
 #include "data/idx.h"     /* mgpu_idx_load_samples, mgpu_idx_load_dir */
+#include "data/imgdir.h"  /* mgpu_imgdir_is, mgpu_imgdir_load */
 #include "data/npy.h"     /* mgpu_npy_load */
 #include "data/text.h"    /* mgpu_text_load */
 #include "data/wds.h"     /* mgpu_wds_read */
@@ -88,6 +89,15 @@ static int idx_dir(const char *dir, struct mgpu_samples *out, struct mgpu_sample
 		rc = append_free(test, &te, dir);
 	mgpu_samples_free(&te); /* when train failed */
 	return rc;
+}
+
+static int image_dir(const char *dir, const struct mgpu_input_opts *o,
+		     struct mgpu_samples *out)
+{
+	struct mgpu_samples t;
+
+	MGPU_TRY(mgpu_imgdir_load(dir, o->resize[0] ? o->resize : NULL, &t));
+	return append_free(out, &t, dir);
 }
 
 static int need_labels(const char *path, const struct mgpu_input_opts *o)
@@ -205,7 +215,8 @@ static int archive(const char *path, const struct mgpu_input_opts *o,
 	struct mgpu_samples t = { 0 };
 	int rc;
 
-	rc = mgpu_wds_read_watched(path, &t, NULL, o->progress, o->progress_ctx);
+	rc = mgpu_wds_read_resized(path, &t, NULL, o->progress, o->progress_ctx,
+				   o->resize[0] ? o->resize : NULL);
 	if (rc == 0 && t.n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no samples in the archive", path);
 	if (rc == 0)
@@ -226,7 +237,7 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 	if (stat(path, &st) != 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
-		return idx_dir(path, out, test);
+		return mgpu_imgdir_is(path) ? image_dir(path, o, out) : idx_dir(path, out, test);
 	if (kind_is(path, ".csv"))
 		return csv_file(path, o, out);
 	if (kind_is(path, ".npy"))

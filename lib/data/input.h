@@ -4,11 +4,15 @@
  *
  *   "-"                   a tar (or tar.gz, tar.zst, zip) stream on stdin
  *   a directory           IDX train-* files; its t10k-* files (when present)
- *                         are returned separately as the predefined test set
+ *                         are returned separately as the predefined test set;
+ *                         without them, sub-folders of images (data/imgdir.h)
  *   *.csv[.gz|.zst|.xz]   CSV (label column by name or index)
  *   *.npy                 an array of samples (N, ...), labels from `labels`
  *   *-ubyte[.gz], *.idx   IDX images, labels from `labels`
  *   anything else         a WebDataset archive (tar, tar.gz, tar.zst, zip)
+ *
+ * PNG and JPEG images (folders, archive members) are resized to resize[0] x
+ * resize[1] when resize[0] is not 0; else they must all be one size.
  *
  * With text_context set, every path (and "-") is plain text instead, cut
  * into byte-level language-model samples (data/text.h).
@@ -27,6 +31,7 @@ struct mgpu_input_opts {
 	const char *label_column;  /* CSV label column, or NULL for "label" */
 	unsigned long long text_context; /* > 0: paths are text, cut at this context */
 	unsigned long long text_max;     /* bytes of text per path at most; 0: no limit */
+	uint32_t resize[2];        /* images to H x W; 0, 0: no resizing */
 	/* Called while an archive is read (NULL: not): its bytes consumed
 	 * and the samples read so far. */
 	mgpu_wds_progress_fn progress;

@@ -28,6 +28,7 @@
 #include "core/cancel.h"    /* mgpu_cancel_check */
 #include "core/io.h"        /* mgpu_afile_*, mgpu_tmp_sweep */
 #include "core/progress.h"  /* struct mgpu_progress */
+#include "data/image.h"     /* MGPU_IMAGE_MAX_PIXELS */
 #include "data/input.h"     /* mgpu_input_load */
 #include "data/manifest.h"  /* mgpu_manifest_writer, mgpu_manifest_write */
 #include "data/shard.h"     /* mgpu_shard_write */
@@ -41,7 +42,7 @@ struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
 	int stratify, ranks, force, text;
-	const char *shard_dir;
+	const char *shard_dir, *resize;
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
 	char **src;
@@ -55,6 +56,9 @@ static const struct mgpu_opt options[] = {
 		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
 		      "CSV label column", "label", 0),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "resize", 0, O, resize, 0, 0, "HxW",
+		     "resize every PNG and JPEG image to H x W (bilinear); without it "
+		     "images of different sizes are an error", MGPU_OPT_NODEF),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
@@ -90,7 +94,8 @@ static const char synopsis[] =
 	"Split a labelled data set and write WebDataset tar shards; the manifest\n"
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
-	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
+	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin),\n"
+	"a folder of class folders of .png/.jpg images (torchvision's ImageFolder);\n"
 	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
 
 static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1,
@@ -111,6 +116,24 @@ static struct {
 	uint64_t done, total, nbytes;
 } prog;
 
+/* --resize HxW: two whole numbers of 1 to 65535 whose product is an image
+ * size the decoders accept. */
+static void parse_resize(struct opts *o)
+{
+	unsigned long h, w;
+	int end = 0;
+
+	if (!o->resize)
+		return;
+	if (sscanf(o->resize, "%lux%lu%n", &h, &w, &end) != 2 || o->resize[end] ||
+	    o->resize[0] < '0' || o->resize[0] > '9' || h < 1 || w < 1 || h > 65535 ||
+	    w > 65535 || (size_t)h * w > MGPU_IMAGE_MAX_PIXELS)
+		usage_error("--resize '%s': want HxW, e.g. 96x96 (each 1 to 65535, at most %zu "
+			    "pixels)", o->resize, MGPU_IMAGE_MAX_PIXELS);
+	o->in.resize[0] = (uint32_t)h;
+	o->in.resize[1] = (uint32_t)w;
+}
+
 /* --text and --context go together; labels mean nothing for text. */
 static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 {
@@ -123,6 +146,8 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 	}
 	if (!o->in.text_context)
 		usage_error("--text needs --context T (the model's context, ctx=T)");
+	if (o->resize)
+		usage_error("--text samples are not images: drop --resize");
 	if (mgpu_opt_was_given(options, g, "labels") ||
 	    mgpu_opt_was_given(options, g, "label-column"))
 		usage_error("--text samples have no labels: drop --labels and --label-column");
@@ -141,6 +166,7 @@ static void parse(struct opts *o, int argc, char **argv)
 	if (o->val + o->test >= 1.0)
 		usage_error("--val-fraction + --test-fraction must stay below 1");
 	check_text(o, &given);
+	parse_resize(o);
 }
 
 static void undo(void)
