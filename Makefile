@@ -27,7 +27,7 @@ endif
 CPPFLAGS += -Ilib -Itests -I$(B) -I/usr/include/x86_64-linux-gnu/openblas-pthread \
 	-D_GNU_SOURCE -DMGPU_VERSION='"$(VERSION)"'
 ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -pthread -MMD -MP
-LDLIBS := -ldnnl -lgomp -lopenblas -lzstd -larchive -lpng -ljpeg -lm -pthread
+LDLIBS := -ldnnl -lgomp -lopenblas -lzstd -larchive -lpcre2-8 -lpng -ljpeg -lm -pthread
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
@@ -158,19 +158,26 @@ demo: deps
 
 # A byte-level gpt on the fortune cookies of Debian's fortunes-min (make
 # deps installs it): text cut into samples of LM_CTX+1 bytes, shards, a
-# cache, then a minute or two of training on one CPU rank. The losses are
-# in nats per byte, the *_bpb columns in bits per byte.
+# cache, then a minute or two of training (LM_STEPS steps) on one CPU rank.
+# The losses are in nats per byte, the *_bpb columns in bits per byte.
+# LM_BPE=N learns a BPE of N merges on the training text instead (shards
+# of token ids, vocab 256+N; the *_bpb columns through the tokenizer), for
+# the same steps of the same batch and context.
 LM_TEXT ?= $(addprefix /usr/share/games/fortunes/,fortunes literature riddles)
 LM_CTX ?= 64
-LM_MODEL ?= gpt:layers=2,heads=4,dim=64,ctx=$(LM_CTX)
+LM_STEPS ?= 3000
+LM_BPE ?=
+LM_MODEL ?= gpt:layers=2,heads=4,dim=64,ctx=$(LM_CTX)$(if $(LM_BPE),$(comma)vocab=$(shell echo $$((256 + $(LM_BPE)))))
+LM_DIR := $(B)/demo-lm$(if $(LM_BPE),-bpe$(LM_BPE))
 demo-lm: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/mgpu-shard --text --context $(LM_CTX) --val-fraction 0.1 --test-fraction 0.05 \
-		-o $(B)/demo-lm/shards/manifest.tsv $(LM_TEXT)
-	$(B)/bin/mgpu-cache -q -o $(B)/demo-lm/cache $(B)/demo-lm/shards/manifest.tsv >/dev/null
-	$(B)/bin/mgpu-train --data $(B)/demo-lm/cache --model $(LM_MODEL) --optimizer adamw \
-		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 20 --log-every 200 \
-		--sample 300 --prompt 'Q: '
+		$(if $(LM_BPE),--bpe $(LM_BPE)) -o $(LM_DIR)/shards/manifest.tsv $(LM_TEXT)
+	$(B)/bin/mgpu-cache -q -o $(LM_DIR)/cache $(LM_DIR)/shards/manifest.tsv >/dev/null
+	$(B)/bin/mgpu-train --data $(LM_DIR)/cache --model $(LM_MODEL) --optimizer adamw \
+		--lr 2e-3 --warmup-steps 20 --batch-size 8 --epochs 1000 --max-steps $(LM_STEPS) \
+		--log-every 200 --sample 300 --prompt 'Q: ' \
+		$(if $(LM_BPE),--tokenizer $(LM_DIR)/shards/bpe.txt)
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -5,13 +5,14 @@
 # mpi sync backend is built and its tests (over network namespaces: iproute2)
 # run. fortunes-min is the text corpus of make demo-lm
 # (/usr/share/games/fortunes). libdnnl-dev (oneDNN) runs the cpu backend's
-# convolutions and pooling. libpng-dev and libjpeg62-turbo-dev decode PNG and
-# JPEG sources of mgpu-shard.
+# convolutions and pooling. libpcre2-dev (PCRE2) runs GPT-2's pre-tokenizer
+# pattern, whose Unicode classes POSIX regex lacks. libpng-dev and
+# libjpeg62-turbo-dev decode PNG and JPEG sources of mgpu-shard.
 set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
 libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd
 clang libclang-rt-14-dev libopenmpi-dev openmpi-bin iproute2 procps bsdutils
-fortunes-min libdnnl-dev"
+fortunes-min libdnnl-dev libpcre2-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -121,7 +121,10 @@ double mgpu_bench_gpt_flops_per_token(const struct mgpu_spec *s)
 
 	if (s->kind != MGPU_MODEL_GPT)
 		return 0;
-	n = (double)mgpu_model_count(s) - T * D; /* the position table is only added */
+	/* the position table is only added; padding rows are in no product */
+	n = (double)mgpu_model_count(s) - T * D;
+	if (s->padded_vocab > s->vocab)
+		n -= (double)(s->padded_vocab - s->vocab) * D;
 	return 6 * n + 12 * L * T * D;
 }
 
@@ -144,7 +147,8 @@ int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate
 	if (s->kind != MGPU_MODEL_GPT || B < 1 || share < 1)
 		return -1;
 	floats = n + n * (1 + nstate) / share;                 /* gradients; weights, state */
-	floats += (double)B * T * (L * (16 * D + H) + 2 * D + 2 * V); /* activations */
+	/* activations; the backward's scratch; ids, targets, row loss, correct */
+	floats += (double)B * T * (L * (16 * D + H) + 2 * D + V + 11 * D + 4);
 	return (int64_t)(4 * floats + (bf16 ? bf16_copies(s, n, B) : 0));
 }
 

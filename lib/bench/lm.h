@@ -29,8 +29,11 @@
  *   backward pass, per token: per block 16 D + H (LayerNorm outputs D +
  *   D, q k v 3D, the attention rows' log-sum-exp H, heads' output D,
  *   residual D, MLP pre- and post-activation 8D, block output D), and 2 D
- *   + 2 V more (the embedding sum, the final LayerNorm, the logits and
- *   their gradient). The fused attention stores nothing of size T x T.
+ *   + V more (the embedding sum, the final LayerNorm, the logits, whose
+ *   gradient the loss writes over them in place; V the real vocab, not
+ *   padded_vocab), the backward's scratch 11 D (seven (N,D) buffers and
+ *   one (N,4D)) and 4 more for the ids, targets, row losses and correct
+ *   flags. The fused attention stores nothing of size T x T.
  * In bf16 (--dtype bf16, lib/nn/mm.c) each rank also holds 2-byte copies:
  *   the rounded weights, N' (its own, never shared), and two scratch buffers
  *   that the products' non-weight operands are rounded into, each grown to
@@ -65,7 +68,9 @@ void mgpu_bench_peak_cpu_host(struct mgpu_bench_peak *p);
  * table. */
 void mgpu_bench_peak_gpu(const char *name, int bf16, struct mgpu_bench_peak *p);
 
-/* 6 N + 12 L T D of a gpt spec (see above); 0 for an mlp. */
+/* 6 N + 12 L T D of a gpt spec (N without the position table and the
+ * padding rows of the token embedding, which are in no product); 0 for an
+ * mlp. */
 double mgpu_bench_gpt_flops_per_token(const struct mgpu_spec *s);
 
 /* Memory by hand of one device (see above): a gpt, micro-batch B, nstate

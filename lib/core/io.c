@@ -137,10 +137,7 @@ static int room(unsigned char **buf, size_t *cap, size_t n, const char *name)
 	return 0;
 }
 
-/* Wait until fd has input (or its end), polling the stop request: a read
- * that blocks would not return on a signal (the tools' handlers restart
- * system calls). */
-static int wait_input(int fd)
+int mgpu_wait_input(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	int k;
@@ -170,7 +167,7 @@ int mgpu_read_fd_max(int fd, const char *name, size_t max, unsigned char **data,
 
 	for (;;) {
 		MGPU_CHECK(room(&buf, &cap, n, name));
-		MGPU_CHECK(wait_input(fd));
+		MGPU_CHECK(mgpu_wait_input(fd));
 		got = read(fd, buf + n, cap - n - 1);
 		if (got < 0 && errno == EINTR)
 			continue;

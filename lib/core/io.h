@@ -45,6 +45,10 @@ int mgpu_read_fd(int fd, const char *name, unsigned char **data, size_t *len);
  * FIFO stays silent. */
 int mgpu_read_fd_max(int fd, const char *name, size_t max, unsigned char **data,
 		     size_t *len);
+/* Wait until fd has input (or its end, or an error read() will report),
+ * polling the stop request: 0, or MGPU_EINTR. A read that blocks would
+ * not return on a signal (the tools' handlers restart system calls). */
+int mgpu_wait_input(int fd);
 /* fsync a directory so a rename inside it is durable. */
 int mgpu_fsync_dir(const char *dir);
 /* buf = dir/name, or MGPU_EINVAL when it does not fit. */

@@ -61,13 +61,6 @@ static void wr64(unsigned char *p, uint64_t v)
 	wr32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* Element j of row i of s as a double. */
-static double value(const struct mgpu_samples *s, size_t i, size_t j)
-{
-	if (s->dtype == MGPU_DTYPE_U8)
-		return s->x[i * s->row_nbytes + j];
-	return ((const float *)(const void *)(s->x + i * s->row_nbytes))[j];
-}
 
 /* Convert one row into the stored dtype (normalised when asked). */
 static void convert_row(const struct build *b, const struct mgpu_samples *s, size_t i,
@@ -81,7 +74,7 @@ static void convert_row(const struct build *b, const struct mgpu_samples *s, siz
 		return;
 	}
 	for (j = 0; j < b->d; j++) {
-		double v = value(s, i, j);
+		double v = mgpu_samples_value(s, i, j);
 		f[j] = (float)(b->mean ? mgpu_norm_feature(v, b->mean[j], b->std[j]) : v);
 	}
 }
@@ -182,7 +175,7 @@ static void global_stats(const struct build *b, double *mean, double *sd)
 
 	for (i = 0; i < s->n; i++)
 		for (j = 0; j < b->d; j++) {
-			v = value(s, i, j);
+			v = mgpu_samples_value(s, i, j);
 			if (b->mean)
 				v = mgpu_norm_feature(v, b->mean[j], b->std[j]);
 			mgpu_moments_add(&m, b->dtype == MGPU_DTYPE_F32 ? (double)(float)v : v);
@@ -203,6 +196,9 @@ static int check_splits(struct build *b)
 			return mgpu_err(MGPU_EFORMAT, "the %s split's samples differ in shape or "
 					"dtype from train's", mgpu_split_name(s));
 	b->dtype = b->o->normalise ? MGPU_DTYPE_F32 : b->o->dtype ? b->o->dtype : t->dtype;
+	if (mgpu_dtype_is_token(t->dtype) && b->dtype != t->dtype) /* ids are not values */
+		return mgpu_err(MGPU_EINVAL, "the samples are %s token ids, stored as they are: "
+				"drop --dtype and --normalize", mgpu_dtype_name(t->dtype));
 	if (b->dtype == MGPU_DTYPE_U8 && t->dtype != MGPU_DTYPE_U8)
 		return mgpu_err(MGPU_EINVAL, "--dtype u8: the samples are float32; store them "
 				"as f32");

@@ -14,6 +14,7 @@
 #include "data/imgdir.h"  /* mgpu_imgdir_is, mgpu_imgdir_load */
 #include "data/npy.h"     /* mgpu_npy_load */
 #include "data/text.h"    /* mgpu_text_load */
+#include "data/tokens.h"  /* mgpu_tokens_load */
 #include "data/wds.h"     /* mgpu_wds_read */
 
 static int ends(const char *s, const char *suffix)
@@ -230,6 +231,11 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 {
 	struct stat st;
 
+	if (o->tokens) {
+		struct mgpu_tokens_opts to = { (size_t)o->text_context, o->token_bytes,
+					       (uint64_t)o->vocab };
+		return mgpu_tokens_load(path, &to, out);
+	}
 	if (o->text_context)
 		return mgpu_text_load(path, (size_t)o->text_context, (size_t)o->text_max, out);
 	if (strcmp(path, "-") == 0)

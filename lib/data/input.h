@@ -15,7 +15,8 @@
  * resize[1] when resize[0] is not 0; else they must all be one size.
  *
  * With text_context set, every path (and "-") is plain text instead, cut
- * into byte-level language-model samples (data/text.h).
+ * into byte-level language-model samples (data/text.h); with tokens set,
+ * every path is a token file (llm.c or nanoGPT, data/tokens.h).
  *
  * Samples are APPENDED to out (and test), which must agree in dtype and
  * shape with what they already hold. Every error names the file.
@@ -30,6 +31,9 @@ struct mgpu_input_opts {
 	const char *labels;        /* labels file for .npy and IDX images, or NULL */
 	const char *label_column;  /* CSV label column, or NULL for "label" */
 	unsigned long long text_context; /* > 0: paths are text, cut at this context */
+	int tokens;                /* paths are token files, cut at text_context */
+	int token_bytes;           /* their raw ids' width: 2, 4 (0: 2, or the header's) */
+	unsigned long long vocab;  /* > 0: token ids must stay below it */
 	unsigned long long text_max;     /* bytes of text per path at most; 0: no limit */
 	uint32_t resize[2];        /* images to H x W; 0, 0: no resizing */
 	/* Called while an archive is read (NULL: not): its bytes consumed

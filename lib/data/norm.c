@@ -75,13 +75,6 @@ void mgpu_norm_apply(const struct mgpu_norm *n, float *x, size_t count)
 		x[i] = x[i] * n->scale + n->shift;
 }
 
-/* Element j of row i of s as a double. */
-static double value(const struct mgpu_samples *s, size_t i, size_t j)
-{
-	if (s->dtype == MGPU_DTYPE_U8)
-		return s->x[i * s->row_nbytes + j];
-	return ((const float *)(const void *)(s->x + i * s->row_nbytes))[j];
-}
 
 int mgpu_norm_features(const struct mgpu_samples *train, double **mean, double **sd)
 {
@@ -94,7 +87,7 @@ int mgpu_norm_features(const struct mgpu_samples *train, double **mean, double *
 	q = m + s->d;
 	for (i = 0; i < s->n; i++)
 		for (j = 0; j < s->d; j++) {
-			v = value(s, i, j);
+			v = mgpu_samples_value(s, i, j);
 			m[j] += v;
 			q[j] += v * v;
 		}

@@ -10,9 +10,60 @@
 
 #include "core/err.h" /* mgpu_err */
 
+/* Indexed by enum mgpu_dtype. */
+static const struct {
+	size_t nbytes;
+	const char *name, *descr;
+} dtypes[] = {
+	[MGPU_DTYPE_U8] = { 1, "u8", "|u1" },
+	[MGPU_DTYPE_F32] = { 4, "f32", "<f4" },
+	[MGPU_DTYPE_U16] = { 2, "u16", "<u2" },
+	[MGPU_DTYPE_U32] = { 4, "u32", "<u4" },
+};
+
+static int known(int dtype)
+{
+	return dtype > 0 && dtype < (int)(sizeof dtypes / sizeof dtypes[0]) && dtypes[dtype].name;
+}
+
 size_t mgpu_dtype_nbytes(int dtype)
 {
-	return dtype == MGPU_DTYPE_U8 ? 1 : dtype == MGPU_DTYPE_F32 ? 4 : 0;
+	return known(dtype) ? dtypes[dtype].nbytes : 0;
+}
+
+const char *mgpu_dtype_npy_descr(int dtype)
+{
+	return known(dtype) ? dtypes[dtype].descr : NULL;
+}
+
+int mgpu_dtype_from_npy(char kind, size_t elem_nbytes)
+{
+	if (kind == 'f' && (elem_nbytes == 4 || elem_nbytes == 8))
+		return MGPU_DTYPE_F32;
+	if (kind != 'u')
+		return 0;
+	return elem_nbytes == 1 ? MGPU_DTYPE_U8 : elem_nbytes == 2 ? MGPU_DTYPE_U16 :
+		elem_nbytes == 4 ? MGPU_DTYPE_U32 : 0;
+}
+
+int mgpu_dtype_is_token(int dtype)
+{
+	return dtype == MGPU_DTYPE_U16 || dtype == MGPU_DTYPE_U32;
+}
+
+double mgpu_samples_value(const struct mgpu_samples *s, size_t i, size_t j)
+{
+	const unsigned char *row = s->x + i * s->row_nbytes;
+
+	switch (s->dtype) {
+	case MGPU_DTYPE_U8:
+		return row[j];
+	case MGPU_DTYPE_U16:
+		return ((const uint16_t *)(const void *)row)[j];
+	case MGPU_DTYPE_U32:
+		return ((const uint32_t *)(const void *)row)[j];
+	}
+	return ((const float *)(const void *)row)[j];
 }
 
 size_t mgpu_f32_first_nonfinite(const float *x, size_t count)
@@ -27,7 +78,7 @@ size_t mgpu_f32_first_nonfinite(const float *x, size_t count)
 
 const char *mgpu_dtype_name(int dtype)
 {
-	return dtype == MGPU_DTYPE_U8 ? "u8" : dtype == MGPU_DTYPE_F32 ? "f32" : "?";
+	return known(dtype) ? dtypes[dtype].name : "?";
 }
 
 int mgpu_samples_init(struct mgpu_samples *s, int dtype, int ndim, const uint32_t *shape)

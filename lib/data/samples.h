@@ -1,6 +1,6 @@
 /*
  * samples.h - an in-memory labelled set of samples of one shape and dtype
- * (uint8 or float32): what every reader of outside data produces and what
+ * (uint8 or float32 features, or uint16 or uint32 token ids): what every reader of outside data produces and what
  * mgpu-shard and mgpu-cache consume.
  *
  * x holds n rows of d elements of the dtype, row-major (row i starts at
@@ -23,7 +23,9 @@
 /* Features per sample must stay below this (fits an int, with room). */
 #define MGPU_SAMPLES_MAX_D ((size_t)1 << 30)
 
-enum mgpu_dtype { MGPU_DTYPE_U8 = 1, MGPU_DTYPE_F32 = 2 };
+/* The codes are stored in caches (mgpu-cache(5)): never renumber. U16 and
+ * U32 hold token ids (data/tokens.h), which are never normalised. */
+enum mgpu_dtype { MGPU_DTYPE_U8 = 1, MGPU_DTYPE_F32 = 2, MGPU_DTYPE_U16 = 3, MGPU_DTYPE_U32 = 4 };
 
 struct mgpu_samples {
 	size_t n;                          /* rows */
@@ -43,10 +45,19 @@ struct mgpu_samples {
 /* A class name's longest: a name fits one line of every format it goes in. */
 #define MGPU_CLASS_NAME_MAX 128
 
-/* Bytes per element (1, 4), or 0 for an unknown dtype. */
+/* Bytes per element (1, 4, 2, 4), or 0 for an unknown dtype. */
 size_t mgpu_dtype_nbytes(int dtype);
-/* "u8", "f32" or "?". */
+/* "u8", "f32", "u16", "u32" or "?". */
 const char *mgpu_dtype_name(int dtype);
+/* The .npy descr of a dtype ("|u1", "<f4", "<u2", "<u4"), or NULL. */
+const char *mgpu_dtype_npy_descr(int dtype);
+/* The dtype an .npy element of kind ('u', 'f', ...) and size is read as:
+ * |u1, <u2, <u4 as they are, <f4 and <f8 as float32; 0 for any other. */
+int mgpu_dtype_from_npy(char kind, size_t elem_nbytes);
+/* A token dtype (U16, U32): ids for a language model, never features. */
+int mgpu_dtype_is_token(int dtype);
+/* Element j of row i of s as a double. */
+double mgpu_samples_value(const struct mgpu_samples *s, size_t i, size_t j);
 
 /* Index of the first NaN or infinity among x[0..count), or count when all
  * are finite: float features must be finite (one NaN turns every weight of

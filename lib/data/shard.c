@@ -83,8 +83,7 @@ static int sample(struct out *o, const struct mgpu_samples *s, uint32_t i)
 	size_t hn;
 	int cn;
 
-	hn = mgpu_npy_header(hdr, s->dtype == MGPU_DTYPE_U8 ? "|u1" : "<f4", s->ndim,
-			     s->shape);
+	hn = mgpu_npy_header(hdr, mgpu_dtype_npy_descr(s->dtype), s->ndim, s->shape);
 	snprintf(name, sizeof name, "%08u.npy", i);
 	MGPU_TRY(member(o, name, hdr, hn, s->x + (size_t)i * s->row_nbytes, s->row_nbytes));
 	cn = snprintf(cls, sizeof cls, "%d", (int)s->y[i]);

@@ -16,6 +16,7 @@
 
 #include "core/err.h"      /* mgpu_err */
 #include "core/io.h"       /* mgpu_tmp_*, mgpu_rmdir_flat, mgpu_same_bytes */
+#include "data/bpe.h"      /* MGPU_BPE_FILE */
 #include "data/sniff.h"    /* mgpu_sniff_file */
 
 int mgpu_shardset_is_shard(const char *name)
@@ -23,6 +24,8 @@ int mgpu_shardset_is_shard(const char *name)
 	static const char *const split[] = { "train-", "val-", "test-" };
 	size_t i, n;
 
+	if (strcmp(name, MGPU_BPE_FILE) == 0) /* mgpu-shard --bpe's tokenizer */
+		return 1;
 	for (i = 0; i < 3; i++) {
 		n = strlen(split[i]);
 		if (strncmp(name, split[i], n) == 0 && strspn(name + n, "0123456789") == 6 &&

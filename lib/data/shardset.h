@@ -8,7 +8,8 @@
  * most its temporary, which the next run removes (core/io.h sweep).
  *
  * DIR must be a directory of its own: absent, empty, or holding one shard
- * set and nothing else (shards SPLIT-NNNNNN.tar, manifests, temporaries).
+ * set and nothing else (shards SPLIT-NNNNNN.tar, manifests, temporaries,
+ * the tokenizer of --bpe).
  *
  *   begin   inspect DIR (other files: an error naming one), remove the
  *           temporaries of dead runs beside it, create missing parents and

@@ -19,8 +19,9 @@
 #include <sys/stat.h>      /* fstat, S_ISREG */
 #include <unistd.h>        /* read, lseek, close */
 
-#include "core/cancel.h" /* mgpu_cancel_check */
+#include "core/cancel.h" /* mgpu_cancel_check, mgpu_cancel_signal */
 #include "core/err.h"    /* mgpu_err, MGPU_E* */
+#include "core/io.h"     /* mgpu_wait_input */
 #include "data/image.h"  /* mgpu_image_decode, mgpu_image_resize */
 #include "data/netpbm.h" /* mgpu_netpbm_parse */
 #include "data/npy.h"    /* mgpu_npy_parse */
@@ -48,6 +49,10 @@ static la_ssize_t src_read(struct archive *a, void *ud, const void **out)
 		got = (ssize_t)(s->plen - s->ppos);
 		s->ppos = s->plen;
 	} else {
+		if (mgpu_wait_input(s->fd) < 0) { /* SIGINT on a silent pipe */
+			archive_set_error(a, EINTR, "%s", mgpu_errmsg());
+			return -1;
+		}
 		do
 			got = read(s->fd, s->buf, IOBUF_NBYTES);
 		while (got < 0 && errno == EINTR);
@@ -183,7 +188,8 @@ static int grow_row(struct rd *r, size_t nbytes)
 	return 0;
 }
 
-/* An .npy input: u1 stays u8, f4/f8 become f32. */
+/* An .npy input: u1, u2, u4 stay as they are (u8 features, u16 and u32
+ * tokens), f4/f8 become f32. */
 static int npy_input(struct rd *r)
 {
 	struct mgpu_npy a;
@@ -194,9 +200,9 @@ static int npy_input(struct rd *r)
 	rc = mgpu_npy_parse(r->data, r->len, &a);
 	if (rc < 0)
 		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
-	if (!((a.kind == 'u' && a.elem_nbytes == 1) || a.kind == 'f'))
+	if (!mgpu_dtype_from_npy(a.kind, a.elem_nbytes))
 		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': npy dtype '%s' is not a "
-				"sample type (want |u1, <f4 or <f8)", r->name, r->entry,
+				"sample type (want |u1, <u2, <u4, <f4 or <f8)", r->name, r->entry,
 				mgpu_npy_descr(&a));
 	if (a.ndim < 1 || a.ndim > MGPU_SAMPLES_MAX_DIM || a.count == 0 ||
 	    a.count >= MGPU_SAMPLES_MAX_D)
@@ -205,7 +211,7 @@ static int npy_input(struct rd *r)
 	r->ndim = a.ndim;
 	for (k = 0; k < a.ndim; k++)
 		r->shape[k] = (uint32_t)a.dims[k];
-	r->dtype = a.kind == 'u' ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
+	r->dtype = mgpu_dtype_from_npy(a.kind, a.elem_nbytes);
 	MGPU_TRY(grow_row(r, a.count * mgpu_dtype_nbytes(r->dtype)));
 	f = (float *)(void *)r->row;
 	if (a.kind == 'u' || a.elem_nbytes == 4)
@@ -462,11 +468,16 @@ static int read_fd(int fd, const char *name, const unsigned char *prefix, size_t
 	if (plen == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		archive_read_set_seek_callback(a, src_seek);
 	if (archive_read_open1(a) != ARCHIVE_OK) {
-		rc = mgpu_err(MGPU_EFORMAT, "'%s': not a readable tar or zip archive: %s", name,
+		rc = mgpu_cancel_signal() ? mgpu_cancel_check() : /* src_read stopped */
+		     mgpu_err(MGPU_EFORMAT, "'%s': not a readable tar or zip archive: %s", name,
 			      archive_error_string(a) ? archive_error_string(a) : "?");
 		goto out;
 	}
-	MGPU_CHECK(walk(a, &r));
+	rc = walk(a, &r);
+	if (rc < 0 && mgpu_cancel_signal())
+		rc = mgpu_cancel_check();
+	if (rc < 0)
+		goto out;
 	MGPU_CHECK(drain(&s, name));
 	if (sha_hex && s.hash_ok) {
 		mgpu_sha256_final(&s.sha, dig);

@@ -3,7 +3,7 @@
  * table (see gpt.h for the architecture, names and buckets).
  *
  * Letters: B sequences, T positions, N = B*T token rows, D width, H heads of
- * Dh = D/H, V vocabulary. Activations are row-major (N, width); the
+ * Dh = D/H, V vocabulary, Vp >= V the token embedding's rows (padded_vocab). Activations are row-major (N, width); the
  * attention works per head on (B*H, T, Dh) copies through the fused ops
  * attn_fwd / attn_bwd (ops.h), which never store the (T, T) scores: a block
  * keeps its rows' log-sum-exp (B*H, T) for the backward instead.
@@ -51,12 +51,12 @@ struct gpt_block {
 };
 
 struct mgpu_gpt {
-	int L, H, D, T, V, Dh;
+	int L, H, D, T, V, Vp, Dh;
 	struct mgpu_param *wte, *wpe, *lnfg, *lnfb;
 	struct gpt_block blk[MGPU_GPT_MAX_BLOCKS];
 	float *emb;                 /* (N,D) embedding sum: the first residual */
 	float *xf, *meanf, *rstdf;  /* final LayerNorm */
-	float *logits;              /* (N,V) */
+	float *logits;              /* (N,V), the loss's gradient in place (m->dlogits) */
 	int32_t *ids;               /* (N) input tokens, device */
 	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
 	float *dq, *dk, *dv;        /* (N,D) */
@@ -108,7 +108,7 @@ static void layout(struct mgpu_model *m, struct mgpu_gpt *g)
 {
 	int l, D = g->D;
 
-	g->wte = param(m, "wte.weight", g->V, D);
+	g->wte = param(m, "wte.weight", g->Vp, D);
 	g->wpe = param(m, "wpe.weight", g->T, D);
 	bucket(m, 0, g->wte, g->wpe, g->T + 1, D);
 	for (l = 0; l < g->L; l++) {
@@ -132,11 +132,17 @@ static void layout(struct mgpu_model *m, struct mgpu_gpt *g)
 	bucket(m, g->L + 1, g->lnfg, g->lnfb, D, g->V);
 }
 
+int mgpu_gpt_rows(const struct mgpu_spec *s)
+{
+	return s->padded_vocab > s->vocab ? s->padded_vocab : s->vocab;
+}
+
 size_t mgpu_gpt_count(const struct mgpu_spec *s)
 {
 	size_t D = (size_t)s->dim, blk = 12 * D * D + 13 * D;
 
-	return (size_t)s->vocab * D + (size_t)s->ctx * D + (size_t)s->blocks * blk + 2 * D;
+	return (size_t)mgpu_gpt_rows(s) * D + (size_t)s->ctx * D + (size_t)s->blocks * blk +
+	       2 * D;
 }
 
 /* ---- memory ------------------------------------------------------------ */
@@ -207,8 +213,10 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	MGPU_TRY(dalloc(m, &g->xf, N * D, F));
 	MGPU_TRY(dalloc(m, &g->meanf, N, F));
 	MGPU_TRY(dalloc(m, &g->rstdf, N, F));
+	/* xent writes the gradient over the logits it has read (llm.c's fused
+	 * classifier): one (N,V) buffer, not two */
 	MGPU_TRY(dalloc(m, &g->logits, N * V, F));
-	MGPU_TRY(dalloc(m, &m->dlogits, N * V, F));
+	m->dlogits = g->logits;
 	MGPU_TRY(dalloc(m, &m->row_loss, N, F));
 	MGPU_TRY(dalloc(m, &m->row_correct, N, F));
 	return alloc_scratch(m, g, N, D);
@@ -227,6 +235,7 @@ int mgpu_gpt_create(struct mgpu_model *m)
 	g->D = s->dim;
 	g->T = s->ctx;
 	g->V = s->vocab;
+	g->Vp = mgpu_gpt_rows(s);
 	g->Dh = s->dim / s->heads;
 	layout(m, g);
 	return alloc_all(m, g);
@@ -293,42 +302,81 @@ int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed)
 		else
 			fill_val(h + p->off, p->count, is_ln_gain(p->name) ? 1.0f : 0.0f);
 	}
+	/* padding rows are no token: zero, and no gradient ever moves them */
+	fill_val(h + g->wte->off + (size_t)g->V * g->D, (size_t)(g->Vp - g->V) * g->D, 0.0f);
 	rc = mgpu_model_set(m, h);
 	free(h);
 	return rc;
 }
 
-/* Inputs and next-byte targets straight into the next upload buffer. */
-int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
+/* Token t of a row of ids of nbytes (1, 2 or 4) each, host order. */
+static uint32_t id_of(const unsigned char *row, size_t t, int nbytes)
+{
+	uint16_t h;
+	uint32_t w;
+
+	if (nbytes == 1)
+		return row[t];
+	if (nbytes == 2) {
+		memcpy(&h, row + 2 * t, 2);
+		return h;
+	}
+	memcpy(&w, row + 4 * t, 4);
+	return w;
+}
+
+int mgpu_gpt_check_row(const struct mgpu_model *m, const void *row, int nbytes, size_t *pos,
+		       uint32_t *id)
+{
+	const struct mgpu_gpt *g = m->gpt;
+	size_t t;
+
+	for (t = 0; t <= (size_t)g->T; t++)
+		if ((*id = id_of(row, t, nbytes)) >= (uint32_t)g->V) {
+			*pos = t;
+			return MGPU_ERANGE;
+		}
+	return 0;
+}
+
+/* Inputs and next-token targets straight into the next upload buffer. */
+int mgpu_gpt_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, int B)
 {
 	struct mgpu_gpt *g = m->gpt;
-	size_t T = (size_t)g->T, N = (size_t)B * T, off = mgpu_model_rows_off(m), b, t;
-	const uint8_t *row;
+	size_t T = (size_t)g->T, N = (size_t)B * T, off = mgpu_model_rows_off(m), b, t, pos;
+	const unsigned char *row;
 	int32_t *ids, *tgt;
+	uint32_t id;
 	char *h;
 
 	if (B < 1 || B > m->max_batch)
 		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
 				m->max_batch);
+	if (nbytes != 1 && nbytes != 2 && nbytes != 4)
+		return mgpu_err(MGPU_EINVAL, "gpt: tokens of %d bytes", nbytes);
+	for (b = 0; b < (size_t)B; b++)
+		if (mgpu_gpt_check_row(m, (const unsigned char *)x_host + b * (T + 1) * nbytes,
+				       nbytes, &pos, &id))
+			return mgpu_err(MGPU_ERANGE, "gpt: token %u at position %zu of sample %zu "
+					"is not below vocab %d", id, pos, b, g->V);
 	MGPU_TRY(mgpu_upload_begin(&m->up, &h));
 	tgt = (int32_t *)(void *)h;
 	ids = (int32_t *)(void *)(h + off);
 	for (b = 0; b < (size_t)B; b++) {
-		row = x_host + b * (T + 1);
-		for (t = 0; t <= T; t++)
-			if (row[t] >= g->V)
-				return mgpu_err(MGPU_ERANGE,
-						"gpt: byte %d at position %zu of sample %zu is not "
-						"below vocab %d",
-						row[t], t, b, g->V);
+		row = (const unsigned char *)x_host + b * (T + 1) * nbytes;
 		for (t = 0; t < T; t++) {
-			ids[b * T + t] = row[t];
-			tgt[b * T + t] = row[t + 1];
+			ids[b * T + t] = (int32_t)id_of(row, t, nbytes);
+			tgt[b * T + t] = (int32_t)id_of(row, t + 1, nbytes);
 		}
 	}
 	MGPU_TRY(mgpu_upload_copy(&m->up, g->ids, off, N * sizeof(int32_t)));
 	MGPU_TRY(mgpu_upload_copy(&m->up, m->labels, 0, N * sizeof(int32_t)));
 	return mgpu_upload_end(&m->up);
+}
+
+int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
+{
+	return mgpu_gpt_load_tokens(m, x_host, 1, B);
 }
 
 /* ---- forward ------------------------------------------------------------ */
@@ -606,19 +654,64 @@ static int pick(const float *logits, int V, double temperature, struct mgpu_rng 
 }
 
 /* Logits (V floats, host) after the last of ctx[0..len), 1 <= len <= T:
- * one sequence of T+1 bytes, the tail past len padded with zeros, which
+ * one sequence of T+1 ids, the tail past len padded with zeros, which
  * the causal mask hides from position len - 1. */
-static int next_logits(struct mgpu_model *m, uint8_t *row, const uint8_t *ctx, size_t len,
+static int next_logits(struct mgpu_model *m, int32_t *row, const int32_t *ctx, size_t len,
 		       float *logits)
 {
 	struct mgpu_gpt *g = m->gpt;
 
-	memset(row, 0, (size_t)g->T + 1);
-	memcpy(row, ctx, len);
-	MGPU_TRY(mgpu_gpt_load_batch(m, row, 1));
+	memset(row, 0, ((size_t)g->T + 1) * sizeof *row);
+	memcpy(row, ctx, len * sizeof *row);
+	MGPU_TRY(mgpu_gpt_load_tokens(m, row, 4, 1));
 	MGPU_TRY(mgpu_gpt_forward(m, 1, 0));
 	return mgpu_dev_to_host(m->dev, logits, g->logits + (len - 1) * (size_t)g->V,
 				(size_t)g->V * sizeof(float));
+}
+
+int mgpu_gpt_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size_t plen,
+			     size_t n, double temperature, uint64_t seed, int32_t *out)
+{
+	struct mgpu_gpt *g = m->gpt;
+	size_t i, have, T = (size_t)g->T;
+	int32_t *text = NULL, *row = NULL;
+	float *logits = NULL;
+	struct mgpu_rng r;
+	int rc = 0;
+
+	if (!plen)
+		return mgpu_err(MGPU_EINVAL, "gpt: generation needs a prompt of one token at least");
+	for (i = 0; i < plen; i++)
+		if (prompt[i] < 0 || prompt[i] >= g->V)
+			return mgpu_err(MGPU_ERANGE, "prompt: token %d at position %zu is not below "
+					"vocab %d", (int)prompt[i], i, g->V);
+	text = malloc((plen + n) * sizeof *text);
+	row = malloc((T + 1) * sizeof *row);
+	logits = malloc((size_t)g->V * sizeof(float));
+	if (!text || !row || !logits) {
+		rc = mgpu_err(MGPU_ENOMEM, "gpt: out of host memory for generation");
+		goto out;
+	}
+	memcpy(text, prompt, plen * sizeof *text);
+	/* a bf16 model's products read m->w16, which only a model forward
+	 * rounds: weights set or loaded since then would go unseen */
+	MGPU_CHECK(mgpu_mm_round_weights(m));
+	mgpu_rng_seed(&r, seed, GEN_STREAM);
+	for (have = plen; have < plen + n; have++) {
+		size_t len = have < T ? have : T;
+
+		/* a long sample is a long loop: SIGINT and SIGTERM end it */
+		MGPU_CHECK(mgpu_cancel_check());
+		MGPU_CHECK(next_logits(m, row, text + have - len, len, logits));
+		/* the head has V columns: a padding row is never emitted */
+		text[have] = pick(logits, g->V, temperature, &r);
+	}
+	memcpy(out, text + plen, n * sizeof *out);
+out:
+	free(text);
+	free(row);
+	free(logits);
+	return rc;
 }
 
 int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
@@ -626,53 +719,30 @@ int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, 
 {
 	/* an empty prompt starts after a line break, or byte 0 in a vocabulary
 	 * too small to hold one (vocab 2 to 10) */
-	static const uint8_t line_break = '\n', zero = 0;
 	struct mgpu_gpt *g = m->gpt;
-	size_t i, have, T = (size_t)g->T;
-	uint8_t *text = NULL, *row = NULL;
-	float *logits = NULL;
-	struct mgpu_rng r;
+	int32_t *p = malloc((plen + 1) * sizeof *p), *o = malloc((n + 1) * sizeof *o);
+	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < plen; i++)
-		if (prompt[i] >= g->V)
-			return mgpu_err(MGPU_ERANGE, "prompt: byte %d at position %zu is not below "
-					"vocab %d", prompt[i], i, g->V);
-	if (!plen) {
-		prompt = line_break < g->V ? &line_break : &zero;
-		plen = 1;
-	}
-	text = malloc(plen + n);
-	row = malloc(T + 1);
-	logits = malloc((size_t)g->V * sizeof(float));
-	if (!text || !row || !logits) {
+	if (!p || !o) {
 		rc = mgpu_err(MGPU_ENOMEM, "gpt: out of host memory for generation");
 		goto out;
 	}
-	memcpy(text, prompt, plen);
-	/* a bf16 model's products read m->w16, which only a model forward
-	 * rounds: weights set or loaded since then would go unseen */
-	MGPU_CHECK(mgpu_mm_round_weights(m));
-	mgpu_rng_seed(&r, seed, GEN_STREAM);
-	for (have = plen; have < plen + n; have++) {
-		size_t len = have < T ? have : T;
-		int id;
-
-		/* a long sample is a long loop: SIGINT and SIGTERM end it */
-		MGPU_CHECK(mgpu_cancel_check());
-		MGPU_CHECK(next_logits(m, row, text + have - len, len, logits));
-		id = pick(logits, g->V, temperature, &r);
-		if (id < 0 || id > 255) { /* text is bytes: never narrow an id */
-			rc = mgpu_err(MGPU_ERANGE, "gpt: generated token %d does not fit the "
-				      "byte text (vocab %d is above 256)", id, g->V);
+	for (i = 0; i < plen; i++)
+		p[i] = prompt[i];
+	if (!plen)
+		p[plen++] = '\n' < g->V ? '\n' : 0;
+	MGPU_CHECK(mgpu_gpt_generate_tokens(m, p, plen, n, temperature, seed, o));
+	for (i = 0; i < n; i++) {
+		if (o[i] > 255) { /* text is bytes: never narrow an id */
+			rc = mgpu_err(MGPU_ERANGE, "gpt: generated token %d does not fit the byte "
+				      "text (vocab %d is above 256)", (int)o[i], g->V);
 			goto out;
 		}
-		text[have] = (uint8_t)id;
+		out[i] = (uint8_t)o[i];
 	}
-	memcpy(out, text + plen, n);
 out:
-	free(text);
-	free(row);
-	free(logits);
+	free(p);
+	free(o);
 	return rc;
 }

@@ -486,3 +486,19 @@ int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen
 				"classifies");
 	return mgpu_gpt_generate(m, prompt, plen, n, temperature, seed, out);
 }
+
+int mgpu_model_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size_t plen,
+			       size_t n, double temperature, uint64_t seed, int32_t *out)
+{
+	if (!m->gpt)
+		return mgpu_err(MGPU_EINVAL, "model: only a gpt generates text; an mlp "
+				"classifies");
+	return mgpu_gpt_generate_tokens(m, prompt, plen, n, temperature, seed, out);
+}
+
+int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, int B)
+{
+	if (!m->gpt)
+		return mgpu_err(MGPU_EINVAL, "model: token ids need a gpt; an mlp reads features");
+	return mgpu_gpt_load_tokens(m, x_host, nbytes, B);
+}

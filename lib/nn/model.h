@@ -157,6 +157,13 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
  * an mlp, MGPU_ERANGE for a prompt byte >= vocab. */
 int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
 			double temperature, uint64_t seed, uint8_t *out);
+/* The same over token ids (a gpt on u16/u32 token data): n ids into out,
+ * continuing prompt[0..plen), plen >= 1. MGPU_ERANGE for a prompt id
+ * outside [0, vocab). */
+int mgpu_model_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size_t plen,
+			       size_t n, double temperature, uint64_t seed, int32_t *out);
+/* Copy a batch of B gpt samples of T+1 token ids, nbytes (1, 2, 4) each. */
+int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, int B);
 /* Whole flat vectors to and from the host (nparams floats). */
 int mgpu_model_get(struct mgpu_model *m, float *w_host);
 int mgpu_model_set(struct mgpu_model *m, const float *w_host);

@@ -113,9 +113,11 @@ static int gpt_option(struct mgpu_spec *s, const char *opt, size_t len, const ch
 		long lo, hi;
 	} ints[] = {
 		{ "layers", 1, MGPU_GPT_MAX_BLOCKS }, { "heads", 1, 1024 }, { "dim", 1, 1 << 16 },
-		{ "ctx", 1, (long)MGPU_TEXT_MAX_CONTEXT }, { "vocab", 2, 1 << 20 },
+		{ "ctx", 1, (long)MGPU_TEXT_MAX_CONTEXT }, { "vocab", 2, 2147483647L },
+		{ "padded_vocab", 2, 2147483647L },
 	};
-	int *const field[] = { &s->blocks, &s->heads, &s->dim, &s->ctx, &s->vocab };
+	int *const field[] = { &s->blocks, &s->heads, &s->dim, &s->ctx, &s->vocab,
+			       &s->padded_vocab };
 	char buf[64], *e;
 	const char *val;
 	size_t i;
@@ -162,6 +164,11 @@ static int gpt_finish(struct mgpu_spec *s, const char *origin)
 	if (s->dim % s->heads != 0)
 		return mgpu_err(MGPU_EINVAL, "%s: dim %d is not a multiple of heads %d", origin,
 				s->dim, s->heads);
+	if (!s->padded_vocab)
+		s->padded_vocab = s->vocab;
+	if (s->padded_vocab < s->vocab)
+		return mgpu_err(MGPU_EINVAL, "%s: padded_vocab %d is below vocab %d", origin,
+				s->padded_vocab, s->vocab);
 	s->nlayers = s->blocks + 2;
 	s->dims[0] = s->ctx + 1;
 	for (l = 1; l < s->nlayers; l++)
@@ -309,6 +316,8 @@ static int gpt_format(const struct mgpu_spec *s, char *buf, size_t len)
 	int n = snprintf(buf, len, "gpt:layers=%d,heads=%d,dim=%d,ctx=%d,vocab=%d", s->blocks,
 			 s->heads, s->dim, s->ctx, s->vocab);
 
+	if (n >= 0 && (size_t)n < len && s->padded_vocab != s->vocab)
+		n += snprintf(buf + n, len - (size_t)n, ",padded_vocab=%d", s->padded_vocab);
 	if (n >= 0 && (size_t)n < len && s->dropout > 0.0f)
 		n += snprintf(buf + n, len - (size_t)n, ",dropout=%s", dropout_str(s, p));
 	if (n < 0 || (size_t)n >= len)

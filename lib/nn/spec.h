@@ -7,9 +7,12 @@
  * dropout=P (0 <= P < 1, after each hidden activation), layernorm (or
  * layernorm=0|1, before each hidden activation).
  *
- * Or gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]: a decoder-only
- * transformer over byte tokens (V = 256 unless given; see nn/gpt.h), whose
- * samples are T+1 bytes (inputs 0..T-1, next-token targets 1..T). Its
+ * Or gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,padded_vocab=P][,dropout=P]:
+ * a decoder-only transformer over tokens (V = 256, the byte values, unless
+ * given; at most 2^31 - 1; see nn/gpt.h), whose samples are T+1 tokens
+ * (inputs 0..T-1, next-token targets 1..T). padded_vocab (>= V, V unless
+ * given) is the rows of the token embedding, as llm.c pads GPT-2's 50257
+ * to 50304: the rows past V are never a token and never a logit. Its
  * nlayers and dims describe it the way the rest of mgpu reads a model:
  * nlayers = L + 2 (embeddings, L blocks, final LayerNorm with the tied
  * head), dims = { T+1, D, ..., D, V }: dims[0] is the sample width and
@@ -41,6 +44,7 @@ struct mgpu_spec {
 	int layernorm;
 	int kind;                     /* enum mgpu_model_kind */
 	int blocks, heads, dim, ctx, vocab; /* gpt only: L, H, D, T, V */
+	int padded_vocab;             /* gpt only: rows of wte (>= vocab) */
 };
 
 /* An mlp size taken from the data (dims[0] or dims[nlayers]). */

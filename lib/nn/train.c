@@ -544,7 +544,7 @@ int mgpu_train_rank_loop(struct train_rank *r)
 	if (r->rank == 0 && c->predict[0])
 		MGPU_TRY(mgpu_train_predict(r));
 	if (r->rank == 0 && r->h->on_model)
-		return r->h->on_model(r->h->ctx, &r->model);
+		return r->h->on_model(r->h->ctx, &r->model, r->d->src.dtype);
 	return 0;
 }
 

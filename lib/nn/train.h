@@ -65,6 +65,7 @@ struct mgpu_train_cfg {
 	int64_t save_every;           /* steps; 0: at the end of each epoch */
 	int keep;                     /* checkpoints kept in save_dir */
 	char resume[MGPU_PATH_MAX];   /* "" : fresh start */
+	char init[MGPU_PATH_MAX];     /* weights to start from (nn/hf_gpt2.h); "": none */
 	int log_every;                /* steps per step record */
 	/* Lines "KEY VALUE": the settings every rank of a job must share,
 	 * compared at the rendezvous (comm/rdzv.h) with the data's identity
@@ -149,8 +150,10 @@ struct mgpu_train_hooks {
 	void *ctx;
 	/* Rank 0 only, after the summary record: the trained model, for what
 	 * the caller does with it (mgpu-train samples text from a gpt). Other
-	 * ranks may have finished by then: no collective call. NULL: none. */
-	int (*on_model)(void *ctx, struct mgpu_model *m);
+	 * ranks may have finished by then: no collective call. NULL: none.
+	 * data_dtype is the training data's (enum mgpu_dtype): a gpt on u16
+	 * or u32 rows speaks token ids, on u8 rows bytes. */
+	int (*on_model)(void *ctx, struct mgpu_model *m, int data_dtype);
 	/* Rank 0 only, when a stop request ends the run, after the last
 	 * records and the checkpoint and before the ranks part: the moment to
 	 * make the output whole, since an outside launcher (mpirun) may kill

@@ -11,6 +11,7 @@
 #include "core/err.h"    /* mgpu_err */
 #include "core/rng.h"    /* mgpu_rng_perm */
 #include "core/sha256.h" /* mgpu_sha256_* */
+#include "nn/gpt.h"       /* mgpu_gpt_check_row */
 
 /* RNG streams: one per purpose, so adding one never shifts another. */
 enum { STREAM_SPLIT = 2, STREAM_EPOCH = 1000 };
@@ -60,34 +61,72 @@ static int normalisation(struct train_data *d, const struct mgpu_norm *fixed)
 
 	if (fixed)
 		n = *fixed;
-	else if (!d->src.normalised)
+	else if (!d->src.normalised && !mgpu_dtype_is_token(d->src.dtype)) /* ids stay ids */
 		MGPU_TRY(mgpu_source_norm(&d->src, d->train_idx, d->ntrain, &n));
 	mgpu_source_set_norm(&d->src, &n);
 	return 0;
 }
 
-/* A gpt reads tokens of the data's width: bytes (ids 0 to 255) today, so
- * a larger vocab would only train logits no byte ever asks for, and what
- * generation draws from them would not fit a byte. */
-static int gpt_tokens(const struct mgpu_source *src, const struct mgpu_spec *s,
-		      const char *path)
+/* What a model takes: token ids only a gpt, a gpt bytes (vocab <= 256)
+ * or token ids (vocab up to 2^31 - 1), never features. */
+static int check_kind(const struct train_data *d, const struct mgpu_train_cfg *cfg,
+		      const struct mgpu_spec *s)
 {
-	if (src->dtype != MGPU_DTYPE_U8)
+	int dt = d->src.dtype;
+
+	if (s->kind != MGPU_MODEL_GPT) {
+		if (mgpu_dtype_is_token(dt))
+			return mgpu_err(MGPU_EINVAL, "'%s': token ids (%s) need a gpt model, not "
+					"an mlp", cfg->data, mgpu_dtype_name(dt));
+		return 0;
+	}
+	if (dt == MGPU_DTYPE_F32)
 		return mgpu_err(MGPU_EINVAL, "'%s': holds float32 features, but a gpt reads "
 				"byte tokens: build the cache with --dtype u8 and without "
-				"--normalize (or train on the shards)", path);
-	if (s->vocab > 256)
-		return mgpu_err(MGPU_EINVAL, "'%s': holds bytes (token ids 0 to 255): a gpt "
-				"on it has a vocab of at most 256, not %d", path, s->vocab);
+				"--normalize (or train on the shards)", cfg->data);
+	/* a larger vocab would only train logits no byte asks for, and what
+	 * generation draws from them would not fit a byte */
+	if (dt == MGPU_DTYPE_U8 && s->vocab > 256)
+		return mgpu_err(MGPU_EINVAL, "'%s': holds bytes (token ids 0 to 255): a gpt on it "
+				"has a vocab of at most 256, not %d (token ids: mgpu-shard "
+				"--tokens)", cfg->data, s->vocab);
 	return 0;
+}
+
+/* A gpt on in-memory data: every id of every split below the vocab, the
+ * first one that is not named by split, sample and position (a cache is
+ * checked batch by batch as it is read). */
+static int check_ids(const struct train_data *d, const struct mgpu_train_cfg *cfg,
+		     const struct mgpu_model *m)
+{
+	const struct mgpu_samples *x;
+	size_t i, pos;
+	uint32_t id;
+	int k;
+
+	if (d->src.kind != MGPU_SOURCE_MEMORY)
+		return 0;
+	for (k = 0; k < MGPU_NSPLITS; k++)
+		for (x = &d->src.mem[k], i = 0; i < x->n; i++)
+			if (mgpu_gpt_check_row(m, x->x + i * x->row_nbytes,
+					       (int)mgpu_dtype_nbytes(x->dtype), &pos, &id))
+				return mgpu_err(MGPU_ERANGE, "'%s': %s sample %zu, position %zu: "
+						"token %u is not below vocab %d", cfg->data,
+						mgpu_split_name(k), i, pos, id, m->spec.vocab);
+	return 0;
+}
+
+int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cfg *cfg,
+			  const struct mgpu_model *m)
+{
+	return m->gpt ? check_ids(d, cfg, m) : 0;
 }
 
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 			 struct mgpu_spec *spec, const struct mgpu_norm *fixed)
 {
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
-	if (spec->kind == MGPU_MODEL_GPT)
-		MGPU_TRY(gpt_tokens(&d->src, spec, cfg->data));
+	MGPU_TRY(check_kind(d, cfg, spec));
 	/* named classes count whether or not a split holds them */
 	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, d->src.nnames > d->src.classes ? d->src.nnames :
 					       d->src.classes, cfg->data));
@@ -119,11 +158,14 @@ int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, 
 	const struct mgpu_norm *n = &r->d->src.norm;
 	int rc;
 
-	if (r->d->src.dtype == MGPU_DTYPE_U8) /* normalised on the device as it is cast */
+	if (mgpu_dtype_is_token(r->d->src.dtype))
+		rc = mgpu_model_load_tokens(&r->model, x, (int)mgpu_dtype_nbytes(r->d->src.dtype),
+					    B);
+	else if (r->d->src.dtype == MGPU_DTYPE_U8) /* normalised on the device as it is cast */
 		rc = mgpu_model_load_batch(&r->model, x, y, B, n->scale, n->shift);
 	else
 		rc = mgpu_model_load_batch_f32(&r->model, x, y, B); /* the source normalised */
-	/* bad values in the rows (a byte beyond a gpt's vocabulary): say whose */
+	/* bad values in the rows (a token beyond a gpt's vocabulary): say whose */
 	return rc == MGPU_ERANGE ? mgpu_err_prefix(rc, "'%s': ", r->cfg->data) : rc;
 }
 

@@ -72,6 +72,10 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 void mgpu_train_data_free(struct train_data *d);
 void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order);
 int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split);
+/* What the data holds against the model built for it (a gpt's token ids
+ * below its vocab): after the model exists, before the first step. */
+int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cfg *cfg,
+			  const struct mgpu_model *m);
 int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B);
 /* Append the data's identity to buf (lines "KEY VALUE", rdzv.h): the
  * splits' sizes and shape, the norm, a digest of sampled rows; what every

@@ -11,6 +11,7 @@
 
 #include "core/err.h" /* mgpu_err */
 #include "nn/ckpt.h"  /* mgpu_ckpt_* */
+#include "nn/hf_gpt2.h" /* mgpu_hf_gpt2_load */
 
 /* Fail before training, not at the first checkpoint an epoch later. */
 int mgpu_train_open_save_dir(struct mgpu_ckpt_dir *d, const char *dir)
@@ -89,14 +90,18 @@ static int build_model(struct train_rank *r)
 
 	mgpu_sync_model_buffers(&r->sync, r->dev.ops->host_memory, &w, &g, &s0, &s1);
 	MGPU_TRY(mgpu_model_create_ext(&r->model, &c->spec, &r->dev, c->plan.batch, w, g));
+	MGPU_TRY(mgpu_train_data_check(r->d, c, &r->model));
 	MGPU_TRY(mgpu_model_set_prec(&r->model, c->prec));
 	account_shared(r, w, g);
 	if (s0 || s1 || !mgpu_sync_owns_optimizer(&r->sync))
 		MGPU_TRY(mgpu_optim_create_ext(&r->opt, &r->model, &c->optim, s0, s1));
 	else
 		MGPU_TRY(mgpu_optim_create(&r->opt, &r->model, &c->optim));
-	if (mgpu_sync_loads_state(&r->sync))
+	if (mgpu_sync_loads_state(&r->sync)) {
 		MGPU_TRY(mgpu_model_init(&r->model, c->seed));
+		if (c->init[0]) /* weights only: the optimizer starts fresh */
+			MGPU_TRY(mgpu_hf_gpt2_load(&r->model, c->init));
+	}
 	return 0;
 }
 

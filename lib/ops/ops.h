@@ -163,7 +163,9 @@ struct mgpu_ops {
 		       float p, uint64_t seed, uint64_t offset);
 	/* Softmax cross-entropy per row of logits (B,C) with labels (B):
 	 * row_loss (B), row_correct (B, 1 or 0 for argmax == label) and, when
-	 * dlogits is not NULL, dlogits = (softmax - onehot) * grad_scale. */
+	 * dlogits is not NULL, dlogits = (softmax - onehot) * grad_scale.
+	 * dlogits may be logits itself: the gradient then overwrites the
+	 * logits in place (the gpt's head keeps one (N,V) buffer). */
 	int (*xent)(struct mgpu_dev *dev, float *dlogits, float *row_loss,
 		    float *row_correct, const float *logits, const int32_t *labels,
 		    int B, int C, float grad_scale);

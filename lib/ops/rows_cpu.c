@@ -252,11 +252,13 @@ static inline void xent_grad(float *restrict dl, int C, int32_t label, float sum
 MGPU_CPU_WIDE static void xent_row(const float *l, int C, int32_t label, float gs, float *dl, float *loss,
 		     float *correct)
 {
-	float mx = row_max(l, C, 1.0f);
-	float sum = dl ? row_exp(dl, l, C, 1.0f, mx) : row_exp_sum(l, C, 1.0f, mx);
+	float mx = row_max(l, C, 1.0f), ll = l[label], sum;
+	/* what reads l comes before row_exp, which may write over it (dl == l) */
+	int arg = first_of(l, C, mx);
 
-	*loss = mx + logf(sum) - l[label];
-	*correct = first_of(l, C, mx) == label ? 1.0f : 0.0f;
+	sum = dl ? row_exp(dl, l, C, 1.0f, mx) : row_exp_sum(l, C, 1.0f, mx);
+	*loss = mx + logf(sum) - ll;
+	*correct = arg == label ? 1.0f : 0.0f;
 	if (dl)
 		xent_grad(dl, C, label, sum, gs);
 }

@@ -141,7 +141,7 @@ grep -q '^summary	2	' tiny.tsv || fail "tiny: $(grep summary tiny.tsv)"
 expect 1 "samples have 33 features but the model takes 17 (a gpt's ctx + 1): write --model gpt:" \
 	"$BIN/mgpu-train" --data d33 --model "$model" --max-steps 1
 # A byte beyond the vocabulary: the error names the data it came from.
-expect 1 "'d': gpt: byte" "$BIN/mgpu-train" -q --data d --max-steps 1 \
+expect 1 "'d': train sample 0, position 0: token 99 is not below vocab 2" "$BIN/mgpu-train" -q --data d --max-steps 1 \
 	--model gpt:layers=1,heads=2,dim=8,ctx=16,vocab=2
 expect 2 "dim 30 is not a multiple of heads 4" \
 	"$BIN/mgpu-train" --data d --model gpt:layers=1,heads=4,dim=30,ctx=16

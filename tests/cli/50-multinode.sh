@@ -120,6 +120,7 @@ wait $n0 || fail "node 0 after the intruder: $(cat n0.err)"
 long="--data d --model mlp:64-48-32-4 --epochs 1000 --batch-size 16 --timeout 10"
 on_host 2 "$M" $long -q --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
 n1=$!
+: >run.tsv # the wait below reads it before the background job may have made it
 on_host 1 "$M" $long --cpu-ranks 2 --nnodes 2 --node-rank 0 --log-every 1 >run.tsv 2>n0.err &
 n0=$!
 i=0
@@ -153,6 +154,7 @@ grep -q "rank [23] failed: killed by signal 9.* on node 1" n1.err ||
 long="--data d --model mlp:64-48-32-4 --epochs 1000 -q --batch-size 16 --timeout 5"
 on_host 2 "$M" $long --cpu-ranks 2 --nnodes 2 --node-rank 1 >/dev/null 2>n1.err &
 n1=$!
+: >run.tsv
 on_host 1 "$M" $long --cpu-ranks 2 --nnodes 2 --node-rank 0 --log-every 1 >run.tsv 2>n0.err &
 n0=$!
 i=0

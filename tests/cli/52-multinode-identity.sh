@@ -77,6 +77,7 @@ netns_up 2
 export MASTER_ADDR=$(host_addr 1) MASTER_PORT=29519
 n0="--cpu-ranks 2 --nnodes 2 --node-rank 0 --data d"
 n1="--cpu-ranks 2 --nnodes 2 --node-rank 1 --data d2"
+# node 1's rank 2 or 3, whichever rank 0 hears first (both differ)
 mismatch "nodes --seed" "$n0" "$n1 --seed 7" "on_host 1" "on_host 2" \
 	"(node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42" \
 	"(node 1, host h2) does not run rank 0's job (host h1): --seed 7 against 42"

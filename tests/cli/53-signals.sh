@@ -5,7 +5,8 @@
 # SIGKILL ended it), and the rendezvous with --cpu-ranks 1 and with
 # torchrun-style ranks whose peers never come (it waited out --timeout);
 # a segment left by a node killed during the rendezvous is removed by the
-# next job of its name (which failed 'File exists').
+# next job of its name (which failed 'File exists'); a node waiting for a
+# node that hangs stops a second after SIGINT.
 # Each interrupted command exits 130 (143 for SIGTERM); every command is
 # bounded by timeout(1), so one that ignores the signal fails as 124.
 . tests/cli/lib.sh
@@ -56,6 +57,13 @@ sleep 300 | { exec 3<&0; timeout -k 5 60 "$S" --text --context 8 -o m.tsv - <&3 
 	pkill -P $$ -x sleep; } # the silent writer, or the pipeline waits for it
 set -e
 interrupted "shard, silent pipe" "$(cat rc.txt)" 15
+# ... and an archive on standard input (libarchive's reads), SIGINT
+set +e
+sleep 300 | { exec 3<&0; timeout -k 5 60 "$S" -o m.tsv - <&3 2>err.txt & p=$!
+	until_open $p pipe:; sig INT $p; wait $p; echo $? >rc.txt
+	pkill -P $$ -x sleep; }
+set -e
+interrupted "shard, archive on a silent pipe" "$(cat rc.txt)" 2
 
 # a pipe that never ends stops at --text-limit, not when memory runs out
 set +e
@@ -145,4 +153,24 @@ p1=$!
 node 0 >run.tsv 2>e0.txt || fail "the job after a stale segment: $(cat e0.txt)"
 wait $p1 || fail "the job after a stale segment, node 1: $(cat e1.txt)"
 [ ! -e $seg ] || fail "the segment stays after the job"
+
+# two nodes on loopback, node 1's rank stopped (SIGSTOP) mid-run: SIGINT
+# to node 0 ends its wait for node 1 (a second's grace, not --timeout)
+node 1 --epochs 100000 --max-steps 0 >/dev/null 2>e1.txt &
+p1=$!
+set +e
+timeout -k 5 60 "$M" --data m --model mlp:64-8-4 --batch-size 16 --epochs 100000 \
+	--cpu-ranks 1 --nnodes 2 --timeout 300 --log-every 1 --node-rank 0 >run.tsv 2>err.txt &
+p=$!
+set -e
+wait_for_step run.tsv
+rank1=$(pgrep -P "$(pgrep -P $p1)") # $p1 is a subshell: its launcher's rank
+kill -STOP $rank1
+sig INT $p
+set +e
+wait $p
+rc=$?
+set -e
+kill -KILL $rank1 2>/dev/null || true
+interrupted "node 0 waiting for a stopped node 1" $rc 2
 exit 0

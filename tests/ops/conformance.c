@@ -591,6 +591,54 @@ static void test_row_geometry(void)
 	run_cases(cs, n);
 }
 
+/* xent with dlogits == logits (the gpt's head): the same loss, correct
+ * flags and gradient as into a separate buffer, bit for bit, on rows whose
+ * maximum is and is not the label, and where the label is column 0. */
+static void test_xent_inplace(void)
+{
+	enum { B = 6, C = 37 };
+	static float l[B * C], dl[B * C], back[B * C], loss[B], corr[B], loss2[B], corr2[B];
+	int32_t lab[B] = { 0, 5, 36, 17, 3, 3 };
+	struct mgpu_dev dev;
+	void *dl_d = NULL, *l_d = NULL, *lab_d = NULL, *loss_d = NULL, *corr_d = NULL;
+	int i;
+
+	for (i = 0; i < B * C; i++)
+		l[i] = (float)((i * 7919) % 101) / 13.0f - 3.0f;
+	l[1 * C + 5] = 9.0f; /* row 1: the label is the maximum */
+	T_OK(mgpu_dev_open(&dev, cur, 0));
+	if (t_cur_failed)
+		return;
+	T_OK(mgpu_dev_alloc(&dev, &l_d, sizeof l));
+	T_OK(mgpu_dev_alloc(&dev, &dl_d, sizeof l));
+	T_OK(mgpu_dev_alloc(&dev, &lab_d, sizeof lab));
+	T_OK(mgpu_dev_alloc(&dev, &loss_d, sizeof loss));
+	T_OK(mgpu_dev_alloc(&dev, &corr_d, sizeof corr));
+	T_OK(mgpu_dev_from_host(&dev, l_d, l, sizeof l));
+	T_OK(mgpu_dev_from_host(&dev, lab_d, lab, sizeof lab));
+	T_OK(cur->xent(&dev, dl_d, loss_d, corr_d, l_d, lab_d, B, C, 0.5f));
+	T_OK(mgpu_dev_to_host(&dev, dl, dl_d, sizeof dl));
+	T_OK(mgpu_dev_to_host(&dev, loss, loss_d, sizeof loss));
+	T_OK(mgpu_dev_to_host(&dev, corr, corr_d, sizeof corr));
+	T_OK(cur->xent(&dev, l_d, loss_d, corr_d, l_d, lab_d, B, C, 0.5f));
+	T_OK(mgpu_dev_to_host(&dev, back, l_d, sizeof back));
+	T_OK(mgpu_dev_to_host(&dev, loss2, loss_d, sizeof loss2));
+	T_OK(mgpu_dev_to_host(&dev, corr2, corr_d, sizeof corr2));
+	T_CHECK(memcmp(back, dl, sizeof dl) == 0, "in-place gradient differs");
+	for (i = 0; i < B; i++)
+		T_CHECK(loss2[i] == loss[i] && corr2[i] == corr[i],
+			"row %d: in place loss %g correct %g, apart %g %g", i, (double)loss2[i],
+			(double)corr2[i], (double)loss[i], (double)corr[i]);
+	T_CHECK(corr[1] == 1.0f && corr[0] == 0.0f, "correct flags %g %g", (double)corr[1],
+		(double)corr[0]);
+	mgpu_dev_free(&dev, l_d, sizeof l);
+	mgpu_dev_free(&dev, dl_d, sizeof l);
+	mgpu_dev_free(&dev, lab_d, sizeof lab);
+	mgpu_dev_free(&dev, loss_d, sizeof loss);
+	mgpu_dev_free(&dev, corr_d, sizeof corr);
+	mgpu_dev_close(&dev);
+}
+
 /* xent rows whose first logit is NaN: NaN loss and gradient on every
  * backend, and the correct flag of ref's scan, which starts from l[0] and
  * keeps the NaN there (argmax 0), where a max over parts would skip it. */
@@ -1251,6 +1299,7 @@ int main(void)
 		{ "sum_acc", test_sum_acc },
 		{ "row_geometry", test_row_geometry },
 		{ "xent_nan", test_xent_nan },
+		{ "xent_inplace", test_xent_inplace },
 		{ "gpt_bad_args", test_gpt_bad_args },
 		{ "conv", test_conv },
 		{ "conv_im2col", test_conv_im2col },

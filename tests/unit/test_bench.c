@@ -742,15 +742,16 @@ static void test_lm_model(void)
 	/* 6 * 1888 + 12 * 2 * 4 * 8 */
 	T_CHECK(mgpu_bench_gpt_flops_per_token(&w.spec) == 11328 + 768, "%g",
 		mgpu_bench_gpt_flops_per_token(&w.spec));
-	/* B 3: 1920 * (1 + 3) + 3 * 4 * (2 * (16*8 + 2) + 2*8 + 2*16) floats */
-	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0) == 4 * (7680 + 3696), "%lld",
+	/* B 3: 1920 * (1 + 3) + 3 * 4 * (2 * (16*8 + 2) + 2*8 + 16 + 11*8 + 4)
+	 * floats: the logits once (their gradient in place), the scratch */
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0) == 4 * (7680 + 4608), "%lld",
 		(long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0));
 	/* 2 ranks sharing weights and AdamW state: 1920 + 1920 * 3 / 2 */
-	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2, 0) == 4 * (4800 + 3696), "shared");
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2, 0) == 4 * (4800 + 4608), "shared");
 	/* bf16: 2 bytes x (1920 weights + 3 * 4 tokens x (4D 32 + max(4D 32,
 	 * V 16))), the weight copy never shared */
-	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 1) == 4 * (7680 + 3696) + 5376 &&
-		mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2, 1) == 4 * (4800 + 3696) + 5376,
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 1) == 4 * (7680 + 4608) + 5376 &&
+		mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 2, 1) == 4 * (4800 + 4608) + 5376,
 		"bf16 %lld", (long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 1));
 	T_OK(mgpu_bench_workload_parse(mlp, &w));
 	T_CHECK(w.spec.kind == MGPU_MODEL_MLP && w.nstate == 0 && w.accum == 1 && !w.bf16,
@@ -785,7 +786,7 @@ static void test_lm_rows(void)
 	mgpu_bench_lm_fill(&rows[1], &w, &pk);
 	T_CHECK(rows[0].ctx == 4 && rows[0].tokens_per_s == 400 &&
 		fabs(rows[0].mfu - 400.0 * 12096 / 2e9) < 1e-12 &&
-		rows[0].mem_est_bytes == 4 * (4800 + 3696) && strcmp(rows[0].peak_how, pk.how) == 0,
+		rows[0].mem_est_bytes == 4 * (4800 + 4608) && strcmp(rows[0].peak_how, pk.how) == 0,
 		"tokens %g mfu %g est %lld", rows[0].tokens_per_s, rows[0].mfu,
 		(long long)rows[0].mem_est_bytes);
 	T_CHECK(rows[1].mem_est_bytes == -1 && rows[1].tokens_per_s == 400, "dp: no estimate");
@@ -811,7 +812,7 @@ static void test_lm_rows(void)
 		int n = 0;
 		T_OK(mgpu_bench_trows_from_tab(&t, "saved", &back, &n));
 		T_CHECK(n == 1 && back && back[0].ctx == 4 && back[0].tokens_per_s == 400 &&
-			back[0].mem_est_bytes == 4 * (4800 + 3696) &&
+			back[0].mem_est_bytes == 4 * (4800 + 4608) &&
 			strcmp(back[0].peak_how, "a test peak") == 0, "read back");
 		free(back);
 	}
@@ -832,9 +833,9 @@ static void test_lm_bf16_operands(void)
 		mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0) == 2 * (1272 + 32 * (32 + 32)),
 		"4D: %lld", (long long)(mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 1) -
 					mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0)));
-	/* the activations: 32 tokens x (16 D + H + 2 D + 2 V) + N (1 + 1) */
+	/* the activations: 32 tokens x (16 D + H + 2 D + V + 11 D + 4) + N (1 + 1) */
 	T_CHECK(mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0) ==
-			4 * (2 * 1272 + 32 * (16 * 8 + 2 + 2 * 8 + 2 * 16)),
+			4 * (2 * 1272 + 32 * (16 * 8 + 2 + 2 * 8 + 16 + 11 * 8 + 4)),
 		"H per token: %lld", (long long)mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0));
 	T_OK(mgpu_spec_load(&s, "gpt:layers=1,heads=2,dim=8,ctx=32,vocab=100"));
 	T_CHECK(mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 1) -

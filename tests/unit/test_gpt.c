@@ -358,7 +358,7 @@ static void test_bad_bytes(void)
 	make_batch(x, 4);
 	x[(CTX + 1) + 3] = VOCAB;
 	T_FAILS(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f), MGPU_ERANGE,
-		"byte 11 at position 3 of sample 1 is not below vocab 11");
+		"token 11 at position 3 of sample 1 is not below vocab 11");
 	T_FAILS(mgpu_model_load_batch(&e.m, x, NULL, NB + 1, 1.0f, 0.0f), MGPU_EINVAL,
 		"room for 3");
 	T_FAILS(mgpu_model_load_batch_f32(&e.m, NULL, NULL, 1), MGPU_EINVAL, "byte tokens");
@@ -381,6 +381,9 @@ static void test_spec(void)
 		{ "gpt:layers=2,heads=2,dim=8,ctx=4,", "empty option" },
 		{ "gpt:layers", "lacks '=VALUE'" },
 		{ "rnn:4", "does not start with 'mlp:' or 'gpt:'" },
+		{ "gpt:layers=2,heads=2,dim=8,ctx=4,vocab=2147483648", "vocab '2147483648'" },
+		{ "gpt:layers=2,heads=2,dim=8,ctx=4,vocab=300,padded_vocab=299",
+		  "padded_vocab 299 is below vocab 300" },
 	};
 	struct mgpu_spec s, back;
 	char buf[256];
@@ -400,6 +403,15 @@ static void test_spec(void)
 	/* 12 D^2 + 13 D per block, V D + T D, 2 D: GPT-2 small's count at its sizes */
 	T_OK(mgpu_spec_parse(&s, "gpt:layers=12,heads=12,dim=768,ctx=1024,vocab=50257", "t"));
 	T_CHECK(mgpu_model_count(&s) == 124439808, "count %zu", mgpu_model_count(&s));
+	/* llm.c's padding: 47 more rows of 768 */
+	T_OK(mgpu_spec_parse(&s, "gpt:layers=12,heads=12,dim=768,ctx=1024,vocab=50257,"
+			     "padded_vocab=50304", "t"));
+	T_CHECK(mgpu_model_count(&s) == 124439808 + 47 * 768, "count %zu", mgpu_model_count(&s));
+	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
+	T_CHECK(strcmp(buf, "gpt:layers=12,heads=12,dim=768,ctx=1024,vocab=50257,"
+		       "padded_vocab=50304") == 0, "%s", buf);
+	T_OK(mgpu_spec_parse(&s, "gpt:layers=1,heads=1,dim=1,ctx=1,vocab=2147483647", "t"));
+	T_CHECK(s.vocab == 2147483647 && s.padded_vocab == s.vocab, "vocab %d", s.vocab);
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		T_FAILS(mgpu_spec_parse(&s, bad[i].text, "t"), MGPU_EINVAL, bad[i].err);
 }
@@ -439,6 +451,106 @@ static void test_generate_bf16_fresh(void)
 	env_close(&e);
 }
 
+#define PSPEC "gpt:layers=2,heads=2,dim=8,ctx=5,vocab=11,padded_vocab=16"
+#define PAD 16
+
+/* A padded vocabulary: every gradient still matches central differences,
+ * the padding rows start at zero and get an exactly zero gradient, the
+ * loss is the unpadded model's bit for bit (the softmax is over the real
+ * vocab only), and generation never emits a padding id however large its
+ * row grows. */
+static void test_padded_vocab(void)
+{
+	struct model_env a, b;
+	uint8_t x[NB * (CTX + 1)];
+	char bad[512];
+	int32_t prompt[2] = { 1, 2 }, out[20];
+	float *w, *g;
+	double la, lb, c;
+	size_t i, D = 8, pad0 = VOCAB * D, pad1 = PAD * D;
+
+	T_CHECK(grad_check(PSPEC, &mgpu_ops_ref, bad, sizeof bad) == 0, "bad gradients: %s",
+		bad);
+	T_OK(env_open(&a, PSPEC, &mgpu_ops_cpu, NB));
+	T_OK(env_open(&b, SPEC, &mgpu_ops_cpu, NB));
+	T_CHECK(a.m.params[0].shape[0] == PAD && b.m.params[0].shape[0] == VOCAB &&
+		a.m.nparams == b.m.nparams + (PAD - VOCAB) * D, "wte rows %d, %d",
+		a.m.params[0].shape[0], b.m.params[0].shape[0]);
+	w = malloc(a.m.nparams * sizeof *w);
+	g = malloc(a.m.nparams * sizeof *g);
+	T_CHECK(w && g, "out of memory");
+	T_OK(mgpu_model_get(&a.m, w));
+	for (i = pad0; i < pad1; i++)
+		T_CHECK(w[i] == 0.0f, "padding weight %zu starts at %g", i, (double)w[i]);
+	T_OK(scramble(&a.m));
+	T_OK(mgpu_model_get(&a.m, w));
+	/* b: a's weights without the padding rows (wte comes first) */
+	memmove(w + pad0, w + pad1, (a.m.nparams - pad1) * sizeof *w);
+	T_OK(mgpu_model_set(&b.m, w));
+	make_batch(x, 8);
+	T_OK(mgpu_model_load_batch(&a.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_batch(&b.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_forward(&a.m, NB, 1));
+	T_OK(mgpu_model_loss(&a.m, NB, 1, 1.0f / NB, &la, &c));
+	T_OK(mgpu_model_backward(&a.m, NB, 0));
+	T_OK(mgpu_model_forward(&b.m, NB, 1));
+	T_OK(mgpu_model_loss(&b.m, NB, 1, 1.0f / NB, &lb, &c));
+	T_CHECK(la == lb, "padded loss %.9g, unpadded %.9g", la, lb);
+	T_OK(mgpu_dev_to_host(&a.dev, g, a.m.g, a.m.nparams * sizeof *g));
+	for (i = pad0; i < pad1; i++)
+		T_CHECK(g[i] == 0.0f, "padding gradient %zu is %g", i, (double)g[i]);
+	/* padding rows that would win every logit if they had one */
+	T_OK(mgpu_model_get(&a.m, w));
+	for (i = pad0; i < pad1; i++)
+		w[i] = 100.0f;
+	T_OK(mgpu_model_set(&a.m, w));
+	T_OK(mgpu_model_generate_tokens(&a.m, prompt, 2, 20, 1.0, 5, out));
+	for (i = 0; i < 20; i++)
+		T_CHECK(out[i] >= 0 && out[i] < VOCAB, "generated id %d", (int)out[i]);
+	free(w);
+	free(g);
+	env_close(&a);
+	env_close(&b);
+}
+
+/* Token rows of 2 and 4 bytes: the same model state as the same ids in
+ * bytes, ids past 255 accepted below the vocab, and one at or above it an
+ * error naming sample and position. */
+static void test_token_rows(void)
+{
+	struct model_env e;
+	uint8_t x[NB * (CTX + 1)];
+	uint16_t x16[NB * (CTX + 1)];
+	uint32_t x32[NB * (CTX + 1)];
+	double l8, l16, l32, c;
+	size_t i;
+
+	T_OK(env_open(&e, "gpt:layers=1,heads=2,dim=8,ctx=5,vocab=70000", &mgpu_ops_cpu, NB));
+	make_batch(x, 9);
+	for (i = 0; i < sizeof x; i++) {
+		x16[i] = x[i];
+		x32[i] = x[i];
+	}
+	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_forward(&e.m, NB, 0));
+	T_OK(mgpu_model_loss(&e.m, NB, 0, 0, &l8, &c));
+	T_OK(mgpu_model_load_tokens(&e.m, x16, 2, NB));
+	T_OK(mgpu_model_forward(&e.m, NB, 0));
+	T_OK(mgpu_model_loss(&e.m, NB, 0, 0, &l16, &c));
+	T_OK(mgpu_model_load_tokens(&e.m, x32, 4, NB));
+	T_OK(mgpu_model_forward(&e.m, NB, 0));
+	T_OK(mgpu_model_loss(&e.m, NB, 0, 0, &l32, &c));
+	T_CHECK(l8 == l16 && l8 == l32, "losses %g %g %g", l8, l16, l32);
+	x16[4] = 65535;
+	x32[CTX + 1 + 2] = 69999;
+	T_OK(mgpu_model_load_tokens(&e.m, x16, 2, NB));
+	T_OK(mgpu_model_load_tokens(&e.m, x32, 4, NB));
+	x32[2 * (CTX + 1) + 5] = 70000;
+	T_FAILS(mgpu_model_load_tokens(&e.m, x32, 4, NB), MGPU_ERANGE,
+		"token 70000 at position 5 of sample 2 is not below vocab 70000");
+	env_close(&e);
+}
+
 int main(void)
 {
 	T_RUN(test_spec);
@@ -451,5 +563,7 @@ int main(void)
 	T_RUN(test_buckets);
 	T_RUN(test_bad_bytes);
 	T_RUN(test_generate_bf16_fresh);
+	T_RUN(test_padded_vocab);
+	T_RUN(test_token_rows);
 	return T_DONE();
 }

@@ -59,10 +59,11 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 	return 0;
 }
 
-static int on_model(void *ctx, struct mgpu_model *m)
+static int on_model(void *ctx, struct mgpu_model *m, int data_dtype)
 {
 	struct seen *s = ctx;
 
+	(void)data_dtype;
 	if (m->nparams > MAXW)
 		return mgpu_err(MGPU_EINVAL, "%zu parameters", m->nparams);
 	s->nparams = m->nparams;

@@ -13,8 +13,9 @@
  * run created are removed: nothing half-written stays.
  *
  * With --text the SOURCEs are plain text, cut into byte-level samples of
- * --context + 1 bytes (data/text.h) that go through the same split, shards
- * and manifest as any labelled set (label 0).
+ * --context + 1 bytes (data/text.h), with --tokens token files cut into
+ * samples of --context + 1 ids (data/tokens.h); both go through the same
+ * split, shards and manifest as any labelled set (label 0).
  */
 #include <errno.h>    /* errno, EPIPE */
 #include <libgen.h>   /* dirname, basename */
@@ -29,20 +30,24 @@
 #include "core/io.h"        /* mgpu_afile_*, mgpu_tmp_sweep */
 #include "core/progress.h"  /* struct mgpu_progress */
 #include "data/image.h"     /* MGPU_IMAGE_MAX_PIXELS */
+#include "data/bpe.h"       /* mgpu_bpe_* */
 #include "data/input.h"     /* mgpu_input_load */
 #include "data/manifest.h"  /* mgpu_manifest_writer, mgpu_manifest_write */
 #include "data/shard.h"     /* mgpu_shard_write */
 #include "data/shardset.h"  /* mgpu_shardset_* */
 #include "data/split.h"     /* mgpu_split_* */
 #include "data/text.h"      /* MGPU_TEXT_MAX_CONTEXT */
+#include "data/tokenizer.h" /* mgpu_tokenizer_* */
+#include "data/tokens.h"    /* mgpu_tokens_cut */
 
 const char *const mgpu_tool_name = "mgpu-shard";
 
 struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
-	int stratify, ranks, force, text;
+	int stratify, ranks, force, text, bpe;
 	const char *shard_dir, *resize;
+	const char *tokenizer;       /* --tokenizer: GPT-2's files (or a bpe.txt) */
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
 	char **src;
@@ -61,9 +66,25 @@ static const struct mgpu_opt options[] = {
 		     "images of different sizes are an error", MGPU_OPT_NODEF),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "bpe", 0, O, bpe, 1, MGPU_BPE_MAX_MERGES, "N",
+		     "with --text: learn a byte-level BPE of N merges on the training split, "
+		     "write it beside the shards (" MGPU_BPE_FILE ") and cut its token ids",
+		     MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "tokenizer", 0, O, tokenizer, 0, 0, "DIR",
+		     "with --text: encode with GPT-2's tokenizer (DIR/encoder.json and "
+		     "DIR/vocab.bpe) or a --bpe run's bpe.txt", MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "tokens", 0, O, in.tokens, 0, 0, NULL,
+		     "SOURCEs are token files (llm.c .bin, or raw ids as nanoGPT's), cut into "
+		     "samples of --context + 1 ids", 0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "context", 0, O, in.text_context, 1,
-		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes of context of a text sample "
-		     "(the model's ctx, at most 65536)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+		     (double)MGPU_TEXT_MAX_CONTEXT, "T", "bytes (or tokens) of context of a "
+		     "sample (the model's ctx, at most 65536)", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "token-bytes", 0, O, in.token_bytes, 2, 4, "2|4",
+		     "width of a raw token file's ids (an llm.c header says its own)",
+		     MGPU_OPT_NODEF),
+	MGPU_OPT_ROW(MGPU_OPT_SIZE, "vocab", 0, O, in.vocab, 1, 2147483648.0, "V",
+		     "with --tokens: an id at or above V is an error", MGPU_OPT_NODEF |
+		     MGPU_OPT_UNSET0),
 	MGPU_OPT_ROW(MGPU_OPT_SIZE, "text-limit", 0, O, in.text_max, 1, 1e15, "BYTES",
 		     "read at most this much text per SOURCE (a pipe that never ends is "
 		     "an error, not a machine out of memory)", 0),
@@ -96,7 +117,9 @@ static const char synopsis[] =
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
 	"or .npy (with --labels), .csv, a tar/tar.gz/tar.zst/zip archive, - (stdin),\n"
 	"a folder of class folders of .png/.jpg images (torchvision's ImageFolder);\n"
-	"with --text: text files, each cut into windows of --context + 1 bytes.\n";
+	"with --text: text files, each cut into windows of --context + 1 bytes;\n"
+	"with --tokens: token files (llm.c .bin, raw uint16/uint32 ids), windows of\n"
+	"--context + 1 ids.\n";
 
 static const struct opts defaults = { .seed = 42, .shard_size = 10000, .ranks = 1,
 				      .in.text_max = 1ull << 30 };
@@ -134,23 +157,42 @@ static void parse_resize(struct opts *o)
 	o->in.resize[1] = (uint32_t)w;
 }
 
-/* --text and --context go together; labels mean nothing for text. */
+/* --text or --tokens and --context go together; labels mean nothing for
+ * language-model samples. */
 static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 {
-	if (!o->text) {
+	if (!o->in.tokens && (mgpu_opt_was_given(options, g, "token-bytes") ||
+			      mgpu_opt_was_given(options, g, "vocab")))
+		usage_error("--token-bytes and --vocab need --tokens");
+	if (o->in.token_bytes == 3)
+		usage_error("--token-bytes: 3 is not a width (want 2 or 4)");
+	if (o->text && o->in.tokens)
+		usage_error("--text and --tokens exclude each other");
+	if (o->bpe && !o->text)
+		usage_error("--bpe needs --text");
+	if (o->tokenizer && !o->text)
+		usage_error("--tokenizer needs --text");
+	if (o->tokenizer && o->bpe)
+		usage_error("--bpe learns a tokenizer, --tokenizer reads one: not both");
+	if ((o->bpe || o->tokenizer) && o->stratify)
+		usage_error("text samples have no classes to stratify");
+	if (!o->text && !o->in.tokens) {
 		if (o->in.text_context)
-			usage_error("--context needs --text");
+			usage_error("--context needs --text or --tokens");
 		if (mgpu_opt_was_given(options, g, "text-limit"))
 			usage_error("--text-limit needs --text");
 		return;
 	}
 	if (!o->in.text_context)
-		usage_error("--text needs --context T (the model's context, ctx=T)");
+		usage_error("--%s needs --context T (the model's context, ctx=T)",
+			    o->text ? "text" : "tokens");
 	if (o->resize)
-		usage_error("--text samples are not images: drop --resize");
+		usage_error("--%s samples are not images: drop --resize",
+			    o->text ? "text" : "tokens");
 	if (mgpu_opt_was_given(options, g, "labels") ||
 	    mgpu_opt_was_given(options, g, "label-column"))
-		usage_error("--text samples have no labels: drop --labels and --label-column");
+		usage_error("--%s samples have no labels: drop --labels and --label-column",
+			    o->text ? "text" : "tokens");
 }
 
 static void parse(struct opts *o, int argc, char **argv)
@@ -245,6 +287,7 @@ struct plan {
 	size_t n[MGPU_NSPLITS];
 	char *const *names;   /* class names (labels that were words), or NULL */
 	int nnames;
+	const struct mgpu_bpe *bpe;   /* --bpe: the tokenizer to write beside the shards */
 };
 
 /* Where the manifest goes and what its paths are relative to. */
@@ -356,6 +399,93 @@ static void print_rows(struct out *w)
 	}
 	free(w->buf);
 }
+/* --bpe: a split's windows, in file order, as one stream of bytes (the T
+ * new bytes of each window: consecutive windows join up into the text they
+ * were cut from). */
+static unsigned char *split_stream(const struct mgpu_samples *pool, const uint32_t *idx,
+				   size_t n, size_t T, size_t *len)
+{
+	unsigned char *mark = calloc(pool->n + 1, 1), *out = malloc(n * T + 1);
+	size_t i, j;
+
+	if (!mark || !out)
+		die("out of memory for the text of a split");
+	for (i = 0; i < n; i++)
+		mark[idx[i]] = 1;
+	for (i = j = 0; i < pool->n; i++)
+		if (mark[i])
+			memcpy(out + T * j++, pool->x + i * pool->row_nbytes, T);
+	free(mark);
+	*len = n * T;
+	return out;
+}
+
+/* --bpe or --tokenizer: with --bpe learn the merges on the training
+ * split's text only, then encode every split's text and cut it into
+ * windows of T+1 token ids (uint16, or uint32 for a vocab past 65536),
+ * which replace the byte windows in the plan (each split a set of its own). */
+static void token_plan(const struct opts *o, const struct mgpu_samples *pool, struct plan *p,
+		       struct mgpu_samples tok[MGPU_NSPLITS], uint32_t **ident,
+		       struct mgpu_tokenizer *tk)
+{
+	struct mgpu_tokens_opts to = { (size_t)o->in.text_context, 0, 0 };
+	size_t T = (size_t)o->in.text_context, len, n, i, maxn = 0;
+	unsigned char *text, *le;
+	int32_t *ids;
+	int s, w;
+
+	if (o->tokenizer && mgpu_tokenizer_open(tk, o->tokenizer) < 0)
+		fail();
+	for (s = 0; s < MGPU_NSPLITS; s++) {
+		text = split_stream(pool, p->idx[s], p->n[s], T, &len);
+		if (s == MGPU_SPLIT_TRAIN && o->bpe) {
+			if (mgpu_bpe_learn(&tk->bpe, text, len, o->bpe) < 0)
+				fail();
+			tk->kind = MGPU_TOKENIZER_BPE;
+			if (o->com.verbose)
+				note("bpe: %d merges learned on %zu bytes of training text",
+				     tk->bpe.nmerges, len);
+		}
+		if (mgpu_tokenizer_encode(tk, text, len, &ids, &n) < 0) {
+			mgpu_err_prefix(MGPU_EFORMAT, "the %s text: ", mgpu_split_name(s));
+			fail();
+		}
+		free(text);
+		w = mgpu_tokenizer_vocab(tk) > 65536 ? 4 : 2;
+		to.token_bytes = w;
+		le = malloc((size_t)w * n + 1);
+		if (!le)
+			die("out of memory for token ids");
+		for (i = 0; i < n; i++) { /* little-endian, as a token file */
+			le[w * i] = (unsigned char)ids[i];
+			le[w * i + 1] = (unsigned char)(ids[i] >> 8);
+			if (w == 4) {
+				le[w * i + 2] = (unsigned char)(ids[i] >> 16);
+				le[w * i + 3] = (unsigned char)(ids[i] >> 24);
+			}
+		}
+		free(ids);
+		/* a split too short for one window of tokens is empty; train may not be */
+		if (n > T && mgpu_tokens_cut(le, n, w, mgpu_split_name(s), &to, &tok[s]) < 0)
+			fail();
+		free(le);
+		if (s == MGPU_SPLIT_TRAIN && tok[s].n == 0)
+			die("the training text encodes to %zu tokens, fewer than one sample of %zu "
+			    "(context %zu + 1)", n, T + 1, T);
+		p->set[s] = &tok[s];
+		p->n[s] = tok[s].n;
+		maxn = tok[s].n > maxn ? tok[s].n : maxn;
+	}
+	*ident = malloc((maxn + 1) * sizeof **ident);
+	if (!*ident)
+		die("out of memory");
+	for (i = 0; i < maxn; i++)
+		(*ident)[i] = (uint32_t)i;
+	for (s = 0; s < MGPU_NSPLITS; s++)
+		p->idx[s] = *ident;
+	p->bpe = o->bpe ? &tk->bpe : NULL;
+}
+
 /* Returns 1 when the directory already held this very set. */
 static int write_all(const struct opts *o, const struct plan *p)
 {
@@ -367,6 +497,12 @@ static int write_all(const struct opts *o, const struct plan *p)
 		prog.total += p->n[s];
 	mgpu_progress_restart(&prog.bar); /* the rate is the writing's */
 	place(o, &w);
+	if (p->bpe) { /* part of the set: it goes in place with the shards */
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", wr.set.tmp, MGPU_BPE_FILE);
+		if (mgpu_bpe_save(p->bpe, path) < 0)
+			fail();
+	}
 	open_rows(o, &w);
 	if (mgpu_manifest_writer_init(&mw, w.fp, o->com.format) < 0 ||
 	    mgpu_manifest_write_classes(&mw, p->names, p->nnames) < 0)
@@ -397,7 +533,9 @@ static int write_all(const struct opts *o, const struct plan *p)
 int cmd_main(int argc, char **argv)
 {
 	struct opts o = defaults;
-	struct mgpu_samples pool = { 0 }, test = { 0 };
+	struct mgpu_samples pool = { 0 }, test = { 0 }, tok[MGPU_NSPLITS] = { { 0 } };
+	struct mgpu_tokenizer tk = { 0 };
+	uint32_t *ident = NULL;
 	struct mgpu_split sp;
 	struct plan p;
 	uint32_t *tidx;
@@ -427,12 +565,18 @@ int cmd_main(int argc, char **argv)
 		p.idx[MGPU_SPLIT_TEST] = tidx;
 		p.n[MGPU_SPLIT_TEST] = test.n;
 	}
+	if (o.bpe || o.tokenizer)
+		token_plan(&o, &pool, &p, tok, &ident, &tk);
 	if (write_all(&o, &p) && !o.com.quiet)
 		note("'%s' already holds this shard set", wr.set.dir);
 	if (!o.com.quiet)
 		note("%zu train, %zu val, %zu test samples (seed %llu%s)", p.n[0], p.n[1], p.n[2],
 		     o.seed, o.stratify ? ", stratified" : "");
 	free(tidx);
+	free(ident);
+	for (i = 0; i < MGPU_NSPLITS; i++)
+		mgpu_samples_free(&tok[i]);
+	mgpu_tokenizer_close(&tk);
 	mgpu_split_free(&sp);
 	mgpu_samples_free(&pool);
 	mgpu_samples_free(&test);

@@ -19,8 +19,12 @@
 #include "core/cli.h"      /* mgpu_cli_int_list */
 #include "core/json.h"     /* mgpu_json_escape_buf */
 #include "core/table.h"    /* struct mgpu_table */
+#include "data/tokenizer.h" /* mgpu_tokenizer_* */
+#include "data/samples.h"  /* mgpu_dtype_is_token */
+#include "data/source.h"   /* mgpu_source_* */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
+#include "nn/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
 #include "nn/model.h"      /* mgpu_model_generate */
 #include "nn/sync.h"       /* mgpu_sync_name */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
@@ -157,12 +161,69 @@ struct out {
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
 					  "class" };
 
-/* A gpt's loss is nats per byte of text: also give it in bits per byte,
- * the unit text models are compared in. An mlp's classes are no bytes. */
-static void put_bpb(struct out *out, const char *col, double nats)
+/* A gpt's loss is nats per token: also give it in bits per byte of text,
+ * the unit text models are compared in (bytes: divided by ln 2; tokens of
+ * a --tokenizer: by ln 2 and the split's bytes per token; other token
+ * ids: NA). An mlp's classes are no text. */
+static void put_bpb(struct out *out, const char *col, double nats, int split)
 {
-	if (out->cfg->spec.kind == MGPU_MODEL_GPT)
-		mgpu_table_num(&out->t, col, nats / log(2.0), 6);
+	if (out->cfg->spec.kind == MGPU_MODEL_GPT && out->v.bpt[split] > 0)
+		mgpu_table_num(&out->t, col, view_bpb(&out->v, nats, split), 6);
+}
+
+/* Bytes of text per token in each split: 1 for byte data, measured by
+ * decoding up to 4096 rows' targets with --tokenizer, else 0 (unknown). */
+static void bytes_per_token(const struct train_opts *o, double bpt[3])
+{
+	enum { MAXROWS = 4096 };
+	struct mgpu_tokenizer tk;
+	struct mgpu_source src;
+	size_t T = (size_t)o->cfg.spec.ctx, i, k, n, len, bytes, toks;
+	int32_t *ids = malloc((T + 1) * sizeof *ids), y;
+	unsigned char *row = NULL, *text;
+	uint32_t idx;
+	int s;
+
+	bpt[0] = bpt[1] = bpt[2] = o->cfg.spec.vocab <= 256 && !o->tokenizer ? 1.0 : 0.0;
+	if (!o->tokenizer || !ids || o->cfg.spec.kind != MGPU_MODEL_GPT)
+		goto out;
+	if (mgpu_tokenizer_open(&tk, o->tokenizer) < 0)
+		goto out; /* the sample names the problem */
+	if (mgpu_source_open(&src, o->cfg.data) < 0 || !mgpu_dtype_is_token(src.dtype) ||
+	    src.d != (int)T + 1 || !(row = malloc(src.row_nbytes))) {
+		mgpu_tokenizer_close(&tk);
+		goto out;
+	}
+	for (s = 0; s < 3; s++) {
+		n = src.n[s] < MAXROWS ? src.n[s] : MAXROWS;
+		for (i = bytes = toks = 0; i < n; i++) {
+			idx = (uint32_t)(i * src.n[s] / n);
+			if (mgpu_source_rows(&src, s, &idx, 1, row, &y) < 0)
+				break;
+			for (k = 0; k <= T; k++) {
+				uint16_t h;
+				uint32_t w;
+				if (src.dtype == MGPU_DTYPE_U16) {
+					memcpy(&h, row + 2 * k, 2);
+					ids[k] = h;
+				} else {
+					memcpy(&w, row + 4 * k, 4);
+					ids[k] = (int32_t)w;
+				}
+			}
+			if (mgpu_tokenizer_decode(&tk, ids + 1, T, &text, &len) < 0)
+				break;
+			free(text);
+			bytes += len;
+			toks += T;
+		}
+		bpt[s] = i == n && toks ? (double)bytes / (double)toks : 0.0;
+	}
+	free(row);
+	mgpu_source_close(&src);
+	mgpu_tokenizer_close(&tk);
+out:
+	free(ids);
 }
 
 /* --dtype fp16: the loss scale after the window and the steps skipped
@@ -200,16 +261,16 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
 		mgpu_table_num(t, "step_ms", r->step_ms, 4);
 		mgpu_table_num(t, "data_ms", r->data_ms, 4);
-		put_bpb(out, "bpb", r->loss);
+		put_bpb(out, "bpb", r->loss, 0);
 		put_scaler(out, r);
 		return mgpu_table_emit(t);
 	}
 	mgpu_table_num(t, "val_loss", r->val_loss, 6);
 	mgpu_table_num(t, "val_acc", r->val_acc, 6);
 	mgpu_table_num(t, "wall_s", r->wall_s, 5);
-	put_bpb(out, "val_bpb", r->val_loss);
+	put_bpb(out, "val_bpb", r->val_loss, 1);
 	if (r->kind == MGPU_REC_SUMMARY) {
-		put_bpb(out, "test_bpb", r->test_loss);
+		put_bpb(out, "test_bpb", r->test_loss, 2);
 		mgpu_table_num(t, "test_loss", r->test_loss, 6);
 		mgpu_table_num(t, "test_acc", r->test_acc, 6);
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
@@ -297,9 +358,122 @@ static void json_bytes(FILE *fp, const uint8_t *b, size_t n)
 	putc('"', fp);
 }
 
+/* A sample as text after the metrics, or (--json) one more record. */
+static void print_text(const struct train_opts *o, const uint8_t *p, size_t plen,
+		       const uint8_t *text, size_t n)
+{
+	if (o->com.format == MGPU_FMT_JSON) {
+		fputs("{\"kind\":\"sample\",\"prompt\":", stdout);
+		json_bytes(stdout, p, plen);
+		fputs(",\"text\":", stdout);
+		json_bytes(stdout, text, n);
+		fputs("}\n", stdout);
+		return;
+	}
+	fwrite(p, 1, plen, stdout);
+	fwrite(text, 1, n, stdout);
+	putchar('\n');
+}
+
+/* --prompt of a model on token ids: ids separated by spaces or commas
+ * (none: the continuation starts at id 0). */
+static int prompt_ids(const char *p, int32_t **ids, size_t *n)
+{
+	size_t cap = strlen(p) / 2 + 2;
+	char *e;
+	long v;
+
+	*n = 0;
+	*ids = malloc(cap * sizeof **ids);
+	if (!*ids)
+		return mgpu_err(MGPU_ENOMEM, "--prompt: out of memory");
+	while (*p) {
+		if (*p == ' ' || *p == ',') {
+			p++;
+			continue;
+		}
+		errno = 0;
+		v = strtol(p, &e, 10);
+		if (e == p || errno || v < 0 || v > INT32_MAX || (*e && *e != ' ' && *e != ','))
+			return mgpu_err(MGPU_EINVAL, "--prompt: '%s' is not a list of token ids "
+					"(the data are tokens)", p);
+		(*ids)[(*n)++] = (int32_t)v;
+		p = e;
+	}
+	if (!*n)
+		(*ids)[(*n)++] = 0;
+	return 0;
+}
+
+/* --tokenizer: the prompt's text encoded (a line break when empty), the
+ * generated ids decoded back to text. */
+static int sample_bpe(const struct train_opts *o, struct mgpu_model *m)
+{
+	const char *p = o->prompt && *o->prompt ? o->prompt : "\n";
+	size_t plen, n = (size_t)o->sample, tlen;
+	int32_t *pid = NULL, *ids = malloc(n * sizeof *ids);
+	unsigned char *text = NULL;
+	struct mgpu_tokenizer b;
+	int rc;
+
+	if (!ids)
+		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
+	rc = mgpu_tokenizer_open(&b, o->tokenizer);
+	if (rc == 0 && mgpu_tokenizer_vocab(&b) > m->spec.vocab)
+		rc = mgpu_err(MGPU_EINVAL, "'%s': a tokenizer of %d tokens, the model's vocab is "
+			      "%d", o->tokenizer, mgpu_tokenizer_vocab(&b), m->spec.vocab);
+	if (rc == 0)
+		rc = mgpu_tokenizer_encode(&b, (const unsigned char *)p, strlen(p), &pid, &plen);
+	if (rc == 0)
+		rc = mgpu_model_generate_tokens(m, pid, plen, n, o->temperature, o->cfg.seed, ids);
+	if (rc == 0)
+		rc = mgpu_tokenizer_decode(&b, ids, n, &text, &tlen);
+	if (rc == 0)
+		print_text(o, (const uint8_t *)(o->prompt ? o->prompt : ""),
+			   o->prompt ? strlen(o->prompt) : 0, text, tlen);
+	mgpu_tokenizer_close(&b); /* zeroed by a failed open */
+	free(pid);
+	free(ids);
+	free(text);
+	return rc;
+}
+
+/* A gpt on token data samples ids: printed as decimal ids, a space apart. */
+static int sample_tokens(const struct train_opts *o, struct mgpu_model *m)
+{
+	size_t plen, n = (size_t)o->sample, i;
+	int32_t *p = NULL, *ids;
+	int rc;
+
+	if (o->tokenizer)
+		return sample_bpe(o, m);
+	ids = malloc(n * sizeof *ids);
+	if (!ids)
+		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
+	rc = prompt_ids(o->prompt ? o->prompt : "", &p, &plen);
+	if (rc == 0)
+		rc = mgpu_model_generate_tokens(m, p, plen, n, o->temperature, o->cfg.seed, ids);
+	if (rc == 0 && o->com.format == MGPU_FMT_JSON) {
+		fputs("{\"kind\":\"sample\",\"prompt_ids\":[", stdout);
+		for (i = 0; i < plen; i++)
+			printf("%s%d", i ? "," : "", (int)p[i]);
+		fputs("],\"ids\":[", stdout);
+		for (i = 0; i < n; i++)
+			printf("%s%d", i ? "," : "", (int)ids[i]);
+		fputs("]}\n", stdout);
+	} else if (rc == 0) {
+		for (i = 0; i < plen + n; i++)
+			printf("%s%d", i ? " " : "", (int)(i < plen ? p[i] : ids[i - plen]));
+		putchar('\n');
+	}
+	free(p);
+	free(ids);
+	return rc;
+}
+
 /* --sample: the trained gpt's continuation of --prompt on standard output,
  * as text after the metrics, or (--json) as one more record. */
-static int on_model(void *ctx, struct mgpu_model *m)
+static int on_model(void *ctx, struct mgpu_model *m, int data_dtype)
 {
 	const struct train_opts *o = ((struct out *)ctx)->o;
 	const char *p = o->prompt ? o->prompt : "";
@@ -307,25 +481,25 @@ static int on_model(void *ctx, struct mgpu_model *m)
 	uint8_t *text;
 	int rc;
 
+	if (o->export_hf[0])
+		MGPU_TRY(mgpu_hf_gpt2_export(m, o->export_hf));
 	if (!n)
 		return 0;
+	if (mgpu_dtype_is_token(data_dtype)) {
+		rc = sample_tokens(o, m);
+		goto flush;
+	}
+	if (o->tokenizer)
+		return mgpu_err(MGPU_EINVAL, "--tokenizer: the data are bytes, not token ids");
 	text = malloc(n);
 	if (!text)
 		return mgpu_err(MGPU_ENOMEM, "--sample %zu: out of memory", n);
 	rc = mgpu_model_generate(m, (const uint8_t *)p, plen, n, o->temperature, o->cfg.seed,
 				 text);
-	if (rc == 0 && o->com.format == MGPU_FMT_JSON) {
-		fputs("{\"kind\":\"sample\",\"prompt\":", stdout);
-		json_bytes(stdout, (const uint8_t *)p, plen);
-		fputs(",\"text\":", stdout);
-		json_bytes(stdout, text, n);
-		fputs("}\n", stdout);
-	} else if (rc == 0) {
-		fwrite(p, 1, plen, stdout);
-		fwrite(text, 1, n, stdout);
-		putchar('\n');
-	}
+	if (rc == 0)
+		print_text(o, (const uint8_t *)p, plen, text, n);
 	free(text);
+flush:
 	if (rc == 0 && fflush(stdout) != 0)
 		rc = errno == EPIPE ? mgpu_err(MGPU_ECLOSED, "output closed") :
 				      mgpu_err(MGPU_EIO, "standard output: %s", strerror(errno));
@@ -362,7 +536,12 @@ static void check_sample(const struct train_opts *o)
 	if (o->sample && o->cfg.spec.kind != MGPU_MODEL_GPT)
 		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
 			    "does not generate text");
-	for (i = 0; o->sample && o->prompt && o->prompt[i]; i++)
+	if ((o->export_hf[0] || o->cfg.init[0]) && o->cfg.spec.kind != MGPU_MODEL_GPT)
+		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
+	if (o->cfg.init[0] && o->cfg.resume[0])
+		usage_error("--init starts from weights, --resume from a whole checkpoint: not "
+			    "both");
+	for (i = 0; o->sample && !o->tokenizer && o->prompt && o->prompt[i]; i++)
 		if ((unsigned char)o->prompt[i] >= o->cfg.spec.vocab)
 			usage_error("--prompt: byte %d at position %zu is not below the model's "
 				    "vocab %d", (unsigned char)o->prompt[i], i, o->cfg.spec.vocab);
@@ -576,6 +755,8 @@ static int train(struct train_opts *o, int argc, char **argv)
 	/* only rank 0 shows anything */
 	view_init(&out.v, &o->cfg, argc, argv, o->com.json || train_opts_given(o, "format") ||
 		  o->cfg.env.rank != 0, res.to_file, o->com.quiet || o->cfg.env.rank != 0);
+	if (o->cfg.env.rank == 0)
+		bytes_per_token(o, out.v.bpt);
 	out.quiet = o->com.quiet;
 	out.cfg = &o->cfg;
 	out.o = o;

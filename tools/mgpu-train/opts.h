@@ -31,6 +31,8 @@ struct train_opts {
 	int sample;                     /* --sample N bytes after training; 0: none */
 	const char *prompt;             /* --prompt; NULL: none */
 	double temperature;             /* --temperature; 0: greedy */
+	const char *tokenizer;          /* --tokenizer FILE; NULL: none */
+	char export_hf[MGPU_OPT_PATH_MAX]; /* --export-hf DIR; "": none */
 	char tensorboard[MGPU_OPT_PATH_MAX]; /* --tensorboard DIR; "": SAVE_DIR/tb or none */
 	struct mgpu_opt_given given;    /* options given on the command line */
 	char resume_note[256];          /* said when training starts, or "" */

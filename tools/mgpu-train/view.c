@@ -139,6 +139,11 @@ static void num(char *buf, size_t cap, double x, int pct)
 		snprintf(buf, cap, "%.4f", x);
 }
 
+double view_bpb(const struct view *v, double nats, int s)
+{
+	return v->bpt[s] > 0 ? nats / log(2.0) / v->bpt[s] : NAN;
+}
+
 /* One aligned line per evaluation; the header before the first. A gpt's
  * accuracy (of the next byte) says less than its bits per byte. */
 static void eval_line(struct view *v, const struct mgpu_record *r)
@@ -151,7 +156,7 @@ static void eval_line(struct view *v, const struct mgpu_record *r)
 	v->header_done = 1;
 	num(tl, sizeof tl, v->ep_steps ? v->ep_loss / (double)v->ep_steps : NAN, 0);
 	num(vl, sizeof vl, r->val_loss, 0);
-	num(third, sizeof third, v->gpt ? r->val_loss / log(2.0) : r->val_acc, !v->gpt);
+	num(third, sizeof third, v->gpt ? view_bpb(v, r->val_loss, 1) : r->val_acc, !v->gpt);
 	if (v->ep_secs > 0)
 		mgpu_fmt_count((double)v->ep_samples * per_sample(v) / v->ep_secs, rate,
 			       sizeof rate);
@@ -343,9 +348,12 @@ static void summary(struct view *v, const struct mgpu_record *r)
 		    rate_unit(v));
 	else
 		say(v, "done:       step %lld: nothing was left to train", (long long)r->step);
-	if (v->gpt)
+	if (v->gpt && v->bpt[2] > 0 && v->bpt[1] > 0)
 		say(v, "test:       %.4f bits per byte (loss %.4f); validation %.4f bits per byte",
-		    r->test_loss / log(2.0), r->test_loss, r->val_loss / log(2.0));
+		    view_bpb(v, r->test_loss, 2), r->test_loss, view_bpb(v, r->val_loss, 1));
+	else if (v->gpt)
+		say(v, "test:       loss %.4f nats per token; validation %.4f", r->test_loss,
+		    r->val_loss);
 	else
 		say(v, "test:       accuracy %.2f%%, loss %.4f; validation accuracy %.2f%%",
 		    100 * r->test_acc, r->test_loss, 100 * r->val_acc);

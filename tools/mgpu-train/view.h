@@ -40,6 +40,9 @@ struct view {
 	int64_t total, per_epoch;  /* steps of the run, and per epoch (START) */
 	int64_t first;             /* the step training starts from (START) */
 	int gpt;
+	/* a gpt's bytes of text per token, per split (1 for bytes; measured
+	 * through --tokenizer; 0: unknown, no bits per byte) */
+	double bpt[3];
 	/* the live status: steps since the last draw */
 	double win_loss, rate, t_mark;
 	int64_t win_steps, step_mark;
@@ -63,6 +66,9 @@ int view_record(struct view *v, const struct mgpu_record *r);
 /* After a record went out as TSV/JSON (view_record returned 0): the
  * summary on stderr. */
 void view_after(struct view *v, const struct mgpu_record *r);
+/* Bits per byte of a gpt's loss of nats per token on split s; NaN when
+ * the bytes per token are unknown. */
+double view_bpb(const struct view *v, double nats, int s);
 /* After the run: the table's per-class accuracy (--per-class), if any;
  * frees what the view holds. */
 void view_done(struct view *v);
