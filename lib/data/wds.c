@@ -254,8 +254,10 @@ static int image_input(struct rd *r)
 	rc = mgpu_image_decode(r->data, r->len, &im);
 	if (rc == 0 && r->resize)
 		rc = mgpu_image_resize(&im, r->resize[0], r->resize[1]);
-	if (rc < 0)
+	if (rc < 0) {
+		mgpu_image_free(&im);
 		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+	}
 	if (!r->resize && r->out->dtype && r->out->ndim == 3 &&
 	    (r->out->shape[1] != im.height || r->out->shape[2] != im.width)) {
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': a %ux%u image, the first was "
