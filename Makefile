@@ -27,7 +27,7 @@ endif
 CPPFLAGS += -Ilib -Itests -I$(B) -I/usr/include/x86_64-linux-gnu/openblas-pthread \
 	-D_GNU_SOURCE -DMGPU_VERSION='"$(VERSION)"'
 ALL_CFLAGS := -std=c11 $(CFLAGS) $(WARN) -pthread -MMD -MP
-LDLIBS := -ldnnl -lgomp -lopenblas -lzstd -larchive -lpcre2-8 -lm -pthread
+LDLIBS := -ldnnl -lgomp -lopenblas -lzstd -larchive -lpcre2-8 -lpng -ljpeg -lm -pthread
 ifneq ($(SANITIZE),)
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)

@@ -11,6 +11,7 @@
 #include "core/err.h"     /* mgpu_err */
 #include "data/csv.h"     /* mgpu_csv_load */
 #include "data/idx.h"     /* mgpu_idx_load_samples, mgpu_idx_load_dir */
+#include "data/imgdir.h"  /* mgpu_imgdir_is, mgpu_imgdir_load */
 #include "data/npy.h"     /* mgpu_npy_load */
 #include "data/text.h"    /* mgpu_text_load */
 #include "data/tokens.h"  /* mgpu_tokens_load */
@@ -127,6 +128,15 @@ static int ts_dir(const char *train, const struct mgpu_input_opts *o,
 	return rc;
 }
 
+static int image_dir(const char *dir, const struct mgpu_input_opts *o,
+		     struct mgpu_samples *out)
+{
+	struct mgpu_samples t;
+
+	MGPU_TRY(mgpu_imgdir_load(dir, o->resize[0] ? o->resize : NULL, &t));
+	return append_free(out, &t, dir, o);
+}
+
 static int dir_source(const char *dir, const struct mgpu_input_opts *o,
 		      struct mgpu_samples *out, struct mgpu_samples *test)
 {
@@ -136,7 +146,9 @@ static int dir_source(const char *dir, const struct mgpu_input_opts *o,
 	if (strlen(dir) > 4000)
 		return mgpu_err(MGPU_EINVAL, "'%s': directory name too long", dir);
 	MGPU_TRY(mgpu_ts_find_train(dir, train, sizeof train, &n));
-	return n ? ts_dir(train, o, out, test) : idx_dir(dir, o, out, test);
+	if (n)
+		return ts_dir(train, o, out, test);
+	return mgpu_imgdir_is(dir) ? image_dir(dir, o, out) : idx_dir(dir, o, out, test);
 }
 
 static int need_labels(const char *path, const struct mgpu_input_opts *o)
@@ -261,7 +273,8 @@ static int archive(const char *path, const struct mgpu_input_opts *o,
 	struct mgpu_samples t = { 0 };
 	int rc;
 
-	rc = mgpu_wds_read_watched(path, &t, NULL, o->progress, o->progress_ctx);
+	rc = mgpu_wds_read_resized(path, &t, NULL, o->progress, o->progress_ctx,
+				   o->resize[0] ? o->resize : NULL);
 	if (rc == 0 && t.n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no samples in the archive", path);
 	if (rc == 0)

@@ -8,10 +8,14 @@
  *                         or UEA/UCR NAME_TRAIN.ts (and NAME_TEST.ts, the test
  *                         set), their class names joined
  *   *.ts[.gz|...]         a UEA/UCR time-series file (data/ts.h)
+ *                         without them, sub-folders of images (data/imgdir.h)
  *   *.csv[.gz|.zst|.xz]   CSV (label column by name or index)
  *   *.npy                 an array of samples (N, ...), labels from `labels`
  *   *-ubyte[.gz], *.idx   IDX images, labels from `labels`
  *   anything else         a WebDataset archive (tar, tar.gz, tar.zst, zip)
+ *
+ * PNG and JPEG images (folders, archive members) are resized to resize[0] x
+ * resize[1] when resize[0] is not 0; else they must all be one size.
  *
  * With text_context set, every path (and "-") is plain text instead, cut
  * into byte-level language-model samples (data/text.h); with tokens set,
@@ -39,6 +43,7 @@ struct mgpu_input_opts {
 	int token_bytes;           /* their raw ids' width: 2, 4 (0: 2, or the header's) */
 	unsigned long long vocab;  /* > 0: token ids must stay below it */
 	unsigned long long text_max;     /* bytes of text per path at most; 0: no limit */
+	uint32_t resize[2];        /* images to H x W; 0, 0: no resizing */
 	/* Called while an archive is read (NULL: not): its bytes consumed
 	 * and the samples read so far. */
 	mgpu_wds_progress_fn progress;

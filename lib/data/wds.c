@@ -15,12 +15,14 @@
 #include <fcntl.h>         /* open */
 #include <stdlib.h>        /* malloc, realloc, free, strtol */
 #include <string.h>        /* strcmp, strrchr, memcpy */
+#include <strings.h>       /* strcasecmp */
 #include <sys/stat.h>      /* fstat, S_ISREG */
 #include <unistd.h>        /* read, lseek, close */
 
 #include "core/cancel.h" /* mgpu_cancel_check, mgpu_cancel_signal */
 #include "core/err.h"    /* mgpu_err, MGPU_E* */
 #include "core/io.h"     /* mgpu_wait_input */
+#include "data/image.h"  /* mgpu_image_decode, mgpu_image_resize */
 #include "data/netpbm.h" /* mgpu_netpbm_parse */
 #include "data/npy.h"    /* mgpu_npy_parse */
 
@@ -92,6 +94,7 @@ struct rd {
 	int dtype, ndim;
 	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
 	int32_t label;
+	const uint32_t *resize;     /* images to H x W, or NULL */
 	mgpu_wds_progress_fn progress; /* or NULL */
 	void *progress_ctx;
 	size_t members;
@@ -246,6 +249,42 @@ static int pbm_input(struct rd *r)
 	return 0;
 }
 
+/* A PNG or JPEG input: C x H x W, resized when asked; without --resize a
+ * size that differs from the first image's is an error saying so. */
+static int image_input(struct rd *r)
+{
+	struct mgpu_image im;
+	int rc;
+
+	rc = mgpu_image_decode(r->data, r->len, &im);
+	if (rc == 0 && r->resize)
+		rc = mgpu_image_resize(&im, r->resize[0], r->resize[1]);
+	if (rc < 0) {
+		mgpu_image_free(&im);
+		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+	}
+	if (!r->resize && r->out->dtype && r->out->ndim == 3 &&
+	    (r->out->shape[1] != im.height || r->out->shape[2] != im.width)) {
+		rc = mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': a %ux%u image, the first was "
+			      "%ux%u (--resize HxW makes them one size)", r->name, r->entry,
+			      im.height, im.width, r->out->shape[1], r->out->shape[2]);
+		mgpu_image_free(&im);
+		return rc;
+	}
+	r->dtype = im.dtype;
+	r->ndim = 3;
+	r->shape[0] = im.channels;
+	r->shape[1] = im.height;
+	r->shape[2] = im.width;
+	rc = grow_row(r, (size_t)im.channels * im.height * im.width *
+		      mgpu_dtype_nbytes(im.dtype));
+	if (rc == 0)
+		memcpy(r->row, im.data, (size_t)im.channels * im.height * im.width *
+		       mgpu_dtype_nbytes(im.dtype));
+	mgpu_image_free(&im);
+	return rc;
+}
+
 /* The input must match the set's dtype and shape once it has one. */
 static int check_input(struct rd *r)
 {
@@ -271,10 +310,12 @@ static int member(struct archive *a, struct rd *r, struct archive_entry *e, cons
 	const char *last = strrchr(ext, '.'), *x = last ? last + 1 : ext;
 	int is_cls = strcmp(x, "cls") == 0, is_npy = strcmp(x, "npy") == 0;
 	int is_pbm = strcmp(x, "pgm") == 0 || strcmp(x, "ppm") == 0;
+	int is_img = strcasecmp(x, "png") == 0 || strcasecmp(x, "jpg") == 0 ||
+		     strcasecmp(x, "jpeg") == 0;
 
 	/* the last part decides: "input.npy" is an npy input too */
 
-	if (!is_cls && !is_npy && !is_pbm)
+	if (!is_cls && !is_npy && !is_pbm && !is_img)
 		return 0;
 	if ((is_cls && r->have_label) || (!is_cls && r->have_input))
 		return fail(r, MGPU_EFORMAT, is_cls ? "a second label for the key" :
@@ -282,7 +323,7 @@ static int member(struct archive *a, struct rd *r, struct archive_entry *e, cons
 	MGPU_TRY(read_member(a, r, e));
 	if (is_cls)
 		return set_label(r);
-	MGPU_TRY(is_npy ? npy_input(r) : pbm_input(r));
+	MGPU_TRY(is_npy ? npy_input(r) : is_pbm ? pbm_input(r) : image_input(r));
 	MGPU_TRY(check_input(r));
 	r->have_input = 1;
 	return 0;
@@ -294,7 +335,7 @@ static int finish(struct rd *r)
 
 	snprintf(r->entry, sizeof r->entry, "%s", r->key);
 	if (!r->have_input)
-		return fail(r, MGPU_EFORMAT, "no .npy, .pgm or .ppm input");
+		return fail(r, MGPU_EFORMAT, "no .npy, .pgm, .ppm, .png or .jpg input");
 	if (!r->have_label)
 		return fail(r, MGPU_EFORMAT, "no .cls label");
 	if (!r->out->dtype)
@@ -412,10 +453,12 @@ static int hash_file(const char *path, char *hex)
 }
 
 static int read_fd(int fd, const char *name, const unsigned char *prefix, size_t plen,
-		   struct mgpu_samples *out, char *sha_hex, mgpu_wds_progress_fn fn, void *ctx)
+		   struct mgpu_samples *out, char *sha_hex, mgpu_wds_progress_fn fn, void *ctx,
+		   const uint32_t *resize)
 {
 	struct src s = { .fd = fd, .prefix = prefix, .plen = plen, .hash_ok = 1 };
-	struct rd r = { .name = name, .out = out, .progress = fn, .progress_ctx = ctx };
+	struct rd r = { .name = name, .out = out, .progress = fn, .progress_ctx = ctx,
+			.resize = resize };
 	struct archive *a = reader();
 	struct stat st;
 	uint8_t dig[MGPU_SHA256_NBYTES];
@@ -460,7 +503,7 @@ out:
 int mgpu_wds_read_fd(int fd, const char *name, const unsigned char *prefix, size_t plen,
 		     struct mgpu_samples *out, char *sha_hex)
 {
-	return read_fd(fd, name, prefix, plen, out, sha_hex, NULL, NULL);
+	return read_fd(fd, name, prefix, plen, out, sha_hex, NULL, NULL, NULL);
 }
 
 int mgpu_wds_read(const char *path, struct mgpu_samples *out, char *sha_hex)
@@ -471,6 +514,12 @@ int mgpu_wds_read(const char *path, struct mgpu_samples *out, char *sha_hex)
 int mgpu_wds_read_watched(const char *path, struct mgpu_samples *out, char *sha_hex,
 			  mgpu_wds_progress_fn fn, void *ctx)
 {
+	return mgpu_wds_read_resized(path, out, sha_hex, fn, ctx, NULL);
+}
+
+int mgpu_wds_read_resized(const char *path, struct mgpu_samples *out, char *sha_hex,
+			  mgpu_wds_progress_fn fn, void *ctx, const uint32_t *resize)
+{
 	int fd = 0, rc;
 
 	if (strcmp(path, "-") != 0) {
@@ -478,7 +527,7 @@ int mgpu_wds_read_watched(const char *path, struct mgpu_samples *out, char *sha_
 		if (fd < 0)
 			return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	}
-	rc = read_fd(fd, path, NULL, 0, out, sha_hex, fn, ctx);
+	rc = read_fd(fd, path, NULL, 0, out, sha_hex, fn, ctx, resize);
 	if (fd != 0)
 		close(fd);
 	if (rc == 0 && sha_hex && !sha_hex[0] && fd != 0)

@@ -7,7 +7,8 @@
  * "d/abc", extension "input.npy"). Its input is the member with extension
  * "npy" (uint8, float32 or float64, C order; float64 becomes float32), "pgm"
  * or "ppm" (binary, maxval <= 255, uint8 of shape (1,H,W) or (3,H,W): the
- * pixels made planar, channels first); its label the member "cls" (a
+ * pixels made planar, channels first), "png", "jpg" or "jpeg" (any case;
+ * C x H x W, data/image.h); its label the member "cls" (a
  * decimal integer in [0, 256), whitespace around it allowed). The last part of the extension decides ("img.pgm" is a pgm
  * input). Members with other extensions, and directories, are ignored.
  *
@@ -45,6 +46,11 @@ typedef void (*mgpu_wds_progress_fn)(void *ctx, uint64_t nbytes, size_t nsamples
 /* mgpu_wds_read, calling fn (may be NULL) after each member. */
 int mgpu_wds_read_watched(const char *path, struct mgpu_samples *out, char *sha_hex,
 			  mgpu_wds_progress_fn fn, void *ctx);
+/* mgpu_wds_read_watched, with PNG and JPEG inputs resized to resize[0] x
+ * resize[1] (resize NULL: images of another size than the first are an
+ * error naming the member). */
+int mgpu_wds_read_resized(const char *path, struct mgpu_samples *out, char *sha_hex,
+			  mgpu_wds_progress_fn fn, void *ctx, const uint32_t *resize);
 /*
  * Read an archive from fd, whose first bytes prefix[0..plen) were already
  * consumed by the caller (to sniff the stream); name labels messages.

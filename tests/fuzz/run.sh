@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf ts}
+names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf ts png jpeg}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -24,13 +24,14 @@ srcs_for() {
 	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/json.c lib/nn/safetensors.c" ;;
 	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
-	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/data/wds.c lib/data/image.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	cache) echo "lib/core/err.c lib/core/cancel.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/class_names.c lib/data/split.c lib/core/rng.c" ;;
 	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
 	text) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	tokens) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/tokens.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	bpe) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/bpe.c" ;;
-	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/image.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	png|jpeg) echo "lib/core/err.c lib/data/samples.c lib/data/class_names.c lib/data/image.c lib/data/image_png.c lib/data/image_jpeg.c" ;;
 	conf) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
 	ts) echo "lib/core/err.c lib/data/ts.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	*) return 1 ;;
@@ -69,6 +70,25 @@ seed() {
 	text)
 		printf '\3the cat sat on the mat\n' >"$c/t3"
 		printf '\0ab' >"$c/t1" ;;
+	png)
+		# gray 8-bit, RGB 8-bit interlaced-free, 16-bit gray, palette (zlib + struct)
+		python3 - "$c" <<'PY' || return 1
+import struct, sys, zlib
+def png(path, w, h, depth, ct, raw, extra=b""):
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    d = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, ct, 0, 0, 0))
+    open(sys.argv[1] + "/" + path, "wb").write(d + extra + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return chunk
+png("g8", 3, 2, 8, 0, b"\0\1\2\3\0\4\5\6")
+png("rgb", 2, 2, 8, 2, b"\0" + bytes(range(6)) + b"\1" + bytes(range(6)))
+png("g16", 2, 1, 16, 0, b"\0\1\2\3\4")
+chunk = png("x", 1, 1, 8, 0, b"")
+png("pal", 2, 1, 1, 3, b"\0\x40", chunk(b"PLTE", bytes(range(6))))
+PY
+		;;
+	jpeg)
+		cp tests/data/img/*.jpg "$c/" ;;
 	bpe)
 		printf 'mgpu-bpe 1 3\n116 104\n256 101\n32 257\n' >"$c/file"
 		printf '\20the cat sat on the mat, the cat.\n' >"$c/learn" ;;
@@ -114,7 +134,7 @@ for name in $names; do
 	# shellcheck disable=SC2086
 	if ! "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -Ilib -o "$bin" "tests/fuzz/fuzz_$name.c" $srcs \
-		-larchive -lzstd -lpthread; then
+		-larchive -lzstd -lpng -ljpeg -lpthread; then
 		echo "fuzz: $name: build failed" >&2
 		fail=1
 		continue

@@ -220,7 +220,7 @@ static void test_errors(void)
 	m[2].data = f4, m[2].len = nf;
 	bad("dtype.tar", m, 4, MGPU_EFORMAT, "entry 'k2.npy': dtype f32 differs");
 	bad("nolabel.tar", m, 1, MGPU_EFORMAT, "entry 'k1': no .cls label");
-	bad("noinput.tar", m + 1, 1, MGPU_EFORMAT, "entry 'k1': no .npy, .pgm or .ppm input");
+	bad("noinput.tar", m + 1, 1, MGPU_EFORMAT, "entry 'k1': no .npy, .pgm, .ppm, .png or .jpg input");
 	m[1].data = "cat", m[1].len = 3;
 	bad("word.tar", m, 2, MGPU_EFORMAT, "entry 'k1.cls': label 'cat' is not a decimal");
 	m[1].data = "", m[1].len = 0;

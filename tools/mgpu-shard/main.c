@@ -29,6 +29,7 @@
 #include "core/cancel.h"    /* mgpu_cancel_check */
 #include "core/io.h"        /* mgpu_afile_*, mgpu_tmp_sweep */
 #include "core/progress.h"  /* struct mgpu_progress */
+#include "data/image.h"     /* MGPU_IMAGE_MAX_PIXELS */
 #include "data/bpe.h"       /* mgpu_bpe_* */
 #include "data/input.h"     /* mgpu_input_load */
 #include "data/manifest.h"  /* mgpu_manifest_writer, mgpu_manifest_write */
@@ -45,7 +46,7 @@ struct opts {
 	unsigned long long seed, shard_size;
 	double val, test;
 	int stratify, ranks, force, text, bpe;
-	const char *shard_dir;
+	const char *shard_dir, *resize;
 	const char *tokenizer;       /* --tokenizer: GPT-2's files (or a bpe.txt) */
 	struct mgpu_common_opts com; /* -o: the manifest */
 	struct mgpu_input_opts in;
@@ -78,6 +79,9 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_CALL("shape", 0, set_shape, show_shape, "CxHxW|CxL",
 		      "give every sample this shape (an image, a series; the same count of "
 		      "values)", "the source's", 0),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "resize", 0, O, resize, 0, 0, "HxW",
+		     "resize every PNG and JPEG image to H x W (bilinear); without it "
+		     "images of different sizes are an error", MGPU_OPT_NODEF),
 	MGPU_OPT_ROW(MGPU_OPT_FLAG, "text", 0, O, text, 0, 0, NULL,
 		     "SOURCEs are text, cut into samples of --context + 1 bytes", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "bpe", 0, O, bpe, 1, MGPU_BPE_MAX_MERGES, "N",
@@ -130,7 +134,8 @@ static const char synopsis[] =
 	"(split, path, samples, bytes, sha256) goes to stdout or -o FILE.\n"
 	"SOURCE: an IDX directory (its t10k files are the test split), IDX images\n"
 	"or .npy (with --labels), .csv, UEA/UCR .ts (or a directory of NAME_TRAIN.ts\n"
-	"and NAME_TEST.ts, the test split), a tar/tar.gz/tar.zst/zip archive, - (stdin);\n"
+	"and NAME_TEST.ts, the test split), a tar/tar.gz/tar.zst/zip archive, - (stdin),\n"
+	"a folder of class folders of .png/.jpg images (torchvision's ImageFolder);\n"
 	"with --text: text files, each cut into windows of --context + 1 bytes;\n"
 	"with --tokens: token files (llm.c .bin, raw uint16/uint32 ids), windows of\n"
 	"--context + 1 ids.\n";
@@ -152,6 +157,24 @@ static struct {
 	struct mgpu_progress bar;
 	uint64_t done, total, nbytes;
 } prog;
+
+/* --resize HxW: two whole numbers of 1 to 65535 whose product is an image
+ * size the decoders accept. */
+static void parse_resize(struct opts *o)
+{
+	unsigned long h, w;
+	int end = 0;
+
+	if (!o->resize)
+		return;
+	if (sscanf(o->resize, "%lux%lu%n", &h, &w, &end) != 2 || o->resize[end] ||
+	    o->resize[0] < '0' || o->resize[0] > '9' || h < 1 || w < 1 || h > 65535 ||
+	    w > 65535 || (size_t)h * w > MGPU_IMAGE_MAX_PIXELS)
+		usage_error("--resize '%s': want HxW, e.g. 96x96 (each 1 to 65535, at most %zu "
+			    "pixels)", o->resize, MGPU_IMAGE_MAX_PIXELS);
+	o->in.resize[0] = (uint32_t)h;
+	o->in.resize[1] = (uint32_t)w;
+}
 
 /* --text or --tokens and --context go together; labels mean nothing for
  * language-model samples. */
@@ -185,6 +208,9 @@ static void check_text(const struct opts *o, const struct mgpu_opt_given *g)
 	if (o->in.ndim)
 		usage_error(o->text ? "--text samples are bytes of a window: drop --shape"
 				    : "--tokens samples are ids of a window: drop --shape");
+	if (o->resize)
+		usage_error("--%s samples are not images: drop --resize",
+			    o->text ? "text" : "tokens");
 	if (mgpu_opt_was_given(options, g, "labels") ||
 	    mgpu_opt_was_given(options, g, "label-column"))
 		usage_error("--%s samples have no labels: drop --labels and --label-column",
@@ -204,6 +230,7 @@ static void parse(struct opts *o, int argc, char **argv)
 	if (o->val + o->test >= 1.0)
 		usage_error("--val-fraction + --test-fraction must stay below 1");
 	check_text(o, &given);
+	parse_resize(o);
 }
 
 static void undo(void)
