@@ -23,6 +23,9 @@ PY
 [ "$(grep '^#class' sh/manifest.tsv)" = "$(printf '#class\t0\tLAYING\n#class\t1\tSITTING\n#class\t2\tWALKING')" ] ||
 	fail "manifest names: $(cat sh/manifest.tsv)"
 "$BIN/mgpu-cache" -q -o c sh/manifest.tsv >/dev/null || fail "cache"
+"$BIN/mgpu-cache" --info c | awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	{ print $c["class_names"] }' | sort -u >names.txt
+[ "$(cat names.txt)" = "LAYING,SITTING,WALKING" ] || fail "mgpu-cache --info names: $(cat names.txt)"
 "$BIN/mgpu-train" --data c --model mlp:auto-16-auto --epochs 3 --batch-size 8 --per-class \
 	--save-dir ck >out.tsv 2>err.txt || fail "train: $(cat err.txt)"
 grep -q "model mlp:3-16-3,act=relu;" err.txt || fail "auto classes: $(cat err.txt)"

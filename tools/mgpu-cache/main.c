@@ -322,19 +322,32 @@ static int hand_over(void *ctx, struct mgpu_samples split[MGPU_NSPLITS])
 
 static const char *const cols[] = {
 	"split", "samples", "shape", "dtype", "classes", "chunks", "chunk_rows", "compression",
-	"normalised", "data_bytes", "stored_bytes", "ratio", "status", "key",
+	"normalised", "data_bytes", "stored_bytes", "ratio", "status", "key", "class_names",
 };
+
+/* The classes' names, comma-separated, or NA where labels were numbers. */
+static void names_str(const struct mgpu_cache *c, char *buf, size_t len)
+{
+	size_t at = 0;
+	uint32_t i;
+
+	snprintf(buf, len, "NA");
+	for (i = 0; i < c->h.nnames && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "," : "", c->names[i]);
+}
 
 static void rows(const struct opts *o, const char *dir, const char *status)
 {
 	struct mgpu_cache c;
 	struct mgpu_table t;
+	static char names[MGPU_CACHE_NAMES_NBYTES + MGPU_SAMPLES_MAX_CLASSES];
 	char shape[64], comp[32], key[MGPU_SHA256_HEX];
 	uint64_t k, data, stored;
 	int s;
 
 	if (mgpu_cache_open(&c, dir) < 0)
 		die_lib();
+	names_str(&c, names, sizeof names);
 	mgpu_table_init(&t, stdout, o->com.format, cols, (int)(sizeof cols / sizeof cols[0]));
 	mgpu_samples_shape_str((int)c.h.ndim, c.h.shape, shape, sizeof shape);
 	snprintf(comp, sizeof comp, c.h.flags & MGPU_CACHE_RAW ? "raw" : "zstd-%d", c.h.level);
@@ -361,6 +374,7 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 		mgpu_table_num(&t, "ratio", stored ? (double)data / (double)stored : 0, 4);
 		mgpu_table_str(&t, "status", status);
 		mgpu_table_str(&t, "key", key);
+		mgpu_table_str(&t, "class_names", names);
 		if (mgpu_table_emit(&t) < 0) {
 			finish_stdout(); /* a closed pipe: exit 1 quietly */
 			die_lib();
