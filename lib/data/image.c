@@ -1,42 +1,17 @@
 /*
- * image.c - what PNG and JPEG decoding share (see image.h): telling them
- * apart, the channel-first layout, bilinear resizing.
+ * image.c - what the PNG and JPEG decoders share (see image.h): the
+ * channel-first layout, bilinear resizing. Telling the two apart is
+ * image_decode.c's, so that the decoders and this file do not need each
+ * other.
  */
 #include "data/image.h"
 
 #include <math.h>    /* floorf, lrintf */
 #include <stdlib.h>  /* malloc, free */
-#include <string.h>  /* memcmp, memset, strlen */
-#include <strings.h> /* strcasecmp */
+#include <string.h>  /* memset */
 
 #include "core/err.h"     /* mgpu_err */
 #include "data/samples.h" /* MGPU_DTYPE_*, mgpu_dtype_nbytes */
-
-int mgpu_image_name(const char *name)
-{
-	static const char *const ext[] = { ".png", ".jpg", ".jpeg" };
-	size_t n = strlen(name), k, i;
-
-	for (i = 0; i < sizeof ext / sizeof *ext; i++) {
-		k = strlen(ext[i]);
-		if (n > k && strcasecmp(name + n - k, ext[i]) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-int mgpu_image_decode(const void *buf, size_t len, struct mgpu_image *out)
-{
-	static const unsigned char png[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-	const unsigned char *b = buf;
-
-	memset(out, 0, sizeof *out);
-	if (len >= 8 && memcmp(b, png, 8) == 0)
-		return mgpu_image_decode_png(buf, len, out);
-	if (len >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
-		return mgpu_image_decode_jpeg(buf, len, out);
-	return mgpu_err(MGPU_EFORMAT, "neither a PNG nor a JPEG image (no signature)");
-}
 
 int mgpu_image_planar(struct mgpu_image *out, const void *hwc)
 {

@@ -24,14 +24,14 @@ srcs_for() {
 	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/json.c lib/nn/safetensors.c" ;;
 	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
-	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/data/wds.c lib/data/image.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	cache) echo "lib/core/err.c lib/core/cancel.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/class_names.c lib/data/split.c lib/core/rng.c" ;;
 	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
 	text) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	tokens) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/tokens.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	bpe) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/bpe.c" ;;
-	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/image.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
-	png|jpeg) echo "lib/core/err.c lib/data/samples.c lib/data/class_names.c lib/data/image.c lib/data/image_png.c lib/data/image_jpeg.c" ;;
+	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	png|jpeg) echo "lib/core/err.c lib/data/samples.c lib/data/class_names.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c" ;;
 	conf) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
 	ts) echo "lib/core/err.c lib/data/ts.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	*) return 1 ;;
