@@ -7,26 +7,6 @@
 # grow it; the checkpoint keeps the scaler and a resume is bit-identical;
 # over 200 steps fp16 tracks fp32 on an MLP and a gpt.
 . tests/cli/lib.sh
-noisy_idx() {
-	python3 - "$@" <<'PY'
-import gzip, os, random, struct, sys
-d, ntr, nte = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-os.makedirs(d, exist_ok=True)
-rnd = random.Random(5)
-P = [[rnd.uniform(-1, 1) for _ in range(64)] for _ in range(4)]
-for name, n in (("train", ntr), ("t10k", nte)):
-    img, lab = bytearray(), bytearray()
-    for _ in range(n):
-        x = [rnd.randrange(256) for _ in range(64)]
-        y = max(range(4), key=lambda c: sum(p * (v - 128) for p, v in zip(P[c], x)))
-        lab.append(rnd.randrange(4) if rnd.random() < 0.2 else y)
-        img += bytes(x)
-    with gzip.open(f"{d}/{name}-images-idx3-ubyte.gz", "wb") as f:
-        f.write(struct.pack(">HBBIII", 0, 8, 3, n, 8, 8) + img)
-    with gzip.open(f"{d}/{name}-labels-idx1-ubyte.gz", "wb") as f:
-        f.write(struct.pack(">HBBI", 0, 8, 1, n) + lab)
-PY
-}
 noisy_idx nd 4000 400
 TR=$BIN/mgpu-train
 # column number of a name in a TSV's header

@@ -232,3 +232,27 @@ aligned() {
 	ends($0) != want { print "line " NR ": " $0; bad = 1 }
 	END { exit bad }' "$1"
 }
+
+# noisy_idx DIR N_TRAIN N_TEST: 8x8 images whose class (of 4) is the argmax
+# of 4 fixed random projections, with a fifth of the labels drawn at random:
+# learnable, but the loss stays well above 0.
+noisy_idx() {
+	python3 - "$@" <<'PY'
+import gzip, os, random, struct, sys
+d, ntr, nte = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+rnd = random.Random(5)
+P = [[rnd.uniform(-1, 1) for _ in range(64)] for _ in range(4)]
+for name, n in (("train", ntr), ("t10k", nte)):
+    img, lab = bytearray(), bytearray()
+    for _ in range(n):
+        x = [rnd.randrange(256) for _ in range(64)]
+        y = max(range(4), key=lambda c: sum(p * (v - 128) for p, v in zip(P[c], x)))
+        lab.append(rnd.randrange(4) if rnd.random() < 0.2 else y)
+        img += bytes(x)
+    with gzip.open(f"{d}/{name}-images-idx3-ubyte.gz", "wb") as f:
+        f.write(struct.pack(">HBBIII", 0, 8, 3, n, 8, 8) + img)
+    with gzip.open(f"{d}/{name}-labels-idx1-ubyte.gz", "wb") as f:
+        f.write(struct.pack(">HBBI", 0, 8, 1, n) + lab)
+PY
+}
