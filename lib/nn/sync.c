@@ -28,6 +28,14 @@ static const struct mgpu_sync_strategy *const strategies[] = {
 };
 #define NSTRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
+const char *const mgpu_sync_words[] = {
+	[MGPU_SYNC_NONE] = "auto",
+	[MGPU_SYNC_CPU] = "cpu",
+	[MGPU_SYNC_NCCL] = "nccl",
+	[MGPU_SYNC_MPI] = "mpi",
+	[MGPU_SYNC_KINDS] = NULL,
+};
+
 const char *mgpu_sync_name(int kind)
 {
 	return kind >= 0 && kind < NSTRATEGIES ? strategies[kind]->name : "?";
@@ -48,7 +56,8 @@ static const struct mgpu_sync_strategy *strategy_for(int kind, const struct mgpu
 
 	if (kind != MGPU_SYNC_CPU)
 		return strategies[kind];
-	if ((dev && !dev->ops->host_memory) || (staged && strcmp(staged, "1") == 0))
+	if ((dev && !mgpu_ops_can(dev->ops, MGPU_CAP_HOST_MEMORY)) ||
+	    (staged && strcmp(staged, "1") == 0))
 		return &mgpu_sync_host;
 	return &mgpu_sync_shm;
 }

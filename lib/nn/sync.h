@@ -58,6 +58,12 @@ enum mgpu_sync_kind {
 	MGPU_SYNC_MPI = 3,            /* CPU ranks, node leaders over MPI */
 	MGPU_SYNC_NODES = 4,          /* CPU ranks, node leaders over TCP */
 };
+/* The words of --sync-backend, indexed by enum mgpu_sync_kind up to
+ * MGPU_SYNC_MPI and NULL-terminated (an option table's word list): "auto"
+ * at MGPU_SYNC_NONE, the option's "let the trainer choose"; the nodes
+ * strategy has no word (cpu across nodes picks it). */
+extern const char *const mgpu_sync_words[];
+#define MGPU_SYNC_KINDS 4             /* the words before the NULL */
 
 struct mgpu_sync_strategy;
 

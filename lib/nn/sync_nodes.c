@@ -221,7 +221,7 @@ static int nodes_bind(struct mgpu_sync *s)
 	size_t n = s->model->nparams;
 	int k;
 
-	if (!s->model->dev->ops->host_memory)
+	if (!mgpu_ops_can(s->model->dev->ops, MGPU_CAP_HOST_MEMORY))
 		return mgpu_err(MGPU_EUNSUP, "sync backend %s needs CPU ranks; GPU ranks on "
 				"several nodes use --sync-backend nccl", s->st->name);
 	p->clip = mgpu_optim_defers(s->opt);

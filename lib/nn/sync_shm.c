@@ -280,7 +280,7 @@ static int publish_bf16(struct mgpu_sync *s, size_t off, size_t cnt)
 	struct mgpu_dev *dev = s->model->dev;
 	uint16_t *slot = (uint16_t *)p->shm.g[s->rank];
 
-	if (dev->ops->host_memory)
+	if (mgpu_ops_can(dev->ops, MGPU_CAP_HOST_MEMORY))
 		return dev->ops->f32_to_bf16(dev, slot + off, s->model->g + off, cnt);
 	MGPU_TRY(dev->ops->f32_to_bf16(dev, p->dev16 + off, s->model->g + off, cnt));
 	return mgpu_dev_to_host(dev, slot + off, p->dev16 + off, cnt * sizeof *slot);
@@ -307,10 +307,11 @@ static int shm_bind(struct mgpu_sync *s)
 	struct mgpu_model *m = s->model;
 
 	p->clip = mgpu_optim_defers(s->opt);
-	if (s->mode == MGPU_MODE_DDP && !m->dev->ops->host_memory)
+	if (s->mode == MGPU_MODE_DDP && !mgpu_ops_can(m->dev->ops, MGPU_CAP_HOST_MEMORY))
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu with mode ddp needs CPU ranks; "
 				"use --sync-backend nccl or --mode dp for GPUs");
-	if (s->grad_prec == MGPU_PREC_BF16 && !m->dev->ops->host_memory) {
+	if (s->grad_prec == MGPU_PREC_BF16 &&
+	    !mgpu_ops_can(m->dev->ops, MGPU_CAP_HOST_MEMORY)) {
 		MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)&p->dev16, m->nparams * sizeof *p->dev16));
 		p->dev16_dev = m->dev;
 		p->dev16_n = m->nparams;

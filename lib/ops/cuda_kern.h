@@ -74,12 +74,4 @@ static inline __device__ unsigned lane_id(void)
 	return threadIdx.x % WARP;
 }
 
-/* What every GEMM shares before cuBLAS (ops_cuda.cu): the argument checks
- * and the products that need no multiply (nothing to write; k == 0 or
- * alpha == 0: C = beta * C, queued here). 1 when that settled the call, 0
- * when cuBLAS must run (dev is then current), < 0 on an error. */
-int mgpu_cuda_gemm_trivial(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			   int n, int k, float alpha, int lda, long long sa, int ldb,
-			   long long sb, float beta, float *C, int ldc, long long sc, int batch);
-
 #endif

@@ -1,10 +1,10 @@
 /*
  * ops_cuda.cu - the "cuda" backend: its table, devices and memory, the
- * fp32 GEMMs on cuBLAS, nrm2/scal, the element and optimizer kernels and
+ * GEMM on cuBLAS, nrm2, the element and optimizer kernels and
  * the deterministic sums. Compiled only in builds with CUDA. The rest
  * lives beside it, as the cpu backend's does: rows_cuda.cu (row and column
- * ops), gpt_cuda.cu (embedding, heads), bf16_cuda.cu (16-bit conversions
- * and GEMMs), attn_cuda.cu and attn_wmma.cu (fused attention),
+ * ops), gpt_cuda.cu (embedding, heads), bf16_cuda.cu (16-bit
+ * conversions), attn_cuda.cu and attn_wmma.cu (fused attention),
  * conv_cuda.cu (conv nets); cuda_kern.h holds what they share.
  *
  * Provides mgpu_ops_cuda (C linkage). Launch code only: the arithmetic is
@@ -22,10 +22,9 @@
  * - Every CUDA runtime / cuBLAS call goes through CU() / CUBLAS(), which
  *   record expression, file:line, status name and text; every kernel launch
  *   is followed by LAUNCHED() (cudaGetLastError).
- * - sgemm is pure fp32 (cublasGemmEx, CUBLAS_COMPUTE_32F: no TF32), with the
- *   same column-major arguments the CPU backend gives cblas_sgemm; gemm_bf16
- *   and gemm_f16 take the same arguments with CUDA_R_16BF and CUDA_R_16F
- *   inputs.
+ * - gemm accumulates in fp32 (CUBLAS_COMPUTE_32F: no TF32) over fp32,
+ *   CUDA_R_16BF or CUDA_R_16F inputs, with the same column-major arguments
+ *   the CPU backend gives cblas_sgemm.
  * - sum_acc keeps one buffer of chunk totals per device (impl->part),
  *   grown on demand; its sums are elem.h's order, so they match ref bit
  *   for bit.
@@ -195,42 +194,6 @@ static int cuda_sync(struct mgpu_dev *dev)
 
 /* ---- BLAS --------------------------------------------------------------- */
 
-/* C (m x n, ldc) = beta * C, beta == 0 writing zeros: sgemm's k == 0 or
- * alpha == 0 case, done here so A and B are never read. */
-static __global__ void k_scale_c(float *C, int m, int n, int ldc, float beta)
-{
-	GRID_STRIDE(t, (size_t)m * n) {
-		float *c = &C[t % m + (t / m) * (size_t)ldc];
-		*c = beta == 0.0f ? 0.0f : beta * *c;
-	}
-}
-
-static int cuda_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		      int n, int k, float alpha, const float *A, int lda, const float *Bm,
-		      int ldb, float beta, float *C, int ldc)
-{
-	struct cuda_impl *im = impl_of(dev);
-	const struct mgpu_cublas *cb = im->cb;
-
-	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
-	if (m == 0 || n == 0)
-		return 0;
-	MGPU_TRY(make_current(dev));
-	if (k == 0 || alpha == 0.0f) {
-		if (beta == 1.0f)
-			return 0;
-		k_scale_c<<<blocks_for((size_t)m * n), THREADS, 0, im->stream>>>(C, m, n, ldc,
-										  beta);
-		LAUNCHED();
-		return 0;
-	}
-	CUBLAS(cb->gemm_ex(im->blas, ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N,
-			    tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
-			    CUDA_R_32F, lda, Bm, CUDA_R_32F, ldb, &beta, C, CUDA_R_32F, ldc,
-			    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-	return 0;
-}
-
 /* Host pointer mode: cuBLAS returns after the result is in *out_host. */
 static int cuda_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_host)
 {
@@ -244,19 +207,9 @@ static int cuda_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_
 	return 0;
 }
 
-static int cuda_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
-{
-	const struct mgpu_cublas *cb = impl_of(dev)->cb;
-
-	if (n == 0)
-		return 0;
-	MGPU_TRY(make_current(dev));
-	CUBLAS(cb->sscal_64(impl_of(dev)->blas, (int64_t)n, &alpha, x, 1));
-	return 0;
-}
-
-/* C_i = beta * C_i for each of `batch` m x n matrices strideC apart: the
- * k == 0 / alpha == 0 case of sgemm_strided. */
+/* C_i = beta * C_i for each of `batch` m x n matrices strideC apart, beta
+ * == 0 writing zeros: gemm's k == 0 or alpha == 0 case, done here so A and
+ * B are never read. */
 static __global__ void k_scale_c_strided(float *C, int m, int n, int ldc, long long sc,
 					 int batch, float beta)
 {
@@ -269,12 +222,16 @@ static __global__ void k_scale_c_strided(float *C, int m, int n, int ldc, long l
 	}
 }
 
-/* cuda_kern.h states it. */
-int mgpu_cuda_gemm_trivial(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			   int n, int k, float alpha, int lda, long long sa, int ldb, long long sb,
-			   float beta, float *C, int ldc, long long sc, int batch)
+/* What gemm does before cuBLAS: the argument checks and the products that
+ * need no multiply (nothing to write; k == 0 or alpha == 0: C = beta * C,
+ * queued here). 1 when that settled the call, 0 when cuBLAS must run (dev
+ * is then current), < 0 on an error. */
+static int gemm_trivial(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
+			enum mgpu_trans tb, int m, int n, int k, float alpha, int lda, long long sa,
+			int ldb, long long sb, float beta, float *C, int ldc, long long sc,
+			int batch)
 {
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	MGPU_TRY(ops_check_gemm(prec, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
 	if (m == 0 || n == 0 || batch == 0)
 		return 1;
 	MGPU_TRY(make_current(dev));
@@ -288,22 +245,39 @@ int mgpu_cuda_gemm_trivial(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_t
 	return 1;
 }
 
-static int cuda_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
-			      int m, int n, int k, float alpha, const float *A, int lda,
-			      long long sa, const float *Bm, int ldb, long long sb, float beta,
-			      float *C, int ldc, long long sc, int batch)
+/* cublasGemmEx's element type of prec. */
+static cudaDataType_t cuda_type(enum mgpu_prec prec)
+{
+	return prec == MGPU_PREC_BF16 ? CUDA_R_16BF : prec == MGPU_PREC_FP16 ? CUDA_R_16F
+									   : CUDA_R_32F;
+}
+
+/* One product goes to cublasGemmEx, a batch to cublasGemmStridedBatchedEx;
+ * an fp32 product with strides given keeps the batched call even alone
+ * (the im2col convolution's one group), as it always had: cuBLAS may pick
+ * other kernels, and so other sums, for the two calls. */
+static int cuda_gemm(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
+		     enum mgpu_trans tb, int m, int n, int k, float alpha, const void *A, int lda,
+		     long long sa, const void *Bm, int ldb, long long sb, float beta, float *C,
+		     int ldc, long long sc, int batch)
 {
 	struct cuda_impl *im = impl_of(dev);
 	const struct mgpu_cublas *cb = im->cb;
-	int rc = mgpu_cuda_gemm_trivial(dev, ta, tb, m, n, k, alpha, lda, sa, ldb, sb, beta, C,
-					ldc, sc, batch);
+	cublasOperation_t oa = ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cublasOperation_t ob = tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N;
+	cudaDataType_t t = cuda_type(prec);
+	int rc = gemm_trivial(dev, prec, ta, tb, m, n, k, alpha, lda, sa, ldb, sb, beta, C, ldc,
+			      sc, batch);
 
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	CUBLAS(cb->gemm_strided_ex(im->blas, ta == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N,
-				    tb == MGPU_T ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
-				    CUDA_R_32F, lda, sa, Bm, CUDA_R_32F, ldb, sb, &beta, C,
-				    CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+	if (batch == 1 && (prec != MGPU_PREC_FP32 || (sa == 0 && sb == 0 && sc == 0))) {
+		CUBLAS(cb->gemm_ex(im->blas, oa, ob, m, n, k, &alpha, A, t, lda, Bm, t, ldb, &beta,
+				    C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+		return 0;
+	}
+	CUBLAS(cb->gemm_strided_ex(im->blas, oa, ob, m, n, k, &alpha, A, t, lda, sa, Bm, t, ldb,
+				    sb, &beta, C, CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
 				    CUBLAS_GEMM_DEFAULT));
 	return 0;
 }
@@ -535,9 +509,8 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.to_host = cuda_to_host,
 	.zero = cuda_zero,
 	.sync = cuda_sync,
-	.sgemm = cuda_sgemm,
+	.gemm = cuda_gemm,
 	.nrm2 = cuda_nrm2,
-	.scal = cuda_scal,
 	.bias_act = cuda_bias_act,
 	.act_bwd = cuda_act_bwd,
 	.col_sum = mgpu_cuda_col_sum,
@@ -548,7 +521,8 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.u8_to_f32 = cuda_u8_to_f32,
 	.sgd = cuda_sgd,
 	.adamw = cuda_adamw,
-	.sgemm_strided = cuda_sgemm_strided,
+	.sgd_sum = NULL, /* host memory only (MGPU_CAP_SUM_UPDATE) */
+	.adamw_sum = NULL,
 	.add = mgpu_cuda_add,
 	.emb_fwd = mgpu_cuda_emb_fwd,
 	.emb_bwd = mgpu_cuda_emb_bwd,
@@ -558,9 +532,7 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.heads_merge = mgpu_cuda_heads_merge,
 	.f32_to_bf16 = mgpu_cuda_f32_to_bf16,
 	.bf16_to_f32 = mgpu_cuda_bf16_to_f32,
-	.gemm_bf16 = mgpu_cuda_gemm_bf16,
 	.f32_to_f16 = mgpu_cuda_f32_to_f16,
-	.gemm_f16 = mgpu_cuda_gemm_f16,
 	.sum_acc = cuda_sum_acc,
 	/* conv nets (conv_cuda.cu): cuDNN, or im2col + cuBLAS without it */
 	.act_fwd = mgpu_cuda_act_fwd,

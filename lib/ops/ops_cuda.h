@@ -35,26 +35,18 @@ int mgpu_cuda_heads_split(struct mgpu_dev *dev, float *Y, const float *X, int ld
 int mgpu_cuda_heads_merge(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
 			  int T, int H, int Dh);
 
-/* bf16_cuda.cu: 16-bit conversions and GEMMs. */
+/* bf16_cuda.cu: 16-bit conversions. */
 int mgpu_cuda_f32_to_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
 int mgpu_cuda_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n);
 int mgpu_cuda_f32_to_f16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
-int mgpu_cuda_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-			const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-			long long sc, int batch);
-int mgpu_cuda_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		       int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-		       const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-		       long long sc, int batch);
 
 /* attn_cuda.cu: fused causal attention, tiled, on dev's stream. */
 int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 		       const float *k, const float *v, int BH, int T, int Dh, float scale,
-		       int bf16);
+		       enum mgpu_prec prec);
 int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
 		       const float *k, const float *v, const float *y, const float *dy,
-		       const float *lse, int BH, int T, int Dh, float scale, int bf16);
+		       const float *lse, int BH, int T, int Dh, float scale, enum mgpu_prec prec);
 
 /* attn_wmma.cu: the bf16 attention on tensor cores. mgpu_cuda_attn_tc
  * says whether dev runs it at head dimension Dh (compute capability 8.0
