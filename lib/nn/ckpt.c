@@ -73,7 +73,8 @@ static int add_entries(struct mgpu_st_entry *e, char (*names)[80], const struct 
 		param_name(names[i], sizeof names[i], p, suffix);
 		e[i] = (struct mgpu_st_entry){ .name = names[i], .data = h + p->off,
 					       .ndim = p->ndim,
-					       .shape = { p->shape[0], p->shape[1] } };
+					       .shape = { p->shape[0], p->shape[1], p->shape[2],
+							  p->shape[3] } };
 	}
 	return m->nparam;
 }

@@ -1,38 +1,78 @@
 /*
- * gpt.c - the "gpt:" model's layout, forward and backward over the ops
- * table (see gpt.h for the architecture, names and buckets).
+ * gpt.c - the "gpt:" family (nn/arch.h): its spec grammar, layout,
+ * forward, backward and generation over the ops table.
+ *
+ * The model (GPT-2's layout): token and position embeddings, L pre-LayerNorm
+ * blocks (x += proj(attn(ln1(x))); x += mlp(ln2(x)) with a 4*D GELU MLP and
+ * causal multi-head self-attention), a final LayerNorm, and an output head
+ * tied to the token embedding (logits = ln_f(x) wte^T), trained with
+ * cross-entropy over the next token. Dropout (the spec's P) follows the
+ * embedding sum and each branch's output projection.
+ *
+ * Data: a sample is T+1 tokens (bytes of u8 rows, or the ids of u16 and
+ * u32 rows: data/tokens.h); inputs are tokens 0..T-1, targets 1..T. The
+ * loss of a sample is the mean over its T positions (nats per token), its
+ * "correct" the fraction of positions whose argmax is the next token.
+ *
+ * Padded vocabulary (padded_vocab = Vp > V, as llm.c's 50304 for GPT-2's
+ * 50257): wte has Vp rows so checkpoints keep the padded shape, but the
+ * head's one product computes only the V real columns of the logits. The
+ * softmax and the loss are therefore over the V real tokens exactly; the
+ * padding rows are in no product, get a zero gradient (start at zero and
+ * stay there: weight decay only shrinks zero), are never a target (an id
+ * >= V is an error when a batch is loaded) and never generated.
+ *
+ * Logits (N,V) exist once: xent writes dloss/dlogits over them in place
+ * as it goes row by row (llm.c's fused classifier), so the head costs one
+ * (N,V) buffer, not two.
+ *
+ * Parameters sit in the flat buffers (model.h) in this order, with these
+ * safetensors names (row-major, as torch.nn.Linear stores weight (out, in)):
+ *   wte.weight (Vp,D), wpe.weight (T,D),
+ *   blocks.I.{ln1,ln2}.{weight,bias} (D),
+ *   blocks.I.attn.qkv.weight (3D,D) .bias (3D)   q, k, v stacked in that order
+ *   blocks.I.attn.proj.weight (D,D) .bias (D)
+ *   blocks.I.mlp.fc.weight (4D,D) .bias (4D)
+ *   blocks.I.mlp.proj.weight (D,4D) .bias (D)
+ *   ln_f.weight, ln_f.bias (D)
+ * Gradient buckets (m->buckets, what grad_ready reports): 0 = both
+ * embeddings (ready last: the tied head adds to wte first), 1..L = block
+ * b-1, L+1 = ln_f (ready first).
  *
  * Letters: B sequences, T positions, N = B*T token rows, D width, H heads of
  * Dh = D/H, V vocabulary, Vp >= V the token embedding's rows (padded_vocab). Activations are row-major (N, width); the
  * attention works per head on (B*H, T, Dh) copies through the fused ops
  * attn_fwd / attn_bwd (ops.h), which never store the (T, T) scores: a block
  * keeps its rows' log-sum-exp (B*H, T) for the backward instead.
- * Row-major products use ops.h's identity, as model.c does: with W (out,in)
+ * Row-major products use ops.h's identity, as mlp.c does: with W (out,in)
  *   Y = X W^T   -> sgemm(T, N, out, N, in, 1, W, in, X, in, 0, Y, out)
  *   dX = dY W   -> sgemm(N, N, in, N, out, 1, W, in, dY, out, 0, dX, in)
  *   dW += dY^T X-> sgemm(N, T, in, out, N, 1, X, in, dY, out, acc, dW, in)
  * (the per-head products of attention are attn_cpu.c's, by the same
  * identity, on the cpu backend).
  *
- * Memory: every buffer is sized for max_batch sequences and owned here
- * (listed in struct mgpu_gpt's bufs for one release loop); the saved
+ * Memory: every buffer is sized for max_batch sequences and owned by the
+ * model (mgpu_model_alloc, released together); the saved
  * activations per block are ln1, q, k, v, lse, merged y, the mid
  * residual, ln2, the MLP's pre-activation and GELU output.
  */
-#include "nn/gpt.h"
+#include "nn/model.h"
 
+#include <errno.h>  /* errno */
 #include <math.h>   /* sqrtf, exp */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* calloc, malloc, free */
-#include <string.h> /* strstr, memcpy, memset */
+#include <stdlib.h> /* calloc, malloc, free, strtol */
+#include <string.h> /* strstr, strchr, strcspn, memcpy, memset */
 
-#include "core/cancel.h" /* mgpu_cancel_check */
-#include "core/err.h"  /* mgpu_err, MGPU_TRY */
-#include "core/hash.h" /* mgpu_hash64 */
-#include "core/rng.h"  /* struct mgpu_rng */
-#include "nn/mm.h"     /* mgpu_mm, mgpu_mm_round_weights */
+#include "core/cancel.h"  /* mgpu_cancel_check */
+#include "core/err.h"     /* mgpu_err, MGPU_TRY */
+#include "core/hash.h"    /* mgpu_hash64 */
+#include "core/rng.h"     /* struct mgpu_rng */
+#include "data/samples.h" /* enum mgpu_dtype */
+#include "data/text.h"    /* MGPU_TEXT_MAX_CONTEXT: the longest ctx */
+#include "nn/arch.h"      /* struct mgpu_arch */
+#include "nn/mm.h"        /* mgpu_mm, mgpu_mm_round_weights */
 
-#define GPT_MAX_BUFS (24 * MGPU_GPT_MAX_BLOCKS + 32)
 #define LN_EPS 1e-5f
 /* the generator stream of sampling: apart from init (1) and the data's */
 #define GEN_STREAM 0x67656eULL
@@ -60,26 +100,147 @@ struct mgpu_gpt {
 	int32_t *ids;               /* (N) input tokens, device */
 	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
 	float *dq, *dk, *dv;        /* (N,D) */
-	float *big;                 /* (N,4D): forward's qkv; backward's dh, then dqkv */
-	int nbufs;
-	void *bufs[GPT_MAX_BUFS];
+	/* One (N,4D) buffer under three names, as their lives never overlap:
+	 * a block's forward qkv (N,3D), its backward's MLP gradient dh (N,4D),
+	 * then the attention's dqkv (N,3D). */
+	float *qkv, *dh, *dqkv;
 };
+
+/* ---- spec -------------------------------------------------------------- */
+
+/* One gpt option, NAME=VALUE, into the spec. */
+static int gpt_option(struct mgpu_spec *s, const char *opt, size_t len, const char *origin)
+{
+	static const struct {
+		const char *name;
+		long lo, hi;
+	} ints[] = {
+		{ "layers", 1, MGPU_GPT_MAX_BLOCKS }, { "heads", 1, 1024 }, { "dim", 1, 1 << 16 },
+		{ "ctx", 1, (long)MGPU_TEXT_MAX_CONTEXT }, { "vocab", 2, 2147483647L },
+		{ "padded_vocab", 2, 2147483647L },
+	};
+	int *const field[] = { &s->blocks, &s->heads, &s->dim, &s->ctx, &s->vocab,
+			       &s->padded_vocab };
+	char buf[64], *e;
+	const char *val;
+	size_t i;
+	long v;
+
+	if (len >= sizeof buf)
+		return mgpu_err(MGPU_EINVAL, "%s: option '%.*s' too long", origin, (int)len, opt);
+	memcpy(buf, opt, len);
+	buf[len] = '\0';
+	val = strchr(buf, '=');
+	if (!val)
+		return mgpu_err(MGPU_EINVAL, "%s: gpt option '%s' lacks '=VALUE'", origin, buf);
+	val++;
+	if (strncmp(buf, "dropout=", 8) == 0)
+		return mgpu_spec_dropout(s, val, origin);
+	for (i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+		size_t nl = strlen(ints[i].name);
+		if (strncmp(buf, ints[i].name, nl) != 0 || buf[nl] != '=')
+			continue;
+		errno = 0;
+		v = strtol(val, &e, 10);
+		if (*val < '0' || *val > '9' || *e != '\0' || errno || v < ints[i].lo ||
+		    v > ints[i].hi)
+			return mgpu_err(MGPU_EINVAL, "%s: %s '%s' is not an integer in [%ld, %ld]",
+					origin, ints[i].name, val, ints[i].lo, ints[i].hi);
+		*field[i] = (int)v;
+		return 0;
+	}
+	return mgpu_err(MGPU_EINVAL, "%s: unknown gpt option '%s'", origin, buf);
+}
+
+/* What the options leave to check and default. */
+static int gpt_finish(struct mgpu_spec *s, const char *origin)
+{
+	if (!s->blocks || !s->heads || !s->dim || !s->ctx)
+		return mgpu_err(MGPU_EINVAL, "%s: a gpt needs layers=, heads=, dim= and ctx=",
+				origin);
+	if (s->dim % s->heads != 0)
+		return mgpu_err(MGPU_EINVAL, "%s: dim %d is not a multiple of heads %d", origin,
+				s->dim, s->heads);
+	if (!s->padded_vocab)
+		s->padded_vocab = s->vocab;
+	if (s->padded_vocab < s->vocab)
+		return mgpu_err(MGPU_EINVAL, "%s: padded_vocab %d is below vocab %d", origin,
+				s->padded_vocab, s->vocab);
+	return 0;
+}
+
+static int parse(struct mgpu_spec *s, const char *body, const char *text, const char *origin)
+{
+	const char *p = body, *end;
+
+	s->vocab = 256;
+	MGPU_TRY(mgpu_spec_no_repeats(p, origin));
+	while (*p) {
+		end = p + strcspn(p, ",");
+		if (end == p)
+			return mgpu_err(MGPU_EINVAL, "%s: empty option in '%s'", origin, text);
+		MGPU_TRY(gpt_option(s, p, (size_t)(end - p), origin));
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return mgpu_err(MGPU_EINVAL, "%s: empty option in '%s'", origin, text);
+	}
+	return gpt_finish(s, origin);
+}
+
+static int format(const struct mgpu_spec *s, char *buf, size_t len)
+{
+	char p[32];
+	int n = snprintf(buf, len, "gpt:layers=%d,heads=%d,dim=%d,ctx=%d,vocab=%d", s->blocks,
+			 s->heads, s->dim, s->ctx, s->vocab);
+
+	if (n >= 0 && (size_t)n < len && s->padded_vocab != s->vocab)
+		n += snprintf(buf + n, len - (size_t)n, ",padded_vocab=%d", s->padded_vocab);
+	if (n >= 0 && (size_t)n < len && s->dropout > 0.0f)
+		n += snprintf(buf + n, len - (size_t)n, ",dropout=%s", mgpu_spec_dropout_str(s, p));
+	if (n < 0 || (size_t)n >= len)
+		return mgpu_err(MGPU_EINVAL, "model spec too long to print");
+	return 0;
+}
+
+/* Samples of ctx + 1 token ids: bytes (a vocab of 256 at most) or ids. */
+static int fit(struct mgpu_spec *s, const struct mgpu_data_desc *dd, const char *path)
+{
+	struct mgpu_spec want = *s;
+	int d = dd->d;
+	char fitted[512];
+
+	if (dd->dtype == MGPU_DTYPE_F32)
+		return mgpu_err(MGPU_EINVAL, "'%s': holds float32 features, but a gpt reads "
+				"byte tokens: build the cache with --dtype u8 and without "
+				"--normalize (or train on the shards)", path);
+	/* a larger vocab would only train logits no byte asks for, and what
+	 * generation draws from them would not fit a byte */
+	if (dd->dtype == MGPU_DTYPE_U8 && s->vocab > 256)
+		return mgpu_err(MGPU_EINVAL, "'%s': holds bytes (token ids 0 to 255): a gpt on it "
+				"has a vocab of at most 256, not %d (token ids: mgpu-shard "
+				"--tokens)", path, s->vocab);
+	if (d == s->ctx + 1)
+		return 0;
+	want.ctx = d - 1;
+	if (d < 2 || gpt_finish(&want, "--model") < 0 || format(&want, fitted, sizeof fitted) < 0)
+		return mgpu_err(MGPU_EINVAL, "'%s': samples have %d features but the model "
+				"takes %d (a gpt's ctx + 1)", path, d, s->ctx + 1);
+	return mgpu_err(MGPU_EINVAL, "'%s': samples have %d features but the model takes "
+			"%d (a gpt's ctx + 1): write --model %s", path, d, s->ctx + 1, fitted);
+}
+
+/* The next-token predictions: the vocabulary. */
+static int classes(const struct mgpu_spec *s)
+{
+	return s->vocab;
+}
 
 /* ---- layout ---------------------------------------------------------- */
 
 static struct mgpu_param *param(struct mgpu_model *m, const char *name, int rows, int cols)
 {
-	struct mgpu_param *p = &m->params[m->nparam++];
-
-	snprintf(p->name, sizeof p->name, "%s", name);
-	p->off = m->nparams;
-	p->ndim = cols ? 2 : 1;
-	p->shape[0] = rows;
-	p->shape[1] = cols;
-	p->count = (size_t)rows * (size_t)(cols ? cols : 1);
-	p->decay = cols != 0; /* matrices (embeddings too), as nanoGPT */
-	m->nparams += p->count;
-	return p;
+	/* weight decay on matrices (embeddings too), as nanoGPT */
+	return mgpu_model_add_param(m, name, rows, cols, cols != 0);
 }
 
 static struct mgpu_param *bparam(struct mgpu_model *m, int l, const char *what, int rows,
@@ -91,26 +252,13 @@ static struct mgpu_param *bparam(struct mgpu_model *m, int l, const char *what, 
 	return param(m, name, rows, cols);
 }
 
-/* Bucket b spans parameters first..last (model.h's layers[b].w .. .b). */
-static void bucket(struct mgpu_model *m, int b, struct mgpu_param *first,
-		   struct mgpu_param *last, int in, int out)
-{
-	struct mgpu_layer *L = &m->layers[b];
-
-	L->in = in;
-	L->out = out;
-	L->hidden = b + 1 < m->spec.nlayers;
-	L->w = first;
-	L->b = last;
-}
-
 static void layout(struct mgpu_model *m, struct mgpu_gpt *g)
 {
 	int l, D = g->D;
 
 	g->wte = param(m, "wte.weight", g->Vp, D);
 	g->wpe = param(m, "wpe.weight", g->T, D);
-	bucket(m, 0, g->wte, g->wpe, g->T + 1, D);
+	mgpu_model_add_bucket(m, g->wte, g->wpe);
 	for (l = 0; l < g->L; l++) {
 		struct gpt_block *k = &g->blk[l];
 		k->ln1g = bparam(m, l, "ln1.weight", D, 0);
@@ -125,39 +273,31 @@ static void layout(struct mgpu_model *m, struct mgpu_gpt *g)
 		k->bfc = bparam(m, l, "mlp.fc.bias", 4 * D, 0);
 		k->wmp = bparam(m, l, "mlp.proj.weight", D, 4 * D);
 		k->bmp = bparam(m, l, "mlp.proj.bias", D, 0);
-		bucket(m, l + 1, k->ln1g, k->bmp, D, D);
+		mgpu_model_add_bucket(m, k->ln1g, k->bmp);
 	}
 	g->lnfg = param(m, "ln_f.weight", D, 0);
 	g->lnfb = param(m, "ln_f.bias", D, 0);
-	bucket(m, g->L + 1, g->lnfg, g->lnfb, D, g->V);
+	mgpu_model_add_bucket(m, g->lnfg, g->lnfb);
 }
 
-int mgpu_gpt_rows(const struct mgpu_spec *s)
+static int wte_rows(const struct mgpu_spec *s)
 {
 	return s->padded_vocab > s->vocab ? s->padded_vocab : s->vocab;
 }
 
-size_t mgpu_gpt_count(const struct mgpu_spec *s)
+static size_t count(const struct mgpu_spec *s)
 {
 	size_t D = (size_t)s->dim, blk = 12 * D * D + 13 * D;
 
-	return (size_t)mgpu_gpt_rows(s) * D + (size_t)s->ctx * D + (size_t)s->blocks * blk +
+	return (size_t)wte_rows(s) * D + (size_t)s->ctx * D + (size_t)s->blocks * blk +
 	       2 * D;
 }
 
 /* ---- memory ------------------------------------------------------------ */
 
-static int dalloc(struct mgpu_model *m, void *pp, size_t count, size_t elem)
+static int dalloc(struct mgpu_model *m, void *pp, size_t n, size_t elem)
 {
-	struct mgpu_gpt *g = m->gpt;
-	size_t nbytes = count * elem;
-
-	if (g->nbufs == GPT_MAX_BUFS)
-		return mgpu_err(MGPU_EINVAL, "gpt: too many buffers");
-	MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)pp, nbytes));
-	g->bufs[g->nbufs++] = *(void **)pp;
-	m->dev_bytes += nbytes;
-	return 0;
+	return mgpu_model_alloc(m, pp, n * elem);
 }
 
 #define F sizeof(float)
@@ -191,7 +331,9 @@ static int alloc_scratch(struct mgpu_model *m, struct mgpu_gpt *g, size_t N, siz
 	MGPU_TRY(dalloc(m, &g->dq, N * D, F));
 	MGPU_TRY(dalloc(m, &g->dk, N * D, F));
 	MGPU_TRY(dalloc(m, &g->dv, N * D, F));
-	return dalloc(m, &g->big, N * 4 * D, F);
+	MGPU_TRY(dalloc(m, &g->qkv, N * 4 * D, F));
+	g->dh = g->dqkv = g->qkv;
+	return 0;
 }
 
 static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
@@ -200,11 +342,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	size_t NH = N * (size_t)g->H;
 	int l;
 
-	if (!m->ext_w)
-		MGPU_TRY(dalloc(m, &m->w, m->nparams, F));
-	if (!m->ext_g)
-		MGPU_TRY(dalloc(m, &m->g, m->nparams, F));
-	MGPU_TRY(m->dev->ops->zero(m->dev, m->g, m->nparams * F));
+	MGPU_TRY(mgpu_model_alloc_params(m));
 	MGPU_TRY(dalloc(m, &g->ids, N, sizeof(int32_t)));
 	MGPU_TRY(dalloc(m, &m->labels, N, sizeof(int32_t)));
 	MGPU_TRY(dalloc(m, &g->emb, N * D, F));
@@ -222,39 +360,40 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	return alloc_scratch(m, g, N, D);
 }
 
-int mgpu_gpt_create(struct mgpu_model *m)
+static int create(struct mgpu_model *m)
 {
 	const struct mgpu_spec *s = &m->spec;
 	struct mgpu_gpt *g = calloc(1, sizeof *g);
 
 	if (!g)
 		return mgpu_err(MGPU_ENOMEM, "gpt: out of host memory");
-	m->gpt = g;
+	m->fam = g;
 	g->L = s->blocks;
 	g->H = s->heads;
 	g->D = s->dim;
 	g->T = s->ctx;
 	g->V = s->vocab;
-	g->Vp = mgpu_gpt_rows(s);
+	g->Vp = wte_rows(s);
 	g->Dh = s->dim / s->heads;
 	layout(m, g);
 	return alloc_all(m, g);
 }
 
-void mgpu_gpt_free(struct mgpu_model *m)
+static void destroy(struct mgpu_model *m)
 {
-	struct mgpu_gpt *g = m->gpt;
-	int i;
+	free(m->fam);
+	m->fam = NULL;
+}
 
-	if (!g)
-		return;
-	/* w and g are in bufs only when this model allocated them */
-	for (i = 0; i < g->nbufs; i++)
-		if (g->bufs[i])
-			m->dev->ops->release(m->dev, g->bufs[i]);
-	m->dev->bytes_cur -= m->dev_bytes;
-	free(g);
-	m->gpt = NULL;
+/* Upload buffers: the targets (B*T ids), then the inputs (B*T ids). */
+static size_t labels_nbytes(const struct mgpu_spec *s, int max_batch)
+{
+	return (size_t)max_batch * (size_t)s->ctx * sizeof(int32_t);
+}
+
+static size_t rows_nbytes(const struct mgpu_spec *s, int max_batch)
+{
+	return (size_t)max_batch * (size_t)s->ctx * sizeof(int32_t);
 }
 
 /* ---- init and data ------------------------------------------------------ */
@@ -283,9 +422,11 @@ static int is_ln_gain(const char *name)
 	return strstr(name, "ln") && strstr(name, ".weight");
 }
 
-int mgpu_gpt_init(struct mgpu_model *m, uint64_t seed)
+/* GPT-2's init (std 0.02, output projections 0.02 / sqrt(2L), as uniform
+ * draws of that deviation), biases 0, LayerNorm 1 and 0; seeded. */
+static int init(struct mgpu_model *m, uint64_t seed)
 {
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	float *h = malloc(m->nparams * sizeof(float)), sd_out;
 	struct mgpu_rng r;
 	int i, rc;
@@ -325,10 +466,18 @@ static uint32_t id_of(const unsigned char *row, size_t t, int nbytes)
 	return w;
 }
 
-int mgpu_gpt_check_row(const struct mgpu_model *m, const void *row, int nbytes, size_t *pos,
-		       uint32_t *id)
+/* Bytes of one token id of a row of dtype: 1 (bytes), 2 or 4; 0 for
+ * features. */
+static int id_nbytes(int dtype)
 {
-	const struct mgpu_gpt *g = m->gpt;
+	return dtype == MGPU_DTYPE_U8 ? 1 : dtype == MGPU_DTYPE_U16 ? 2 :
+	       dtype == MGPU_DTYPE_U32 ? 4 : 0;
+}
+
+static int check_ids(const struct mgpu_model *m, const void *row, int nbytes, size_t *pos,
+		     uint32_t *id)
+{
+	const struct mgpu_gpt *g = m->fam;
 	size_t t;
 
 	for (t = 0; t <= (size_t)g->T; t++)
@@ -339,23 +488,29 @@ int mgpu_gpt_check_row(const struct mgpu_model *m, const void *row, int nbytes, 
 	return 0;
 }
 
-/* Inputs and next-token targets straight into the next upload buffer. */
-int mgpu_gpt_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, int B)
+static int check_row(const struct mgpu_model *m, const void *row, int dtype, size_t *pos,
+		     uint32_t *id)
 {
-	struct mgpu_gpt *g = m->gpt;
+	return check_ids(m, row, id_nbytes(dtype), pos, id);
+}
+
+/* Inputs and next-token targets straight into the next upload buffer: a
+ * sample's ids are both (labels and the data's norm are not a gpt's). */
+static int load(struct mgpu_model *m, const struct mgpu_batch_in *in)
+{
+	struct mgpu_gpt *g = m->fam;
+	int B = in->B, nbytes = id_nbytes(in->dtype);
 	size_t T = (size_t)g->T, N = (size_t)B * T, off = mgpu_model_rows_off(m), b, t, pos;
-	const unsigned char *row;
+	const unsigned char *row, *x_host = in->rows;
 	int32_t *ids, *tgt;
 	uint32_t id;
 	char *h;
 
-	if (B < 1 || B > m->max_batch)
-		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", B,
-				m->max_batch);
-	if (nbytes != 1 && nbytes != 2 && nbytes != 4)
-		return mgpu_err(MGPU_EINVAL, "gpt: tokens of %d bytes", nbytes);
+	if (!nbytes)
+		return mgpu_err(MGPU_EINVAL, "model: a gpt reads byte tokens, not float32 "
+				"features");
 	for (b = 0; b < (size_t)B; b++)
-		if (mgpu_gpt_check_row(m, (const unsigned char *)x_host + b * (T + 1) * nbytes,
+		if (check_ids(m, (const unsigned char *)x_host + b * (T + 1) * nbytes,
 				       nbytes, &pos, &id))
 			return mgpu_err(MGPU_ERANGE, "gpt: token %u at position %zu of sample %zu "
 					"is not below vocab %d", id, pos, b, g->V);
@@ -374,11 +529,6 @@ int mgpu_gpt_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, i
 	return mgpu_upload_end(&m->up);
 }
 
-int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
-{
-	return mgpu_gpt_load_tokens(m, x_host, 1, B);
-}
-
 /* ---- forward ------------------------------------------------------------ */
 
 /* Dropout site s: 0 the embeddings, 1 + 2l block l's attention, 2 + 2l its
@@ -386,7 +536,7 @@ int mgpu_gpt_load_batch(struct mgpu_model *m, const uint8_t *x_host, int B)
  * so a batch split over ranks drops what the whole batch would. */
 static int drop(struct mgpu_model *m, float *Y, const float *X, int N, int site)
 {
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	size_t n = (size_t)N * (size_t)g->D;
 
 	return m->dev->ops->dropout(m->dev, Y, X, n, m->spec.dropout,
@@ -418,7 +568,7 @@ static int attention(struct mgpu_model *m, struct gpt_block *k, const float *qkv
 		     float *yh)
 {
 	const struct mgpu_ops *o = m->dev->ops;
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	int T = g->T, Dh = g->Dh, D3 = 3 * g->D;
 
 	MGPU_TRY(o->heads_split(m->dev, k->q, qkv, D3, B, T, g->H, Dh));
@@ -433,7 +583,7 @@ static int attention(struct mgpu_model *m, struct gpt_block *k, const float *qkv
 static int block_forward(struct mgpu_model *m, int l, const float *x, int B, int train)
 {
 	const struct mgpu_ops *o = m->dev->ops;
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	struct gpt_block *k = &g->blk[l];
 	const float *w = m->w;
 	int N = B * g->T, D = g->D, dropping = train && m->spec.dropout > 0.0f;
@@ -441,8 +591,8 @@ static int block_forward(struct mgpu_model *m, int l, const float *x, int B, int
 
 	MGPU_TRY(o->ln_fwd(m->dev, k->a1, k->mean1, k->rstd1, x, w + k->ln1g->off,
 			   w + k->ln1b->off, N, D, LN_EPS));
-	MGPU_TRY(linear(m, g->big, k->a1, k->wqkv, k->bqkv, N));
-	MGPU_TRY(attention(m, k, g->big, B, g->dx));
+	MGPU_TRY(linear(m, g->qkv, k->a1, k->wqkv, k->bqkv, N));
+	MGPU_TRY(attention(m, k, g->qkv, B, g->dx));
 	MGPU_TRY(linear(m, g->dt, k->y, k->wproj, k->bproj, N));
 	if (dropping)
 		MGPU_TRY(drop(m, g->dt, g->dt, N, 1 + 2 * l));
@@ -458,10 +608,10 @@ static int block_forward(struct mgpu_model *m, int l, const float *x, int B, int
 	return o->add(m->dev, k->out, k->mid, g->dt, n);
 }
 
-int mgpu_gpt_forward(struct mgpu_model *m, int B, int train)
+static int forward(struct mgpu_model *m, int B, int train)
 {
 	const struct mgpu_ops *o = m->dev->ops;
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	const float *x = g->emb, *w = m->w;
 	int l, N = B * g->T, D = g->D;
 
@@ -481,10 +631,10 @@ int mgpu_gpt_forward(struct mgpu_model *m, int B, int train)
 }
 
 /* Per sample: the mean over its T positions (the sums times 1/T). */
-int mgpu_gpt_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
-		      double *acc)
+static int loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		    double *acc)
 {
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	const struct mgpu_ops *o = m->dev->ops;
 	size_t N = (size_t)B * (size_t)g->T;
 
@@ -513,7 +663,7 @@ static int linear_bwd(struct mgpu_model *m, float *dX, const float *dY, const fl
 /* The branch gradient: dres through the site's dropout (or dres itself). */
 static const float *branch_grad(struct mgpu_model *m, int N, int site, int *rc)
 {
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 
 	*rc = 0;
 	if (m->spec.dropout <= 0.0f)
@@ -522,16 +672,16 @@ static const float *branch_grad(struct mgpu_model *m, int N, int site, int *rc)
 	return g->dt;
 }
 
-/* dqkv (N,3D, in g->big) from dy (N,D) of the merged heads; yh (N,D) is
+/* g->dqkv (N,3D) from dy (N,D) of the merged heads; yh (N,D) is
  * scratch for the heads' output, split again out of k->y for attn_bwd's
  * D = dy . y (cheaper than a copy per block kept from the forward). */
 static int attention_bwd(struct mgpu_model *m, struct gpt_block *k, int B, const float *dy,
 			 float *yh)
 {
 	const struct mgpu_ops *o = m->dev->ops;
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	int T = g->T, Dh = g->Dh, H = g->H, D = g->D;
-	float *dyh = g->dx, *dqkv = g->big;
+	float *dyh = g->dx, *dqkv = g->dqkv;
 
 	MGPU_TRY(o->heads_split(m->dev, dyh, dy, D, B, T, H, Dh));
 	MGPU_TRY(o->heads_split(m->dev, yh, k->y, D, B, T, H, Dh));
@@ -546,7 +696,7 @@ static int attention_bwd(struct mgpu_model *m, struct gpt_block *k, int B, const
 static int block_backward(struct mgpu_model *m, int l, const float *x, int B, float acc)
 {
 	const struct mgpu_ops *o = m->dev->ops;
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	struct gpt_block *k = &g->blk[l];
 	int N = B * g->T, D = g->D, rc;
 	size_t n = (size_t)N * (size_t)D;
@@ -555,9 +705,9 @@ static int block_backward(struct mgpu_model *m, int l, const float *x, int B, fl
 	/* MLP branch: out = mid + drop(h Wmp^T + bmp), h = gelu(fc) */
 	dt = branch_grad(m, N, 2 + 2 * l, &rc);
 	MGPU_TRY(rc);
-	MGPU_TRY(linear_bwd(m, g->big, dt, k->h, k->wmp, k->bmp, N, acc));
-	MGPU_TRY(o->act_bwd(m->dev, MGPU_ACT_GELU, g->big, g->big, k->fc, n * 4));
-	MGPU_TRY(linear_bwd(m, g->da, g->big, k->a2, k->wfc, k->bfc, N, acc));
+	MGPU_TRY(linear_bwd(m, g->dh, dt, k->h, k->wmp, k->bmp, N, acc));
+	MGPU_TRY(o->act_bwd(m->dev, MGPU_ACT_GELU, g->dh, g->dh, k->fc, n * 4));
+	MGPU_TRY(linear_bwd(m, g->da, g->dh, k->a2, k->wfc, k->bfc, N, acc));
 	MGPU_TRY(o->ln_bwd(m->dev, g->dx, m->g + k->ln2g->off, m->g + k->ln2b->off, g->da,
 			   k->mid, k->mean2, k->rstd2, m->w + k->ln2g->off, N, D, acc));
 	MGPU_TRY(o->add(m->dev, g->dres, g->dres, g->dx, n));
@@ -567,7 +717,7 @@ static int block_backward(struct mgpu_model *m, int l, const float *x, int B, fl
 	MGPU_TRY(linear_bwd(m, g->da, dt, k->y, k->wproj, k->bproj, N, acc));
 	/* g->dt (the branch's dropout gradient) is free again: yh */
 	MGPU_TRY(attention_bwd(m, k, B, g->da, g->dt));
-	MGPU_TRY(linear_bwd(m, g->da, g->big, k->a1, k->wqkv, k->bqkv, N, acc));
+	MGPU_TRY(linear_bwd(m, g->da, g->dqkv, k->a1, k->wqkv, k->bqkv, N, acc));
 	MGPU_TRY(o->ln_bwd(m->dev, g->dx, m->g + k->ln1g->off, m->g + k->ln1b->off, g->da, x,
 			   k->mean1, k->rstd1, m->w + k->ln1g->off, N, D, acc));
 	return o->add(m->dev, g->dres, g->dres, g->dx, n);
@@ -575,18 +725,16 @@ static int block_backward(struct mgpu_model *m, int l, const float *x, int B, fl
 
 static int ready(struct mgpu_model *m, int b)
 {
-	const struct mgpu_layer *L = &m->layers[b];
+	const struct mgpu_bucket *k = &m->buckets[b];
 
-	if (!m->grad_ready)
-		return 0;
-	return m->grad_ready(m->grad_ctx, b, L->w->off, L->b->off + L->b->count - L->w->off);
+	return m->grad_ready ? m->grad_ready(m->grad_ctx, b, k->off, k->count) : 0;
 }
 
 /* The tied head and the final LayerNorm: dlogits -> g->dres. */
 static int head_backward(struct mgpu_model *m, int N, const float *x, float acc)
 {
 	const struct mgpu_ops *o = m->dev->ops;
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	int D = g->D, V = g->V;
 
 	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_N, D, N, V, 1.0f, m->w + g->wte->off, D,
@@ -597,15 +745,20 @@ static int head_backward(struct mgpu_model *m, int N, const float *x, float acc)
 			 g->meanf, g->rstdf, m->w + g->lnfg->off, N, D, acc);
 }
 
-const float *mgpu_gpt_logits(const struct mgpu_model *m)
+/* (B, T, V): T predictions of V a sample. */
+static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *width)
 {
-	return m->gpt->logits;
+	const struct mgpu_gpt *g = m->fam;
+
+	*width = (size_t)g->V;
+	*per_row = (size_t)g->T * *width;
+	return g->logits;
 }
 
-int mgpu_gpt_backward(struct mgpu_model *m, int B, int accumulate)
+static int backward(struct mgpu_model *m, int B, int accumulate)
 {
 	const struct mgpu_ops *o = m->dev->ops;
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	float acc = accumulate ? 1.0f : 0.0f;
 	int l, N = B * g->T, rc;
 	const float *dt;
@@ -659,20 +812,20 @@ static int pick(const float *logits, int V, double temperature, struct mgpu_rng 
 static int next_logits(struct mgpu_model *m, int32_t *row, const int32_t *ctx, size_t len,
 		       float *logits)
 {
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 
 	memset(row, 0, ((size_t)g->T + 1) * sizeof *row);
 	memcpy(row, ctx, len * sizeof *row);
-	MGPU_TRY(mgpu_gpt_load_tokens(m, row, 4, 1));
-	MGPU_TRY(mgpu_gpt_forward(m, 1, 0));
+	MGPU_TRY(mgpu_model_load_tokens(m, row, 4, 1));
+	MGPU_TRY(forward(m, 1, 0));
 	return mgpu_dev_to_host(m->dev, logits, g->logits + (len - 1) * (size_t)g->V,
 				(size_t)g->V * sizeof(float));
 }
 
-int mgpu_gpt_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size_t plen,
-			     size_t n, double temperature, uint64_t seed, int32_t *out)
+static int generate(struct mgpu_model *m, const int32_t *prompt, size_t plen, size_t n,
+		    double temperature, uint64_t seed, int32_t *out)
 {
-	struct mgpu_gpt *g = m->gpt;
+	struct mgpu_gpt *g = m->fam;
 	size_t i, have, T = (size_t)g->T;
 	int32_t *text = NULL, *row = NULL;
 	float *logits = NULL;
@@ -714,35 +867,24 @@ out:
 	return rc;
 }
 
-int mgpu_gpt_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
-		      double temperature, uint64_t seed, uint8_t *out)
-{
-	/* an empty prompt starts after a line break, or byte 0 in a vocabulary
-	 * too small to hold one (vocab 2 to 10) */
-	struct mgpu_gpt *g = m->gpt;
-	int32_t *p = malloc((plen + 1) * sizeof *p), *o = malloc((n + 1) * sizeof *o);
-	size_t i;
-	int rc = 0;
-
-	if (!p || !o) {
-		rc = mgpu_err(MGPU_ENOMEM, "gpt: out of host memory for generation");
-		goto out;
-	}
-	for (i = 0; i < plen; i++)
-		p[i] = prompt[i];
-	if (!plen)
-		p[plen++] = '\n' < g->V ? '\n' : 0;
-	MGPU_CHECK(mgpu_gpt_generate_tokens(m, p, plen, n, temperature, seed, o));
-	for (i = 0; i < n; i++) {
-		if (o[i] > 255) { /* text is bytes: never narrow an id */
-			rc = mgpu_err(MGPU_ERANGE, "gpt: generated token %d does not fit the byte "
-				      "text (vocab %d is above 256)", (int)o[i], g->V);
-			goto out;
-		}
-		out[i] = (uint8_t)o[i];
-	}
-out:
-	free(p);
-	free(o);
-	return rc;
-}
+const struct mgpu_arch mgpu_arch_gpt = {
+	.name = "gpt",
+	.flags = MGPU_ARCH_TOKENS,
+	.parse = parse,
+	.format = format,
+	.fit = fit,
+	.classes = classes,
+	.count = count,
+	.create = create,
+	.free = destroy,
+	.labels_nbytes = labels_nbytes,
+	.rows_nbytes = rows_nbytes,
+	.init = init,
+	.load = load,
+	.forward = forward,
+	.loss_acc = loss_acc,
+	.backward = backward,
+	.logits = logits,
+	.generate = generate,
+	.check_row = check_row,
+};

@@ -82,6 +82,11 @@ static int write_config(const struct mgpu_model *m, const char *dir)
 	return mgpu_afile_commit(&af);
 }
 
+int mgpu_hf_gpt2_supports(const struct mgpu_spec *s)
+{
+	return s->kind == MGPU_MODEL_GPT; /* this file is the gpt family's layout */
+}
+
 int mgpu_hf_gpt2_export(struct mgpu_model *m, const char *dir)
 {
 	static const char *const meta[] = { "format", "pt" };
@@ -90,7 +95,7 @@ int mgpu_hf_gpt2_export(struct mgpu_model *m, const char *dir)
 	float *w = NULL, *t = NULL;
 	int i, tr, rc = 0;
 
-	if (m->spec.kind != MGPU_MODEL_GPT)
+	if (!mgpu_hf_gpt2_supports(&m->spec))
 		return mgpu_err(MGPU_EINVAL, "hf: only a gpt exports as GPT-2");
 	w = malloc(m->nparams * sizeof *w);
 	t = malloc(m->nparams * sizeof *t);
@@ -146,7 +151,7 @@ int mgpu_hf_gpt2_load(struct mgpu_model *m, const char *path)
 	char name[64];
 	int i, tr, hf, rows, cols, rc = 0;
 
-	if (m->spec.kind != MGPU_MODEL_GPT)
+	if (!mgpu_hf_gpt2_supports(&m->spec))
 		return mgpu_err(MGPU_EINVAL, "--init: only a gpt reads GPT-2 weights");
 	MGPU_TRY(mgpu_st_load(path, &st));
 	hf = find(&st, "h.0.attn.c_attn.weight", 1) != NULL;

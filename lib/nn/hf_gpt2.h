@@ -29,6 +29,8 @@
 
 #include "nn/model.h" /* struct mgpu_model */
 
+/* 1 when models of spec s have this layout (a gpt). */
+int mgpu_hf_gpt2_supports(const struct mgpu_spec *s);
 /* Write dir/model.safetensors and dir/config.json (dir is created). */
 int mgpu_hf_gpt2_export(struct mgpu_model *m, const char *dir);
 /* The weights of a gpt from path (HF GPT-2 layout or mgpu names). */

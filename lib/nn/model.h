@@ -1,29 +1,24 @@
 /*
- * model.h - an MLP on one device: parameters, forward, loss, backward.
+ * model.h - a model on one device, whatever its family (nn/arch.h: mlp.c,
+ * gpt.c): parameters, batches, forward, loss, backward, generation.
  *
  * Parameters and gradients each live in ONE flat device buffer (w, g), in
- * layer order: W (out x in, row-major as torch.nn.Linear), b (out), then
- * LayerNorm gamma, beta (out) for hidden layers with layernorm. One flat
- * buffer makes the optimizer one fused pass and the all-reduce a few large
- * contiguous buckets.
+ * the order of m->params (each family lays its own out and names them as
+ * torch does). One flat buffer makes the optimizer one fused pass and the
+ * all-reduce a few large contiguous buckets: m->buckets are ranges of g
+ * that backward finishes at once, in the order it finishes them last to
+ * first, and it calls grad_ready (when set) with each bucket's index and
+ * range as soon as the bucket is final (its weights are no longer read
+ * this step), so data-parallel code can reduce it, and even update those
+ * weights, while earlier layers compute.
  *
- * Shapes: a batch is B rows; layer l maps (B, in) -> (B, out). All device
- * buffers are sized for max_batch rows. The model owns its device buffers;
- * the struct mgpu_dev belongs to the caller and outlives the model.
+ * Shapes: a batch is B samples; every device buffer is sized for
+ * max_batch of them. The model owns its device buffers; the struct
+ * mgpu_dev belongs to the caller and outlives the model.
  *
- * Backward walks the layers last to first and calls grad_ready (when set)
- * with each layer's index and gradient range as soon as the layer is done
- * (its weights are no longer read this step), so data-parallel code can
- * reduce it, and even update those weights, while earlier layers compute.
- *
- * Dropout masks are a pure function of (dropout_seed, layer, global row,
+ * Dropout masks are a pure function of (dropout_seed, site, global row,
  * column): a batch split over ranks or micro-steps (row0 = its first row in
  * the global batch) drops exactly what the whole batch on one device would.
- *
- * A "gpt:" spec builds the transformer of nn/gpt.h behind the same
- * functions: a row is a sample of T+1 bytes (labels unused), layers[] holds
- * its gradient buckets only (w and b: the first and last parameter of each;
- * see gpt.h) and the activations live in m->gpt.
  */
 #ifndef MGPU_NN_MODEL_H
 #define MGPU_NN_MODEL_H
@@ -35,54 +30,56 @@
 #include "nn/spec.h"    /* struct mgpu_spec */
 #include "ops/ops.h"    /* struct mgpu_dev */
 
+struct mgpu_arch; /* nn/arch.h */
+
 /* an mlp has 4 per layer, a gpt 12 per block and 4 more */
 #define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
+#define MGPU_MAX_BUCKETS MGPU_MAX_LAYERS
+/* device buffers a model may hold (a gpt: 15 per block and a few more) */
+#define MGPU_MODEL_MAX_ALLOCS (24 * MGPU_MAX_LAYERS + 32)
+#define MGPU_PARAM_MAX_DIM 4
 
 struct mgpu_param {
 	char name[48];   /* safetensors name, e.g. "layers.0.weight" */
 	size_t off;      /* offset in the flat buffers, in floats */
 	size_t count;
 	int ndim;
-	int shape[2];
+	int shape[MGPU_PARAM_MAX_DIM];
 	int decay;       /* weight decay applies (matrices only) */
 };
 
-struct mgpu_layer {
-	int in, out;
-	int hidden;                  /* not the output layer */
-	struct mgpu_param *w, *b, *gamma, *beta;
-	float *lin;                  /* (B,out) X W^T + b */
-	float *norm, *mean, *rstd;   /* layernorm output and stats, or NULL */
-	float *y;                    /* (B,out) activation (+dropout) output */
+/* A range of the flat gradient that backward finishes at once. */
+struct mgpu_bucket {
+	size_t off, count; /* in floats */
 };
 
-typedef int (*mgpu_grad_ready_fn)(void *ctx, int layer, size_t off, size_t count);
+typedef int (*mgpu_grad_ready_fn)(void *ctx, int bucket, size_t off, size_t count);
 
 struct mgpu_model {
 	struct mgpu_spec spec;
+	const struct mgpu_arch *arch; /* the spec's family (nn/arch.h) */
+	void *fam;                   /* the family's own state */
 	struct mgpu_dev *dev;
 	int max_batch;
 	size_t nparams;
 	float *w, *g;                /* flat parameters, gradients (device) */
 	int nparam;
 	struct mgpu_param params[MGPU_MAX_PARAMS];
-	struct mgpu_layer layers[MGPU_MAX_LAYERS];
-	uint8_t *x_u8;               /* (B, D0) raw batch */
-	float *x;                    /* (B, D0) decoded input */
-	int32_t *labels;             /* (B) */
+	int nbuckets;
+	struct mgpu_bucket buckets[MGPU_MAX_BUCKETS];
+	int32_t *labels;             /* (B) labels, or a gpt's (B*T) targets */
 	float *dlogits, *row_loss, *row_correct;
-	float *dbuf[2];              /* ping-pong (B, widest hidden) gradients */
-	float *zeros;                /* widest hidden: a zero bias */
 	double *stats;               /* (MGPU_STATS) a step's statistics (device) */
 	double *lstats;              /* (2) mgpu_model_loss's sums (device) */
 	struct mgpu_upload up;       /* page-locked staging of input batches */
 	size_t dev_bytes;            /* what this model allocated */
+	int nallocs;                 /* ... in these buffers, released together */
+	void *allocs[MGPU_MODEL_MAX_ALLOCS];
 	int ext_w, ext_g;            /* w, g belong to the caller */
 	mgpu_grad_ready_fn grad_ready;
 	void *grad_ctx;
 	uint64_t dropout_seed;       /* set per step by the caller */
 	uint64_t row0;               /* global row of the batch's first row */
-	struct mgpu_gpt *gpt;        /* a gpt spec's state (nn/gpt.h), else NULL */
 	int prec;                    /* enum mgpu_prec of the products (nn/mm.h) */
 	uint16_t *w16;               /* bf16: w rounded at each forward */
 	uint16_t *s16[2];            /* bf16: other product operands, rounded */
@@ -106,6 +103,17 @@ enum mgpu_stat {
  * optimizer state and reductions; see nn/mm.h). */
 enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1, MGPU_PREC_FP16 = 2 };
 
+/* A batch as the data source serves it (data/source.h): B rows of dtype
+ * (enum mgpu_dtype: uint8 or float32 features, or token ids of 1, 2 or 4
+ * bytes) and B labels. Each family takes the dtypes it reads. */
+struct mgpu_batch_in {
+	const void *rows;
+	int dtype;
+	const int32_t *labels;       /* NULL where the rows hold the targets (a gpt) */
+	float scale, shift;          /* uint8 features: x = raw * scale + shift */
+	int B;
+};
+
 int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
 		      struct mgpu_dev *dev, int max_batch);
 /* The same with caller-owned parameter and gradient buffers (device
@@ -123,9 +131,12 @@ size_t mgpu_model_count(const struct mgpu_spec *spec);
 void mgpu_model_free(struct mgpu_model *m);
 /* torch.nn.Linear's default init, U(-1/sqrt(in), 1/sqrt(in)), seeded. */
 int mgpu_model_init(struct mgpu_model *m, uint64_t seed);
-/* Copy a batch of B raw uint8 rows and labels in; x = raw * scale + shift.
- * The bytes go through m->up (gpu/upload.h): the copies are queued, the
- * host does not wait for them, and x_host may be reused on return. */
+/* Copy a batch in. The bytes go through m->up (gpu/upload.h): the copies
+ * are queued, the host does not wait for them, and in's arrays may be
+ * reused on return. A dtype the family does not read is MGPU_EINVAL, a
+ * value it cannot take (a token beyond the vocabulary) MGPU_ERANGE. */
+int mgpu_model_load(struct mgpu_model *m, const struct mgpu_batch_in *in);
+/* mgpu_model_load of B uint8 feature rows, x = raw * scale + shift. */
 int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
 			  const int32_t *y_host, int B, float scale, float shift);
 /* Forward; train enables dropout with m->dropout_seed. */
@@ -143,18 +154,21 @@ int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_s
 /* The last forward's logits to the host: (B, C) of an mlp, (B, T, V) of
  * a gpt; *per_row receives C or T*V. One blocking read. */
 int mgpu_model_logits(struct mgpu_model *m, int B, float *host, size_t *per_row);
-/* Floats mgpu_model_logits writes per row (C, or T*V). */
+/* Floats mgpu_model_logits writes per row (C, or T*V), and per
+ * prediction (C, or V: a gpt predicts T tokens a row). */
 size_t mgpu_model_logits_per_row(const struct mgpu_model *m);
+size_t mgpu_model_logits_width(const struct mgpu_model *m);
 /* Backward from dlogits; accumulate adds into g instead of overwriting. */
 int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate);
-/* A gpt's continuation of prompt[0..plen): n bytes into out, each chosen
- * from the logits of a forward (no dropout) of one sequence holding the last
- * ctx bytes so far. temperature 0 takes the most likely byte (the lowest
- * on a tie); above 0 it draws from softmax(logits / temperature) with a
- * generator seeded by seed, so the same seed gives the same text. An empty
- * prompt starts at a line break ('\n', not copied to out), or at byte 0
- * where vocab <= 10 has no line break. MGPU_EINVAL for
- * an mlp, MGPU_ERANGE for a prompt byte >= vocab. */
+/* A language model's continuation of prompt[0..plen): n bytes into out,
+ * each chosen from the logits of a forward (no dropout) of one sequence
+ * holding the last ctx bytes so far. temperature 0 takes the most likely
+ * byte (the lowest on a tie); above 0 it draws from softmax(logits /
+ * temperature) with a generator seeded by seed, so the same seed gives the
+ * same text. An empty prompt starts at a line break ('\n', not copied to
+ * out), or at byte 0 where vocab <= 10 has no line break. MGPU_EINVAL for
+ * a family that does not generate (an mlp), MGPU_ERANGE for a prompt byte
+ * >= vocab. */
 int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
 			double temperature, uint64_t seed, uint8_t *out);
 /* The same over token ids (a gpt on u16/u32 token data): n ids into out,
@@ -162,8 +176,31 @@ int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen
  * outside [0, vocab). */
 int mgpu_model_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size_t plen,
 			       size_t n, double temperature, uint64_t seed, int32_t *out);
-/* Copy a batch of B gpt samples of T+1 token ids, nbytes (1, 2, 4) each. */
+/* mgpu_model_load of B samples of token ids, nbytes (1, 2, 4) each. */
 int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, int B);
+/* 0, or MGPU_ERANGE with *pos and *id of the first value of one stored row
+ * of dtype the model cannot take (a token id at or above a gpt's vocab);
+ * sets no message. */
+int mgpu_model_check_row(const struct mgpu_model *m, const void *row, int dtype, size_t *pos,
+			 uint32_t *id);
+
+/* For the families (nn/arch.h). A device buffer of nbytes into *pp, owned
+ * by the model (released by mgpu_model_free). */
+int mgpu_model_alloc(struct mgpu_model *m, void *pp, size_t nbytes);
+/* w and g (unless the caller gave them), g zeroed: a create's first call. */
+int mgpu_model_alloc_params(struct mgpu_model *m);
+/* The next parameter: name, shape (ndim 1 or 2: rows, cols), weight decay. */
+struct mgpu_param *mgpu_model_add_param(struct mgpu_model *m, const char *name, int rows,
+					int cols, int decay);
+/* The next gradient bucket: parameters first..last. */
+void mgpu_model_add_bucket(struct mgpu_model *m, const struct mgpu_param *first,
+			   const struct mgpu_param *last);
+/* Where a batch's rows start in an upload buffer (its labels at 0). */
+size_t mgpu_model_rows_off(const struct mgpu_model *m);
+/* nbytes of rows to rows_dev and B labels to m->labels, queued through
+ * the next upload buffer. */
+int mgpu_model_stage(struct mgpu_model *m, void *rows_dev, const void *rows, size_t nbytes,
+		     const int32_t *labels, int B);
 /* Whole flat vectors to and from the host (nparams floats). */
 int mgpu_model_get(struct mgpu_model *m, float *w_host);
 int mgpu_model_set(struct mgpu_model *m, const float *w_host);

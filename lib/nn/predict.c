@@ -28,8 +28,10 @@ static int32_t argmax(const float *v, size_t n)
 	return (int32_t)best;
 }
 
+/* (n, per_row / width, width) logits or (n, per_row / width) ids, the
+ * middle axis only for a language model (its T predictions a sample). */
 static int write_header(struct mgpu_afile *af, const struct mgpu_train_cfg *c, size_t n,
-			size_t per_row, int gpt)
+			size_t per_row, size_t width)
 {
 	char hdr[MGPU_NPY_HEADER_MAX];
 	uint32_t shape[3];
@@ -39,10 +41,10 @@ static int write_header(struct mgpu_afile *af, const struct mgpu_train_cfg *c, s
 	if (n > UINT32_MAX)
 		return mgpu_err(MGPU_EINVAL, "--predict: %zu samples are too many", n);
 	shape[nd++] = (uint32_t)n;
-	if (gpt)
-		shape[nd++] = (uint32_t)c->spec.ctx;
+	if (mgpu_spec_is_lm(&c->spec))
+		shape[nd++] = (uint32_t)(per_row / width);
 	if (!c->predict_class)
-		shape[nd++] = (uint32_t)(gpt ? (size_t)c->spec.vocab : per_row);
+		shape[nd++] = (uint32_t)width;
 	len = mgpu_npy_header(hdr, c->predict_class ? "<i4" : "<f4", nd, shape);
 	if (fwrite(hdr, 1, len, af->fp) != len)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot write", c->predict);
@@ -70,10 +72,9 @@ static int write_rows(struct mgpu_afile *af, const struct mgpu_train_cfg *c, con
 int mgpu_train_predict(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
-	int gpt = c->spec.kind == MGPU_MODEL_GPT;
 	int split = r->d->src.n[MGPU_SPLIT_TEST] ? MGPU_SPLIT_TEST : MGPU_SPLIT_TRAIN;
 	size_t n = r->d->src.n[split], per_row = mgpu_model_logits_per_row(&r->model);
-	size_t width = gpt ? (size_t)c->spec.vocab : per_row, i, got;
+	size_t width = mgpu_model_logits_width(&r->model), i, got;
 	int Bmax = r->plan->batch, B, rc;
 	struct mgpu_afile af;
 	uint32_t *idx = malloc((size_t)Bmax * sizeof *idx);
@@ -87,7 +88,7 @@ int mgpu_train_predict(struct train_rank *r)
 	rc = mgpu_afile_open(&af, c->predict);
 	if (rc < 0)
 		goto out;
-	rc = write_header(&af, c, n, per_row, gpt);
+	rc = write_header(&af, c, n, per_row, width);
 	for (i = 0; rc == 0 && i < n; i += (size_t)B) {
 		int k;
 		B = n - i < (size_t)Bmax ? (int)(n - i) : Bmax;

@@ -141,7 +141,7 @@ int mgpu_sync_owns_optimizer(const struct mgpu_sync *s)
 	return s->owns_optimizer;
 }
 
-/* The model's backward calls this as each layer's gradient is final. */
+/* The model's backward calls this as each bucket's gradient is final. */
 static int hook(void *ctx, int layer, size_t off, size_t cnt)
 {
 	struct mgpu_sync *s = ctx;
@@ -157,12 +157,10 @@ int mgpu_sync_bind(struct mgpu_sync *s, struct mgpu_model *m, struct mgpu_optim 
 
 	s->model = m;
 	s->opt = o;
-	s->nbuckets = m->spec.nlayers;
-	for (l = 0; l < m->spec.nlayers; l++) {
-		const struct mgpu_layer *L = &m->layers[l];
-		const struct mgpu_param *last = L->beta ? L->beta : L->b;
-		s->boff[l] = L->w->off;
-		s->bcnt[l] = last->off + last->count - L->w->off;
+	s->nbuckets = m->nbuckets;
+	for (l = 0; l < m->nbuckets; l++) {
+		s->boff[l] = m->buckets[l].off;
+		s->bcnt[l] = m->buckets[l].count;
 	}
 	m->grad_ready = hook;
 	m->grad_ctx = s;

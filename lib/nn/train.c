@@ -367,7 +367,7 @@ static int64_t peak_rss(void)
 static int per_class(struct train_rank *r, int split, const uint32_t *idx, size_t n)
 {
 	const struct mgpu_spec *s = &r->model.spec;
-	int C = s->dims[s->nlayers], B, k, j, rc = 0;
+	int C = mgpu_spec_classes(s), B, k, j, rc = 0;
 	size_t lo = n * (size_t)r->rank / (size_t)r->world;
 	size_t hi = n * (size_t)(r->rank + 1) / (size_t)r->world, i, b;
 	double *v = calloc(2 * (size_t)C, sizeof *v);

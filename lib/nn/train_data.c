@@ -11,7 +11,6 @@
 #include "core/err.h"    /* mgpu_err */
 #include "core/rng.h"    /* mgpu_rng_perm */
 #include "core/sha256.h" /* mgpu_sha256_* */
-#include "nn/gpt.h"       /* mgpu_gpt_check_row */
 
 /* RNG streams: one per purpose, so adding one never shifts another. */
 enum { STREAM_SPLIT = 2, STREAM_EPOCH = 1000 };
@@ -54,84 +53,73 @@ static int split(struct train_data *d, const struct mgpu_train_cfg *cfg)
 
 /* The norm of the training split's features, given to the source so its
  * float32 rows come out normalised (a cache normalised per feature is used
- * as it is: the identity). */
-static int normalisation(struct train_data *d, const struct mgpu_norm *fixed)
+ * as it is: the identity). A language model's rows are token ids, bytes
+ * too, and stay ids: no statistics are gathered for it (they would decode
+ * every chunk of the training split for nothing). */
+static int normalisation(struct train_data *d, const struct mgpu_norm *fixed,
+			 const struct mgpu_spec *spec)
 {
 	struct mgpu_norm n = { 1.0f, 0.0f };
 
 	if (fixed)
 		n = *fixed;
-	else if (!d->src.normalised && !mgpu_dtype_is_token(d->src.dtype)) /* ids stay ids */
+	else if (!d->src.normalised && !mgpu_dtype_is_token(d->src.dtype) &&
+		 !mgpu_spec_is_lm(spec))
 		MGPU_TRY(mgpu_source_norm(&d->src, d->train_idx, d->ntrain, &n));
 	mgpu_source_set_norm(&d->src, &n);
-	return 0;
-}
-
-/* What a model takes: token ids only a gpt, a gpt bytes (vocab <= 256)
- * or token ids (vocab up to 2^31 - 1), never features. */
-static int check_kind(const struct train_data *d, const struct mgpu_train_cfg *cfg,
-		      const struct mgpu_spec *s)
-{
-	int dt = d->src.dtype;
-
-	if (s->kind != MGPU_MODEL_GPT) {
-		if (mgpu_dtype_is_token(dt))
-			return mgpu_err(MGPU_EINVAL, "'%s': token ids (%s) need a gpt model, not "
-					"an mlp", cfg->data, mgpu_dtype_name(dt));
-		return 0;
-	}
-	if (dt == MGPU_DTYPE_F32)
-		return mgpu_err(MGPU_EINVAL, "'%s': holds float32 features, but a gpt reads "
-				"byte tokens: build the cache with --dtype u8 and without "
-				"--normalize (or train on the shards)", cfg->data);
-	/* a larger vocab would only train logits no byte asks for, and what
-	 * generation draws from them would not fit a byte */
-	if (dt == MGPU_DTYPE_U8 && s->vocab > 256)
-		return mgpu_err(MGPU_EINVAL, "'%s': holds bytes (token ids 0 to 255): a gpt on it "
-				"has a vocab of at most 256, not %d (token ids: mgpu-shard "
-				"--tokens)", cfg->data, s->vocab);
-	return 0;
-}
-
-/* A gpt on in-memory data: every id of every split below the vocab, the
- * first one that is not named by split, sample and position (a cache is
- * checked batch by batch as it is read). */
-static int check_ids(const struct train_data *d, const struct mgpu_train_cfg *cfg,
-		     const struct mgpu_model *m)
-{
-	const struct mgpu_samples *x;
-	size_t i, pos;
-	uint32_t id;
-	int k;
-
-	if (d->src.kind != MGPU_SOURCE_MEMORY)
-		return 0;
-	for (k = 0; k < MGPU_NSPLITS; k++)
-		for (x = &d->src.mem[k], i = 0; i < x->n; i++)
-			if (mgpu_gpt_check_row(m, x->x + i * x->row_nbytes,
-					       (int)mgpu_dtype_nbytes(x->dtype), &pos, &id))
-				return mgpu_err(MGPU_ERANGE, "'%s': %s sample %zu, position %zu: "
-						"token %u is not below vocab %d", cfg->data,
-						mgpu_split_name(k), i, pos, id, m->spec.vocab);
 	return 0;
 }
 
 int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cfg *cfg,
 			  const struct mgpu_model *m)
 {
-	return m->gpt ? check_ids(d, cfg, m) : 0;
+	const struct mgpu_samples *x;
+	size_t i, pos;
+	uint32_t id;
+	int k;
+
+	/* in-memory data: every row of every split is one the model takes
+	 * (a gpt: ids below its vocab), the first that is not named by split,
+	 * sample and position (a cache is checked batch by batch as it is read) */
+	if (d->src.kind != MGPU_SOURCE_MEMORY)
+		return 0;
+	for (k = 0; k < MGPU_NSPLITS; k++)
+		for (x = &d->src.mem[k], i = 0; i < x->n; i++)
+			if (mgpu_model_check_row(m, x->x + i * x->row_nbytes, x->dtype, &pos, &id))
+				return mgpu_err(MGPU_ERANGE, "'%s': %s sample %zu, position %zu: "
+						"token %u is not below vocab %d", cfg->data,
+						mgpu_split_name(k), i, pos, id,
+						mgpu_spec_classes(&m->spec));
+	return 0;
+}
+
+/* What a model is fitted to: the source's samples. */
+static void describe(const struct mgpu_source *src, struct mgpu_data_desc *dd)
+{
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
+	int i;
+
+	memset(dd, 0, sizeof *dd);
+	dd->dtype = src->dtype;
+	dd->d = src->d;
+	dd->classes = mgpu_source_nclasses(src);
+	dd->ndim = mgpu_source_shape(src, shape);
+	for (i = 0; i < dd->ndim && i < 4; i++)
+		dd->shape[i] = shape[i];
 }
 
 int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 			 struct mgpu_spec *spec, const struct mgpu_norm *fixed)
 {
+	struct mgpu_data_desc dd;
+
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
-	MGPU_TRY(check_kind(d, cfg, spec));
-	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, mgpu_source_nclasses(&d->src), cfg->data));
-	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
+	describe(&d->src, &dd);
+	MGPU_TRY(mgpu_spec_fit(spec, &dd, cfg->data));
+	MGPU_TRY(mgpu_source_check_classes(&d->src, mgpu_spec_classes(spec)));
 	MGPU_TRY(mgpu_augment_check(&cfg->augment, d->src.ndim, d->src.shape, cfg->data));
 	MGPU_TRY(split(d, cfg));
-	return normalisation(d, fixed);
+	return normalisation(d, fixed, spec);
 }
 
 void mgpu_train_data_free(struct train_data *d)
@@ -155,15 +143,12 @@ void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint
 int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B)
 {
 	const struct mgpu_norm *n = &r->d->src.norm;
-	int rc;
+	/* uint8 features are normalised on the device as they are cast;
+	 * float32 ones the source normalised; ids stay ids */
+	struct mgpu_batch_in in = { .rows = x, .dtype = r->d->src.dtype, .labels = y,
+				    .scale = n->scale, .shift = n->shift, .B = B };
+	int rc = mgpu_model_load(&r->model, &in);
 
-	if (mgpu_dtype_is_token(r->d->src.dtype))
-		rc = mgpu_model_load_tokens(&r->model, x, (int)mgpu_dtype_nbytes(r->d->src.dtype),
-					    B);
-	else if (r->d->src.dtype == MGPU_DTYPE_U8) /* normalised on the device as it is cast */
-		rc = mgpu_model_load_batch(&r->model, x, y, B, n->scale, n->shift);
-	else
-		rc = mgpu_model_load_batch_f32(&r->model, x, y, B); /* the source normalised */
 	/* bad values in the rows (a token beyond a gpt's vocabulary): say whose */
 	return rc == MGPU_ERANGE ? mgpu_err_prefix(rc, "'%s': ", r->cfg->data) : rc;
 }

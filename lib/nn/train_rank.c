@@ -116,13 +116,8 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
 	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
 	/* an auto size (before the data is read) matches the checkpoint's */
-	if (mgpu_spec_has_auto(&s) && mgpu_spec_parse(&ck, st->spec, "checkpoint") == 0 &&
-	    ck.kind == s.kind && ck.nlayers == s.nlayers) {
-		if (s.dims[0] == MGPU_SPEC_AUTO)
-			s.dims[0] = ck.dims[0];
-		if (s.dims[s.nlayers] == MGPU_SPEC_AUTO)
-			s.dims[s.nlayers] = ck.dims[s.nlayers];
-	}
+	if (mgpu_spec_has_auto(&s) && mgpu_spec_parse(&ck, st->spec, "checkpoint") == 0)
+		mgpu_spec_take_auto(&s, &ck);
 	MGPU_TRY(mgpu_spec_format(&s, spec, sizeof spec));
 	if (strcmp(spec, st->spec) != 0)
 		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint holds model '%s', not '%s'", dir,
@@ -167,13 +162,17 @@ static int resume(struct train_rank *r)
 	const struct mgpu_train_cfg *c = r->cfg;
 	struct mgpu_ckpt_state st;
 	char dir[MGPU_CKPT_PATH];
+	int other_norm;
 
 	MGPU_TRY(resume_state(c, dir, sizeof dir, &st));
 	/* The sample order does not depend on the world size: any number of
 	 * ranks with the checkpoint's global batch continues the same run. */
 	r->pos = st.epoch_pos;
-	if (!c->evaluate && (r->pos >= r->steps_per_epoch || st.norm_scale != r->d->src.norm.scale ||
-			     st.norm_shift != r->d->src.norm.shift))
+	/* a language model's ids are never normalised: the statistics older
+	 * builds recorded for its bytes are no difference in the data */
+	other_norm = !mgpu_spec_is_lm(&c->spec) && (st.norm_scale != r->d->src.norm.scale ||
+						     st.norm_shift != r->d->src.norm.shift);
+	if (!c->evaluate && (r->pos >= r->steps_per_epoch || other_norm))
 		return mgpu_err(MGPU_EINVAL, "'%s': the checkpoint was made on other data (its "
 				"epoch has more steps, or other feature statistics) than '%s'",
 				dir, c->data);

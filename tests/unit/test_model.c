@@ -12,6 +12,7 @@
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/io.h"   /* mgpu_read_file */
+#include "data/samples.h" /* MGPU_DTYPE_U8 */
 #include "core/json.h" /* mgpu_json_parse */
 #include "nn/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
 #include "nn/model.h"  /* struct mgpu_model */
@@ -257,6 +258,15 @@ static void test_schedules(void)
 	T_NEAR(mgpu_sched_lr(&s, 1000), 1.0, 1e-12);
 }
 
+/* mgpu_spec_fit to uint8 samples of d features and labels below classes */
+static int fit(struct mgpu_spec *s, int d, int classes, const char *path)
+{
+	struct mgpu_data_desc dd = { .dtype = MGPU_DTYPE_U8, .d = d, .ndim = 1,
+				     .shape = { (unsigned)d }, .classes = classes };
+
+	return mgpu_spec_fit(s, &dd, path);
+}
+
 static void test_spec(void)
 {
 	struct mgpu_spec s;
@@ -272,23 +282,23 @@ static void test_spec(void)
 	T_CHECK(mgpu_spec_has_auto(&s) && s.nlayers == 3, "nlayers %d", s.nlayers);
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "mlp:auto-256-128-auto,act=gelu") == 0, "%s", buf);
-	T_OK(mgpu_spec_fit(&s, 561, 6, "har"));
+	T_OK(fit(&s, 561, 6, "har"));
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "mlp:561-256-128-6,act=gelu") == 0 && !mgpu_spec_has_auto(&s), "%s",
 		buf);
-	T_OK(mgpu_spec_fit(&s, 561, 4, "har")); /* fewer classes in the data: fits */
-	T_FAILS(mgpu_spec_fit(&s, 784, 6, "mnist"), MGPU_EINVAL,
+	T_OK(fit(&s, 561, 4, "har")); /* fewer classes in the data: fits */
+	T_FAILS(fit(&s, 784, 6, "mnist"), MGPU_EINVAL,
 		"'mnist': samples have 784 features but the model takes 561: write --model "
 		"mlp:784-256-128-6,act=gelu");
-	T_FAILS(mgpu_spec_fit(&s, 561, 9, "har"), MGPU_ERANGE,
+	T_FAILS(fit(&s, 561, 9, "har"), MGPU_ERANGE,
 		"labels go up to 8 but the model has 6 classes: write --model mlp:561-256-128-9");
 	T_OK(mgpu_spec_parse(&s, "mlp:auto-5", "t"));
-	T_OK(mgpu_spec_fit(&s, 7, 3, "x"));
+	T_OK(fit(&s, 7, 3, "x"));
 	T_CHECK(s.dims[0] == 7 && s.dims[1] == 5, "%d-%d", s.dims[0], s.dims[1]);
 	T_FAILS(mgpu_spec_parse(&s, "mlp:4-auto-2", "t"), MGPU_EINVAL, "a hidden size cannot be auto");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:autox-2", "t"), MGPU_EINVAL, "bad layer size");
 	T_OK(mgpu_spec_parse(&s, "gpt:layers=1,heads=2,dim=8,ctx=16", "t"));
-	T_FAILS(mgpu_spec_fit(&s, 33, 256, "g"), MGPU_EINVAL,
+	T_FAILS(fit(&s, 33, 256, "g"), MGPU_EINVAL,
 		"write --model gpt:layers=1,heads=2,dim=8,ctx=32,vocab=256");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784", "t"), MGPU_EINVAL, "at least two");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784-x-10", "t"), MGPU_EINVAL, "bad layer size");

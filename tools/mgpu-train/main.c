@@ -167,7 +167,7 @@ static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint
  * ids: NA). An mlp's classes are no text. */
 static void put_bpb(struct out *out, const char *col, double nats, int split)
 {
-	if (out->cfg->spec.kind == MGPU_MODEL_GPT && out->v.bpt[split] > 0)
+	if (mgpu_spec_is_lm(&out->cfg->spec) && out->v.bpt[split] > 0)
 		mgpu_table_num(&out->t, col, view_bpb(&out->v, nats, split), 6);
 }
 
@@ -185,7 +185,7 @@ static void bytes_per_token(const struct train_opts *o, double bpt[3])
 	int s;
 
 	bpt[0] = bpt[1] = bpt[2] = o->cfg.spec.vocab <= 256 && !o->tokenizer ? 1.0 : 0.0;
-	if (!o->tokenizer || !ids || o->cfg.spec.kind != MGPU_MODEL_GPT)
+	if (!o->tokenizer || !ids || !mgpu_spec_is_lm(&o->cfg.spec))
 		goto out;
 	if (mgpu_tokenizer_open(&tk, o->tokenizer) < 0)
 		goto out; /* the sample names the problem */
@@ -537,10 +537,10 @@ static void check_sample(const struct train_opts *o)
 	if (!o->sample && (train_opts_given(o, "prompt") || train_opts_given(o, "temperature")))
 		usage_error("--%s needs --sample N", train_opts_given(o, "prompt") ? "prompt" :
 			    "temperature");
-	if (o->sample && o->cfg.spec.kind != MGPU_MODEL_GPT)
+	if (o->sample && !mgpu_spec_is_lm(&o->cfg.spec))
 		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
 			    "does not generate text");
-	if ((o->export_hf[0] || o->cfg.init[0]) && o->cfg.spec.kind != MGPU_MODEL_GPT)
+	if ((o->export_hf[0] || o->cfg.init[0]) && !mgpu_hf_gpt2_supports(&o->cfg.spec))
 		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
 	if (o->cfg.init[0] && o->cfg.resume[0])
 		usage_error("--init starts from weights, --resume from a whole checkpoint: not "

@@ -411,7 +411,7 @@ void train_opts_parse(struct train_opts *o, int argc, char **argv)
 	}
 	if (o->cfg.resume[0] && !o->selftest)
 		merge_resume(o, argc, argv);
-	if (o->cfg.per_class && o->cfg.spec.kind == MGPU_MODEL_GPT)
+	if (o->cfg.per_class && mgpu_spec_is_lm(&o->cfg.spec))
 		usage_error("--per-class needs an mlp: a gpt's classes are bytes of text");
 }
 
