@@ -33,13 +33,10 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 	snprintf(c->data, sizeof c->data, "/usr/share/datasets/fashion-mnist");
 	mgpu_spec_parse(&c->spec, "mlp:auto-512-256-auto", "default");
 	snprintf(c->backend, sizeof c->backend, "cpu");
-	c->world = 1;
 	c->sync = MGPU_SYNC_CPU;
 	c->timeout_ms = 300 * 1000;
 	c->epochs = 10;
-	c->batch = 128;
-	c->accum = 1;
-	mgpu_batch_plan_make(&c->plan, c->batch, 0, c->accum, c->world);
+	mgpu_batch_plan_make(&c->plan, 128, 0, 1, 1);
 	c->optim = (struct mgpu_optim_cfg){ .kind = MGPU_OPT_SGD, .momentum = 0.9f,
 					    .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f };
 	c->sched = MGPU_SCHED_COSINE;
@@ -614,17 +611,17 @@ static int run_dp(const struct mgpu_train_cfg *cfg, const struct mgpu_train_hook
 		  struct train_data *d)
 {
 	struct mgpu_shm seg, view;
-	struct dp_thread *t = calloc((size_t)cfg->world, sizeof *t);
+	struct dp_thread *t = calloc((size_t)cfg->plan.world, sizeof *t);
 	int i, started = 0, rc, first;
 
 	if (!t)
-		return mgpu_err(MGPU_ENOMEM, "out of memory for %d threads", cfg->world);
+		return mgpu_err(MGPU_ENOMEM, "out of memory for %d threads", cfg->plan.world);
 	memset(&seg, 0, sizeof seg);
-	rc = mgpu_shm_create_private(&seg, cfg->world, mgpu_model_count(&cfg->spec), 0,
+	rc = mgpu_shm_create_private(&seg, cfg->plan.world, mgpu_model_count(&cfg->spec), 0,
 				     cfg->timeout_ms);
-	for (i = 0; rc == 0 && i < cfg->world; i++) {
+	for (i = 0; rc == 0 && i < cfg->plan.world; i++) {
 		t[i].r = (struct train_rank){ .cfg = cfg, .h = h, .d = d, .rank = i,
-					      .world = cfg->world, .local_rank = i,
+					      .world = cfg->plan.world, .local_rank = i,
 					      .dp_shm = &seg };
 		if (pthread_create(&t[i].tid, NULL, dp_main, &t[i]) != 0) {
 			rc = mgpu_err(MGPU_EIO, "cannot start the thread of device %d", i);
@@ -677,12 +674,8 @@ int mgpu_train_run(const struct mgpu_train_cfg *given, const struct mgpu_train_h
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
 	*cfg = *given;
 	memset(&d, 0, sizeof d);
-	if (cfg->plan.batch != cfg->batch || cfg->plan.accum != cfg->accum ||
-	    cfg->plan.world != cfg->world)
-		rc = mgpu_err(MGPU_EINVAL, "the batch plan was not made for these options "
-			      "(mgpu_batch_plan_make)");
 	/* Rank 0 writes the checkpoints: it holds the save dir for the run. */
-	else if (cfg->save_dir[0] && cfg->env.rank == 0)
+	if (cfg->save_dir[0] && cfg->env.rank == 0)
 		rc = mgpu_train_open_save_dir(&sd, cfg->save_dir);
 	else
 		rc = 0;
@@ -690,7 +683,7 @@ int mgpu_train_run(const struct mgpu_train_cfg *given, const struct mgpu_train_h
 		rc = evaluation_norm(cfg, &norm);
 	if (rc == 0)
 		rc = mgpu_train_data_load(&d, cfg, &cfg->spec, cfg->evaluate ? &norm : NULL);
-	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->world > 1) {
+	if (rc == 0 && cfg->mode == MGPU_MODE_DP && cfg->plan.world > 1) {
 		rc = run_dp(cfg, h, &d);
 	} else if (rc == 0) {
 		r = (struct train_rank){ .cfg = cfg, .h = h, .d = &d, .rank = cfg->env.rank,

@@ -31,7 +31,7 @@ struct mgpu_model; /* nn/model.h */
 #define MGPU_MAX_DEVICES 64
 
 struct mgpu_train_cfg {
-	char data[MGPU_PATH_MAX];     /* directory of IDX files */
+	char data[MGPU_PATH_MAX];     /* what data/source.h opens: IDX directory, cache, shards... */
 	struct mgpu_spec spec;
 	int prec;                     /* enum mgpu_prec of the products (--dtype) */
 	int grad_prec;                /* enum mgpu_prec of the all-reduce (--grad-dtype) */
@@ -39,17 +39,15 @@ struct mgpu_train_cfg {
 	int ndevices;                 /* devices listed (--gpus); 0: CPU ranks */
 	int devices[MGPU_MAX_DEVICES];/* backend device of each local rank */
 	struct mgpu_rank_env env;     /* this process's place in the job */
-	int world;                    /* ranks in the job */
 	int mode;                     /* enum mgpu_mode */
 	int sync;                     /* enum mgpu_sync_kind; resolved */
 	int timeout_ms;
 	int epochs;
 	int64_t max_steps;            /* 0: no limit */
 	int per_class;                /* after the summary, a CLASS record per class */
-	int batch;                    /* per-device batch (option) */
-	int accum;                    /* micro-steps per optimizer step (option) */
-	/* Made from batch, accum and world by mgpu_batch_plan_make, once; the
-	 * run uses only this. */
+	/* The per-device batch, accumulation steps and ranks in the job (the
+	 * world), made from the options by mgpu_batch_plan_make, once: the
+	 * run has no other copy of them. */
 	struct mgpu_batch_plan plan;
 	int lr_scale;                 /* enum mgpu_lr_scale */
 	int pad_tail;                 /* uneven tail: 0 drop, 1 pad */

@@ -289,6 +289,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
+	const struct mgpu_batch_plan *p = &c->plan;
 	char spec[512], nodes[32] = "", shape[64];
 
 	if (out->quiet)
@@ -296,18 +297,18 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 	mgpu_spec_format(r->spec ? r->spec : &c->spec, spec, sizeof spec);
 	if (c->evaluate) {
 		note("evaluating the checkpoint %s (model %s, step %lld) on %s with %d %s %s",
-		     c->resume, spec, (long long)r->first_step, c->data, c->world, c->backend,
-		     c->world > 1 ? "devices" : "device");
+		     c->resume, spec, (long long)r->first_step, c->data, c->plan.world,
+		     c->backend, c->plan.world > 1 ? "devices" : "device");
 		return;
 	}
 	if (c->env.nnodes > 1)
 		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
 	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
 		"%lld (%d per device x %d accumulation step%s x %d device%s); %d steps per "
-		"epoch, %lld to run%s%s", spec, c->world, c->backend,
-		c->world > 1 ? "devices" : "device", nodes, mgpu_mode_name(c->mode),
-		mgpu_sync_name(r->sync), (long long)r->effective_batch, c->batch, c->accum,
-		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
+		"epoch, %lld to run%s%s", spec, p->world, c->backend,
+		p->world > 1 ? "devices" : "device", nodes, mgpu_mode_name(c->mode),
+		mgpu_sync_name(r->sync), (long long)r->effective_batch, p->batch, p->accum,
+		p->accum > 1 ? "s" : "", p->world, p->world > 1 ? "s" : "", r->epoch,
 		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
 		c->resume);
 	if (out->o->com.verbose) {
@@ -566,7 +567,7 @@ static void resolve_world(struct train_opts *o)
 
 	if (mgpu_launch_env(&c->env) < 0)
 		usage_error("%s", mgpu_errmsg());
-	c->world = asked;
+	o->world = asked;
 	if (o->nnodes < 1)
 		o->nnodes = 1;
 	if (o->node_rank >= o->nnodes)
@@ -577,7 +578,7 @@ static void resolve_world(struct train_opts *o)
 			    mgpu_launcher_name(c->env.launcher));
 	if (o->nnodes > 1 && c->mode == MGPU_MODE_DP)
 		usage_error("--mode dp runs in one process; it cannot span --nnodes %d", o->nnodes);
-	c->world = asked * o->nnodes;
+	o->world = asked * o->nnodes;
 	if (c->env.launcher != MGPU_LAUNCH_NONE) {
 		/* the devices listed are this node's; other nodes have their own */
 		if ((o->cpu_ranks || c->ndevices > 1) && asked != c->env.local_world)
@@ -587,7 +588,7 @@ static void resolve_world(struct train_opts *o)
 		if (c->mode == MGPU_MODE_DP)
 			usage_error("--mode dp runs in one process; start it without %s",
 				    mgpu_launcher_name(c->env.launcher));
-		c->world = c->env.world;
+		o->world = c->env.world;
 	}
 	if (o->sync == 0) /* auto: NCCL cannot run two ranks on one GPU */
 		c->sync = strcmp(c->backend, "cuda") == 0 && c->mode == MGPU_MODE_DDP &&
@@ -606,7 +607,7 @@ static void resolve_world(struct train_opts *o)
 		usage_error("--sync-backend mpi is for CPU ranks in mode ddp (GPU ranks on "
 			    "several nodes: nccl)");
 	/* what mgpu_sync_set_grad_prec would refuse in every rank, once here */
-	if (c->grad_prec == MGPU_PREC_BF16 && c->world > 1 && c->mode == MGPU_MODE_DDP &&
+	if (c->grad_prec == MGPU_PREC_BF16 && o->world > 1 && c->mode == MGPU_MODE_DDP &&
 	    c->sync != MGPU_SYNC_NCCL && (c->sync == MGPU_SYNC_MPI || c->env.nnodes > 1 ||
 					  o->nnodes > 1 || strcmp(c->backend, "cuda") == 0))
 		usage_error("--grad-dtype bf16 needs sync backend cpu with CPU ranks on one node, "
@@ -624,13 +625,13 @@ static void resolve_batch(struct train_opts *o)
 {
 	struct mgpu_train_cfg *c = &o->cfg;
 
-	if (mgpu_batch_plan_make(&c->plan, c->batch, o->global_batch, c->accum, c->world) < 0)
+	if (mgpu_batch_plan_make(&c->plan, o->batch, o->global_batch, o->accum, o->world) < 0)
 		usage_error("%s", mgpu_errmsg());
-	if (o->global_batch && train_opts_given(o, "batch-size") && c->batch != c->plan.batch)
+	if (o->global_batch && train_opts_given(o, "batch-size") && o->batch != c->plan.batch)
 		usage_error("--batch-size %d and --global-batch-size %lld disagree: the global "
-			    "batch gives %d per device", c->batch, (long long)o->global_batch,
+			    "batch gives %d per device", o->batch, (long long)o->global_batch,
 			    c->plan.batch);
-	c->batch = c->plan.batch;
+	o->batch = c->plan.batch;
 }
 
 /* An option contradicting the checkpoint is a usage error, whether it is
@@ -655,14 +656,14 @@ static int launch(struct train_opts *o, char **argv)
 	struct mgpu_launch_result res;
 
 	struct mgpu_launch_nodes nodes;
-	int local = o->cfg.world / o->nnodes;
+	int local = o->world / o->nnodes;
 
 	if (mgpu_train_precheck(&o->cfg) < 0)
 		die_lib();
 	if (o->nnodes > 1 && mgpu_launch_nodes_env(&nodes, o->nnodes, o->node_rank, local) < 0)
 		usage_error("%s", mgpu_errmsg());
 	if ((o->nnodes > 1 ? mgpu_launch_run_nodes(local, &nodes, argv, &mgpu_interrupted, &res) :
-			     mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res)) < 0)
+			     mgpu_launch_run(o->world, argv, &mgpu_interrupted, &res)) < 0)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
 		exit_pipe_closed();
@@ -741,7 +742,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	static char ident[MGPU_IDENT_LEN];
 	int rc;
 
-	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
+	if (o->world > 1 && o->cfg.mode == MGPU_MODE_DDP)
 		snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", o->cfg.env.rank);
 	show_place(o);
 	train_opts_saved(o, &saved);
@@ -796,7 +797,7 @@ int cmd_main(int argc, char **argv)
 	}
 	if (o.com.verbose && o.cfg.env.rank == 0 && o.cfg.env.launcher != MGPU_LAUNCH_SELF)
 		train_opts_show(&o, stderr);
-	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
+	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.world > 1 &&
 	    o.cfg.mode == MGPU_MODE_DDP)
 		return launch(&o, argv);
 	return train(&o, argc, argv);
