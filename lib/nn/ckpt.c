@@ -62,21 +62,22 @@ static void param_name(char *buf, size_t len, const struct mgpu_param *p, const 
 	snprintf(buf, len, "%s%s%s", p->name, suffix ? "." : "", suffix ? suffix : "");
 }
 
-/* One entry per parameter of m over the host vector h; returns the count. */
-static int add_entries(struct mgpu_st_entry *e, char (*names)[80], const struct mgpu_model *m,
-		       const float *h, const char *suffix)
+/* One entry per tensor of ps[0..n) (a model's parameters or buffers) over
+ * the host vector h; returns the count. */
+static int add_entries(struct mgpu_st_entry *e, char (*names)[80], const struct mgpu_param *ps,
+		       int n, const float *h, const char *suffix)
 {
 	int i;
 
-	for (i = 0; i < m->nparam; i++) {
-		const struct mgpu_param *p = &m->params[i];
+	for (i = 0; i < n; i++) {
+		const struct mgpu_param *p = &ps[i];
 		param_name(names[i], sizeof names[i], p, suffix);
 		e[i] = (struct mgpu_st_entry){ .name = names[i], .data = h + p->off,
 					       .ndim = p->ndim,
 					       .shape = { p->shape[0], p->shape[1], p->shape[2],
 							  p->shape[3] } };
 	}
-	return m->nparam;
+	return n;
 }
 
 /* A diverged model is no checkpoint: it would replace the last good one
@@ -124,8 +125,10 @@ static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_
 			       "mgpu_input_mean", mean, "mgpu_input_std", sd,
 			       "mgpu_norm_scale", scale, "mgpu_norm_shift", shift,
 			       "mgpu_classes", NULL };
-	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
-	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH], *classes = NULL;
+	struct mgpu_st_entry e[MGPU_MAX_PARAMS + MGPU_MAX_BUFFERS];
+	char names[MGPU_MAX_PARAMS + MGPU_MAX_BUFFERS][80], path[MGPU_CKPT_PATH];
+	char *classes = NULL;
+	float *hb = NULL; /* the buffers, after the parameters */
 	size_t len = 0;
 	FILE *fp;
 	int n, rc;
@@ -139,17 +142,28 @@ static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_
 	MGPU_TRY(mgpu_path_join(path, sizeof path, dir, "model.safetensors"));
 	MGPU_TRY(mgpu_model_get(m, host));
 	MGPU_TRY(check_finite(m, host, st->step));
-	n = add_entries(e, names, m, host, NULL);
-	if (st->names) {
-		if (!(fp = open_memstream(&classes, &len)))
+	n = add_entries(e, names, m->params, m->nparam, host, NULL);
+	if (m->nbuffer) {
+		if (!(hb = malloc(m->nbufvals * sizeof *hb)))
 			return mgpu_err(MGPU_ENOMEM, "out of memory");
+		rc = mgpu_model_get_buffers(m, hb);
+		if (rc < 0)
+			goto out;
+		n += add_entries(e + n, names + n, m->buffers, m->nbuffer, hb, NULL);
+	}
+	if (st->names) {
+		rc = mgpu_err(MGPU_ENOMEM, "out of memory");
+		if (!(fp = open_memstream(&classes, &len)))
+			goto out;
 		put_json_list(fp, st->names, st->nnames);
 		if (fclose(fp) != 0 || !classes)
-			return mgpu_err(MGPU_ENOMEM, "out of memory");
+			goto out;
 		meta[13] = classes;
 	}
 	rc = mgpu_st_write(path, e, n, meta, classes ? 7 : 6);
+out:
 	free(classes);
+	free(hb);
 	return rc;
 }
 
@@ -165,7 +179,8 @@ static int write_optim(const char *dir, struct mgpu_model *m, struct mgpu_optim 
 	for (s = 0; s < mgpu_optim_nstate(o); s++) {
 		float *h = host + (size_t)s * m->nparams;
 		MGPU_TRY(mgpu_dev_to_host(m->dev, h, mgpu_optim_state(o, s), nb));
-		n += add_entries(e + n, names + n, m, h, state_names[o->cfg.kind][s]);
+		n += add_entries(e + n, names + n, m->params, m->nparam, h,
+				 state_names[o->cfg.kind][s]);
 	}
 	return mgpu_st_write(path, e, n, NULL, 0);
 }
@@ -566,14 +581,14 @@ out:
 	return rc;
 }
 
-static int load_into(const struct mgpu_st *st, const char *path, struct mgpu_model *m,
-		     float *host, const char *suffix)
+static int load_into(const struct mgpu_st *st, const char *path, const struct mgpu_param *ps,
+		     int n, float *host, const char *suffix)
 {
 	char name[96];
 	int i, d;
 
-	for (i = 0; i < m->nparam; i++) {
-		const struct mgpu_param *p = &m->params[i];
+	for (i = 0; i < n; i++) {
+		const struct mgpu_param *p = &ps[i];
 		const struct mgpu_st_tensor *t;
 		param_name(name, sizeof name, p, suffix);
 		t = mgpu_st_find(st, name);
@@ -606,6 +621,20 @@ static int same_spec(const struct mgpu_st *st, const char *path, const struct mg
 	return 0;
 }
 
+static int load_buffers(const struct mgpu_st *st, const char *path, struct mgpu_model *m)
+{
+	float *hb = malloc(m->nbufvals * sizeof *hb);
+	int rc;
+
+	if (!hb)
+		return mgpu_err(MGPU_ENOMEM, "checkpoint: out of host memory");
+	rc = load_into(st, path, m->buffers, m->nbuffer, hb, NULL);
+	if (rc == 0)
+		rc = mgpu_model_set_buffers(m, hb);
+	free(hb);
+	return rc;
+}
+
 static int load_file(const char *dir, const char *file, struct mgpu_model *m, float *dst,
 		     const char *suffix, float *host)
 {
@@ -618,10 +647,12 @@ static int load_file(const char *dir, const char *file, struct mgpu_model *m, fl
 	if (rc == 0 && !suffix)
 		rc = same_spec(&st, path, m);
 	if (rc == 0)
-		rc = load_into(&st, path, m, host, suffix);
-	mgpu_st_free(&st);
+		rc = load_into(&st, path, m->params, m->nparam, host, suffix);
 	if (rc == 0)
 		rc = mgpu_dev_from_host(m->dev, dst, host, m->nparams * sizeof(float));
+	if (rc == 0 && !suffix && m->nbuffer) /* the buffers beside the weights */
+		rc = load_buffers(&st, path, m);
+	mgpu_st_free(&st);
 	return rc;
 }
 

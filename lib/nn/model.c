@@ -34,7 +34,38 @@ int mgpu_model_alloc_params(struct mgpu_model *m)
 		MGPU_TRY(mgpu_model_alloc(m, &m->w, nbytes));
 	if (!m->ext_g)
 		MGPU_TRY(mgpu_model_alloc(m, &m->g, nbytes));
+	if (m->nbufvals) {
+		MGPU_TRY(mgpu_model_alloc(m, &m->buf, m->nbufvals * sizeof(float)));
+		MGPU_TRY(m->dev->ops->zero(m->dev, m->buf, m->nbufvals * sizeof(float)));
+	}
 	return m->dev->ops->zero(m->dev, m->g, nbytes);
+}
+
+/* name and shape into p, which starts at *total floats; *total grows */
+static void describe_param(struct mgpu_param *p, const char *name, int rows, int cols,
+			   size_t *total)
+{
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->off = *total;
+	p->ndim = cols ? 2 : 1;
+	p->shape[0] = rows;
+	p->shape[1] = cols;
+	p->count = (size_t)rows * (size_t)(cols ? cols : 1);
+	*total += p->count;
+}
+
+struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name, int rows,
+					 int cols)
+{
+	struct mgpu_param *p = &m->buffers[m->nbuffer++];
+
+	describe_param(p, name, rows, cols, &m->nbufvals);
+	return p;
+}
+
+int mgpu_model_sum_stats(struct mgpu_model *m, int layer, float *sums, size_t count)
+{
+	return m->stat_sum ? m->stat_sum(m->stat_ctx, layer, sums, count) : 0;
 }
 
 struct mgpu_param *mgpu_model_add_param(struct mgpu_model *m, const char *name, int rows,
@@ -42,14 +73,8 @@ struct mgpu_param *mgpu_model_add_param(struct mgpu_model *m, const char *name, 
 {
 	struct mgpu_param *p = &m->params[m->nparam++];
 
-	snprintf(p->name, sizeof p->name, "%s", name);
-	p->off = m->nparams;
-	p->ndim = cols ? 2 : 1;
-	p->shape[0] = rows;
-	p->shape[1] = cols;
-	p->count = (size_t)rows * (size_t)(cols ? cols : 1);
+	describe_param(p, name, rows, cols, &m->nparams);
 	p->decay = decay;
-	m->nparams += p->count;
 	return p;
 }
 
@@ -148,6 +173,20 @@ int mgpu_model_get(struct mgpu_model *m, float *w_host)
 int mgpu_model_set(struct mgpu_model *m, const float *w_host)
 {
 	return mgpu_dev_from_host(m->dev, m->w, w_host, m->nparams * sizeof(float));
+}
+
+int mgpu_model_get_buffers(struct mgpu_model *m, float *host)
+{
+	if (!m->nbufvals)
+		return 0;
+	return mgpu_dev_to_host(m->dev, host, m->buf, m->nbufvals * sizeof(float));
+}
+
+int mgpu_model_set_buffers(struct mgpu_model *m, const float *host)
+{
+	if (!m->nbufvals)
+		return 0;
+	return mgpu_dev_from_host(m->dev, m->buf, host, m->nbufvals * sizeof(float));
 }
 
 int mgpu_model_stage(struct mgpu_model *m, void *rows_dev, const void *rows, size_t nbytes,

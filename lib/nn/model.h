@@ -35,6 +35,8 @@ struct mgpu_arch; /* nn/arch.h */
 /* an mlp has 4 per layer, a gpt 12 per block and 4 more */
 #define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
 #define MGPU_MAX_BUCKETS MGPU_MAX_LAYERS
+/* a BatchNorm keeps 3 (running_mean, running_var, num_batches_tracked) */
+#define MGPU_MAX_BUFFERS (4 * MGPU_MAX_LAYERS)
 /* device buffers a model may hold (a gpt: 15 per block and a few more) */
 #define MGPU_MODEL_MAX_ALLOCS (24 * MGPU_MAX_LAYERS + 32)
 #define MGPU_PARAM_MAX_DIM 4
@@ -54,6 +56,9 @@ struct mgpu_bucket {
 };
 
 typedef int (*mgpu_grad_ready_fn)(void *ctx, int bucket, size_t off, size_t count);
+/* Sums count floats of per-channel batch statistics (device memory of the
+ * model's device) over the ranks, in place: see mgpu_model_sum_stats. */
+typedef int (*mgpu_stat_sum_fn)(void *ctx, int layer, float *sums, size_t count);
 
 struct mgpu_model {
 	struct mgpu_spec spec;
@@ -67,6 +72,15 @@ struct mgpu_model {
 	struct mgpu_param params[MGPU_MAX_PARAMS];
 	int nbuckets;
 	struct mgpu_bucket buckets[MGPU_MAX_BUCKETS];
+	/* Non-trainable state a checkpoint keeps beside the parameters (a
+	 * BatchNorm's running_mean, running_var and num_batches_tracked, the
+	 * last a float here): one flat device buffer buf of nbufvals floats,
+	 * laid out by buffers as w is by params; in no gradient, optimizer
+	 * or all-reduce. Each rank has its own (rank 0's is saved). */
+	size_t nbufvals;
+	float *buf;
+	int nbuffer;
+	struct mgpu_param buffers[MGPU_MAX_BUFFERS];
 	int32_t *labels;             /* (B) labels, or a gpt's (B*T) targets */
 	float *dlogits, *row_loss, *row_correct;
 	double *stats;               /* (MGPU_STATS) a step's statistics (device) */
@@ -78,6 +92,8 @@ struct mgpu_model {
 	int ext_w, ext_g;            /* w, g belong to the caller */
 	mgpu_grad_ready_fn grad_ready;
 	void *grad_ctx;
+	mgpu_stat_sum_fn stat_sum;   /* NULL: each rank keeps its own statistics */
+	void *stat_ctx;
 	uint64_t dropout_seed;       /* set per step by the caller */
 	uint64_t row0;               /* global row of the batch's first row */
 	int prec;                    /* enum mgpu_prec of the products (nn/mm.h) */
@@ -187,8 +203,18 @@ int mgpu_model_check_row(const struct mgpu_model *m, const void *row, int dtype,
 /* For the families (nn/arch.h). A device buffer of nbytes into *pp, owned
  * by the model (released by mgpu_model_free). */
 int mgpu_model_alloc(struct mgpu_model *m, void *pp, size_t nbytes);
-/* w and g (unless the caller gave them), g zeroed: a create's first call. */
+/* w and g (unless the caller gave them), g zeroed, and buf: a create's
+ * first call after its layout. */
 int mgpu_model_alloc_params(struct mgpu_model *m);
+/* The next buffer (m->buffers): name, shape (ndim 1 or 2: rows, cols). */
+struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name, int rows,
+					 int cols);
+/* A layer's per-channel batch statistics (sums, count floats, device)
+ * summed over the ranks in place through m->stat_sum, which --sync-bn's
+ * sync strategy sets; without it, nothing (each rank normalises its own
+ * batch, as torch DDP without SyncBatchNorm). A family calls it between
+ * the ops that make the sums and those that use them. */
+int mgpu_model_sum_stats(struct mgpu_model *m, int layer, float *sums, size_t count);
 /* The next parameter: name, shape (ndim 1 or 2: rows, cols), weight decay. */
 struct mgpu_param *mgpu_model_add_param(struct mgpu_model *m, const char *name, int rows,
 					int cols, int decay);
@@ -204,6 +230,9 @@ int mgpu_model_stage(struct mgpu_model *m, void *rows_dev, const void *rows, siz
 /* Whole flat vectors to and from the host (nparams floats). */
 int mgpu_model_get(struct mgpu_model *m, float *w_host);
 int mgpu_model_set(struct mgpu_model *m, const float *w_host);
+/* The same for the buffers (nbufvals floats; nothing when there are none). */
+int mgpu_model_get_buffers(struct mgpu_model *m, float *host);
+int mgpu_model_set_buffers(struct mgpu_model *m, const float *host);
 
 /* Copy a batch of B float32 rows (already normalised) and labels in. */
 int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
