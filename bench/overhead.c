@@ -14,8 +14,8 @@
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
-#include "nn/mlp.h"    /* struct mgpu_mlp, struct mgpu_model */
-#include "nn/optim.h"  /* struct mgpu_optim */
+#include "model/mlp.h"    /* struct mgpu_mlp, struct mgpu_model */
+#include "train/optim.h"  /* struct mgpu_optim */
 
 static int cmp_d(const void *a, const void *b)
 {

@@ -12,9 +12,9 @@
 #include "core/cli.h"  /* mgpu_cli_int */
 #include "core/err.h"  /* mgpu_err */
 #include "gpu/gpu.h"   /* mgpu_gpu_cpu_simd, MGPU_SIMD_* */
-#include "nn/model.h"  /* mgpu_model_count */
-#include "nn/optim.h"  /* mgpu_optim_nstate_for */
-#include "nn/train.h"  /* mgpu_train_defaults */
+#include "model/model.h"  /* mgpu_model_count */
+#include "train/optim.h"  /* mgpu_optim_nstate_for */
+#include "train/train.h"  /* mgpu_train_defaults */
 
 void mgpu_bench_peak_cpu(const char *flags, double mhz, const char *clock_src,
 			 struct mgpu_bench_peak *p)

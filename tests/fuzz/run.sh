@@ -21,7 +21,7 @@ srcs_for() {
 	case $1 in
 	idx) echo "lib/core/err.c lib/data/idx.c lib/data/decomp.c" ;;
 	json) echo "lib/core/err.c lib/core/json.c" ;;
-	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/json.c lib/nn/safetensors.c" ;;
+	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/json.c lib/model/safetensors.c" ;;
 	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
 	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;

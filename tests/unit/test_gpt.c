@@ -1,5 +1,5 @@
 /*
- * test_gpt.c - the gpt: model (nn/gpt.c): its spec grammar, every parameter
+ * test_gpt.c - the gpt: model (model/gpt.c): its spec grammar, every parameter
  * tensor's gradient against central differences on ref and cpu (with
  * dropout too), a broken backend the same check must reject (the mutation
  * check), causality (no position sees a later byte), gradient accumulation,
@@ -11,8 +11,8 @@
 
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
-#include "nn/model.h"  /* struct mgpu_model */
-#include "nn/spec.h"   /* mgpu_spec_parse */
+#include "model/model.h"  /* struct mgpu_model */
+#include "model/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
 
 #define SPEC "gpt:layers=2,heads=2,dim=8,ctx=5,vocab=11"

@@ -24,8 +24,8 @@
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/hash.h"    /* mgpu_hash64 */
 #include "gpu/upload.h"   /* mgpu_upload_* */
-#include "nn/train.h"     /* mgpu_train_run */
-#include "nn/train_int.h" /* struct train_data: the reference loop's rows */
+#include "train/train.h"     /* mgpu_train_run */
+#include "train/train_int.h" /* struct train_data: the reference loop's rows */
 #include "t.h"
 #include "tmpdir.h"
 

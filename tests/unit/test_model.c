@@ -14,12 +14,12 @@
 #include "core/io.h"   /* mgpu_read_file */
 #include "data/samples.h" /* MGPU_DTYPE_U8 */
 #include "core/json.h" /* mgpu_json_parse */
-#include "nn/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
-#include "nn/model.h"  /* struct mgpu_model */
-#include "nn/optim.h"  /* mgpu_sched_lr */
-#include "nn/safetensors.h" /* mgpu_st_load */
+#include "train/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
+#include "model/model.h"  /* struct mgpu_model */
+#include "train/optim.h"  /* mgpu_sched_lr */
+#include "model/safetensors.h" /* mgpu_st_load */
 #include "ops/elem.h"  /* mgpu_sgd_elem */
-#include "nn/spec.h"   /* mgpu_spec_parse */
+#include "model/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
 #include "tmpdir.h"    /* t_tmpdir_make, tpath */
 

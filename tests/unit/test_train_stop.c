@@ -13,7 +13,7 @@
 
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
-#include "nn/train.h"  /* mgpu_train_run */
+#include "train/train.h"  /* mgpu_train_run */
 #include "t.h"
 #include "tmpdir.h"
 

@@ -24,11 +24,11 @@
 #include "data/source.h"   /* mgpu_source_* */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
-#include "nn/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
-#include "nn/model.h"      /* mgpu_model_generate */
-#include "nn/sync.h"       /* mgpu_sync_name */
+#include "model/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
+#include "model/model.h"      /* mgpu_model_generate */
+#include "train/sync.h"       /* mgpu_sync_name */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
-#include "nn/train.h"      /* mgpu_train_run */
+#include "train/train.h"      /* mgpu_train_run */
 #include "opts.h"          /* struct train_opts, train_opts_parse */
 #include "selftest.h"      /* train_selftest */
 #include "tb.h"            /* train_tb_record */

@@ -19,8 +19,8 @@
 #include "core/table.h"  /* MGPU_FMT_* */
 #include "comm/launch.h" /* mgpu_launch_env */
 #include "comm/rdzv.h"   /* MGPU_MAX_NODES */
-#include "nn/ckpt.h"     /* mgpu_ckpt_load_state */
-#include "nn/model.h"    /* MGPU_PREC_*, mgpu_prec_name */
+#include "train/ckpt.h"     /* mgpu_ckpt_load_state */
+#include "model/model.h"    /* MGPU_PREC_*, mgpu_prec_name */
 #include "ops/ops.h"     /* mgpu_ops_find */
 
 _Static_assert(MGPU_PATH_MAX >= MGPU_OPT_PATH_MAX, "PATH rows fill cfg's path fields");

@@ -14,7 +14,7 @@
 #include <stdio.h>  /* FILE */
 
 #include "core/opt.h" /* struct mgpu_common_opts, struct mgpu_opt_given */
-#include "nn/train.h" /* struct mgpu_train_cfg */
+#include "train/train.h" /* struct mgpu_train_cfg */
 
 struct train_opts {
 	struct mgpu_train_cfg cfg;

@@ -10,7 +10,7 @@
 #include <time.h>   /* clock_gettime */
 
 #include "core/err.h" /* mgpu_err */
-#include "nn/model.h" /* MGPU_PREC_FP16 */
+#include "model/model.h" /* MGPU_PREC_FP16 */
 
 void train_tb_init(struct train_tb *t, const struct train_opts *o)
 {
