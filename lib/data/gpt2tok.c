@@ -252,6 +252,11 @@ static int load_merges(struct mgpu_gpt2tok *t, char *buf, const char *path, cons
 		if ((lineno == 1 && strncmp(line, "#version", 8) == 0) || !*line)
 			continue;
 		sp = strchr(line, ' ');
+		if (sp && ((size_t)(sp - line) > sizeof a || strlen(sp + 1) > sizeof b)) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %d: a token string of over %zu "
+				      "characters", path, lineno, sizeof a);
+			goto out;
+		}
 		if (!sp || strchr(sp + 1, ' ') ||
 		    (na = to_bytes(dec, line, (size_t)(sp - line), a)) <= 0 ||
 		    (nb = to_bytes(dec, sp + 1, strlen(sp + 1), b)) <= 0) {

@@ -84,6 +84,25 @@ PY
 		;;
 	jpeg)
 		cp tests/data/img/*.jpg "$c/" ;;
+	gpt2merges)
+		cp tests/data/gpt2tok/vocab.bpe "$c/fixture"
+		printf '#version: 0.2\n\304\240 t\nh e\n\304\240t he\n' >"$c/small" ;;
+	gpt2enc)
+		cp tests/data/gpt2tok/encoder.json "$c/fixture" ;;
+	tiktoken)
+		# the fixture's encoder.json as ranks (base64 bytes, rank = id)
+		python3 - "$c" <<'PY' || return 1
+import base64, json, sys
+u = [c for c in range(256) if chr(c).isprintable() and chr(c) != " "]
+cs = u + [256 + n for n in range(256 - len(u))]
+dec = dict(zip(map(chr, cs), u + [b for b in range(256) if b not in u]))
+enc = json.load(open("tests/data/gpt2tok/encoder.json", encoding="utf-8"))
+with open(sys.argv[1] + "/fixture", "w") as f:
+    for tok, i in sorted(enc.items(), key=lambda kv: kv[1]):
+        if tok != "<|endoftext|>":
+            f.write("%s %d\n" % (base64.b64encode(bytes(dec[c] for c in tok)).decode(), i))
+PY
+		;;
 	bpe)
 		printf 'mgpu-bpe 1 3\n116 104\n256 101\n32 257\n' >"$c/file"
 		printf '\20the cat sat on the mat, the cat.\n' >"$c/learn" ;;

@@ -139,6 +139,15 @@ static void test_errors(void)
 	T_FAILS(mgpu_gpt2tok_load(&t, d), MGPU_EFORMAT, "vocab.bpe': line 3: want two token strings");
 	put(d, "vocab.bpe", "#version: 0.2\nh \xe6\xbc\xa2\n");
 	T_FAILS(mgpu_gpt2tok_load(&t, d), MGPU_EFORMAT, "vocab.bpe': line 2");
+	{ /* a token string longer than any token (found by fuzz_gpt2merges) */
+		char longline[2100] = "#version: 0.2\nh e\n";
+		size_t at = strlen(longline);
+		memset(longline + at, 'a', 2000);
+		strcpy(longline + at + 2000, " b\n");
+		put(d, "vocab.bpe", longline);
+		T_FAILS(mgpu_gpt2tok_load(&t, d), MGPU_EFORMAT,
+			"vocab.bpe': line 3: a token string of over 1024 characters");
+	}
 	/* merges that make a token encoder.json lacks */
 	put(d, "vocab.bpe", "#version: 0.2\nq z\n");
 	T_OK(mgpu_gpt2tok_load(&t, d));
