@@ -1335,6 +1335,10 @@ static const struct mgpu_ops_case selftest[] = {
 	/* bf16 at a head width the tensor-core tiles pad (100 of 128 columns,
 	 * the widest tiles) and a T that leaves rows past it in both tiles */
 	{ "flash", MGPU_N, MGPU_N, 2, 100, 100, 0, 0, 0, 0.1f, 0.0f, MGPU_ACT_NONE, 1 },
+	/* a long context: cuda's GEMM form of attention (attn_gemm.cu, from
+	 * T = 512), fp32 and bf16, at gpt-2 small's head width */
+	{ "flash", MGPU_N, MGPU_N, 2, 520, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ "flash", MGPU_N, MGPU_N, 4, 520, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 1 },
 	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
 	 * warp per row on cuda; xent's logits tie for the maximum */
 	{ "ln", MGPU_N, MGPU_N, 64, 768, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
