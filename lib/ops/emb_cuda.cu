@@ -69,6 +69,25 @@ static __device__ int chunk_hits(size_t *rows, int *warp_n, const int32_t *ids, 
 	return total;
 }
 
+/* dY[rows[h + u]][c] for u < 4 (0.0f for u past n or c past D) added to
+ * the thread's sums in row order, all loads issued before the adds (a
+ * frequent id is a long serial sum). Adding 0.0f changes no sum here: a
+ * sum that starts at +0.0 is never -0.0. */
+static __device__ void add_rows(float s[CPT], const float *dY, const size_t *rows, int h, int n,
+				size_t c0, int D)
+{
+	float x[4][CPT];
+
+	for (int u = 0; u < 4; u++)
+		for (int e = 0; e < CPT; e++) {
+			size_t c = c0 + (size_t)e * THREADS + threadIdx.x;
+			x[u][e] = h + u < n && c < (size_t)D ? dY[rows[h + u] * (size_t)D + c] : 0.0f;
+		}
+	for (int u = 0; u < 4; u++)
+		for (int e = 0; e < CPT; e++)
+			s[e] += x[u][e];
+}
+
 static __global__ void __launch_bounds__(THREADS)
 k_emb_first(float *dwte, const float *dY, const int32_t *ids, size_t N, int V, int D)
 {
@@ -93,15 +112,8 @@ k_emb_first(float *dwte, const float *dY, const int32_t *ids, size_t N, int V, i
 					first = 0;
 					break; /* the same in every thread */
 				}
-				for (int h = 0; h < n; h++) {
-					const float *row = dY + rows[h] * (size_t)D;
-
-					for (int e = 0; e < CPT; e++) {
-						size_t c = c0 + (size_t)e * THREADS + threadIdx.x;
-						if (c < (size_t)D)
-							s[e] += row[c];
-					}
-				}
+				for (int h = 0; h < n; h += 4)
+					add_rows(s, dY, rows, h, n, c0, D);
 				__syncthreads(); /* rows[] is rewritten by the next chunk */
 			}
 			for (int e = 0; first && e < CPT; e++) {

@@ -33,8 +33,28 @@ static struct mgpu_ops_report rep; /* large: static */
 #define T MGPU_T
 
 /* T_RUN with a run-time name ("cpu/sgemm"). */
+static char **only; /* argv's names: run only the tests they prefix */
+static int nrun;    /* tests run */
+
+/* 1 when no names were given or one of them is a prefix of name
+ * ("cuda/" every cuda test, "cuda/flash" the two flash tests of cuda). */
+static int wanted(const char *name)
+{
+	char **a;
+
+	if (!only || !*only)
+		return 1;
+	for (a = only; *a; a++)
+		if (strncmp(name, *a, strlen(*a)) == 0)
+			return 1;
+	return 0;
+}
+
 static void run_named(const char *name, void (*fn)(void))
 {
+	if (!wanted(name))
+		return;
+	nrun++;
 	t_cur_name = name;
 	t_cur_failed = 0;
 	t_cur_skipped = 0;
@@ -1287,7 +1307,10 @@ static void test_registry(void)
 	T_CHECK(mgpu_ops_find("nope") == NULL, "unknown backend");
 }
 
-int main(void)
+/* conformance [NAME...]: every test, or those whose names the NAMEs
+ * prefix (test_check_detects, cpu/flash, cuda/...), as a GPU run under
+ * compute-sanitizer may want. */
+int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
@@ -1316,11 +1339,12 @@ int main(void)
 	size_t i;
 	int n;
 
-	T_RUN(test_registry);
-	T_RUN(test_ref_known);
-	T_RUN(test_check_detects);
-	T_RUN(test_conv_check_detects);
-	T_RUN(test_compare_cpu);
+	only = argc > 1 ? argv + 1 : NULL;
+	run_named("test_registry", test_registry);
+	run_named("test_ref_known", test_ref_known);
+	run_named("test_check_detects", test_check_detects);
+	run_named("test_conv_check_detects", test_conv_check_detects);
+	run_named("test_compare_cpu", test_compare_cpu);
 	for (o = mgpu_ops_all(); *o; o++) {
 		cur = *o;
 		n = 0;
@@ -1336,6 +1360,10 @@ int main(void)
 			snprintf(name, sizeof name, "%s/%s", cur->name, per_backend[i].name);
 			run_named(name, per_backend[i].fn);
 		}
+	}
+	if (nrun == 0) { /* a misspelt name must not pass */
+		printf("FAIL conformance: no test is named after '%s'\n", argv[1]);
+		return 1;
 	}
 	return T_DONE();
 }
