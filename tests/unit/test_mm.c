@@ -1,5 +1,5 @@
 /*
- * test_mm.c - the models' bf16 products (lib/nn/mm.c): how many operands
+ * test_mm.c - the models' bf16 products (lib/model/mm.c): how many operands
  * they round, counted through a cpu ops table whose f32_to_bf16 counts,
  * and what mgpu_mm_reuse saves (a linear layer's backward reads dY twice)
  * without changing a bit of the results.
@@ -8,8 +8,8 @@
 
 #include "../t.h"      /* T_RUN, T_CHECK, T_OK */
 #include "core/err.h"  /* mgpu_errmsg */
-#include "nn/mm.h"     /* mgpu_mm, mgpu_mm_reuse, mgpu_mm_round_weights */
-#include "nn/model.h"  /* struct mgpu_model, MGPU_PREC_BF16 */
+#include "model/mm.h"  /* mgpu_mm, mgpu_mm_reuse, mgpu_mm_round_weights */
+#include "model/model.h" /* struct mgpu_model, MGPU_PREC_BF16 */
 #include "ops/ops.h"   /* mgpu_ops_cpu */
 
 static int rounds; /* f32_to_bf16 calls */
