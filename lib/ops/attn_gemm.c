@@ -86,11 +86,8 @@ static int gemm(struct mgpu_dev *dev, int bf16, enum mgpu_trans ta, enum mgpu_tr
 {
 	const struct mgpu_ops *o = dev->ops;
 
-	if (bf16)
-		return o->gemm_bf16(dev, ta, tb, m, n, k, 1.0f, A, lda, sa, Bm, ldb, sb, 0.0f, C,
-				    ldc, sc, batch);
-	return o->sgemm_strided(dev, ta, tb, m, n, k, 1.0f, A, lda, sa, Bm, ldb, sb, 0.0f, C,
-				ldc, sc, batch);
+	return o->gemm(dev, bf16 ? MGPU_PREC_BF16 : MGPU_PREC_FP32, ta, tb, m, n, k, 1.0f, A, lda, sa,
+		       Bm, ldb, sb, 0.0f, C, ldc, sc, batch);
 }
 
 /* The operand of the products for x (nb blocks of blk from x): x itself,

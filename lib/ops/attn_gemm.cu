@@ -221,14 +221,14 @@ static int carve(struct mgpu_dev *dev, int BH, int T, int Dh, int bf16,
 
 extern "C" int mgpu_cuda_attn_any_fwd(struct mgpu_dev *dev, float *y, float *lse,
 				      const float *q, const float *k, const float *v, int BH,
-				      int T, int Dh, float scale, int bf16)
+				      int T, int Dh, float scale, enum mgpu_prec prec)
 {
 	struct mgpu_attn_scratch sc;
+	int bf16 = prec == MGPU_PREC_BF16;
 
-	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh, prec));
 	if (!mgpu_attn_gemm_takes(BH, T))
-		return mgpu_cuda_attn_fwd(dev, y, lse, q, k, v, BH, T, Dh, scale, bf16);
-	bf16 = bf16 != 0;
+		return mgpu_cuda_attn_fwd(dev, y, lse, q, k, v, BH, T, Dh, scale, prec);
 	MGPU_TRY(carve(dev, BH, T, Dh, bf16, &sc));
 	return mgpu_attn_gemm_fwd(dev, &rows_cuda, &sc, y, lse, q, k, v, BH, T, Dh, scale, bf16);
 }
@@ -236,15 +236,15 @@ extern "C" int mgpu_cuda_attn_any_fwd(struct mgpu_dev *dev, float *y, float *lse
 extern "C" int mgpu_cuda_attn_any_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv,
 				      const float *q, const float *k, const float *v,
 				      const float *y, const float *dy, const float *lse, int BH,
-				      int T, int Dh, float scale, int bf16)
+				      int T, int Dh, float scale, enum mgpu_prec prec)
 {
 	struct mgpu_attn_scratch sc;
+	int bf16 = prec == MGPU_PREC_BF16;
 
-	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh, prec));
 	if (!mgpu_attn_gemm_takes(BH, T))
 		return mgpu_cuda_attn_bwd(dev, dq, dk, dv, q, k, v, y, dy, lse, BH, T, Dh, scale,
-					  bf16);
-	bf16 = bf16 != 0;
+					  prec);
 	MGPU_TRY(carve(dev, BH, T, Dh, bf16, &sc));
 	return mgpu_attn_gemm_bwd(dev, &rows_cuda, &sc, dq, dk, dv, q, k, v, y, dy, lse, BH, T,
 				  Dh, scale, bf16);
