@@ -130,10 +130,11 @@ double mgpu_bench_gpt_flops_per_token(const struct mgpu_spec *s)
 }
 
 /* The bytes of bf16 copies a bf16 model adds (lm.h): the weights', and the
- * two scratch buffers of the largest non-weight operands. */
+ * two scratch buffers of the largest non-weight operands (the logits' with
+ * their padded rows, mgpu_spec_logits_ld). */
 static double bf16_copies(const struct mgpu_spec *s, double n, int B)
 {
-	double T = s->ctx, D = s->dim, V = s->vocab;
+	double T = s->ctx, D = s->dim, V = mgpu_spec_logits_ld(s);
 	double second = 4 * D > V ? 4 * D : V;
 
 	return 2 * (n + B * T * (4 * D + second));
@@ -143,10 +144,11 @@ int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate
 				    int bf16)
 {
 	double n = (double)mgpu_model_count(s), L = s->blocks, T = s->ctx, D = s->dim;
-	double H = s->heads, V = s->vocab, floats;
+	double H = s->heads, V, floats;
 
 	if (!mgpu_spec_is_lm(s) || B < 1 || share < 1)
 		return -1;
+	V = mgpu_spec_logits_ld(s); /* the logits' rows, padded (model/spec.h) */
 	floats = n + n * (1 + nstate) / share;                 /* gradients; weights, state */
 	/* activations; the backward's scratch; ids, targets, row loss, correct */
 	floats += (double)B * T * (L * (16 * D + H) + 2 * D + V + 11 * D + 4);

@@ -30,8 +30,9 @@
  *   D, q k v 3D, the attention rows' log-sum-exp H, heads' output D,
  *   residual D, MLP pre- and post-activation 8D, block output D), and 2 D
  *   + V more (the embedding sum, the final LayerNorm, the logits, whose
- *   gradient the loss writes over them in place; V the real vocab, not
- *   padded_vocab), the backward's scratch 11 D (seven (N,D) buffers and
+ *   gradient the loss writes over them in place; V their row stride,
+ *   max(vocab, padded_vocab) rounded up to a multiple of 8: 50304 for
+ *   GPT-2, 256 for bytes), the backward's scratch 11 D (seven (N,D) buffers and
  *   one (N,4D)) and 4 more for the ids, targets, row losses and correct
  *   flags. The fused attention stores nothing of size T x T.
  * In bf16 (--dtype bf16, lib/model/mm.c) each rank also holds 2-byte copies:

@@ -80,8 +80,10 @@ struct mgpu_arch {
 	/* Backward from m->dlogits, calling m->grad_ready per bucket. */
 	int (*backward)(struct mgpu_model *m, int B, int accumulate);
 	/* The last forward's logits on the device; *per_row floats a sample,
-	 * *width of them per prediction (per_row / width predictions). */
-	const float *(*logits)(const struct mgpu_model *m, size_t *per_row, size_t *width);
+	 * *width of them per prediction (per_row / width predictions), the
+	 * predictions *ld >= *width floats apart on the device. */
+	const float *(*logits)(const struct mgpu_model *m, size_t *per_row, size_t *width,
+			       size_t *ld);
 	/* n ids continuing prompt[0..plen) (model.h's mgpu_model_generate
 	 * says how); NULL: the family does not generate. */
 	int (*generate)(struct mgpu_model *m, const int32_t *prompt, size_t plen, size_t n,

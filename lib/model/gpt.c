@@ -92,11 +92,12 @@ struct gpt_block {
 
 struct mgpu_gpt {
 	int L, H, D, T, V, Vp, Dh;
+	int ldl;                    /* the logits' row stride, >= V (mgpu_spec_logits_ld) */
 	struct mgpu_param *wte, *wpe, *lnfg, *lnfb;
 	struct gpt_block blk[MGPU_GPT_MAX_BLOCKS];
 	float *emb;                 /* (N,D) embedding sum: the first residual */
 	float *xf, *meanf, *rstdf;  /* final LayerNorm */
-	float *logits;              /* (N,V), the loss's gradient in place (m->dlogits) */
+	float *logits;              /* (N,V) rows ldl apart, the loss's gradient in place (m->dlogits) */
 	int32_t *ids;               /* (N) input tokens, device */
 	float *dres, *dt, *da, *dx; /* (N,D) backward scratch */
 	float *dq, *dk, *dv;        /* (N,D) */
@@ -338,8 +339,8 @@ static int alloc_scratch(struct mgpu_model *m, struct mgpu_gpt *g, size_t N, siz
 
 static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 {
-	size_t N = (size_t)m->max_batch * (size_t)g->T, D = (size_t)g->D, V = (size_t)g->V;
-	size_t NH = N * (size_t)g->H;
+	size_t N = (size_t)m->max_batch * (size_t)g->T, D = (size_t)g->D;
+	size_t NH = N * (size_t)g->H, ldl = (size_t)g->ldl;
 	int l;
 
 	MGPU_TRY(mgpu_model_alloc_params(m));
@@ -352,8 +353,12 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_gpt *g)
 	MGPU_TRY(dalloc(m, &g->meanf, N, F));
 	MGPU_TRY(dalloc(m, &g->rstdf, N, F));
 	/* xent writes the gradient over the logits it has read (llm.c's fused
-	 * classifier): one (N,V) buffer, not two */
-	MGPU_TRY(dalloc(m, &g->logits, N * V, F));
+	 * classifier): one (N,V) buffer, not two. Its rows are ldl apart: with
+	 * an odd V (GPT-2's 50257) cuBLAS falls back to its slow pre-sm90
+	 * kernels for the head's three products; the gap stays zero, no
+	 * product or xent reads or writes it */
+	MGPU_TRY(dalloc(m, &g->logits, N * ldl, F));
+	MGPU_TRY(m->dev->ops->zero(m->dev, g->logits, N * ldl * F));
 	m->dlogits = g->logits;
 	MGPU_TRY(dalloc(m, &m->row_loss, N, F));
 	MGPU_TRY(dalloc(m, &m->row_correct, N, F));
@@ -374,6 +379,7 @@ static int create(struct mgpu_model *m)
 	g->T = s->ctx;
 	g->V = s->vocab;
 	g->Vp = wte_rows(s);
+	g->ldl = mgpu_spec_logits_ld(s);
 	g->Dh = s->dim / s->heads;
 	layout(m, g);
 	return alloc_all(m, g);
@@ -634,7 +640,7 @@ static int forward(struct mgpu_model *m, int B, int train)
 			   w + g->lnfb->off, N, D, LN_EPS));
 	/* the tied head: logits = xf wte^T */
 	return mgpu_mm(m, MGPU_T, MGPU_N, g->V, N, D, 1.0f, w + g->wte->off, D, g->xf, D,
-		       0.0f, g->logits, g->V);
+		       0.0f, g->logits, g->ldl);
 }
 
 /* Per sample: the mean over its T positions (the sums times 1/T). */
@@ -646,7 +652,8 @@ static int loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale
 	size_t N = (size_t)B * (size_t)g->T;
 
 	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
-			 g->logits, m->labels, (int)N, g->V, grad_scale / (float)g->T));
+			 g->logits, m->labels, (int)N, g->V, g->ldl,
+			 grad_scale / (float)g->T));
 	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, N, 0, 1.0 / g->T));
 	return o->sum_acc(m->dev, acc + 1, m->row_correct, N, 0, 1.0 / g->T);
 }
@@ -743,23 +750,25 @@ static int head_backward(struct mgpu_model *m, int N, const float *x, float acc)
 {
 	const struct mgpu_ops *o = m->dev->ops;
 	struct mgpu_gpt *g = m->fam;
-	int D = g->D, V = g->V;
+	int D = g->D, V = g->V, ldl = g->ldl;
 
 	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_N, D, N, V, 1.0f, m->w + g->wte->off, D,
-			 m->dlogits, V, 0.0f, g->da, D));
+			 m->dlogits, ldl, 0.0f, g->da, D));
 	mgpu_mm_reuse(m); /* the (N,V) dlogits again, in the same operand slot */
-	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_T, D, V, N, 1.0f, g->xf, D, m->dlogits, V, acc,
+	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_T, D, V, N, 1.0f, g->xf, D, m->dlogits, ldl, acc,
 			 m->g + g->wte->off, D));
 	return o->ln_bwd(m->dev, g->dres, m->g + g->lnfg->off, m->g + g->lnfb->off, g->da, x,
 			 g->meanf, g->rstdf, m->w + g->lnfg->off, N, D, acc);
 }
 
 /* (B, T, V): T predictions of V a sample. */
-static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *width)
+static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *width,
+			   size_t *ld)
 {
 	const struct mgpu_gpt *g = m->fam;
 
 	*width = (size_t)g->V;
+	*ld = (size_t)g->ldl;
 	*per_row = (size_t)g->T * *width;
 	return g->logits;
 }
@@ -827,7 +836,7 @@ static int next_logits(struct mgpu_model *m, int32_t *row, const int32_t *ctx, s
 	memcpy(row, ctx, len * sizeof *row);
 	MGPU_TRY(mgpu_model_load_tokens(m, row, 4, 1));
 	MGPU_TRY(forward(m, 1, 0));
-	return mgpu_dev_to_host(m->dev, logits, g->logits + (len - 1) * (size_t)g->V,
+	return mgpu_dev_to_host(m->dev, logits, g->logits + (len - 1) * (size_t)g->ldl,
 				(size_t)g->V * sizeof(float));
 }
 

@@ -436,17 +436,18 @@ static int loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale
 	const struct mgpu_ops *o = m->dev->ops;
 
 	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
-			 top->lin, m->labels, B, top->out, grad_scale));
+			 top->lin, m->labels, B, top->out, top->out, grad_scale));
 	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, (size_t)B, 0, 1.0));
 	return o->sum_acc(m->dev, acc + 1, m->row_correct, (size_t)B, 0, 1.0);
 }
 
-static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *width)
+static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *width,
+			   size_t *ld)
 {
 	const struct mgpu_mlp *x = m->fam;
 	const struct mgpu_layer *top = &x->layers[m->spec.nlayers - 1];
 
-	*per_row = *width = (size_t)top->out;
+	*per_row = *width = *ld = (size_t)top->out;
 	return top->lin;
 }
 

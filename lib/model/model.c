@@ -268,26 +268,39 @@ int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_s
 
 size_t mgpu_model_logits_per_row(const struct mgpu_model *m)
 {
-	size_t per_row, width;
+	size_t per_row, width, ld;
 
-	m->arch->logits(m, &per_row, &width);
+	m->arch->logits(m, &per_row, &width, &ld);
 	return per_row;
 }
 
 size_t mgpu_model_logits_width(const struct mgpu_model *m)
 {
-	size_t per_row, width;
+	size_t per_row, width, ld;
 
-	m->arch->logits(m, &per_row, &width);
+	m->arch->logits(m, &per_row, &width, &ld);
 	return width;
 }
 
 int mgpu_model_logits(struct mgpu_model *m, int B, float *host, size_t *per_row)
 {
-	size_t width;
-	const float *src = m->arch->logits(m, per_row, &width);
+	size_t width, ld, rows, i;
+	const float *src = m->arch->logits(m, per_row, &width, &ld);
+	float *pad;
+	int rc;
 
-	return mgpu_dev_to_host(m->dev, host, src, (size_t)B * *per_row * sizeof(float));
+	if (ld == width)
+		return mgpu_dev_to_host(m->dev, host, src, (size_t)B * *per_row * sizeof(float));
+	/* the rows' gaps dropped on the host: one copy, not one a prediction */
+	rows = (size_t)B * (*per_row / width);
+	pad = malloc(rows * ld * sizeof(float));
+	if (!pad)
+		return mgpu_err(MGPU_ENOMEM, "model: out of host memory for the logits");
+	rc = mgpu_dev_to_host(m->dev, pad, src, rows * ld * sizeof(float));
+	for (i = 0; rc == 0 && i < rows; i++)
+		memcpy(host + i * width, pad + i * ld, width * sizeof(float));
+	free(pad);
+	return rc;
 }
 
 int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,

@@ -162,3 +162,13 @@ int mgpu_spec_is_lm(const struct mgpu_spec *s)
 {
 	return (mgpu_arch_of(s)->flags & MGPU_ARCH_TOKENS) != 0;
 }
+
+int mgpu_spec_logits_ld(const struct mgpu_spec *s)
+{
+	long long rows = s->padded_vocab > s->vocab ? s->padded_vocab : s->vocab;
+
+	/* padded_vocab is at most 2^31 - 1: the rounding may need a long long,
+	 * a stride past INT_MAX is left unpadded (no product that size runs) */
+	rows = (rows + 7) / 8 * 8;
+	return rows > 2147483647LL ? 2147483647 : (int)rows;
+}

@@ -76,6 +76,10 @@ int mgpu_spec_classes(const struct mgpu_spec *s);
 /* 1 for a language model over token ids (model/arch.h's MGPU_ARCH_TOKENS):
  * a loss per token, bits per byte, generation. */
 int mgpu_spec_is_lm(const struct mgpu_spec *s);
+/* A language model's logits row stride in floats: its token table's rows
+ * (max(vocab, padded_vocab)) rounded up to a multiple of 8, so each row
+ * starts 32-byte aligned (cuBLAS's vectorised kernels want 16). */
+int mgpu_spec_logits_ld(const struct mgpu_spec *s);
 /* For the families' parsers (model/arch.h): 0 when no option of the
  * comma-separated list opts is named twice; the dropout of "dropout=P";
  * P printed exactly (what a checkpoint records and a resume reads back). */

@@ -429,14 +429,25 @@ static int case_dropout(struct run *r, const struct mgpu_ops_case *c)
 	return 0;
 }
 
+/* The gaps of rows ldc > C apart: what no backend may read (a logit of
+ * 1e30 would take the row's maximum and loss) or write (dlogits' 7s). */
+static void xent_gaps(float *X, size_t B, size_t C, size_t ld, float v)
+{
+	size_t i, j;
+
+	for (i = 0; i < B; i++)
+		for (j = C; j < ld; j++)
+			X[i * ld + j] = v;
+}
+
 static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 {
-	size_t B = (size_t)c->m, n = B * (size_t)c->n, i;
+	size_t B = (size_t)c->m, ld = (size_t)(c->ldc ? c->ldc : c->n), n = B * ld, i;
 	struct err e = { 0.0 };
 	float *L, *dL, *loss, *corr, *u;
 	int32_t *lab;
 	int il, idl, ilab, ilo, ico, s;
-	char shape[64];
+	char shape[96];
 
 	NEWF(L, r, n);
 	NEWF(dL, r, n);
@@ -453,10 +464,12 @@ static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 	for (i = 0; i < B; i++)
 		lab[i] = (int32_t)(u[i] * (float)c->n) % (c->n ? c->n : 1);
 	for (i = 0; c->nan_rows && c->n > 0 && i < B; i += 2) {
-		L[i * (size_t)c->n] = NAN; /* ref's argmax stays at a NaN first logit */
+		L[i * ld] = NAN; /* ref's argmax stays at a NaN first logit */
 		lab[i] = 0;
 	}
+	xent_gaps(L, B, (size_t)c->n, ld, 1e30f);
 	fill_const(dL, n, NAN);
+	xent_gaps(dL, B, (size_t)c->n, ld, 7.0f);
 	fill_const(loss, B, NAN);
 	fill_const(corr, B, NAN);
 	MGPU_TRY(up(r, L, n * sizeof *L, &il));
@@ -464,17 +477,22 @@ static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(up(r, lab, B * sizeof *lab, &ilab));
 	MGPU_TRY(up(r, loss, B * sizeof *loss, &ilo));
 	MGPU_TRY(up(r, corr, B * sizeof *corr, &ico));
+	if (c->in_place)
+		idl = il; /* the gpt's head: the gradient over the logits */
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->xent(devof(r, s), c->no_grad ? NULL : dptr(r, idl, s),
 					      dptr(r, ilo, s), dptr(r, ico, s), dptr(r, il, s),
 					      (const int32_t *)r->d[ilab][s], c->m, c->n,
-					      c->scale));
+					      (int)ld, c->scale));
 	MGPU_TRY(cmp_out_nan(r, &e, ilo, B, c->nan_rows));
 	MGPU_TRY(cmp_out(r, &e, ico, B));
 	if (!c->no_grad)
 		MGPU_TRY(cmp_out_nan(r, &e, idl, n, c->nan_rows));
-	snprintf(shape, sizeof shape, "B=%d C=%d scale=%g%s%s%s", c->m, c->n, (double)c->scale,
-		 c->no_grad ? " no-grad" : "", c->ties ? " ties" : "", c->nan_rows ? " nan" : "");
+	else
+		MGPU_TRY(cmp_out_nan(r, &e, il, n, c->nan_rows)); /* read only, gaps too */
+	snprintf(shape, sizeof shape, "B=%d C=%d ld=%zu scale=%g%s%s%s%s", c->m, c->n, ld,
+		 (double)c->scale, c->no_grad ? " no-grad" : "", c->ties ? " ties" : "",
+		 c->nan_rows ? " nan" : "", c->in_place ? " in-place" : "");
 	mgpu_ops_report_add(r->p, "xent", shape, e.worst);
 	return 0;
 }
@@ -1188,6 +1206,12 @@ static const struct mgpu_ops_case selftest[] = {
 	 * warp per row on cuda; xent's logits tie for the maximum */
 	{ .op = "ln", .m = 64, .n = 768, .acc = 1.0f },
 	{ .op = "xent", .m = 64, .n = 256, .scale = 1.0f / 64, .ties = 1 },
+	/* the gpt's head: logits' rows padded to a multiple of 8 floats, the
+	 * gradient written over them; then wide rows (cuda: a block per row).
+	 * Not GPT-2's 50257: ref's one running fp32 sum of that many
+	 * exponentials drifts past xent's 1e-5 from any other order */
+	{ .op = "xent", .m = 64, .n = 300, .ldc = 304, .scale = 1.0f / 64, .in_place = 1 },
+	{ .op = "xent", .m = 16, .n = 8191, .ldc = 8192, .scale = 1.0f / 16, .in_place = 1 },
 	{ .op = "heads", .m = 4, .n = 32, .k = 64, .H = 4, .ldb = 384 },
 	{ .op = "bf16", .n = 65536 },
 	/* --dtype bf16: the mlp's three products, then a batched one */

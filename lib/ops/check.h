@@ -59,8 +59,10 @@ struct mgpu_ops_report {
  *   col_sum   m = B, n = D, acc
  *   ln        m = B, n = D, acc (rows "ln_fwd" and "ln_bwd")
  *   dropout   n, p, offset, in_place
- *   xent      m = B, n = C, scale (the gradient's), no_grad (dlogits
- *             NULL), ties (whole-number logits: a row's maximum repeats),
+ *   xent      m = B, n = C, ldc (the rows' stride, 0: C; the gaps hold
+ *             1e30 logits and 7 in dlogits, which must stay unread and
+ *             unwritten), in_place (dlogits == logits), scale (the
+ *             gradient's), no_grad (dlogits NULL), ties (whole-number logits: a row's maximum repeats),
  *             nan_rows (every other row's first logit NaN and label 0: NaN
  *             loss and gradient, correct 1, as ref's scan from l[0] gives)
  *   u8_to_f32 n, scale, shift

@@ -70,10 +70,12 @@ static inline int ops_check_act(const char *op, enum mgpu_act act)
 	return 0;
 }
 
-static inline int ops_check_xent(int B, int C)
+static inline int ops_check_xent(int B, int C, int ld)
 {
 	if (B < 0 || C < 0 || (B > 0 && C == 0))
 		return mgpu_err(MGPU_EINVAL, "xent: bad shape (%d, %d)", B, C);
+	if (ld < C)
+		return mgpu_err(MGPU_EINVAL, "xent: row stride %d is below the %d columns", ld, C);
 	return 0;
 }
 
@@ -355,19 +357,19 @@ static inline int ops_host_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma
 	return 0;
 }
 
-/* logits, dlogits (B,C); labels, row_loss, row_correct (B). */
+/* logits, dlogits (B,C) with row stride ld; labels, row_loss, row_correct (B). */
 static inline int ops_host_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss,
 				float *row_correct, const float *logits,
-				const int32_t *labels, int B, int C, float grad_scale)
+				const int32_t *labels, int B, int C, int ld, float grad_scale)
 {
 	size_t off;
 	int i;
 
 	(void)dev;
-	MGPU_TRY(ops_check_xent(B, C));
+	MGPU_TRY(ops_check_xent(B, C, ld));
 	MGPU_TRY(ops_check_labels(labels, B, C));
 	for (i = 0; i < B; i++) {
-		off = (size_t)i * (size_t)C;
+		off = (size_t)i * (size_t)ld;
 		mgpu_xent_row(logits + off, C, labels[i], grad_scale,
 			      dlogits ? dlogits + off : NULL, &row_loss[i], &row_correct[i]);
 	}

@@ -200,10 +200,13 @@ struct mgpu_ops {
 	 * row_loss (B), row_correct (B, 1 or 0 for argmax == label) and, when
 	 * dlogits is not NULL, dlogits = (softmax - onehot) * grad_scale.
 	 * dlogits may be logits itself: the gradient then overwrites the
-	 * logits in place (the gpt's head keeps one (N,V) buffer). */
+	 * logits in place (the gpt's head keeps one (N,V) buffer). Row i of
+	 * logits and dlogits starts at i * ld, ld >= C: the columns C..ld-1
+	 * are neither read nor written (the gpt pads its logits' rows to a
+	 * multiple of 8 floats so cuBLAS keeps its vectorised kernels). */
 	int (*xent)(struct mgpu_dev *dev, float *dlogits, float *row_loss,
 		    float *row_correct, const float *logits, const int32_t *labels,
-		    int B, int C, float grad_scale);
+		    int B, int C, int ld, float grad_scale);
 	/* Y = X * scale + shift, decoding uint8 samples on the device. */
 	int (*u8_to_f32)(struct mgpu_dev *dev, float *Y, const uint8_t *X, size_t n,
 			 float scale, float shift);

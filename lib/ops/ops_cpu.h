@@ -62,7 +62,8 @@ int mgpu_cpu_ln_fwd(struct mgpu_dev *dev, float *Y, float *mean, float *rstd, co
 void mgpu_cpu_ln_bwd_row(const float *dy, const float *x, float mean, float rstd,
 			 const float *g, int D, float *dx);
 int mgpu_cpu_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *row_correct,
-		  const float *logits, const int32_t *labels, int B, int C, float grad_scale);
+		  const float *logits, const int32_t *labels, int B, int C, int ld,
+		  float grad_scale);
 /* The cpu backend's attn_fwd, attn_bwd (ops.h; attn_cpu.c). */
 int mgpu_cpu_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 		      const float *k, const float *v, int BH, int T, int Dh, float scale,

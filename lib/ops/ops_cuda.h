@@ -22,7 +22,8 @@ int mgpu_cuda_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbet
 		     const float *dY, const float *X, const float *mean, const float *rstd,
 		     const float *gamma, int B, int D, float acc);
 int mgpu_cuda_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *row_correct,
-		   const float *logits, const int32_t *labels, int B, int C, float grad_scale);
+		   const float *logits, const int32_t *labels, int B, int C, int ld,
+		   float grad_scale);
 
 /* gpt_cuda.cu: the transformer ops besides attention. */
 int mgpu_cuda_add(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n);

@@ -264,16 +264,17 @@ MGPU_CPU_WIDE static void xent_row(const float *l, int C, int32_t label, float g
 }
 
 int mgpu_cpu_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *row_correct,
-		  const float *logits, const int32_t *labels, int B, int C, float grad_scale)
+		  const float *logits, const int32_t *labels, int B, int C, int ld,
+		  float grad_scale)
 {
 	size_t off;
 	int i;
 
 	(void)dev;
-	MGPU_TRY(ops_check_xent(B, C));
+	MGPU_TRY(ops_check_xent(B, C, ld));
 	MGPU_TRY(ops_check_labels(labels, B, C));
 	for (i = 0; i < B; i++) {
-		off = (size_t)i * (size_t)C;
+		off = (size_t)i * (size_t)ld;
 		xent_row(logits + off, C, labels[i], grad_scale, dlogits ? dlogits + off : NULL,
 			 &row_loss[i], &row_correct[i]);
 	}

@@ -1,6 +1,7 @@
 /*
  * rows_cuda.cu - the cuda backend's row and column ops (col_sum, ln_fwd,
- * ln_bwd, xent of ops.h): a warp per row, a block per column tile.
+ * ln_bwd, xent of ops.h): a warp per row (a block per row for xent's wide
+ * rows), a block per column tile.
  *
  * A row op gives each row to one warp. Lane l reads elements l, l + 32, ...
  * of the row (the 32 lanes read 32 neighbouring floats: coalesced), reduces
@@ -218,17 +219,18 @@ extern "C" int mgpu_cuda_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, 
 	return 0;
 }
 
-/* Softmax cross-entropy, a warp per row of logits (B,C). The loss and the
- * correct flag are written by the lane that owns l[y], which reads l[y]
- * before it writes dl[y], so even dlogits == logits would be safe. */
+/* Softmax cross-entropy, a warp per row of logits (B,C), rows ld apart.
+ * The loss and the correct flag are written by the lane that owns l[y],
+ * which reads l[y] before it writes dl[y], so even dlogits == logits would
+ * be safe. */
 static __global__ void k_xent(float *dlogits, float *row_loss, float *row_correct,
 			      const float *logits, const int32_t *labels, size_t B, int C,
-			      float grad_scale)
+			      size_t ld, float grad_scale)
 {
 	unsigned lane = lane_id();
 
 	WARP_ROWS(i, B) {
-		size_t off = i * C;
+		size_t off = i * ld;
 		const float *l = logits + off;
 		float *dl = dlogits ? dlogits + off : NULL;
 		int32_t y = labels[i]; /* the same in every lane: a uniform branch */
@@ -260,16 +262,111 @@ static __global__ void k_xent(float *dlogits, float *row_loss, float *row_correc
 	}
 }
 
+/*
+ * Wide rows (a vocabulary of tens of thousands: GPT-2's 50257) get a block
+ * of XENT_THREADS each. A warp per row keeps every row of a batch in
+ * flight at once (8192 rows of 200 KB), so each of the three passes over a
+ * row (maximum, sum of exponentials, gradient) comes from DRAM; a block
+ * per row keeps a few hundred rows in flight, whose second and third
+ * passes mostly hit L2. The math is elem.h's, as in k_xent; only the sum's
+ * order differs (thread t sums elements t, t + 1024, ..., then the
+ * 32 warps' sums in warp order), the same on every run.
+ */
+#define XENT_THREADS 1024
+#define XENT_WIDE 4096 /* C from which a row gets a block */
+static_assert(XENT_THREADS / WARP == WARP, "one warp folds the warps' parts");
+
+/* v summed over the block, the same bits in every thread. sh: WARP floats,
+ * free again on return. */
+static __device__ float block_sum(float v, float *sh)
+{
+	unsigned lane = lane_id();
+
+	v = warp_sum(v);
+	if (lane == 0)
+		sh[threadIdx.x / WARP] = v;
+	__syncthreads();
+	v = warp_sum(sh[lane]);
+	__syncthreads();
+	return v;
+}
+
+/* The block's first maximum (warp_argmax's merge), in every thread. */
+static __device__ void block_argmax(float *mx, int *arg, float *smx, int *sarg)
+{
+	unsigned lane = lane_id();
+
+	warp_argmax(mx, arg);
+	if (lane == 0) {
+		smx[threadIdx.x / WARP] = *mx;
+		sarg[threadIdx.x / WARP] = *arg;
+	}
+	__syncthreads();
+	*mx = smx[lane];
+	*arg = sarg[lane];
+	warp_argmax(mx, arg);
+	__syncthreads();
+}
+
+/* k_xent with a block per row. In place is safe as there: thread t reads
+ * and writes only its own elements, but l[0] (read before the block's
+ * first barrier, written after its last) and l[y] (read by its owner). */
+static __global__ void __launch_bounds__(XENT_THREADS)
+	k_xent_wide(float *dlogits, float *row_loss, float *row_correct, const float *logits,
+		    const int32_t *labels, size_t B, int C, size_t ld, float grad_scale)
+{
+	__shared__ float smx[WARP];
+	__shared__ int sarg[WARP];
+	unsigned t = threadIdx.x;
+
+	for (size_t i = blockIdx.x; i < B; i += gridDim.x) {
+		const float *l = logits + i * ld;
+		float *dl = dlogits ? dlogits + i * ld : NULL;
+		int32_t y = labels[i]; /* the same in every thread: a uniform branch */
+		float mx, sum, l0 = l[0];
+		int arg;
+
+		if (y < 0 || y >= C) { /* cannot report: make it visible */
+			if (t == 0) {
+				row_loss[i] = NAN;
+				row_correct[i] = 0.0f;
+			}
+			for (size_t j = t; dl && j < (size_t)C; j += XENT_THREADS)
+				dl[j] = 0.0f;
+			continue;
+		}
+		mgpu_part_argmax(l, t, C, XENT_THREADS, &mx, &arg);
+		block_argmax(&mx, &arg, smx, sarg);
+		if (l0 != l0) { /* ref's scan starts from a NaN l[0] and keeps it */
+			mx = l0;
+			arg = 0;
+		}
+		sum = block_sum(mgpu_part_sum_exp(l, 1.0f, mx, t, C, XENT_THREADS), smx);
+		if (t == (unsigned)y % XENT_THREADS) {
+			row_loss[i] = mgpu_xent_loss(mx, sum, l[y]);
+			row_correct[i] = arg == y ? 1.0f : 0.0f;
+		}
+		for (size_t j = t; dl && j < (size_t)C; j += XENT_THREADS)
+			dl[j] = mgpu_xent_grad_elem(l[j], mx, sum, j == (size_t)y, grad_scale);
+	}
+}
+
 extern "C" int mgpu_cuda_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss,
 			      float *row_correct, const float *logits, const int32_t *labels, int B,
-			      int C, float grad_scale)
+			      int C, int ld, float grad_scale)
 {
-	MGPU_TRY(ops_check_xent(B, C));
+	MGPU_TRY(ops_check_xent(B, C, ld));
 	if (B == 0)
 		return 0;
 	MGPU_TRY(make_current(dev));
-	k_xent<<<row_blocks((size_t)B), THREADS, 0, stream_of(dev)>>>(
-		dlogits, row_loss, row_correct, logits, labels, (size_t)B, C, grad_scale);
+	if (C >= XENT_WIDE)
+		k_xent_wide<<<B < (int)MAX_BLOCKS ? (unsigned)B : MAX_BLOCKS, XENT_THREADS, 0,
+			      stream_of(dev)>>>(dlogits, row_loss, row_correct, logits, labels,
+						(size_t)B, C, (size_t)ld, grad_scale);
+	else
+		k_xent<<<row_blocks((size_t)B), THREADS, 0, stream_of(dev)>>>(
+			dlogits, row_loss, row_correct, logits, labels, (size_t)B, C, (size_t)ld,
+			grad_scale);
 	LAUNCHED();
 	return 0;
 }

@@ -365,15 +365,17 @@ static void test_bad_args(void)
 		"ln_fwd");
 	T_FAILS(o->dropout(&dev, NULL, NULL, 4, 1.5f, 1, 0), MGPU_EINVAL, "dropout");
 	T_FAILS(o->dropout(&dev, NULL, NULL, 4, NAN, 1, 0), MGPU_EINVAL, "dropout");
-	T_FAILS(o->xent(&dev, NULL, NULL, NULL, NULL, NULL, 2, 0, 1.0f), MGPU_EINVAL, "xent");
+	T_FAILS(o->xent(&dev, NULL, NULL, NULL, NULL, NULL, 2, 0, 0, 1.0f), MGPU_EINVAL, "xent");
+	T_FAILS(o->xent(&dev, NULL, NULL, NULL, NULL, NULL, 2, 8, 7, 1.0f), MGPU_EINVAL,
+		"row stride 7 is below");
 	T_FAILS(o->sgd(&dev, NULL, NULL, NULL, 4, &hp), MGPU_EINVAL, "momentum");
 	if (mgpu_ops_can(cur, MGPU_CAP_HOST_MEMORY)) { /* labels are host memory: checked */
 		float l[4] = { 0, 1, 2, 3 }, loss[2], corr[2];
 		int32_t lab[2] = { 1, 2 };
-		T_FAILS(o->xent(&dev, NULL, loss, corr, l, lab, 2, 2, 1.0f), MGPU_ERANGE,
+		T_FAILS(o->xent(&dev, NULL, loss, corr, l, lab, 2, 2, 2, 1.0f), MGPU_ERANGE,
 			"label 2 of row 1");
 		lab[1] = -1;
-		T_FAILS(o->xent(&dev, NULL, loss, corr, l, lab, 2, 2, 1.0f), MGPU_ERANGE,
+		T_FAILS(o->xent(&dev, NULL, loss, corr, l, lab, 2, 2, 2, 1.0f), MGPU_ERANGE,
 			"label -1");
 	}
 	mgpu_dev_close(&dev);
@@ -615,6 +617,36 @@ static void test_flash_tc(void)
 	run_cases(cs, n);
 }
 
+/* xent over rows ld > C apart (the gpt's logits, padded to a multiple of 8
+ * floats), in place as the gpt calls it and apart: the gaps hold values
+ * that change every result when read and must come back untouched. Rows
+ * narrow and wide (cuda: a block per row from C = 4096),
+ * with ties, NaN first logits and no gradient (not GPT-2's 50257: ref's
+ * one running sum of that many exponentials drifts past xent's 1e-5). */
+static void test_xent_stride(void)
+{
+	static const int xs[][3] = { { 5, 31, 32 }, { 33, 256, 264 }, { 3, 300, 320 },
+				     { 4, 4095, 4096 }, { 3, 4096, 4104 }, { 70, 5000, 5003 },
+				     { 2, 8200, 8208 } }; /* B C ld */
+	static struct mgpu_ops_case cs[7 * 4];
+	size_t n = 0, i, f;
+
+	memset(cs, 0, sizeof cs);
+	for (i = 0; i < 7; i++)
+		for (f = 0; f < 4; f++) {
+			cs[n].op = "xent";
+			cs[n].m = xs[i][0];
+			cs[n].n = xs[i][1];
+			cs[n].ldc = xs[i][2];
+			cs[n].scale = 0.25f;
+			cs[n].in_place = f == 0 || f == 2;
+			cs[n].ties = f == 1;
+			cs[n].nan_rows = f == 2;
+			cs[n++].no_grad = f == 3;
+		}
+	run_cases(cs, n);
+}
+
 /* The edges of the cuda row kernels' geometry (a warp per row, 8 rows a
  * block, at most 65535 blocks, then a grid-stride loop; column sums in
  * blocks of 8 columns x 64 row phases; emb_bwd a block per first row of
@@ -695,11 +727,11 @@ static void test_xent_inplace(void)
 	T_OK(mgpu_dev_alloc(&dev, &corr_d, sizeof corr));
 	T_OK(mgpu_dev_from_host(&dev, l_d, l, sizeof l));
 	T_OK(mgpu_dev_from_host(&dev, lab_d, lab, sizeof lab));
-	T_OK(cur->xent(&dev, dl_d, loss_d, corr_d, l_d, lab_d, B, C, 0.5f));
+	T_OK(cur->xent(&dev, dl_d, loss_d, corr_d, l_d, lab_d, B, C, C, 0.5f));
 	T_OK(mgpu_dev_to_host(&dev, dl, dl_d, sizeof dl));
 	T_OK(mgpu_dev_to_host(&dev, loss, loss_d, sizeof loss));
 	T_OK(mgpu_dev_to_host(&dev, corr, corr_d, sizeof corr));
-	T_OK(cur->xent(&dev, l_d, loss_d, corr_d, l_d, lab_d, B, C, 0.5f));
+	T_OK(cur->xent(&dev, l_d, loss_d, corr_d, l_d, lab_d, B, C, C, 0.5f));
 	T_OK(mgpu_dev_to_host(&dev, back, l_d, sizeof back));
 	T_OK(mgpu_dev_to_host(&dev, loss2, loss_d, sizeof loss2));
 	T_OK(mgpu_dev_to_host(&dev, corr2, corr_d, sizeof corr2));
@@ -901,7 +933,7 @@ static void test_ref_known(void)
 			       1));
 	T_CHECK(C[0] == 36.0f && C[3] == 98.0f, "alpha 2 beta -1: %g %g", (double)C[0],
 		(double)C[3]);
-	T_OK(mgpu_ops_ref.xent(&dev, dl, &loss, &corr, l, &lab, 1, 3, 1.0f));
+	T_OK(mgpu_ops_ref.xent(&dev, dl, &loss, &corr, l, &lab, 1, 3, 3, 1.0f));
 	ref_known_bf16(&dev);
 	s = expf(1) + expf(2) + expf(3);
 	T_NEAR(loss, logf(s) - 1.0f, 1e-6);
@@ -1391,7 +1423,7 @@ int main(int argc, char **argv)
 		{ "gpt_ops", test_gpt_ops },           { "flash", test_flash },
 		{ "flash_tc", test_flash_tc },
 		{ "sum_acc", test_sum_acc },
-		{ "row_geometry", test_row_geometry },
+		{ "row_geometry", test_row_geometry }, { "xent_stride", test_xent_stride },
 		{ "xent_nan", test_xent_nan },
 		{ "xent_inplace", test_xent_inplace },
 		{ "gpt_bad_args", test_gpt_bad_args },

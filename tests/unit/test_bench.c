@@ -21,6 +21,7 @@
 #include "bench/sweep.h"     /* struct mgpu_bench_trow */
 #include "bench/tab.h"       /* struct mgpu_tab */
 #include "core/err.h"        /* mgpu_errmsg */
+#include "model/model.h"     /* mgpu_model_count, mgpu_spec_logits_ld */
 #include "t.h"               /* T_CHECK */
 
 static void test_median_spread(void)
@@ -761,6 +762,37 @@ static void test_lm_model(void)
 	T_CHECK(mgpu_bench_workload_parse(bad, &w) < 0, "a bad spec parsed");
 }
 
+/* The logits' rows are max(vocab, padded_vocab) rounded up to 8 floats
+ * apart (gpt.c): vocab 301 keeps 304 a token, padded to 310 keeps 312,
+ * in the activations and in bf16's scratch for the logits' gradient. */
+static void test_lm_padded_logits(void)
+{
+	static const char *const a301[] = { "mgpu-train", "--model",
+					    "gpt:layers=2,heads=2,dim=8,ctx=4,vocab=301", NULL };
+	static const char *const a310[] = {
+		"mgpu-train", "--model", "gpt:layers=2,heads=2,dim=8,ctx=4,vocab=301,padded_vocab=310",
+		NULL
+	};
+	struct mgpu_bench_workload w;
+	double n, act;
+
+	T_OK(mgpu_bench_workload_parse(a301, &w));
+	T_CHECK(mgpu_spec_logits_ld(&w.spec) == 304, "ld %d", mgpu_spec_logits_ld(&w.spec));
+	n = (double)mgpu_model_count(&w.spec);
+	act = 3 * 4 * (2 * (16 * 8 + 2) + 2 * 8 + 304 + 11 * 8 + 4);
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0) == (int64_t)(4 * (4 * n + act)),
+		"vocab 301: %lld", (long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0));
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 1) ==
+			(int64_t)(4 * (4 * n + act) + 2 * (n + 3 * 4 * (32 + 304))),
+		"vocab 301 bf16: %lld", (long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 1));
+	T_OK(mgpu_bench_workload_parse(a310, &w));
+	T_CHECK(mgpu_spec_logits_ld(&w.spec) == 312, "padded ld %d", mgpu_spec_logits_ld(&w.spec));
+	n = (double)mgpu_model_count(&w.spec);
+	act = 3 * 4 * (2 * (16 * 8 + 2) + 2 * 8 + 312 + 11 * 8 + 4);
+	T_CHECK(mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0) == (int64_t)(4 * (4 * n + act)),
+		"padded 310: %lld", (long long)mgpu_bench_gpt_mem_estimate(&w.spec, 3, 2, 1, 0));
+}
+
 /* A GPU row at a context of 512 or more adds the (T,T) scratch of
  * attention's GEMM form (one chunk of B*H heads: S and dP, and in bf16 the
  * four operands); a CPU row at the same shape does not. */
@@ -867,9 +899,10 @@ static void test_lm_bf16_operands(void)
 	T_CHECK(mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0) ==
 			4 * (2 * 1272 + 32 * (16 * 8 + 2 + 2 * 8 + 16 + 11 * 8 + 4)),
 		"H per token: %lld", (long long)mgpu_bench_gpt_mem_estimate(&s, 1, 0, 1, 0));
+	/* vocab 100: the logits' gradient in rows of 104 (a multiple of 8) */
 	T_OK(mgpu_spec_load(&s, "gpt:layers=1,heads=2,dim=8,ctx=32,vocab=100"));
 	T_CHECK(mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 1) -
-		mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 0) == 2 * (1944 + 64 * (32 + 100)),
+		mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 0) == 2 * (1944 + 64 * (32 + 104)),
 		"V: %lld", (long long)(mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 1) -
 				       mgpu_bench_gpt_mem_estimate(&s, 2, 0, 1, 0)));
 }
@@ -1018,6 +1051,7 @@ int main(void)
 	T_RUN(test_allreduce_check);
 	T_RUN(test_lm_peaks);
 	T_RUN(test_lm_model);
+	T_RUN(test_lm_padded_logits);
 	T_RUN(test_lm_rows);
 	T_RUN(test_lm_attn_scratch);
 	T_RUN(test_lm_bf16_operands);
