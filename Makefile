@@ -152,6 +152,11 @@ test: deps
 
 test-bins: $(TEST_BINS)
 
+# The libraries a program linked with libmgpu.a needs (tests/fuzz/run.sh
+# links its harnesses with them).
+print-ldlibs:
+	@echo $(LDFLAGS) $(LDLIBS)
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/mgpu-train --epochs 10
@@ -229,7 +234,7 @@ help:
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo demo-lm data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
+.PHONY: all deps test test-bins print-ldlibs demo demo-lm data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
