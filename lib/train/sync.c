@@ -265,6 +265,15 @@ int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 	return s->st->allreduce_f64 ? s->st->allreduce_f64(s, v, n) : 0;
 }
 
+int mgpu_sync_stats(struct mgpu_sync *s, float *v, size_t n)
+{
+	if (!s->st->allreduce_f32 || n == 0) /* one rank */
+		return 0;
+	if (!s->model)
+		return mgpu_err(MGPU_EINVAL, "sync: statistics summed before the model was bound");
+	return s->st->allreduce_f32(s, v, n);
+}
+
 void mgpu_sync_abort(struct mgpu_sync *s, int rc)
 {
 	if (s->st && s->st->cancel)

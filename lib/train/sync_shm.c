@@ -425,6 +425,29 @@ static int shm_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 	return mgpu_shm_allreduce_f64(&priv(s)->shm, v, n);
 }
 
+/* Through a host buffer a chunk at a time, where the device is a GPU
+ * (mode dp): one read and one copy back per chunk. */
+int mgpu_sync_shm_sum_f32(struct mgpu_dev *dev, struct mgpu_shm *shm, float *v, size_t n)
+{
+	float buf[MGPU_SHM_MAX_FLOATS];
+	size_t k;
+
+	if (dev->ops->host_memory)
+		return mgpu_shm_allreduce_f32(shm, v, n);
+	for (; n > 0; n -= k, v += k) {
+		k = n < MGPU_SHM_MAX_FLOATS ? n : MGPU_SHM_MAX_FLOATS;
+		MGPU_TRY(mgpu_dev_to_host(dev, buf, v, k * sizeof *buf));
+		MGPU_TRY(mgpu_shm_allreduce_f32(shm, buf, k));
+		MGPU_TRY(mgpu_dev_from_host(dev, v, buf, k * sizeof *buf));
+	}
+	return 0;
+}
+
+static int shm_allreduce_f32(struct mgpu_sync *s, float *v, size_t n)
+{
+	return mgpu_sync_shm_sum_f32(s->model->dev, &priv(s)->shm, v, n);
+}
+
 static void shm_abort(struct mgpu_sync *s, int rc)
 {
 	mgpu_shm_abort(&priv(s)->shm, rc == MGPU_ECLOSED);
@@ -451,6 +474,7 @@ const struct mgpu_sync_strategy mgpu_sync_shm = {
 	.reduce_bucket = shm_reduce_bucket,
 	.finish = shm_finish,
 	.allreduce_f64 = shm_allreduce_f64,
+	.allreduce_f32 = shm_allreduce_f32,
 	.cancel = shm_abort,
 	.free = shm_free,
 };
