@@ -168,11 +168,11 @@ static __device__ void store_rows(float *out, const float acc[RPT][DPT], int r0,
  * the lse and D of nl query rows; cut from the kernel's shared memory by
  * the kernel and sized by the host alike (attn_tile.h). The forward has
  * one resident tile (q) and no L, D. */
-struct tiles {
+struct fp32_tiles {
 	float *R0, *R1, *S0, *S1, *W, *L, *D;
 };
 
-static __host__ __device__ size_t layout(attn_carve c, int Dh, int nres, int nl, tiles *t)
+static __host__ __device__ size_t layout(attn_carve c, int Dh, int nres, int nl, fp32_tiles *t)
 {
 	t->R0 = c.take<float>((size_t)BR * (Dh + 1));
 	t->R1 = c.take<float>(nres > 1 ? (size_t)BR * (Dh + 1) : 0);
@@ -226,7 +226,7 @@ static __global__ void __launch_bounds__(THREADS)
 		   int Dh, float scale, int bf16, int ntiles)
 {
 	extern __shared__ float sm[];
-	tiles t;
+	fp32_tiles t;
 	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
 	(void)layout({ (unsigned char *)sm, 0 }, Dh, FWD_LAYOUT, &t);
 	float *Qs = t.R0, *Ks = t.S0, *Vs = t.S1, *Ps = t.W;
@@ -305,7 +305,7 @@ static __global__ void __launch_bounds__(THREADS)
 		   int bf16, int ntiles)
 {
 	extern __shared__ float sm[];
-	tiles t;
+	fp32_tiles t;
 	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
 	(void)layout({ (unsigned char *)sm, 0 }, Dh, DKV_LAYOUT, &t);
 	float *Ks = t.R0, *Vs = t.R1, *Qs = t.S0, *dYs = t.S1, *Ws = t.W, *Ls = t.L, *Ds = t.D;
@@ -361,7 +361,7 @@ static __global__ void __launch_bounds__(THREADS)
 		  int ntiles)
 {
 	extern __shared__ float sm[];
-	tiles t;
+	fp32_tiles t;
 	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
 	(void)layout({ (unsigned char *)sm, 0 }, Dh, DQ_LAYOUT, &t);
 	float *Qs = t.R0, *dYs = t.R1, *Ks = t.S0, *Vs = t.S1, *dSs = t.W, *Ls = t.L, *Ds = t.D;
@@ -401,7 +401,7 @@ static __global__ void __launch_bounds__(THREADS)
 /* Shared-memory bytes of a kernel at head dimension Dh. */
 static size_t smem_bytes(int Dh, int nres, int nl)
 {
-	tiles t;
+	fp32_tiles t;
 	return layout({ nullptr, 0 }, Dh, nres, nl, &t);
 }
 

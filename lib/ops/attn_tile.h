@@ -81,9 +81,11 @@ static __device__ void attn_row_dots(float *D, const float *dy, const float *y, 
 	float t = 0.0f;
 
 	static_assert(NT % G == 0 && 32 % G == 0, "a row's threads: aligned lanes of a warp");
-	if (r0 + r < T)
+	if (r0 + r < T) {
+		const float *a = dy + (size_t)(r0 + r) * Dh, *b = y + (size_t)(r0 + r) * Dh;
 		for (int d = g; d < Dh; d += G)
-			t = __fmaf_rn(dy[(size_t)(r0 + r) * Dh + d], y[(size_t)(r0 + r) * Dh + d], t);
+			t = __fmaf_rn(a[d], b[d], t);
+	}
 	for (int o = 1; o < G; o *= 2)
 		t += __shfl_xor_sync(FULL_MASK, t, o);
 	if (g == 0)

@@ -92,7 +92,7 @@ typedef __nv_bfloat16 bf16;
  * and the lse and D of nl query rows; cut from the kernel's shared memory
  * by the kernel and sized by the host alike (attn_tile.h). Every region
  * is a multiple of 32 bytes, so fragments stay 256-bit aligned. */
-struct tiles {
+struct tc_tiles {
 	bf16 *op[4];
 	float *S, *dP;
 	bf16 *P, *dS;
@@ -100,7 +100,7 @@ struct tiles {
 };
 
 static __host__ __device__ size_t layout(attn_carve c, int nf, int nop, int np, int nds, int nl,
-					 tiles *t)
+					 tc_tiles *t)
 {
 	for (int i = 0; i < 4; i++)
 		t->op[i] = c.take<bf16>(i < nop ? (size_t)TILE * LDB(nf) : 0);
@@ -120,7 +120,7 @@ static __host__ __device__ size_t layout(attn_carve c, int nf, int nop, int np, 
 /* Shared-memory bytes of a kernel at nf fragments a row. */
 static size_t smem_bytes(int nf, int nop, int np, int nds, int nl)
 {
-	tiles t;
+	tc_tiles t;
 	return layout({ nullptr, 0 }, nf, nop, np, nds, nl, &t);
 }
 
@@ -249,8 +249,10 @@ static __device__ void store_rows(float *out, const frag_c (&acc)[NF], float *Fw
 			break; /* Dh is the block's: the warp stays together */
 		wmma::store_matrix_sync(Fw, acc[f], LDF, wmma::mem_row_major);
 		__syncwarp();
-		for (int e = lane; e < 16 * 16; e += 32)
-			attn_store(out, i0 + e / 16, 16 * f + e % 16, T, Dh, Fw[e / 16 * LDF + e % 16]);
+		for (int e = lane; e < 16 * 16; e += 32) {
+			int r = e / 16, d = e % 16;
+			attn_store(out, i0 + r, 16 * f + d, T, Dh, Fw[r * LDF + d]);
+		}
 		__syncwarp(); /* read before the next fragment overwrites */
 	}
 }
@@ -287,7 +289,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
 {
 #if TC
 	extern __shared__ __align__(128) unsigned char smem[];
-	tiles t;
+	tc_tiles t;
 	(void)layout({ smem, 0 }, NF, FWD_LAYOUT, &t);
 	bf16 *Qs = t.op[0], *Ks = t.op[1], *Vs = t.op[2];
 	int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane >> 1;
@@ -351,7 +353,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
 {
 #if TC
 	extern __shared__ __align__(128) unsigned char smem[];
-	tiles t;
+	tc_tiles t;
 	(void)layout({ smem, 0 }, NF, DKV_LAYOUT, &t);
 	bf16 *Ks = t.op[0], *Vs = t.op[1], *Qs = t.op[2], *dYs = t.op[3];
 	float *Ls = t.L, *Ds = t.D;
@@ -404,7 +406,7 @@ static __global__ void __launch_bounds__(TC_THREADS)
 {
 #if TC
 	extern __shared__ __align__(128) unsigned char smem[];
-	tiles t;
+	tc_tiles t;
 	(void)layout({ smem, 0 }, NF, DQ_LAYOUT, &t);
 	bf16 *Qs = t.op[0], *dYs = t.op[1], *Ks = t.op[2], *Vs = t.op[3];
 	float *Ls = t.L, *Ds = t.D;
