@@ -105,7 +105,7 @@ all: $(TOOL_BINS) $(TEST_BINS) $(BENCH_BINS)
 # -fno-trapping-math lets the clamps of GELU's erf and exp (elem.h) become
 # selects. None changes a result: no reassociation, no contraction under
 # -std=c11, and nothing here reads the floating-point exception flags.
-$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/ops/rows_cpu.o $(B)/obj/lib/nn/sync_shm.o $(B)/obj/lib/comm/shm.o: HOT_CFLAGS := -O3 -fno-math-errno -fno-trapping-math
+$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/ops/rows_cpu.o $(B)/obj/lib/train/sync_shm.o $(B)/obj/lib/comm/shm.o: HOT_CFLAGS := -O3 -fno-math-errno -fno-trapping-math
 
 # rows_cpu.c passes gcc vector types between its own static functions: gcc's
 # note that AVX and non-AVX clones would pass them differently concerns no ABI.
