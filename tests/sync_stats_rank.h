@@ -21,11 +21,11 @@
 #include <string.h> /* memcpy, memset */
 #include <time.h>   /* nanosleep */
 
-#include "core/err.h" /* mgpu_err, MGPU_TRY */
-#include "nn/model.h" /* struct mgpu_model */
-#include "nn/optim.h" /* struct mgpu_optim */
-#include "nn/spec.h"  /* mgpu_spec_parse */
-#include "nn/sync.h"  /* mgpu_sync_* */
+#include "core/err.h"    /* mgpu_err, MGPU_TRY */
+#include "model/model.h" /* struct mgpu_model */
+#include "model/spec.h"  /* mgpu_spec_parse */
+#include "train/optim.h" /* struct mgpu_optim */
+#include "train/sync.h"  /* mgpu_sync_* */
 
 #define SR_SPEC "mlp:4-3-3-3-2" /* four layers: four buckets */
 #define SR_LR 0.5f
@@ -96,7 +96,7 @@ static void sr_nap(const struct sr_job *j, const struct mgpu_sync *s)
 static int sr_step(struct sr_job *j, struct mgpu_sync *s, struct mgpu_model *m, float *v,
 		   int t)
 {
-	int L = m->spec.nlayers, l, c = 0, r;
+	int L = m->nbuckets, l, c = 0, r;
 	float w0[SR_MAXP], want;
 	size_t i;
 

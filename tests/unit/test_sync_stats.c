@@ -1,5 +1,5 @@
 /*
- * test_sync_stats.c - mgpu_sync_stats (nn/sync.h), the cross-rank sum of
+ * test_sync_stats.c - mgpu_sync_stats (train/sync.h), the cross-rank sum of
  * --sync-bn, on every strategy CPU ranks can run here: one rank, 2 and 4
  * ranks over shared memory (mode ddp), the staged path of GPU ranks
  * (MGPU_SYNC_STAGED=1), threads of mode dp, and 2 nodes x 2 ranks whose
