@@ -51,8 +51,7 @@
 #include "ops/cuda_check.h" /* CU, LAUNCHED */
 #include "ops/elem.h"       /* the per-element math */
 #include "ops/loops.h"      /* ops_check_flash */
-#include "ops/cuda_impl.h"  /* mgpu_cuda_stream_of, mgpu_cuda_smem_optin */
-#include "ops/ops_cuda.h"   /* the prototypes */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, the prototypes */
 
 #define THREADS 256
 #define TX 16
@@ -449,7 +448,7 @@ extern "C" int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, co
 				  const float *k, const float *v, int BH, int T, int Dh,
 				  float scale, int bf16)
 {
-	cudaStream_t st = mgpu_cuda_stream_of(dev);
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
 	size_t bytes = fwd_bytes(Dh);
 	unsigned blocks = 0;
 	int nt = 0;
@@ -472,7 +471,7 @@ extern "C" int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, fl
 				  const float *dy, const float *lse, int BH, int T, int Dh,
 				  float scale, int bf16)
 {
-	cudaStream_t st = mgpu_cuda_stream_of(dev);
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
 	unsigned blocks = 0;
 	int nt = 0;
 

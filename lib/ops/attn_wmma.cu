@@ -61,8 +61,7 @@
 #include "core/err.h"       /* mgpu_err, MGPU_TRY */
 #include "ops/cuda_check.h" /* CU, LAUNCHED */
 #include "ops/elem.h"       /* the per-element math */
-#include "ops/cuda_impl.h"  /* mgpu_cuda_stream_of, mgpu_cuda_cc */
-#include "ops/ops_cuda.h"   /* the prototypes */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, mgpu_cuda_cc, the prototypes */
 
 /* 1 where the bf16 WMMA API exists: sm_80 and newer device code, and the
  * host pass (which sees the kernels' bodies but never runs them). */
@@ -462,7 +461,7 @@ template <int NF>
 static int fwd_launch(struct mgpu_dev *dev, float *y, float *lse, const float *q, const float *k,
 		      const float *v, int T, int Dh, float scale, int ntiles, unsigned blocks)
 {
-	cudaStream_t st = mgpu_cuda_stream_of(dev);
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
 	size_t bytes = fwd_bytes(NF);
 
 	MGPU_TRY(smem_set((const void *)k_fwd_tc<NF>, bytes));
@@ -476,7 +475,7 @@ static int bwd_launch(struct mgpu_dev *dev, float *dq, float *dk, float *dv, con
 		      const float *k, const float *v, const float *y, const float *dy,
 		      const float *lse, int T, int Dh, float scale, int ntiles, unsigned blocks)
 {
-	cudaStream_t st = mgpu_cuda_stream_of(dev);
+	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
 
 	MGPU_TRY(smem_set((const void *)k_dkv_tc<NF>, dkv_bytes(NF)));
 	MGPU_TRY(smem_set((const void *)k_dq_tc<NF>, dq_bytes(NF)));

@@ -7,7 +7,7 @@
  *
  * Invariants:
  * - Device pointers; every op is queued on the device's stream
- *   (mgpu_cuda_stream_of), cuDNN's handle is bound to it.
+ *   (mgpu_cuda_stream), cuDNN's handle is bound to it.
  * - Every CUDA and cuDNN call goes through CU() / CUDNN(), every launch is
  *   followed by LAUNCHED().
  * - cuDNN runs fp32 with CUDNN_FMA_MATH (no TF32, as cuBLAS runs without
@@ -32,8 +32,7 @@
 #include "ops/cudnn_dl.h"   /* struct mgpu_cudnn */
 #include "ops/elem.h"       /* the per-element math, __host__ __device__ here */
 #include "ops/loops.h"      /* ops_check_* */
-#include "ops/cuda_impl.h"  /* mgpu_cuda_stream_of, mgpu_cuda_conv_slot */
-#include "ops/ops_cuda.h"   /* the prototypes */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, mgpu_cuda_conv_slot */
 
 #define THREADS 256
 #define MAX_BLOCKS 65535u
@@ -61,7 +60,7 @@ static unsigned blocks_for(size_t n)
 
 static cudaStream_t stream_of(struct mgpu_dev *dev)
 {
-	return mgpu_cuda_stream_of(dev);
+	return (cudaStream_t)mgpu_cuda_stream(dev);
 }
 
 static int use(struct mgpu_dev *dev)

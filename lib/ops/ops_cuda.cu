@@ -39,7 +39,17 @@
 #include "ops/cublas_dl.h" /* struct mgpu_cublas: cuBLAS loaded on first use */
 #include "ops/cuda_check.h" /* CU, CUBLAS, LAUNCHED */
 #include "ops/ops_cuda.h" /* mgpu_cuda_attn_fwd, mgpu_cuda_attn_bwd */
-#include "ops/cuda_impl.h" /* struct cuda_impl: dev->impl */
+
+struct cuda_impl {
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	const struct mgpu_cublas *cb; /* cuBLAS entry points (cublas_dl.h) */
+	double *part;                 /* sum_acc's chunk totals (device), or NULL */
+	size_t part_n;                /* their room */
+	int cc;                       /* compute capability, 10 major + minor */
+	int smem_optin;               /* shared memory bytes a block may opt in to */
+	void *conv;                   /* conv_cuda.cu's cuDNN state, or NULL */
+};
 
 
 
@@ -1154,9 +1164,23 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.chan_sum = mgpu_cuda_chan_sum,
 };
 
-/* The stream of a cuda device, for the upload, staging and NCCL code that
- * runs beside it. */
+/* The stream of a cuda device, for the NCCL code that runs beside it. */
+extern "C" void **mgpu_cuda_conv_slot(struct mgpu_dev *dev)
+{
+	return &impl_of(dev)->conv;
+}
+
 extern "C" void *mgpu_cuda_stream(struct mgpu_dev *dev)
 {
 	return dev->impl ? (void *)impl_of(dev)->stream : NULL;
+}
+
+extern "C" int mgpu_cuda_cc(struct mgpu_dev *dev)
+{
+	return dev->impl ? impl_of(dev)->cc : 0;
+}
+
+extern "C" int mgpu_cuda_smem_optin(struct mgpu_dev *dev)
+{
+	return dev->impl ? impl_of(dev)->smem_optin : 0;
 }
