@@ -22,10 +22,10 @@
 #include <time.h>   /* nanosleep */
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
-#include "nn/model.h" /* struct mgpu_model */
-#include "nn/optim.h" /* struct mgpu_optim */
-#include "nn/spec.h"  /* mgpu_spec_parse */
-#include "nn/sync.h"  /* mgpu_sync_* */
+#include "model/model.h" /* struct mgpu_model */
+#include "train/optim.h" /* struct mgpu_optim */
+#include "model/spec.h"  /* mgpu_spec_parse */
+#include "train/sync.h"  /* mgpu_sync_* */
 
 #define SR_SPEC "mlp:4-3-3-3-2" /* four layers: four buckets */
 #define SR_LR 0.5f
