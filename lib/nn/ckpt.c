@@ -62,20 +62,28 @@ static void param_name(char *buf, size_t len, const struct mgpu_param *p, const 
 	snprintf(buf, len, "%s%s%s", p->name, suffix ? "." : "", suffix ? suffix : "");
 }
 
+/* One entry per tensor of ps[0..n) over the host vector h; returns n. */
+static int add_list(struct mgpu_st_entry *e, char (*names)[80], const struct mgpu_param *ps,
+		    int n, const float *h, const char *suffix)
+{
+	int i, d;
+
+	for (i = 0; i < n; i++) {
+		const struct mgpu_param *p = &ps[i];
+		param_name(names[i], sizeof names[i], p, suffix);
+		e[i] = (struct mgpu_st_entry){ .name = names[i], .data = h + p->off,
+					       .ndim = p->ndim };
+		for (d = 0; d < p->ndim; d++)
+			e[i].shape[d] = p->shape[d];
+	}
+	return n;
+}
+
 /* One entry per parameter of m over the host vector h; returns the count. */
 static int add_entries(struct mgpu_st_entry *e, char (*names)[80], const struct mgpu_model *m,
 		       const float *h, const char *suffix)
 {
-	int i;
-
-	for (i = 0; i < m->nparam; i++) {
-		const struct mgpu_param *p = &m->params[i];
-		param_name(names[i], sizeof names[i], p, suffix);
-		e[i] = (struct mgpu_st_entry){ .name = names[i], .data = h + p->off,
-					       .ndim = p->ndim,
-					       .shape = { p->shape[0], p->shape[1] } };
-	}
-	return m->nparam;
+	return add_list(e, names, m->params, m->nparam, h, suffix);
 }
 
 /* A diverged model is no checkpoint: it would replace the last good one
@@ -123,8 +131,8 @@ static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_
 			       "mgpu_input_mean", mean, "mgpu_input_std", sd,
 			       "mgpu_norm_scale", scale, "mgpu_norm_shift", shift,
 			       "mgpu_classes", NULL };
-	struct mgpu_st_entry e[MGPU_MAX_PARAMS];
-	char names[MGPU_MAX_PARAMS][80], path[MGPU_CKPT_PATH], *classes = NULL;
+	struct mgpu_st_entry e[MGPU_MAX_PARAMS + MGPU_MAX_BUFS];
+	char names[MGPU_MAX_PARAMS + MGPU_MAX_BUFS][80], path[MGPU_CKPT_PATH], *classes = NULL;
 	size_t len = 0;
 	FILE *fp;
 	int n, rc;
@@ -139,6 +147,11 @@ static int write_model(const char *dir, struct mgpu_model *m, const struct mgpu_
 	MGPU_TRY(mgpu_model_get(m, host));
 	MGPU_TRY(check_finite(m, host, st->step));
 	n = add_entries(e, names, m, host, NULL);
+	/* the buffers (running statistics) after the weights in host */
+	if (m->nbuf) {
+		MGPU_TRY(mgpu_model_state_get(m, host + m->nparams));
+		n += add_list(e + n, names + n, m->bufs, m->nbuf, host + m->nparams, NULL);
+	}
 	if (st->names) {
 		if (!(fp = open_memstream(&classes, &len)))
 			return mgpu_err(MGPU_ENOMEM, "out of memory");
@@ -251,7 +264,7 @@ static int write_all(const char *tmp, const struct mgpu_ckpt_state *st,
 		     struct mgpu_model *m, struct mgpu_optim *o, const char *const *argv,
 		     int argc)
 {
-	float *host = malloc(2 * m->nparams * sizeof(float) + 1);
+	float *host = malloc((2 * m->nparams + m->nstate) * sizeof(float) + 1);
 	int rc;
 
 	if (!host)
@@ -565,27 +578,37 @@ out:
 	return rc;
 }
 
-static int load_into(const struct mgpu_st *st, const char *path, struct mgpu_model *m,
-		     float *host, const char *suffix)
+static int load_list(const struct mgpu_st *st, const char *path, const struct mgpu_param *ps,
+		     int n, float *host, const char *suffix)
 {
 	char name[96];
 	int i, d;
 
-	for (i = 0; i < m->nparam; i++) {
-		const struct mgpu_param *p = &m->params[i];
+	for (i = 0; i < n; i++) {
+		const struct mgpu_param *p = &ps[i];
 		const struct mgpu_st_tensor *t;
 		param_name(name, sizeof name, p, suffix);
 		t = mgpu_st_find(st, name);
 		if (!t)
 			return mgpu_err(MGPU_EFORMAT, "'%s': no tensor '%s'", path, name);
+		if (t->ndim != p->ndim)
+			return mgpu_err(MGPU_EFORMAT,
+					"'%s': tensor '%s' has the wrong shape for the model",
+					path, name);
 		for (d = 0; d < p->ndim; d++)
-			if (t->ndim != p->ndim || t->shape[d] != p->shape[d])
+			if (t->shape[d] != p->shape[d])
 				return mgpu_err(MGPU_EFORMAT,
 						"'%s': tensor '%s' has the wrong shape for the model",
 						path, name);
 		MGPU_TRY(mgpu_st_read_f32(t, host + p->off, p->count));
 	}
 	return 0;
+}
+
+static int load_into(const struct mgpu_st *st, const char *path, struct mgpu_model *m,
+		     float *host, const char *suffix)
+{
+	return load_list(st, path, m->params, m->nparam, host, suffix);
 }
 
 /* The spec the weights were saved with (their mgpu_spec metadata) is the
@@ -618,15 +641,20 @@ static int load_file(const char *dir, const char *file, struct mgpu_model *m, fl
 		rc = same_spec(&st, path, m);
 	if (rc == 0)
 		rc = load_into(&st, path, m, host, suffix);
+	/* the buffers travel with the weights, in host past them */
+	if (rc == 0 && !suffix && m->nbuf)
+		rc = load_list(&st, path, m->bufs, m->nbuf, host + m->nparams, NULL);
 	mgpu_st_free(&st);
 	if (rc == 0)
 		rc = mgpu_dev_from_host(m->dev, dst, host, m->nparams * sizeof(float));
+	if (rc == 0 && !suffix && m->nbuf)
+		rc = mgpu_model_state_set(m, host + m->nparams);
 	return rc;
 }
 
 int mgpu_ckpt_load_tensors(const char *dir, struct mgpu_model *m, struct mgpu_optim *o)
 {
-	float *host = malloc(m->nparams * sizeof(float) + 1);
+	float *host = malloc((m->nparams + m->nstate) * sizeof(float) + 1);
 	int s, rc;
 
 	if (!host)

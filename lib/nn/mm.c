@@ -17,6 +17,9 @@ int mgpu_model_set_prec(struct mgpu_model *m, int prec)
 {
 	if (prec != MGPU_PREC_FP32 && prec != MGPU_PREC_BF16 && prec != MGPU_PREC_FP16)
 		return mgpu_err(MGPU_EINVAL, "model: unknown precision %d", prec);
+	/* its convolutions and norms are fp32 ops; only the head would round */
+	if (prec != MGPU_PREC_FP32 && m->cnn)
+		return mgpu_err(MGPU_EINVAL, "model: a cnn trains in fp32 only (--dtype fp32)");
 	if (prec != MGPU_PREC_FP32 && !m->w16)
 		MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)&m->w16, m->nparams * sizeof *m->w16));
 	m->prec = prec;

@@ -1,6 +1,7 @@
 /*
  * model.c - MLP forward and backward through the ops interface (model.h);
- * a gpt: spec's model is nn/gpt.c's, reached through the same functions.
+ * a gpt: spec's model is nn/gpt.c's, a cnn: spec's nn/cnn.c's, reached
+ * through the same functions.
  *
  * Row-major activations meet column-major sgemm through the identity in
  * ops.h: a row-major (R, K) matrix is a column-major (K, R) one, lda = K.
@@ -19,6 +20,7 @@
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/rng.h" /* struct mgpu_rng */
+#include "nn/cnn.h"   /* mgpu_cnn_*: the conv net behind a cnn: spec */
 #include "nn/gpt.h"   /* mgpu_gpt_*: the transformer behind a gpt: spec */
 #include "nn/mm.h"    /* mgpu_mm: products in fp32 or bf16 */
 
@@ -160,6 +162,8 @@ int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 	m->ext_g = g != NULL;
 	if (spec->kind == MGPU_MODEL_GPT) {
 		rc = mgpu_gpt_create(m);
+	} else if (spec->kind == MGPU_MODEL_CNN) {
+		rc = mgpu_cnn_create(m);
 	} else {
 		layout(m);
 		rc = alloc_all(m);
@@ -186,6 +190,8 @@ size_t mgpu_model_count(const struct mgpu_spec *spec)
 
 	if (spec->kind == MGPU_MODEL_GPT)
 		return mgpu_gpt_count(spec);
+	if (spec->kind == MGPU_MODEL_CNN)
+		return mgpu_cnn_params(spec);
 	for (l = 0; l < spec->nlayers; l++) {
 		n += (size_t)spec->dims[l + 1] * (size_t)(spec->dims[l] + 1);
 		if (spec->layernorm && l + 1 < spec->nlayers)
@@ -210,8 +216,11 @@ void mgpu_model_free(struct mgpu_model *m)
 	mgpu_mm_free(m);
 	mgpu_upload_close(&m->up);
 	free_buf(m, m->stats);
-	if (m->gpt) {
-		mgpu_gpt_free(m);
+	if (m->gpt || m->cnn) {
+		if (m->gpt)
+			mgpu_gpt_free(m);
+		else
+			mgpu_cnn_free(m);
 		memset(m, 0, sizeof *m);
 		return;
 	}
@@ -249,6 +258,8 @@ int mgpu_model_init(struct mgpu_model *m, uint64_t seed)
 
 	if (m->gpt)
 		return mgpu_gpt_init(m, seed);
+	if (m->cnn)
+		return mgpu_cnn_init(m, seed);
 	h = malloc(m->nparams * sizeof(float));
 	if (!h)
 		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
@@ -278,6 +289,33 @@ int mgpu_model_get(struct mgpu_model *m, float *w_host)
 int mgpu_model_set(struct mgpu_model *m, const float *w_host)
 {
 	return mgpu_dev_from_host(m->dev, m->w, w_host, m->nparams * sizeof(float));
+}
+
+/* num_batches_tracked (the scalar buffers) is the host's count: written
+ * into the vector on the way out, taken from it on the way in. */
+int mgpu_model_state_get(struct mgpu_model *m, float *host)
+{
+	int i;
+
+	if (!m->nstate)
+		return 0;
+	MGPU_TRY(mgpu_dev_to_host(m->dev, host, m->state, m->nstate * sizeof(float)));
+	for (i = 0; i < m->nbuf && m->cnn; i++)
+		if (m->bufs[i].ndim == 0)
+			host[m->bufs[i].off] = (float)*mgpu_cnn_batches(m);
+	return 0;
+}
+
+int mgpu_model_state_set(struct mgpu_model *m, const float *host)
+{
+	int i;
+
+	if (!m->nstate)
+		return 0;
+	for (i = 0; i < m->nbuf && m->cnn; i++)
+		if (m->bufs[i].ndim == 0)
+			*mgpu_cnn_batches(m) = (int64_t)host[m->bufs[i].off];
+	return mgpu_dev_from_host(m->dev, m->state, host, m->nstate * sizeof(float));
 }
 
 /* nbytes of rows to x_dev and B labels, through the next upload buffer. */
@@ -352,6 +390,8 @@ int mgpu_model_forward(struct mgpu_model *m, int B, int train)
 	MGPU_TRY(mgpu_mm_round_weights(m));
 	if (m->gpt)
 		return mgpu_gpt_forward(m, B, train);
+	if (m->cnn)
+		return mgpu_cnn_forward(m, B, train);
 	for (l = 0; l < m->spec.nlayers; l++) {
 		MGPU_TRY(layer_forward(m, l, X, B, train));
 		X = m->layers[l].hidden ? m->layers[l].y : m->layers[l].lin;
@@ -364,11 +404,12 @@ int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_s
 {
 	const struct mgpu_layer *top = &m->layers[m->spec.nlayers - 1];
 	const struct mgpu_ops *o = m->dev->ops;
+	const float *logits = m->cnn ? mgpu_cnn_logits(m) : top->lin;
 
 	if (m->gpt)
 		return mgpu_gpt_loss_acc(m, B, want_grad, grad_scale, acc);
 	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
-			 top->lin, m->labels, B, top->out, grad_scale));
+			 logits, m->labels, B, m->spec.dims[m->spec.nlayers], grad_scale));
 	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, (size_t)B, 0, 1.0));
 	return o->sum_acc(m->dev, acc + 1, m->row_correct, (size_t)B, 0, 1.0);
 }
@@ -377,12 +418,13 @@ size_t mgpu_model_logits_per_row(const struct mgpu_model *m)
 {
 	if (m->gpt)
 		return (size_t)m->spec.ctx * (size_t)m->spec.vocab;
-	return (size_t)m->layers[m->spec.nlayers - 1].out;
+	return (size_t)m->spec.dims[m->spec.nlayers];
 }
 
 int mgpu_model_logits(struct mgpu_model *m, int B, float *host, size_t *per_row)
 {
-	const float *src = m->gpt ? mgpu_gpt_logits(m) : m->layers[m->spec.nlayers - 1].lin;
+	const float *src = m->gpt ? mgpu_gpt_logits(m) :
+			   m->cnn ? mgpu_cnn_logits(m) : m->layers[m->spec.nlayers - 1].lin;
 
 	*per_row = mgpu_model_logits_per_row(m);
 	return mgpu_dev_to_host(m->dev, host, src, (size_t)B * *per_row * sizeof(float));
@@ -436,6 +478,8 @@ int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
 
 	if (m->gpt)
 		return mgpu_gpt_backward(m, B, accumulate);
+	if (m->cnn)
+		return mgpu_cnn_backward(m, B, accumulate);
 	for (l = m->spec.nlayers - 1; l >= 0; l--) {
 		struct mgpu_layer *L = &m->layers[l];
 		const float *X = l ? m->layers[l - 1].y : m->x;

@@ -23,7 +23,14 @@
  * A "gpt:" spec builds the transformer of nn/gpt.h behind the same
  * functions: a row is a sample of T+1 bytes (labels unused), layers[] holds
  * its gradient buckets only (w and b: the first and last parameter of each;
- * see gpt.h) and the activations live in m->gpt.
+ * see gpt.h) and the activations live in m->gpt. A "cnn:" spec builds the
+ * conv net of nn/cnn.h the same way (a row is a sample (C,H,W) or (C,L),
+ * activations in m->cnn).
+ *
+ * Buffers (bufs, state): tensors a checkpoint saves beside the weights
+ * that are no parameters (a cnn's BatchNorm running statistics): one flat
+ * device vector per model, never shared between ranks, never in the
+ * gradient, the optimizer or weight decay. Training forwards update them.
  */
 #ifndef MGPU_NN_MODEL_H
 #define MGPU_NN_MODEL_H
@@ -35,15 +42,19 @@
 #include "nn/spec.h"    /* struct mgpu_spec */
 #include "ops/ops.h"    /* struct mgpu_dev */
 
-/* an mlp has 4 per layer, a gpt 12 per block and 4 more */
-#define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
+/* an mlp has 4 per layer, a gpt 12 per block and 4 more, a cnn up to 6
+ * per line (a res block) */
+#define MGPU_MAX_PARAMS (6 * MGPU_CNN_MAX_LINES)
+/* a cnn's BatchNorm: 3 per bn, 9 per res block */
+#define MGPU_MAX_BUFS (3 * MGPU_CNN_MAX_LINES)
+#define MGPU_PARAM_MAX_DIM 4
 
 struct mgpu_param {
 	char name[48];   /* safetensors name, e.g. "layers.0.weight" */
 	size_t off;      /* offset in the flat buffers, in floats */
 	size_t count;
-	int ndim;
-	int shape[2];
+	int ndim;        /* 0 (a scalar) .. MGPU_PARAM_MAX_DIM */
+	int shape[MGPU_PARAM_MAX_DIM];
 	int decay;       /* weight decay applies (matrices only) */
 };
 
@@ -57,6 +68,25 @@ struct mgpu_layer {
 };
 
 typedef int (*mgpu_grad_ready_fn)(void *ctx, int layer, size_t off, size_t count);
+
+/*
+ * Where a cnn's BatchNorm layers meet across ranks (--sync-bn; nothing sums
+ * them without it, and each rank normalises with its own batch, as torch
+ * DDP). Called in a training forward and its backward for every bn (bn =
+ * its index in forward order, 0..nbn-1; a res block's bn1, bn2 and
+ * downsample bn each count), always in that order on every rank:
+ *   MGPU_BN_FWD: v = stats (2,C) on the device: per channel sum(x - shift)
+ *     and sum((x - shift)^2), shift the layer's running mean (the same on
+ *     every rank when the sums are summed, since the running statistics then
+ *     follow the same batch statistics); *count = this rank's N HW values
+ *     per channel. Replace both by their sums over the ranks; bn_fwd then
+ *     takes the moments from them.
+ *   MGPU_BN_BWD: v = dstats (2,C): per channel sum(dy) and sum(dy xhat);
+ *     count NULL (the forward's summed count is kept). Replace v by its sum.
+ * n = 2C floats. Not called in evaluation (running statistics) nor for gn.
+ */
+enum mgpu_bn_phase { MGPU_BN_FWD = 0, MGPU_BN_BWD = 1 };
+typedef int (*mgpu_bn_sync_fn)(void *ctx, int phase, int bn, float *v, int n, double *count);
 
 struct mgpu_model {
 	struct mgpu_spec spec;
@@ -83,6 +113,13 @@ struct mgpu_model {
 	uint64_t dropout_seed;       /* set per step by the caller */
 	uint64_t row0;               /* global row of the batch's first row */
 	struct mgpu_gpt *gpt;        /* a gpt spec's state (nn/gpt.h), else NULL */
+	struct mgpu_cnn *cnn;        /* a cnn spec's state (nn/cnn.h), else NULL */
+	int nbuf;                    /* buffers (see above) */
+	struct mgpu_param bufs[MGPU_MAX_BUFS]; /* offsets into state */
+	size_t nstate;               /* floats of state */
+	float *state;                /* (nstate) device */
+	mgpu_bn_sync_fn bn_sync;     /* NULL: each rank its own batch statistics */
+	void *bn_ctx;
 	int prec;                    /* enum mgpu_prec of the products (nn/mm.h) */
 	uint16_t *w16;               /* bf16: w rounded at each forward */
 	uint16_t *s16[2];            /* bf16: other product operands, rounded */
@@ -167,6 +204,9 @@ int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes,
 /* Whole flat vectors to and from the host (nparams floats). */
 int mgpu_model_get(struct mgpu_model *m, float *w_host);
 int mgpu_model_set(struct mgpu_model *m, const float *w_host);
+/* The buffers to and from the host (nstate floats, m->bufs' offsets). */
+int mgpu_model_state_get(struct mgpu_model *m, float *host);
+int mgpu_model_state_set(struct mgpu_model *m, const float *host);
 
 /* Copy a batch of B float32 rows (already normalised) and labels in. */
 int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,

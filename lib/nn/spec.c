@@ -1,6 +1,7 @@
 /*
- * spec.c - parse and print model specifications (see spec.h): mlp:... and
- * gpt:... strings, and spec files holding either.
+ * spec.c - parse and print model specifications (see spec.h): mlp:...,
+ * gpt:... and cnn:... strings (a conv net's lines are nn/cnn_spec.c's),
+ * and spec files holding any of them.
  */
 #include "nn/spec.h"
 
@@ -13,6 +14,7 @@
 #include "core/err.h" /* mgpu_err */
 #include "core/io.h"  /* mgpu_read_fd_max */
 #include "core/opt.h" /* mgpu_opt_exact_num */
+#include "nn/cnn_spec.h" /* mgpu_cnn_spec_*: conv nets */
 #include "data/text.h" /* MGPU_TEXT_MAX_CONTEXT: a gpt's ctx */
 #include "ops/ops.h"  /* enum mgpu_act */
 
@@ -225,10 +227,12 @@ int mgpu_spec_parse(struct mgpu_spec *s, const char *text, const char *origin)
 	s->act = MGPU_ACT_RELU;
 	if (strncmp(text, "gpt:", 4) == 0)
 		return gpt_parse(s, text, origin);
+	if (strncmp(text, "cnn:", 4) == 0)
+		return mgpu_cnn_spec_parse(s, text + 4, ';', origin);
 	if (strncmp(text, "mlp:", 4) != 0)
 		return mgpu_err(MGPU_EINVAL,
-				"%s: model spec '%s' does not start with 'mlp:' or 'gpt:'", origin,
-				text);
+				"%s: model spec '%s' does not start with 'mlp:', 'gpt:' or 'cnn:'",
+				origin, text);
 	p = text + 4;
 	end = p + strcspn(p, ",");
 	MGPU_TRY(parse_dims(s, p, end, origin));
@@ -275,12 +279,13 @@ int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 	size_t len = 0;
 	int fd, rc;
 
-	if (strncmp(arg, "mlp:", 4) == 0 || strncmp(arg, "gpt:", 4) == 0)
+	if (strncmp(arg, "mlp:", 4) == 0 || strncmp(arg, "gpt:", 4) == 0 ||
+	    strncmp(arg, "cnn:", 4) == 0)
 		return mgpu_spec_parse(s, arg, "--model");
 	fd = open(arg, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		mgpu_err_errno(MGPU_EIO, "'%s': cannot open", arg);
-		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:... or gpt:...) and ");
+		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:..., gpt:... or cnn:...) and ");
 	}
 	/* comments may make a spec file long, never this long (/dev/zero) */
 	rc = mgpu_read_fd_max(fd, arg, MGPU_SPEC_FILE_MAX, &data, &len);
@@ -289,15 +294,19 @@ int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 		return mgpu_err(MGPU_EINVAL, "'%s': more than %d bytes: not a model spec file",
 				arg, MGPU_SPEC_FILE_MAX);
 	if (rc < 0)
-		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:... or gpt:...) and ");
+		return mgpu_err_prefix(MGPU_EINVAL, "--model: not a spec (mlp:..., gpt:... or cnn:...) and ");
 	if (strlen((char *)data) != len || !(norm = malloc(len + 2))) {
 		free(data);
 		return mgpu_err(MGPU_EINVAL, "'%s': not a model spec file", arg);
 	}
 	normalise((char *)data, norm, len + 2);
-	free(data);
 	snprintf(origin, sizeof origin, "'%s'", arg);
-	rc = mgpu_spec_parse(s, norm, origin);
+	/* "cnn" first: one layer per line, whose blanks mean something */
+	if (strcmp(norm, "cnn") == 0 || strncmp(norm, "cnn,", 4) == 0)
+		rc = mgpu_cnn_spec_parse(s, (char *)data, '\n', origin);
+	else
+		rc = mgpu_spec_parse(s, norm, origin);
+	free(data);
 	free(norm);
 	return rc;
 }
@@ -333,6 +342,8 @@ int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 
 	if (s->kind == MGPU_MODEL_GPT)
 		return gpt_format(s, buf, len);
+	if (s->kind == MGPU_MODEL_CNN)
+		return mgpu_cnn_spec_format(s, buf, len);
 	o = (size_t)snprintf(buf, len, "mlp:");
 
 	for (i = 0; i <= s->nlayers && o < len; i++)
@@ -352,6 +363,8 @@ int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 
 int mgpu_spec_has_auto(const struct mgpu_spec *s)
 {
+	if (s->kind == MGPU_MODEL_CNN)
+		return !s->in_c || s->cnn[s->ncnn - 1].n == MGPU_SPEC_AUTO;
 	return s->kind == MGPU_MODEL_MLP && s->nlayers >= 1 &&
 	       (s->dims[0] == MGPU_SPEC_AUTO || s->dims[s->nlayers] == MGPU_SPEC_AUTO);
 }
@@ -393,4 +406,42 @@ int mgpu_spec_fit(struct mgpu_spec *s, int d, int classes, const char *path)
 	return mgpu_err(MGPU_ERANGE, "'%s': labels go up to %d but the model has %d classes: "
 			"write --model %s (auto takes a size from the data)", path, classes - 1,
 			s->dims[n], fit);
+}
+
+int mgpu_spec_fit_shape(struct mgpu_spec *s, int ndim, const uint32_t *shape, int classes,
+			const char *path)
+{
+	long long d = 1;
+	int i;
+
+	if (s->kind == MGPU_MODEL_CNN)
+		return mgpu_cnn_spec_fit(s, ndim, shape, classes, path);
+	for (i = 0; i < ndim; i++)
+		d *= shape[i];
+	return mgpu_spec_fit(s, d > 1 << 30 ? 0 : (int)d, classes, path);
+}
+
+void mgpu_spec_take_auto(struct mgpu_spec *s, const struct mgpu_spec *ck)
+{
+	struct mgpu_cnn_line *top;
+
+	if (ck->kind != s->kind || ck->nlayers != s->nlayers)
+		return;
+	if (s->kind == MGPU_MODEL_CNN) {
+		if (ck->ncnn != s->ncnn)
+			return;
+		top = &s->cnn[s->ncnn - 1];
+		if (!s->in_c) {
+			s->in_c = ck->in_c, s->in_h = ck->in_h, s->in_w = ck->in_w;
+			s->in_1d = ck->in_1d;
+			s->dims[0] = ck->dims[0];
+		}
+		if (top->n == MGPU_SPEC_AUTO)
+			top->n = s->dims[s->nlayers] = ck->cnn[ck->ncnn - 1].n;
+		return;
+	}
+	if (s->dims[0] == MGPU_SPEC_AUTO)
+		s->dims[0] = ck->dims[0];
+	if (s->dims[s->nlayers] == MGPU_SPEC_AUTO)
+		s->dims[s->nlayers] = ck->dims[s->nlayers];
 }

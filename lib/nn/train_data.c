@@ -127,7 +127,12 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 {
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
 	MGPU_TRY(check_kind(d, cfg, spec));
-	MGPU_TRY(mgpu_spec_fit(spec, d->src.d, mgpu_source_nclasses(&d->src), cfg->data));
+	if (spec->kind == MGPU_MODEL_CNN) /* a conv net takes the sample's shape */
+		MGPU_TRY(mgpu_spec_fit_shape(spec, d->src.ndim, d->src.shape,
+					     mgpu_source_nclasses(&d->src), cfg->data));
+	else
+		MGPU_TRY(mgpu_spec_fit(spec, d->src.d, mgpu_source_nclasses(&d->src),
+				       cfg->data));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, spec->dims[spec->nlayers]));
 	MGPU_TRY(mgpu_augment_check(&cfg->augment, d->src.ndim, d->src.shape, cfg->data));
 	MGPU_TRY(split(d, cfg));

@@ -116,13 +116,8 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
 	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
 	/* an auto size (before the data is read) matches the checkpoint's */
-	if (mgpu_spec_has_auto(&s) && mgpu_spec_parse(&ck, st->spec, "checkpoint") == 0 &&
-	    ck.kind == s.kind && ck.nlayers == s.nlayers) {
-		if (s.dims[0] == MGPU_SPEC_AUTO)
-			s.dims[0] = ck.dims[0];
-		if (s.dims[s.nlayers] == MGPU_SPEC_AUTO)
-			s.dims[s.nlayers] = ck.dims[s.nlayers];
-	}
+	if (mgpu_spec_has_auto(&s) && mgpu_spec_parse(&ck, st->spec, "checkpoint") == 0)
+		mgpu_spec_take_auto(&s, &ck);
 	MGPU_TRY(mgpu_spec_format(&s, spec, sizeof spec));
 	if (strcmp(spec, st->spec) != 0)
 		return mgpu_err(MGPU_EINVAL, "'%s': checkpoint holds model '%s', not '%s'", dir,
