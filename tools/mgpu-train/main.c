@@ -540,6 +540,9 @@ static void check_sample(const struct train_opts *o)
 	if (o->sample && o->cfg.spec.kind != MGPU_MODEL_GPT)
 		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
 			    "does not generate text");
+	if (o->cfg.prec != MGPU_PREC_FP32 && o->cfg.spec.kind == MGPU_MODEL_CNN)
+		usage_error("--dtype %s: a cnn trains in fp32 only (its convolutions and norms are "
+			    "fp32 ops)", mgpu_prec_name(o->cfg.prec));
 	if ((o->export_hf[0] || o->cfg.init[0]) && o->cfg.spec.kind != MGPU_MODEL_GPT)
 		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
 	if (o->cfg.init[0] && o->cfg.resume[0])
