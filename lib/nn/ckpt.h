@@ -31,7 +31,7 @@ struct mgpu_ckpt_state {
 	int world_size;
 	int64_t global_batch; /* samples per optimizer step when saved */
 	double norm_scale, norm_shift;
-	char spec[512];
+	char spec[MGPU_SPEC_TEXT_MAX];
 	/* --dtype fp16: the loss scale (0: none saved), clean steps since it
 	 * last changed, steps skipped so far */
 	double loss_scale;

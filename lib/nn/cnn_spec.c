@@ -500,7 +500,7 @@ int mgpu_cnn_spec_fit(struct mgpu_spec *s, int ndim, const uint32_t *shape, int 
 	struct mgpu_spec want = *s;
 	struct mgpu_cnn_line *top = &want.cnn[want.ncnn - 1];
 	struct mgpu_cnn_shape sh[MGPU_CNN_MAX_LINES + 1];
-	char fit[512];
+	char fit[MGPU_SPEC_TEXT_MAX];
 
 	if (ndim < 1 || ndim > 3)
 		return mgpu_err(MGPU_EINVAL, "'%s': samples of %d dimensions: a conv net reads "
@@ -527,6 +527,9 @@ int mgpu_cnn_spec_fit(struct mgpu_spec *s, int ndim, const uint32_t *shape, int 
 				"classes: write --model '%s' (linear auto takes the class count "
 				"from the data)", path, classes - 1, s->cnn[s->ncnn - 1].n, fit);
 	MGPU_TRY(mgpu_cnn_walk(&want, sh, path));
+	if (!fit[0]) /* checkpoints record the printed spec */
+		return mgpu_err(MGPU_EINVAL, "'%s': the model spec is longer than %d characters "
+				"printed", path, MGPU_SPEC_TEXT_MAX - 1);
 	*s = want;
 	return 0;
 }

@@ -373,7 +373,7 @@ int mgpu_spec_fit(struct mgpu_spec *s, int d, int classes, const char *path)
 {
 	struct mgpu_spec want = *s;
 	int n = s->nlayers, *C = &want.dims[n];
-	char fit[512];
+	char fit[MGPU_SPEC_TEXT_MAX];
 
 	if (s->kind == MGPU_MODEL_GPT) {
 		if (d == s->dims[0])

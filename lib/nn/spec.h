@@ -41,6 +41,8 @@
 
 #define MGPU_MAX_LAYERS 16
 #define MGPU_SPEC_FILE_MAX (1 << 20) /* bytes of a spec file, comments included */
+/* the longest printed spec (mgpu_spec_format), its NUL included */
+#define MGPU_SPEC_TEXT_MAX 4096
 
 enum mgpu_model_kind { MGPU_MODEL_MLP = 0, MGPU_MODEL_GPT = 1, MGPU_MODEL_CNN = 2 };
 

@@ -289,7 +289,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
-	char spec[512], nodes[32] = "", shape[64];
+	char spec[MGPU_SPEC_TEXT_MAX], nodes[32] = "", shape[64];
 
 	if (out->quiet)
 		return;
