@@ -1,5 +1,5 @@
 /*
- * test_cnn.c - the conv-net family (nn/cnn.h): whole small nets' gradients
+ * test_cnn.c - the conv-net family (model/cnn.c): whole small nets' gradients
  * against finite differences on ref and cpu, 2-D and 1-D; the spec
  * grammar and its errors; torch's names and layouts; BatchNorm's running
  * statistics and evaluation; the --sync-bn hook; checkpoints round trip.
@@ -10,14 +10,30 @@
 
 #include "core/err.h"      /* mgpu_errmsg */
 #include "core/hash.h"     /* mgpu_hash64 */
-#include "nn/ckpt.h"       /* mgpu_ckpt_save */
-#include "nn/model.h"      /* struct mgpu_model */
-#include "nn/optim.h"      /* struct mgpu_optim */
-#include "nn/spec.h"       /* mgpu_spec_parse */
+#include "train/ckpt.h"      /* mgpu_ckpt_save */
+#include "model/model.h"      /* struct mgpu_model */
+#include "train/optim.h"      /* struct mgpu_optim */
+#include "model/spec.h"      /* mgpu_spec_parse */
+#include "data/samples.h"  /* MGPU_DTYPE_F32 */
 #include "t.h"
 #include "tmpdir.h"        /* t_tmpdir_make, tpath */
 
 #define NB 4
+
+/* Fit s to float32 samples of shape[0..ndim) and `classes`. */
+static int fit_shape(struct mgpu_spec *s, int ndim, const uint32_t *shape, int classes,
+		     const char *path)
+{
+	struct mgpu_data_desc d = { .dtype = MGPU_DTYPE_F32, .ndim = ndim, .classes = classes,
+				    .d = 1 };
+	int i;
+
+	for (i = 0; i < ndim; i++) {
+		d.shape[i] = shape[i];
+		d.d *= (int)shape[i];
+	}
+	return mgpu_spec_fit(s, &d, path);
+}
 
 struct net {
 	struct mgpu_spec spec;
@@ -38,12 +54,12 @@ static int net_open(struct net *n, const char *spec, const char *backend, int nd
 	memset(n, 0, sizeof *n);
 	n->B = B;
 	if (mgpu_spec_parse(&n->spec, spec, "test") ||
-	    mgpu_spec_fit_shape(&n->spec, ndim, shape, classes, "data") ||
+	    fit_shape(&n->spec, ndim, shape, classes, "data") ||
 	    mgpu_dev_open(&n->dev, mgpu_ops_find(backend), 0))
 		return -1;
 	if (mgpu_model_create(&n->m, &n->spec, &n->dev, B) || mgpu_model_init(&n->m, 7))
 		return -1;
-	n->D = n->spec.dims[0];
+	n->D = n->spec.in_c * n->spec.in_h * n->spec.in_w;
 	n->x = malloc((size_t)B * (size_t)n->D * sizeof(float));
 	for (i = 0; i < B * n->D; i++)
 		n->x[i] = (float)((double)(mgpu_hash64(5, (uint64_t)i) % 2001) / 1000.0 - 1.0);
@@ -195,12 +211,12 @@ static void test_names(void)
 	T_CHECK(shape_is(find(P, np, "6.weight"), 1, 6, 0, 0, 0), "gn weight");
 	T_CHECK(shape_is(find(P, np, "13.weight"), 2, 5, 6, 0, 0), "linear (N, in)");
 	T_CHECK(shape_is(find(P, np, "15.weight"), 2, 3, 5, 0, 0), "head (classes, in)");
-	T_CHECK(shape_is(find(n.m.bufs, n.m.nbuf, "1.running_mean"), 1, 4, 0, 0, 0), "rm");
-	T_CHECK(shape_is(find(n.m.bufs, n.m.nbuf, "4.downsample.1.running_var"), 1, 6, 0, 0, 0),
+	T_CHECK(shape_is(find(n.m.buffers, n.m.nbuffer, "1.running_mean"), 1, 4, 0, 0, 0), "rm");
+	T_CHECK(shape_is(find(n.m.buffers, n.m.nbuffer, "4.downsample.1.running_var"), 1, 6, 0, 0, 0),
 		"rv");
-	T_CHECK(shape_is(find(n.m.bufs, n.m.nbuf, "4.bn2.num_batches_tracked"), 0, 0, 0, 0, 0),
+	T_CHECK(shape_is(find(n.m.buffers, n.m.nbuffer, "4.bn2.num_batches_tracked"), 0, 0, 0, 0, 0),
 		"num_batches_tracked is a scalar");
-	T_CHECK(!find(n.m.bufs, n.m.nbuf, "6.running_mean"), "gn keeps no statistics");
+	T_CHECK(!find(n.m.buffers, n.m.nbuffer, "6.running_mean"), "gn keeps no statistics");
 	T_CHECK(n.m.nparams == mgpu_model_count(&n.spec), "count %zu, built %zu",
 		mgpu_model_count(&n.spec), n.m.nparams);
 	T_CHECK(!find(P, np, "0.weight")->decay == 0 && find(P, np, "1.weight")->decay == 0 &&
@@ -230,10 +246,10 @@ static void test_bn_running(void)
 	T_OK(net_open(&n, "cnn:bn; linear 2", "cpu", 3, shape, 2, 2));
 	if (t_cur_failed)
 		return;
-	T_CHECK(n.m.nstate == 2 + 2 + 1, "state floats %zu", n.m.nstate);
+	T_CHECK(n.m.nbufvals == 2 + 2 + 1, "state floats %zu", n.m.nbufvals);
 	T_OK(mgpu_model_forward(&n.m, 2, 1));
 	T_OK(mgpu_model_forward(&n.m, 2, 1));
-	T_OK(mgpu_model_state_get(&n.m, st));
+	T_OK(mgpu_model_get_buffers(&n.m, st));
 	for (ch = 0; ch < 2; ch++) {
 		double rm = 0, rv = 1;
 		mean = var = 0;
@@ -267,39 +283,34 @@ static void test_bn_running(void)
 			T_NEAR(logits[b * 2 + i], z, 1e-4);
 		}
 	T_OK(mgpu_model_loss(&n.m, 2, 0, 0, &l, &c));
-	T_OK(mgpu_model_state_get(&n.m, st));
+	T_OK(mgpu_model_get_buffers(&n.m, st));
 	T_CHECK(st[4] == 2.0f, "evaluation counted as a batch: %g", st[4]);
 	net_close(&n);
 }
 
 struct hook_log {
-	int calls, fwd, bwd, last_bn, order_ok;
-	double count;
+	int calls, fwd, bwd, nbn, order_ok;
 };
 
-/* Two identical ranks: every sum doubles. */
-static int twin_hook(void *ctx, int phase, int bn, float *v, int nv, double *count)
+/* Two identical ranks: every sum doubles. The forward meets the ranks at
+ * its norms in order, the backward in the reverse order. */
+static int twin_hook(void *ctx, int layer, float *v, size_t nv)
 {
 	struct hook_log *h = ctx;
 	float tmp[64];
-	int i;
+	size_t i;
 
 	h->calls++;
-	if (phase == MGPU_BN_FWD) {
-		h->order_ok &= bn == h->fwd++;
-		if (bn == 0)
-			h->count = *count;
-		*count *= 2;
-	} else {
-		h->order_ok &= bn == h->last_bn - h->bwd++;
-		h->order_ok &= count == NULL;
-	}
+	if (h->fwd < h->nbn)
+		h->order_ok &= layer == h->fwd++;
+	else
+		h->order_ok &= layer == h->nbn - 1 - h->bwd++;
 	if (nv > 64)
 		return -1;
-	memcpy(tmp, v, (size_t)nv * sizeof(float));
+	memcpy(tmp, v, nv * sizeof(float));
 	for (i = 0; i < nv; i++)
 		tmp[i] *= 2.0f;
-	memcpy(v, tmp, (size_t)nv * sizeof(float)); /* host memory on ref and cpu */
+	memcpy(v, tmp, nv * sizeof(float)); /* host memory on ref and cpu */
 	return 0;
 }
 
@@ -309,7 +320,7 @@ static int twin_hook(void *ctx, int phase, int bn, float *v, int nv, double *cou
 static void test_bn_sync_hook(void)
 {
 	struct net n;
-	struct hook_log h = { .order_ok = 1 };
+	struct hook_log h = { .order_ok = 1, .nbn = 4 }; /* bn, res's bn1, bn2, downsample */
 	double l0, l1, c;
 	float *g0, *g1;
 	size_t i;
@@ -323,16 +334,15 @@ static void test_bn_sync_hook(void)
 	T_OK(mgpu_model_loss(&n.m, NB, 1, 1.0f / NB, &l0, &c));
 	T_OK(mgpu_model_backward(&n.m, NB, 0));
 	T_OK(mgpu_dev_to_host(&n.dev, g0, n.m.g, n.m.nparams * sizeof *g0));
-	n.m.bn_sync = twin_hook;
-	n.m.bn_ctx = &h;
-	h.last_bn = 3; /* bn, res's bn1, bn2, downsample bn */
+	n.m.stat_sum = twin_hook;
+	n.m.stat_ctx = &h;
+	n.m.stat_ranks = 2;
 	T_OK(mgpu_model_forward(&n.m, NB, 1));
 	T_OK(mgpu_model_loss(&n.m, NB, 1, 1.0f / NB, &l1, &c));
 	T_OK(mgpu_model_backward(&n.m, NB, 0));
 	T_OK(mgpu_dev_to_host(&n.dev, g1, n.m.g, n.m.nparams * sizeof *g1));
 	T_CHECK(h.fwd == 4 && h.bwd == 4 && h.order_ok, "calls fwd %d bwd %d in order %d", h.fwd,
 		h.bwd, h.order_ok);
-	T_CHECK(h.count == NB * 11.0, "first bn's count %g (N L)", h.count);
 	T_NEAR(l1, l0, 1e-5);
 	for (i = 0; i < n.m.nparams; i++)
 		T_CHECK(fabs(g1[i] - g0[i]) <= 1e-5 + 1e-4 * fabs(g0[i]), "grad %zu: %g vs %g", i,
@@ -371,30 +381,31 @@ static void test_spec(void)
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "cnn:conv 16 k=3 s=1 p=1; bn; relu; res 16; res 32 s=2; gap; "
 			"linear auto") == 0, "%s", buf);
-	T_OK(mgpu_spec_fit_shape(&s, 3, (const uint32_t[]){ 1, 28, 28 }, 10, "d"));
-	T_CHECK(!mgpu_spec_has_auto(&s) && s.dims[0] == 784 && s.dims[s.nlayers] == 10,
-		"fitted %d .. %d", s.dims[0], s.dims[s.nlayers]);
+	T_OK(fit_shape(&s, 3, (const uint32_t[]){ 1, 28, 28 }, 10, "d"));
+	T_CHECK(!mgpu_spec_has_auto(&s) && s.in_c * s.in_h * s.in_w == 784 &&
+			mgpu_spec_classes(&s) == 10,
+		"fitted %d x %d x %d, %d classes", s.in_c, s.in_h, s.in_w, mgpu_spec_classes(&s));
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "cnn:input 1 28 28; conv 16 k=3 s=1 p=1; bn; relu; res 16; "
 			"res 32 s=2; gap; linear 10") == 0, "%s", buf);
-	T_CHECK(s.nlayers == 5, "buckets %d (conv, bn, res, res, linear)", s.nlayers);
+	T_CHECK(s.nbuckets == 5, "buckets %d (conv, bn, res, res, linear)", s.nbuckets);
 	/* resume: the unfitted spec takes the checkpoint's sizes */
 	T_OK(mgpu_spec_parse(&back, ok[0], "t"));
 	mgpu_spec_take_auto(&back, &s);
 	T_OK(mgpu_spec_format(&back, buf2, sizeof buf2));
 	T_CHECK(strcmp(buf, buf2) == 0, "%s vs %s", buf, buf2);
 	/* fitting to other data names the spec to write */
-	T_FAILS(mgpu_spec_fit_shape(&s, 3, (const uint32_t[]){ 3, 28, 28 }, 10, "d"),
+	T_FAILS(fit_shape(&s, 3, (const uint32_t[]){ 3, 28, 28 }, 10, "d"),
 		MGPU_EINVAL, "write --model 'cnn:input 3 28 28;");
 	T_OK(mgpu_spec_parse(&s, "cnn:conv 4 k=3; linear 3", "t"));
-	T_FAILS(mgpu_spec_fit_shape(&s, 2, (const uint32_t[]){ 2, 9 }, 5, "d"), MGPU_ERANGE,
+	T_FAILS(fit_shape(&s, 2, (const uint32_t[]){ 2, 9 }, 5, "d"), MGPU_ERANGE,
 		"labels go up to 4 but the model has 3 classes");
-	T_FAILS(mgpu_spec_fit_shape(&s, 2, (const uint32_t[]){ 2, 2 }, 2, "d"), MGPU_EINVAL,
+	T_FAILS(fit_shape(&s, 2, (const uint32_t[]){ 2, 2 }, 2, "d"), MGPU_EINVAL,
 		"line 1 (conv) gets 2 x 1 x 2: its output would be empty");
-	T_OK(mgpu_spec_fit_shape(&s, 1, (const uint32_t[]){ 9 }, 2, "d"));
+	T_OK(fit_shape(&s, 1, (const uint32_t[]){ 9 }, 2, "d"));
 	T_CHECK(s.in_c == 1 && s.in_w == 9 && s.in_1d, "flat D is one channel of length D");
 	T_OK(mgpu_spec_parse(&s, "cnn:conv 4 k=3 g=2; linear 3", "t"));
-	T_FAILS(mgpu_spec_fit_shape(&s, 3, (const uint32_t[]){ 3, 5, 5 }, 2, "d"), MGPU_EINVAL,
+	T_FAILS(fit_shape(&s, 3, (const uint32_t[]){ 3, 5, 5 }, 2, "d"), MGPU_EINVAL,
 		"groups 2 do not divide its 3 input channels");
 }
 
@@ -477,12 +488,12 @@ static void test_ckpt(void)
 	T_OK(mgpu_spec_format(&a.m.spec, st.spec, sizeof st.spec));
 	T_OK(mgpu_ckpt_save(tpath("ck"), 0, &st, &a.m, &o, NULL, 0, dir, sizeof dir));
 	T_OK(mgpu_ckpt_load_tensors(dir, &b.m, &o2));
-	T_OK(mgpu_model_state_get(&a.m, sa));
-	T_OK(mgpu_model_state_get(&b.m, sb));
-	T_CHECK(a.m.nstate < 64 && memcmp(sa, sb, a.m.nstate * sizeof(float)) == 0,
+	T_OK(mgpu_model_get_buffers(&a.m, sa));
+	T_OK(mgpu_model_get_buffers(&b.m, sb));
+	T_CHECK(a.m.nbufvals < 64 && memcmp(sa, sb, a.m.nbufvals * sizeof(float)) == 0,
 		"running statistics differ after the round trip");
-	T_CHECK(*(const float *)&sb[a.m.bufs[2].off] == 2.0f, "num_batches_tracked %g",
-		sb[a.m.bufs[2].off]);
+	T_CHECK(*(const float *)&sb[a.m.buffers[2].off] == 2.0f, "num_batches_tracked %g",
+		sb[a.m.buffers[2].off]);
 	T_OK(mgpu_model_forward(&a.m, NB, 0));
 	T_OK(mgpu_model_logits(&a.m, NB, la, &pr));
 	T_OK(mgpu_model_forward(&b.m, NB, 0));
