@@ -358,6 +358,28 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_cnn *c)
 	return 0;
 }
 
+/* torch's fresh BatchNorm buffers: running_var 1, the others 0. Every
+ * rank's own, set here since only the rank that loads the state runs
+ * init (a replica sharing rank 0's weights would keep its buffers as
+ * allocated). */
+static int reset_buffers(struct mgpu_model *m)
+{
+	float *h = malloc(m->nbufvals * sizeof(float) + 1);
+	int i, rc;
+	size_t k;
+
+	if (!h)
+		return mgpu_err(MGPU_ENOMEM, "cnn: out of host memory");
+	for (i = 0; i < m->nbuffer; i++) {
+		const struct mgpu_param *p = &m->buffers[i];
+		for (k = 0; k < p->count; k++)
+			h[p->off + k] = strstr(p->name, "running_var") ? 1.0f : 0.0f;
+	}
+	rc = mgpu_model_set_buffers(m, h);
+	free(h);
+	return rc;
+}
+
 static int create(struct mgpu_model *m)
 {
 	struct mgpu_cnn *c = calloc(1, sizeof *c);
@@ -366,7 +388,8 @@ static int create(struct mgpu_model *m)
 		return mgpu_err(MGPU_ENOMEM, "cnn: out of host memory");
 	m->fam = c;
 	MGPU_TRY(layout(m, c));
-	return alloc_all(m, c);
+	MGPU_TRY(alloc_all(m, c));
+	return reset_buffers(m);
 }
 
 static void destroy(struct mgpu_model *m)
@@ -414,13 +437,12 @@ static float fan_bound(const struct mgpu_param *w)
 
 static int init(struct mgpu_model *m, uint64_t seed)
 {
-	float *h = malloc((m->nparams + m->nbufvals) * sizeof(float) + 1), *st, bound = 1.0f;
+	float *h = malloc(m->nparams * sizeof(float) + 1), bound = 1.0f;
 	struct mgpu_rng r;
 	int i, rc;
 
 	if (!h)
 		return mgpu_err(MGPU_ENOMEM, "cnn: out of host memory");
-	st = h + m->nparams;
 	mgpu_rng_seed(&r, seed, 1);
 	/* torch.nn's defaults: a weight's bias shares its U(+-1/sqrt(fan_in));
 	 * norms start at weight 1, bias 0 (their ndim 1 params without decay
@@ -438,13 +460,9 @@ static int init(struct mgpu_model *m, uint64_t seed)
 			fill_val(h + p->off, p->count, strstr(p->name, ".weight") ? 1.0f : 0.0f);
 		}
 	}
-	for (i = 0; i < m->nbuffer; i++) {
-		const struct mgpu_param *p = &m->buffers[i];
-		fill_val(st + p->off, p->count, strstr(p->name, "running_var") ? 1.0f : 0.0f);
-	}
 	rc = mgpu_model_set(m, h);
 	if (rc == 0)
-		rc = mgpu_model_set_buffers(m, st);
+		rc = reset_buffers(m);
 	free(h);
 	return rc;
 }

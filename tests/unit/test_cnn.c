@@ -233,6 +233,35 @@ static void test_names(void)
 	net_close(&n);
 }
 
+/* A model fresh from create, never init (a replica sharing rank 0's
+ * weights), has torch's fresh buffers: running_var 1, running_mean 0. */
+static void test_buffers_fresh(void)
+{
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	float *st;
+	int i;
+	size_t k;
+
+	T_OK(mgpu_spec_parse(&spec, net1d, "t"));
+	T_OK(fit_shape(&spec, 2, series, 3, "d"));
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_cpu, 0));
+	T_OK(mgpu_model_create(&m, &spec, &dev, 2));
+	if (t_cur_failed)
+		return;
+	st = malloc(m.nbufvals * sizeof *st);
+	T_OK(mgpu_model_get_buffers(&m, st));
+	for (i = 0; i < m.nbuffer; i++)
+		for (k = 0; k < m.buffers[i].count; k++)
+			T_CHECK(st[m.buffers[i].off + k] ==
+					(strstr(m.buffers[i].name, "running_var") ? 1.0f : 0.0f),
+				"%s[%zu] = %g", m.buffers[i].name, k, st[m.buffers[i].off + k]);
+	free(st);
+	mgpu_model_free(&m);
+	mgpu_dev_close(&dev);
+}
+
 /* Training moves the running statistics as torch (momentum 0.1, the
  * unbiased variance); evaluation normalises with them. */
 static void test_bn_running(void)
@@ -520,6 +549,7 @@ int main(void)
 	T_RUN(test_grad_1d_cpu);
 	T_RUN(test_grad_smooth_ref);
 	T_RUN(test_grad_smooth_cpu);
+	T_RUN(test_buffers_fresh);
 	T_RUN(test_bn_running);
 	T_RUN(test_bn_sync_hook);
 	T_RUN(test_ckpt);
