@@ -44,7 +44,7 @@ CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
 # while this file is read, before the build is configured: configured first,
 # the first build of a fresh machine would lack every optional part whose
 # package deps installs (Open MPI) and keep that configuration.
-DEPS_GOALS := deps test demo demo-lm bench bench-torch bench-gpu gpu-check
+DEPS_GOALS := deps test demo demo-lm demo-cnn bench bench-torch bench-gpu gpu-check
 ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
 ifneq ($(shell sh mk/deps.sh >&2 && echo ok),ok)
 $(error mk/deps.sh failed; see the message above)
@@ -202,6 +202,23 @@ BASICMOTIONS := $(B)/data/BasicMotions
 data-basicmotions:
 	@sh mk/fetch-basicmotions.sh $(BASICMOTIONS)
 
+# Issue 21's conv nets on CPU ranks (man/mgpu-model.7): the small ResNet of
+# models/resnet-fmnist.spec on Fashion-MNIST (random crops and flips, SGD
+# with Nesterov momentum, weight decay, warmup then cosine) on CNN_RANKS
+# ranks, then the 1-D net of models/har-cnn1d.spec on UEA BasicMotions
+# (fetched as data-basicmotions does); each run's summary record gives its
+# test accuracy and wall_s, the seconds it took.
+CNN_EPOCHS ?= 8
+CNN_RANKS ?= 2
+demo-cnn: deps
+	@$(MAKE) --no-print-directory all
+	@sh mk/fetch-basicmotions.sh $(BASICMOTIONS)
+	$(B)/bin/mgpu-train --model models/resnet-fmnist.spec --epochs $(CNN_EPOCHS) \
+		--cpu-ranks $(CNN_RANKS) --batch-size $$((128 / $(CNN_RANKS))) --lr 0.1 --nesterov \
+		--weight-decay 5e-4 --warmup-epochs 0.5 --augment crop=2,flip --log-every 100
+	$(B)/bin/mgpu-train --data $(BASICMOTIONS) --model models/har-cnn1d.spec --epochs 30 \
+		--batch-size 8 --lr 0.05 --log-every 20
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(B)
@@ -240,11 +257,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, data-basicmotions, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, demo-cnn, data-basicmotions, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins print-ldlibs demo demo-lm data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
+.PHONY: all deps test test-bins print-ldlibs demo demo-lm demo-cnn data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -112,7 +112,7 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 {
 	const struct mgpu_batch_plan *p = &c->plan;
 	struct mgpu_spec s = c->spec, ck;
-	char spec[512], split[128];
+	char spec[MGPU_SPEC_TEXT_MAX], split[128];
 
 	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
 	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
