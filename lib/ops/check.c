@@ -61,6 +61,7 @@ static const struct {
 	{ "bn_stats", 1e-5 }, { "bn_fwd", 1e-5 }, { "bn_bwd_stats", 1e-5 },
 	{ "bn_bwd_data", 1e-4 }, { "gn_fwd", 1e-5 }, { "gn_bwd", 1e-4 },
 	{ "act_fwd", 1e-5 }, { "chan_bias", 1e-6 }, { "chan_sum", 1e-5 },
+	{ "mse", 1e-5 }, { "pix_xent", 1e-5 },
 };
 
 /* The buffers of one case: host memory, and each device buffer on both. */
@@ -1378,6 +1379,10 @@ static const struct mgpu_ops_conv_case selftest_conv[] = {
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_SILU },
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_RELU },
 	{ .op = "chan", .flag = 4, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	/* the losses of a pose U-Net (17 confidence maps of 48x48, missing
+	 * parts weighted 0) and of a segmentation one (21 classes at 64x64) */
+	{ .op = "mse", .flag = 1, .cv = MGPU_CV(16, 17, 48, 48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .flag = 1, .cv = MGPU_CV(4, 21, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 };
 
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

@@ -101,6 +101,10 @@ struct mgpu_ops_case {
  *   act_fwd   n, act
  *   chan      cv's N C, HW = H W; flag bit 2 = acc 1 (rows "chan_bias",
  *             "chan_sum")
+ *   mse       cv's N = B, C = G, M = H W; flag bit 0 = weights (every
+ *             third group's 0), bit 1 = no gradient
+ *   pix_xent  cv's N, C = classes, HW = H W; flag bit 0 = every fifth pixel
+ *             ignored (-1), bit 1 = no gradient, bit 2 = in place
  */
 struct mgpu_ops_conv_case {
 	const char *op;

@@ -39,6 +39,7 @@
 #include "ops/cublas_dl.h" /* struct mgpu_cublas: cuBLAS loaded on first use */
 #include "ops/cuda_check.h" /* CU, CUBLAS, LAUNCHED */
 #include "ops/ops_cuda.h" /* mgpu_cuda_attn_fwd, mgpu_cuda_attn_bwd */
+#include "ops/loss_host.h" /* mgpu_cuda_mse, mgpu_cuda_pix_xent */
 
 struct cuda_impl {
 	cudaStream_t stream;
@@ -1162,6 +1163,9 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.gn_bwd = mgpu_cuda_gn_bwd,
 	.chan_bias = mgpu_cuda_chan_bias,
 	.chan_sum = mgpu_cuda_chan_sum,
+	/* losses of targets beyond a class id (loss_host.h) */
+	.mse = mgpu_cuda_mse,
+	.pix_xent = mgpu_cuda_pix_xent,
 };
 
 /* The stream of a cuda device, for the NCCL code that runs beside it. */
