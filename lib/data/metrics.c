@@ -78,13 +78,13 @@ void mgpu_metrics_keypoints(struct mgpu_metrics *m, const float *maps, int P, in
 }
 
 void mgpu_metrics_mask(struct mgpu_metrics *m, const float *logits, int C, size_t HW,
-		       const uint8_t *labels)
+		       const int32_t *labels)
 {
 	size_t i;
 	int c, arg;
 
 	for (i = 0; i < HW; i++) {
-		if (labels[i] == MGPU_MASK_IGNORE)
+		if (labels[i] < 0 || labels[i] >= MGPU_SAMPLES_MAX_CLASSES)
 			continue;
 		for (arg = 0, c = 1; c < C; c++)
 			if (logits[(size_t)c * HW + i] > logits[(size_t)arg * HW + i])

@@ -5,7 +5,7 @@
  *     part's true position and the peak of its predicted confidence map,
  *     and PCK, the fraction of visible parts within a threshold of pixels;
  *   - masks: mean IoU over the classes present in the labels or the
- *     predictions (per-pixel argmax of the logits; label 255 ignored);
+ *     predictions (per-pixel argmax of the logits; ignored pixels left out);
  *   - regression: RMSE over every value.
  * Host memory only; an accumulator is one thread's.
  *
@@ -21,11 +21,12 @@
 #define MGPU_DATA_METRICS_H
 
 #include <stddef.h> /* size_t */
-#include <stdint.h> /* uint8_t, uint64_t */
+#include <stdint.h> /* int32_t, uint64_t */
 
 #include "data/samples.h" /* MGPU_SAMPLES_MAX_CLASSES */
 
-/* Mask pixels with this label count nowhere (VOC's "void"). */
+/* A stored mask's pixels of this label count nowhere (VOC's "void");
+ * batches carry them as -1. */
 #define MGPU_MASK_IGNORE 255
 
 struct mgpu_metrics {
@@ -54,10 +55,11 @@ void mgpu_heatmap_peak(const float *map, int h, int w, float *u, float *v);
  */
 void mgpu_metrics_keypoints(struct mgpu_metrics *m, const float *maps, int P, int h, int w,
 			    int stride, const float *kp);
-/* One sample's mask: logits (C,HW), labels (HW) in [0, C) or 255. Labels
- * of C or more count as a class no prediction hits (up to 256 classes). */
+/* One sample's mask: logits (C,HW), labels (HW) in [0, C), or negative
+ * (ignored: pix_xent's -1, a stored mask's 255). Labels of C or more
+ * count as a class no prediction hits (up to 256 classes). */
 void mgpu_metrics_mask(struct mgpu_metrics *m, const float *logits, int C, size_t HW,
-		       const uint8_t *labels);
+		       const int32_t *labels);
 /* n predicted values against their targets. */
 void mgpu_metrics_regression(struct mgpu_metrics *m, const float *pred, const float *target,
 			     size_t n);

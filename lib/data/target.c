@@ -9,16 +9,6 @@
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "core/json.h" /* mgpu_json_parse */
 
-const char *mgpu_target_kind_name(int kind)
-{
-	switch (kind) {
-	case MGPU_TARGET_VECTOR: return "vector";
-	case MGPU_TARGET_MASK: return "mask";
-	case MGPU_TARGET_KEYPOINTS: return "keypoints";
-	}
-	return "none";
-}
-
 /* One part: null, [x, y] or [x, y, v]. */
 static int part(const struct mgpu_json *v, const char *name, int p, float *xy)
 {
@@ -56,9 +46,14 @@ int mgpu_keypoints_parse(const char *text, size_t len, const char *name, float *
 	*np = 0;
 	MGPU_TRY(mgpu_json_parse(text, len, name, &doc));
 	a = doc.root;
-	if (a->type == MGPU_JSON_OBJECT)
+	if (a->type == MGPU_JSON_OBJECT) {
 		a = mgpu_json_get(a, "keypoints");
-	if (!a || a->type != MGPU_JSON_ARRAY || a->count == 0) {
+		if (!a) { /* metadata, as many WebDatasets carry: not a target */
+			rc = 1;
+			goto out;
+		}
+	}
+	if (a->type != MGPU_JSON_ARRAY || a->count == 0) {
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': keypoints are not a non-empty array of [x, y] "
 			      "(or an object with one as \"keypoints\")", name);
 		goto out;

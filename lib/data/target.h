@@ -2,7 +2,7 @@
  * target.h - targets beyond a class id: what a sample may carry besides
  * its label, and how keypoints become confidence maps.
  *
- * Kinds (the codes are stored in caches, mgpu-formats(5): never renumber):
+ * Kinds (enum mgpu_target_kind, data/samples.h):
  *   - MGPU_TARGET_VECTOR: float32 (K), a regression target (MSE);
  *   - MGPU_TARGET_MASK: uint8 (H, W), a class id per pixel of the image,
  *     255 ignored (per-pixel cross-entropy);
@@ -14,30 +14,24 @@
  * Keypoint JSON (a WebDataset member KEY.json): an array with one item per
  * part, each [x, y], [x, y, v] (v 0: missing, as COCO's visibility) or
  * null (missing); or an object whose "keypoints" member is such an array.
+ * An object without "keypoints" is other metadata (WebDatasets often carry
+ * a KEY.json of captions or sizes): no target.
  */
 #ifndef MGPU_DATA_TARGET_H
 #define MGPU_DATA_TARGET_H
 
 #include <stddef.h> /* size_t */
 
-enum mgpu_target_kind {
-	MGPU_TARGET_NONE = 0,
-	MGPU_TARGET_VECTOR = 1,
-	MGPU_TARGET_MASK = 2,
-	MGPU_TARGET_KEYPOINTS = 3,
-};
+#include "data/samples.h" /* enum mgpu_target_kind */
 
 /* The most parts a keypoint target has, and the largest vector. */
 #define MGPU_TARGET_MAX_PARTS 256
 #define MGPU_TARGET_MAX_VECTOR 65536
 
-/* "vector", "mask", "keypoints" or "none". */
-const char *mgpu_target_kind_name(int kind);
-
 /*
  * Parse keypoint JSON text[0..len) into kp (up to maxp parts of (x, y),
- * NaN for a missing one) and *np. name labels errors ("'a.tar': entry
- * '3.json': part 2: ..." comes from the caller's prefix).
+ * NaN for a missing one) and *np: 0, or 1 (and *np = 0) for an object
+ * without "keypoints". name labels errors ("'NAME': part 2: ...").
  */
 int mgpu_keypoints_parse(const char *text, size_t len, const char *name, float *kp, int maxp,
 			 int *np);

@@ -10,7 +10,7 @@
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf ts png jpeg}
+names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf ts png jpeg keypoints}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
@@ -24,15 +24,16 @@ srcs_for() {
 	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/json.c lib/nn/safetensors.c" ;;
 	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
-	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/core/json.c lib/data/target.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	cache) echo "lib/core/err.c lib/core/cancel.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/class_names.c lib/data/split.c lib/core/rng.c" ;;
 	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
 	text) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	tokens) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/tokens.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
 	bpe) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/bpe.c" ;;
-	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
+	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/target.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	png|jpeg) echo "lib/core/err.c lib/data/samples.c lib/data/class_names.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c" ;;
 	conf) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
+	keypoints) echo "lib/core/err.c lib/core/json.c lib/data/target.c lib/data/samples.c lib/data/class_names.c" ;;
 	ts) echo "lib/core/err.c lib/data/ts.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
 	*) return 1 ;;
 	esac
@@ -67,6 +68,10 @@ seed() {
 	ts)
 		cp tests/data/ts/Tiny_TRAIN.ts "$c/tiny"
 		printf '@problemName U\n@univariate true\n@classLabel true 1 2\n@data\n1,2,3:1\n4,5,6:2\n' >"$c/uni" ;;
+	keypoints)
+		printf '[[1.5, 2], null, [3, 4, 0], [5e1, -6, 2]]' >"$c/list"
+		printf '{"image": "a.png", "keypoints": [[7, 8], null]}' >"$c/obj"
+		printf '{"caption": "a cat"}' >"$c/meta" ;;
 	text)
 		printf '\3the cat sat on the mat\n' >"$c/t3"
 		printf '\0ab' >"$c/t1" ;;
@@ -113,6 +118,19 @@ else:
         for name, d in (("a.npy", npy("|u1", "(2, 3)", bytes(6))), ("a.cls", b"3"),
                         ("b.x.pgm", pgm), ("b.cls", b"1")):
             m = tarfile.TarInfo(name); m.size = len(d); t.addfile(m, io.BytesIO(d))
+    # targets: keypoint JSON, a mask, a regression vector
+    for name, items in (("k", (("a.npy", npy("|u1", "(1, 2, 3)", bytes(6))),
+                               ("a.json", b"[[1, 0.5], null]"),
+                               ("b.npy", npy("|u1", "(1, 2, 3)", bytes(6))),
+                               ("b.json", b'{"keypoints": [[2, 1], [0, 0, 0]]}'))),
+                        ("m", (("a.npy", npy("|u1", "(1, 2, 3)", bytes(6))),
+                               ("a.mask.npy", npy("|u1", "(2, 3)", bytes([0, 1, 2, 255, 1, 0]))),
+                               ("a.cls", b"0"))),
+                        ("v", (("a.npy", npy("<f4", "(2,)", bytes(8))),
+                               ("a.target.npy", npy("<f8", "(3,)", bytes(24)))))):
+        with tarfile.open(c + "/" + name, "w", format=tarfile.USTAR_FORMAT) as t:
+            for n, d in items:
+                m = tarfile.TarInfo(n); m.size = len(d); t.addfile(m, io.BytesIO(d))
 PY
 		;;
 	cache)

@@ -77,7 +77,7 @@ static void test_miou(void)
 	/* 2 classes, 5 pixels: logits (C, HW) */
 	float l[10] = { 1, 1, 0, 0, 1, /* class 0 */
 			0, 0, 1, 1, 0 /* class 1 */ };
-	uint8_t lab[5] = { 0, 1, 1, 255, 0 };
+	int32_t lab[5] = { 0, 1, 1, -1, 0 };
 	struct mgpu_metrics m, n;
 
 	mgpu_metrics_reset(&m, 1.0);
