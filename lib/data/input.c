@@ -270,7 +270,7 @@ static int csv_file(const char *path, const struct mgpu_input_opts *o,
 {
 	struct mgpu_samples t;
 
-	MGPU_TRY(mgpu_csv_load(path, o->label_column, &t));
+	MGPU_TRY(mgpu_csv_load_t(path, o->label_column, o->target_columns, &t));
 	return append_free(out, &t, path, o);
 }
 
@@ -310,6 +310,10 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
 		return dir_source(path, o, out, test);
+	if (o->target_columns && !kind_is(path, ".csv"))
+		return mgpu_err(MGPU_EINVAL, "'%s': --target-columns names CSV columns, and this "
+				"is no .csv (an archive's targets are its members: KEY.json, "
+				"KEY.target.npy, KEY.mask.png)", path);
 	if (kind_is(path, ".ts"))
 		return ts_file(path, o, out);
 	if (kind_is(path, ".csv"))

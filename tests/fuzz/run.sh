@@ -59,7 +59,8 @@ seed() {
 		cp tests/data/smi/four-noheader-nounits.csv "$c/noheader.csv" ;;
 	csv)
 		printf 'a,label,"b c"\n1.5,2,-3e2\r\n\n"4",0,5\n' >"$c/ok"
-		printf 'x,y\n1,2\n3,4' >"$c/idx" ;;
+		printf 'x,y\n1,2\n3,4' >"$c/idx"
+		printf 'a,b,y,label\n1,2,3,0\n4,5,6,1\n' >"$c/target" ;;
 	manifest)
 		printf 'split\tpath\tsamples\tbytes\tsha256\ntrain\ttrain-000000.tar\t5\t10240\t%064d\nval\t/a b/v.tar\t1\t2\t%064d\r\n' 0 1 >"$c/m" ;;
 	conf)
