@@ -9,7 +9,7 @@
 
 #include <math.h>   /* isnan */
 #include <stdio.h>  /* snprintf, sprintf, fwrite */
-#include <stdlib.h> /* malloc, free */
+#include <stdlib.h> /* malloc, free, strtof */
 #include <string.h> /* memset, memcpy, strlen */
 
 #include "core/cancel.h" /* mgpu_cancel_check */
@@ -79,8 +79,22 @@ static int member(struct out *o, const char *name, const void *a, size_t an, con
 	return pad(o, 512);
 }
 
+/* v with the fewest significant digits (6 to 9) that read back as the
+ * same float: 47.525, not 47.5250015. */
+static int shortest(char *buf, float v)
+{
+	int prec, n = 0;
+
+	for (prec = 6; prec <= 9; prec++) {
+		n = sprintf(buf, "%.*g", prec, (double)v);
+		if (strtof(buf, NULL) == v)
+			break;
+	}
+	return n;
+}
+
 /* Keypoints as the JSON they came in: [[x, y], null, ...], each float
- * written with 9 significant digits (it reads back the same float). */
+ * in the fewest digits that read back as it. */
 static int keypoints_json(struct out *o, const char *name, const float *kp, uint32_t np)
 {
 	char *text = malloc((size_t)np * 40 + 3);
@@ -94,9 +108,13 @@ static int keypoints_json(struct out *o, const char *name, const float *kp, uint
 	for (p = 0; p < np; p++) {
 		if (isnan(kp[2 * p]))
 			len += (size_t)sprintf(text + len, "%snull", p ? ", " : "");
-		else
-			len += (size_t)sprintf(text + len, "%s[%.9g, %.9g]", p ? ", " : "",
-					       (double)kp[2 * p], (double)kp[2 * p + 1]);
+		else {
+			len += (size_t)sprintf(text + len, "%s[", p ? ", " : "");
+			len += (size_t)shortest(text + len, kp[2 * p]);
+			len += (size_t)sprintf(text + len, ", ");
+			len += (size_t)shortest(text + len, kp[2 * p + 1]);
+			text[len++] = ']';
+		}
 	}
 	text[len++] = ']';
 	rc = member(o, name, text, len, NULL, 0);
