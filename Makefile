@@ -105,7 +105,7 @@ all: $(TOOL_BINS) $(TEST_BINS) $(BENCH_BINS)
 # -fno-trapping-math lets the clamps of GELU's erf and exp (elem.h) become
 # selects. None changes a result: no reassociation, no contraction under
 # -std=c11, and nothing here reads the floating-point exception flags.
-$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/ops/rows_cpu.o $(B)/obj/lib/nn/sync_shm.o $(B)/obj/lib/comm/shm.o: HOT_CFLAGS := -O3 -fno-math-errno -fno-trapping-math
+$(B)/obj/lib/ops/ops_cpu.o $(B)/obj/lib/ops/rows_cpu.o $(B)/obj/lib/train/sync_shm.o $(B)/obj/lib/comm/shm.o: HOT_CFLAGS := -O3 -fno-math-errno -fno-trapping-math
 
 # rows_cpu.c passes gcc vector types between its own static functions: gcc's
 # note that AVX and non-AVX clones would pass them differently concerns no ABI.
@@ -151,6 +151,11 @@ test: deps
 	@FUZZ_SECS=$(FUZZ_SECS) sh tests/run.sh $(B) $(B)/san
 
 test-bins: $(TEST_BINS)
+
+# The libraries a program linked with libmgpu.a needs (tests/fuzz/run.sh
+# links its harnesses with them).
+print-ldlibs:
+	@echo $(LDFLAGS) $(LDLIBS)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
@@ -229,7 +234,7 @@ help:
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins demo demo-lm data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
+.PHONY: all deps test test-bins print-ldlibs demo demo-lm data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

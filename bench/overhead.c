@@ -14,8 +14,8 @@
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
-#include "nn/model.h"  /* struct mgpu_model */
-#include "nn/optim.h"  /* struct mgpu_optim */
+#include "model/mlp.h"    /* struct mgpu_mlp, struct mgpu_model */
+#include "train/optim.h"  /* struct mgpu_optim */
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -31,15 +31,18 @@ static double median(double *v, int n)
 
 #define TRY(x) do { if ((x) < 0) { fprintf(stderr, "overhead: %s\n", mgpu_errmsg()); return 1; } } while (0)
 
-/* The GEMMs of one step, exactly as model.c issues them. */
+/* The GEMMs of one step, exactly as mlp.c issues them. */
 static int gemms(struct mgpu_model *m, int B)
 {
 	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_mlp *x = mgpu_mlp_of(m);
 	int l;
 
+	if (!x)
+		return mgpu_err(MGPU_EINVAL, "overhead: times an mlp only");
 	for (l = 0; l < m->spec.nlayers; l++) {
-		struct mgpu_layer *L = &m->layers[l];
-		const float *X = l ? m->layers[l - 1].y : m->x;
+		struct mgpu_layer *L = &x->layers[l];
+		const float *X = l ? x->layers[l - 1].y : x->x;
 		MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, L->out, B, L->in, 1.0f,
 				  m->w + L->w->off, L->in, X, L->in, 0.0f, L->lin, L->out));
 		MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, L->in, L->out, B, 1.0f, X, L->in,
@@ -47,7 +50,7 @@ static int gemms(struct mgpu_model *m, int B)
 		if (l > 0)
 			MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
 					  m->w + L->w->off, L->in, L->lin, L->out, 0.0f,
-					  m->dbuf[0], L->in));
+					  x->dbuf[0], L->in));
 	}
 	return m->dev->ops->sync(m->dev);
 }

@@ -2,7 +2,7 @@
 """torch_gpt.py - PyTorch's own implementation of mgpu's gpt model, timed the
 way `mgpu-bench train` times mgpu-train, for a side-by-side table.
 
-The model is the one of lib/nn/gpt.h: token and position embeddings,
+The model is the one of lib/model/gpt.h: token and position embeddings,
 pre-LayerNorm blocks (causal multi-head self-attention through
 F.scaled_dot_product_attention, a 4*D GELU MLP, residuals), a final
 LayerNorm and an output head tied to the token embedding, cross-entropy

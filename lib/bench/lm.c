@@ -12,9 +12,9 @@
 #include "core/cli.h"  /* mgpu_cli_int */
 #include "core/err.h"  /* mgpu_err */
 #include "gpu/gpu.h"   /* mgpu_gpu_cpu_simd, MGPU_SIMD_* */
-#include "nn/model.h"  /* mgpu_model_count */
-#include "nn/optim.h"  /* mgpu_optim_nstate_for */
-#include "nn/train.h"  /* mgpu_train_defaults */
+#include "model/model.h"  /* mgpu_model_count */
+#include "train/optim.h"  /* mgpu_optim_nstate_for */
+#include "train/train.h"  /* mgpu_train_defaults */
 
 void mgpu_bench_peak_cpu(const char *flags, double mhz, const char *clock_src,
 			 struct mgpu_bench_peak *p)
@@ -119,7 +119,7 @@ double mgpu_bench_gpt_flops_per_token(const struct mgpu_spec *s)
 {
 	double n, L = s->blocks, T = s->ctx, D = s->dim;
 
-	if (s->kind != MGPU_MODEL_GPT)
+	if (!mgpu_spec_is_lm(s))
 		return 0;
 	/* the position table is only added; padding rows are in no product */
 	n = (double)mgpu_model_count(s) - T * D;
@@ -144,7 +144,7 @@ int64_t mgpu_bench_gpt_mem_estimate(const struct mgpu_spec *s, int B, int nstate
 	double n = (double)mgpu_model_count(s), L = s->blocks, T = s->ctx, D = s->dim;
 	double H = s->heads, V = s->vocab, floats;
 
-	if (s->kind != MGPU_MODEL_GPT || B < 1 || share < 1)
+	if (!mgpu_spec_is_lm(s) || B < 1 || share < 1)
 		return -1;
 	floats = n + n * (1 + nstate) / share;                 /* gradients; weights, state */
 	/* activations; the backward's scratch; ids, targets, row loss, correct */
@@ -203,7 +203,7 @@ void mgpu_bench_lm_fill(struct mgpu_bench_trow *r, const struct mgpu_bench_workl
 	r->tokens_per_s = r->flops_per_token = r->peak_flops = r->mfu = NAN;
 	r->mem_est_bytes = -1;
 	r->peak_how[0] = '\0';
-	if (w->spec.kind != MGPU_MODEL_GPT)
+	if (!mgpu_spec_is_lm(&w->spec))
 		return;
 	r->ctx = w->spec.ctx;
 	r->tokens_per_s = r->samples_per_s * r->ctx;

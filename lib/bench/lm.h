@@ -34,7 +34,7 @@
  *   padded_vocab), the backward's scratch 11 D (seven (N,D) buffers and
  *   one (N,4D)) and 4 more for the ids, targets, row losses and correct
  *   flags. The fused attention stores nothing of size T x T.
- * In bf16 (--dtype bf16, lib/nn/mm.c) each rank also holds 2-byte copies:
+ * In bf16 (--dtype bf16, lib/model/mm.c) each rank also holds 2-byte copies:
  *   the rounded weights, N' (its own, never shared), and two scratch buffers
  *   that the products' non-weight operands are rounded into, each grown to
  *   the largest such operand: first operands B T 4D (the MLP output's
@@ -50,7 +50,7 @@
 #include <stdint.h> /* int64_t */
 
 #include "bench/sweep.h" /* struct mgpu_bench_trow */
-#include "nn/spec.h"     /* struct mgpu_spec */
+#include "model/spec.h"     /* struct mgpu_spec */
 
 struct mgpu_bench_peak {
 	double flops;   /* FLOP/s of one device; 0: unknown */

@@ -11,8 +11,9 @@
  * row of the same kind (CPU ranks or GPUs) and the same dtype (a bf16 row
  * against the bf16 baseline); efficiency = speedup / devices.
  *
- * Everything here is pure: parse, compute, convert. The tool runs the
- * processes (bench/spawn.h) and prints.
+ * Everything here is pure: parse, compute, convert. bench/plan.h says
+ * what to run, bench/runner.h runs it, bench/report.h writes the report;
+ * the tool prints.
  */
 #ifndef MGPU_BENCH_SWEEP_H
 #define MGPU_BENCH_SWEEP_H

@@ -1,16 +1,17 @@
 /*
- * gpt2tok.c - GPT-2's tokenizer from encoder.json and vocab.bpe (see
- * gpt2tok.h): the byte alphabet of encoder.py's bytes_to_unicode, two
- * hashes over byte strings (token -> id, merge pair -> rank) and GPT-2's
- * pre-tokenizer pattern through PCRE2.
+ * gpt2tok.c - GPT-2's tokenizer from encoder.json and vocab.bpe or from a
+ * tiktoken ranks file (see gpt2tok.h): the byte alphabet of encoder.py's
+ * bytes_to_unicode, two hashes over byte strings (token -> id, merge pair
+ * -> rank), base64, and GPT-2's pre-tokenizer pattern through PCRE2.
  */
 #include "data/gpt2tok.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>  /* pcre2_compile, pcre2_match */
 #include <stdio.h>  /* snprintf */
+#include <stdint.h> /* INT32_MAX */
 #include <stdlib.h> /* malloc, calloc, realloc, free */
-#include <string.h> /* memcmp, memcpy, memset, strchr */
+#include <string.h> /* memchr, memcmp, memcpy, memmove, memset, strchr */
 
 #include "core/err.h"  /* mgpu_err */
 #include "core/io.h"   /* mgpu_read_file */
@@ -142,22 +143,44 @@ static int pool_add(struct mgpu_gpt2tok *t, const unsigned char *p, size_t n, si
 
 /* ---- loading -------------------------------------------------------------------- */
 
-static int load_encoder(struct mgpu_gpt2tok *t, const char *path, const int dec[324],
-			size_t *cap)
+/* Enter id under its bytes (pool[off[id]], len[id]) in the id hash. */
+static void put_id(struct mgpu_gpt2tok *t, const unsigned char *p, size_t n, int32_t id)
+{
+	size_t s;
+
+	for (s = mix(fnv(1469598103934665603ULL, p, n)) & (t->ids_cap - 1); t->ids_slot[s];
+	     s = (s + 1) & (t->ids_cap - 1))
+		;
+	t->ids_slot[s] = id + 1;
+}
+
+/* Every byte must be a token of its own, or some text has no encoding. */
+static int check_bytes(const struct mgpu_gpt2tok *t, const char *path)
+{
+	unsigned char b;
+	int i;
+
+	for (i = 0; i < 256; i++) {
+		b = (unsigned char)i;
+		if (find_id(t, &b, 1) < 0)
+			return mgpu_err(MGPU_EFORMAT, "'%s': no token for byte %d", path, i);
+	}
+	return 0;
+}
+
+
+static int load_encoder(struct mgpu_gpt2tok *t, const char *buf, size_t len, const char *path,
+			const int dec[324], size_t *cap)
 {
 	struct mgpu_json_doc doc = { 0 };
-	unsigned char *buf = NULL, tmp[1024];
+	unsigned char tmp[1024];
 	const struct mgpu_json *root, *m;
-	size_t len, i, s;
+	size_t i;
 	int64_t id;
 	long n;
 	int rc;
 
-	MGPU_TRY(mgpu_read_file(path, &buf, &len));
-	rc = mgpu_json_parse((const char *)buf, len, path, &doc);
-	free(buf);
-	if (rc < 0)
-		return rc;
+	MGPU_TRY(mgpu_json_parse(buf, len, path, &doc));
 	root = doc.root;
 	if (root->type != MGPU_JSON_OBJECT || root->count < 256 || root->count > (1u << 30)) {
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': want an object of token strings and ids (256 "
@@ -194,34 +217,25 @@ static int load_encoder(struct mgpu_gpt2tok *t, const char *path, const int dec[
 				      path, m->key);
 			goto out;
 		}
-		for (s = mix(fnv(1469598103934665603ULL, tmp, (size_t)n)) & (t->ids_cap - 1);
-		     t->ids_slot[s]; s = (s + 1) & (t->ids_cap - 1))
-			;
-		t->ids_slot[s] = (int32_t)id + 1;
+		put_id(t, tmp, (size_t)n, (int32_t)id);
 	}
-	for (i = 0; i < 256; i++) {
-		tmp[0] = (unsigned char)i;
-		if (find_id(t, tmp, 1) < 0) {
-			rc = mgpu_err(MGPU_EFORMAT, "'%s': no token for byte %zu", path, i);
-			goto out;
-		}
-	}
+	rc = check_bytes(t, path);
 out:
 	mgpu_json_free(&doc);
 	return rc;
 }
 
-static int load_merges(struct mgpu_gpt2tok *t, const char *path, const int dec[324],
+/* buf: the file's text, NUL-terminated; its lines are cut in place. */
+static int load_merges(struct mgpu_gpt2tok *t, char *buf, const char *path, const int dec[324],
 		       size_t *cap)
 {
-	unsigned char *buf = NULL, a[1024], b[1024];
+	unsigned char a[1024], b[1024];
 	char *line, *next, *sp;
-	size_t len, nlines = 0, s;
+	size_t nlines = 0, s;
 	long na, nb;
 	int lineno = 0, rc = 0;
 
-	MGPU_TRY(mgpu_read_file(path, &buf, &len));
-	for (s = 0; s < len; s++)
+	for (s = 0; buf[s]; s++)
 		nlines += buf[s] == '\n';
 	t->merge = malloc((nlines + 1) * sizeof *t->merge);
 	t->merge_cap = pow2_above(nlines + 1);
@@ -230,7 +244,7 @@ static int load_merges(struct mgpu_gpt2tok *t, const char *path, const int dec[3
 		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", path);
 		goto out;
 	}
-	for (line = (char *)buf; line && *line; line = next) {
+	for (line = buf; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
@@ -238,6 +252,11 @@ static int load_merges(struct mgpu_gpt2tok *t, const char *path, const int dec[3
 		if ((lineno == 1 && strncmp(line, "#version", 8) == 0) || !*line)
 			continue;
 		sp = strchr(line, ' ');
+		if (sp && ((size_t)(sp - line) > sizeof a || strlen(sp + 1) > sizeof b)) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %d: a token string of over %zu "
+				      "characters", path, lineno, sizeof a);
+			goto out;
+		}
 		if (!sp || strchr(sp + 1, ' ') ||
 		    (na = to_bytes(dec, line, (size_t)(sp - line), a)) <= 0 ||
 		    (nb = to_bytes(dec, sp + 1, strlen(sp + 1), b)) <= 0) {
@@ -260,34 +279,200 @@ static int load_merges(struct mgpu_gpt2tok *t, const char *path, const int dec[3
 		t->merge_slot[s] = ++t->nmerges;
 	}
 out:
-	free(buf);
+	return rc;
+}
+
+static int compile_pattern(struct mgpu_gpt2tok *t)
+{
+	PCRE2_SIZE eoff;
+	int err;
+
+	t->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+			      &err, &eoff, NULL);
+	if (!t->re)
+		return mgpu_err(MGPU_EINVAL, "gpt-2 tokenizer: PCRE2 error %d compiling its "
+				"pattern", err);
+	return 0;
+}
+
+int mgpu_gpt2tok_parse(struct mgpu_gpt2tok *t, const char *enc, size_t enc_len,
+		       const char *enc_path, const char *merges, size_t merges_len,
+		       const char *merges_path)
+{
+	char *m = malloc(merges_len + 1);
+	size_t cap = 0;
+	int dec[324], rc;
+
+	memset(t, 0, sizeof *t);
+	if (!m)
+		return mgpu_err(MGPU_ENOMEM, "'%s': out of memory", merges_path);
+	memcpy(m, merges, merges_len);
+	m[merges_len] = '\0';
+	byte_decoder(dec);
+	rc = load_encoder(t, enc, enc_len, enc_path, dec, &cap);
+	if (rc == 0)
+		rc = load_merges(t, m, merges_path, dec, &cap);
+	if (rc == 0)
+		rc = compile_pattern(t);
+	free(m);
+	if (rc < 0)
+		mgpu_gpt2tok_free(t);
 	return rc;
 }
 
 int mgpu_gpt2tok_load(struct mgpu_gpt2tok *t, const char *dir)
 {
 	char enc[4200], bpe[4200];
-	int dec[324], err;
-	PCRE2_SIZE eoff;
-	size_t cap = 0;
+	unsigned char *ebuf = NULL, *bbuf = NULL;
+	size_t elen, blen;
 	int rc;
 
 	memset(t, 0, sizeof *t);
-	byte_decoder(dec);
 	snprintf(enc, sizeof enc, "%s/encoder.json", dir);
 	snprintf(bpe, sizeof bpe, "%s/vocab.bpe", dir);
-	rc = load_encoder(t, enc, dec, &cap);
+	rc = mgpu_read_file(enc, &ebuf, &elen);
 	if (rc == 0)
-		rc = load_merges(t, bpe, dec, &cap);
-	if (rc == 0) {
-		t->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-				      PCRE2_UTF | PCRE2_UCP, &err, &eoff, NULL);
-		if (!t->re)
-			rc = mgpu_err(MGPU_EINVAL, "gpt-2 tokenizer: PCRE2 error %d compiling its "
-				      "pattern", err);
+		rc = mgpu_read_file(bpe, &bbuf, &blen);
+	if (rc == 0)
+		rc = mgpu_gpt2tok_parse(t, (const char *)ebuf, elen, enc, (const char *)bbuf, blen,
+					bpe);
+	free(ebuf);
+	free(bbuf);
+	return rc;
+}
+
+/* ---- a tiktoken ranks file ----------------------------------------------------------- */
+
+static int b64_value(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Standard base64 (padded) of n characters into out (3 n / 4 bytes at
+ * most); the bytes, or -1 where it is not base64. */
+static long b64_decode(const char *s, size_t n, unsigned char *out)
+{
+	size_t i, pad = 0;
+	long o = 0;
+	int k, v[4];
+
+	if (n == 0 || n % 4)
+		return -1;
+	if (s[n - 1] == '=')
+		pad = s[n - 2] == '=' ? 2 : 1;
+	for (i = 0; i < n; i += 4) {
+		for (k = 0; k < 4; k++) {
+			int last = i + 4 == n;
+			if (last && k >= 4 - (int)pad)
+				v[k] = 0;
+			else if ((v[k] = b64_value((unsigned char)s[i + k])) < 0)
+				return -1;
+		}
+		out[o++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
+		out[o++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
+		out[o++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
 	}
+	return o - (long)pad;
+}
+
+/* tiktoken's load_tiktoken_bpe: a line per token, its bytes in base64, a
+ * space, its rank; the ranks must be the ids 0..N-1, each once. */
+int mgpu_gpt2tok_parse_ranks(struct mgpu_gpt2tok *t, const char *text, size_t len,
+			     const char *path)
+{
+	static const char eot[] = "<|endoftext|>";
+	const char *line = text, *end = text + len, *nl, *sp, *e;
+	unsigned char tmp[768];
+	size_t nlines = 1, i, cap = 0;
+	long n, rank;
+	int lineno = 0, rc = 0;
+
+	memset(t, 0, sizeof *t);
+	for (i = 0; i < len; i++)
+		nlines += text[i] == '\n';
+	t->off = calloc(nlines + 1, sizeof *t->off);
+	t->len = calloc(nlines + 1, sizeof *t->len);
+	t->ids_cap = pow2_above(nlines + 1);
+	t->ids_slot = calloc(t->ids_cap, sizeof *t->ids_slot);
+	if (!t->off || !t->len || !t->ids_slot) {
+		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", path);
+		goto out;
+	}
+	for (; line < end; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(end - line));
+		if (!nl)
+			nl = end;
+		lineno++;
+		e = nl > line && nl[-1] == '\r' ? nl - 1 : nl;
+		if (e == line)
+			continue;
+		sp = memchr(line, ' ', (size_t)(e - line));
+		rank = -1;
+		if (sp && sp + 1 < e && sp + 1 + 10 >= e) {
+			const char *d;
+			for (rank = 0, d = sp + 1; d < e && *d >= '0' && *d <= '9'; d++)
+				rank = rank * 10 + (*d - '0');
+			if (d != e)
+				rank = -1;
+		}
+		if (!sp || (size_t)(sp - line) > 4 * sizeof tmp / 3 ||
+		    (n = b64_decode(line, (size_t)(sp - line), tmp)) <= 0 || rank < 0) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %d: want a token's bytes in base64, a "
+				      "space and its rank", path, lineno);
+			goto out;
+		}
+		if ((size_t)rank >= nlines || t->len[rank]) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %d: rank %ld %s", path, lineno, rank,
+				      (size_t)rank >= nlines ? "is beyond the file's lines" :
+				      "is taken already");
+			goto out;
+		}
+		if (find_id(t, tmp, (size_t)n) >= 0) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': line %d: two ranks for one token's bytes",
+				      path, lineno);
+			goto out;
+		}
+		MGPU_CHECK(pool_add(t, tmp, (size_t)n, &cap, &t->off[rank]));
+		t->len[rank] = (uint32_t)n;
+		put_id(t, tmp, (size_t)n, (int32_t)rank);
+		t->vocab++;
+	}
+	for (i = 0; i < (size_t)t->vocab; i++)
+		if (!t->len[i]) {
+			rc = mgpu_err(MGPU_EFORMAT, "'%s': no token of rank %zu (ranks must be the "
+				      "ids 0..%d)", path, i, t->vocab - 1);
+			goto out;
+		}
+	MGPU_CHECK(check_bytes(t, path));
+	/* GPT-2's one special token comes after the ranks, as tiktoken's gpt2
+	 * encoding adds it; it decodes to its name and no text encodes to it. */
+	MGPU_CHECK(pool_add(t, (const unsigned char *)eot, sizeof eot - 1, &cap,
+			    &t->off[t->vocab]));
+	t->len[t->vocab++] = sizeof eot - 1;
+	t->by_rank = 1;
+	rc = compile_pattern(t);
+out:
 	if (rc < 0)
 		mgpu_gpt2tok_free(t);
+	return rc;
+}
+
+int mgpu_gpt2tok_load_ranks(struct mgpu_gpt2tok *t, const char *path)
+{
+	unsigned char *buf;
+	size_t len;
+	int rc;
+
+	memset(t, 0, sizeof *t);
+	MGPU_TRY(mgpu_read_file(path, &buf, &len));
+	rc = mgpu_gpt2tok_parse_ranks(t, (const char *)buf, len, path);
+	free(buf);
 	return rc;
 }
 
@@ -339,19 +524,51 @@ static void bpe_piece(const struct mgpu_gpt2tok *t, const unsigned char *p, size
 	}
 }
 
+/* tiktoken's byte_pair_merge on one piece: while some adjacent pair's
+ * bytes are a token, merge the pair of the lowest rank (the leftmost on a
+ * tie). pr[i]: the rank of parts i and i + 1 together, or INT32_MAX. */
+static void rank_piece(const struct mgpu_gpt2tok *t, const unsigned char *p, size_t *po,
+		       size_t *pl, int32_t *pr, size_t *np)
+{
+	size_t i, best;
+	int r;
+
+	for (i = 0; i + 1 < *np; i++)
+		pr[i] = (r = find_id(t, p + po[i], pl[i] + pl[i + 1])) < 0 ? INT32_MAX : r;
+	while (*np > 1) {
+		for (best = 0, i = 1; i + 1 < *np; i++)
+			if (pr[i] < pr[best])
+				best = i;
+		if (pr[best] == INT32_MAX)
+			return;
+		pl[best] += pl[best + 1];
+		memmove(po + best + 1, po + best + 2, (*np - best - 2) * sizeof *po);
+		memmove(pl + best + 1, pl + best + 2, (*np - best - 2) * sizeof *pl);
+		memmove(pr + best + 1, pr + best + 2, (*np - best - 2) * sizeof *pr);
+		(*np)--;
+		if (best + 1 < *np)
+			pr[best] = (r = find_id(t, p + po[best], pl[best] + pl[best + 1])) < 0 ?
+				   INT32_MAX : r;
+		if (best > 0)
+			pr[best - 1] = (r = find_id(t, p + po[best - 1],
+						    pl[best - 1] + pl[best])) < 0 ? INT32_MAX : r;
+	}
+}
+
 int mgpu_gpt2tok_encode(const struct mgpu_gpt2tok *t, const unsigned char *text, size_t len,
 			int32_t **ids, size_t *n)
 {
 	pcre2_match_data *md = pcre2_match_data_create(1, NULL);
 	int32_t *out = malloc((len ? len : 1) * sizeof *out);
 	size_t *po = malloc((len ? len : 1) * sizeof *po), *pl = malloc((len ? len : 1) * sizeof *pl);
+	int32_t *pr = t->by_rank ? malloc((len ? len : 1) * sizeof *pr) : NULL;
 	size_t off = 0, a, e, np, i;
 	PCRE2_SIZE *ov;
 	int rc = 0, m, id;
 
 	*ids = NULL;
 	*n = 0;
-	if (!md || !out || !po || !pl) {
+	if (!md || !out || !po || !pl || (t->by_rank && !pr)) {
 		rc = mgpu_err(MGPU_ENOMEM, "gpt-2 tokenizer: out of memory for %zu bytes", len);
 		goto out;
 	}
@@ -370,11 +587,20 @@ int mgpu_gpt2tok_encode(const struct mgpu_gpt2tok *t, const unsigned char *text,
 		}
 		a = ov[0];
 		e = ov[1];
-		for (np = 0; np < e - a; np++) {
-			po[np] = np;
-			pl[np] = 1;
+		if (t->by_rank && find_id(t, text + a, e - a) >= 0) {
+			np = 1; /* tiktoken takes a piece that is a token whole */
+			po[0] = 0;
+			pl[0] = e - a;
+		} else {
+			for (np = 0; np < e - a; np++) {
+				po[np] = np;
+				pl[np] = 1;
+			}
+			if (t->by_rank)
+				rank_piece(t, text + a, po, pl, pr, &np);
+			else
+				bpe_piece(t, text + a, po, pl, &np);
 		}
-		bpe_piece(t, text + a, po, pl, &np);
 		for (i = 0; i < np; i++) {
 			id = find_id(t, text + a + po[i], pl[i]);
 			if (id < 0) {
@@ -393,6 +619,7 @@ out:
 	free(out);
 	free(po);
 	free(pl);
+	free(pr);
 	pcre2_match_data_free(md);
 	return rc;
 }

@@ -24,7 +24,7 @@
 
 #include "data/samples.h" /* struct mgpu_samples */
 
-/* Largest context: the largest ctx of a gpt (nn/spec.c takes it from
+/* Largest context: the largest ctx of a gpt (model/spec.c takes it from
  * here), so that no shard set is cut for a model that cannot exist. */
 #define MGPU_TEXT_MAX_CONTEXT ((size_t)1 << 16)
 

@@ -1,14 +1,27 @@
 /*
  * tokenizer.c - mgpu's BPE or GPT-2's, by what the path holds (see
- * tokenizer.h).
+ * tokenizer.h): a file that starts "mgpu-bpe " is ours, any other file a
+ * tiktoken ranks file.
  */
 #include "data/tokenizer.h"
 
-#include <stdio.h>    /* snprintf */
-#include <string.h>   /* memset */
+#include <stdio.h>    /* snprintf, fopen, fread */
+#include <string.h>   /* memset, memcmp */
 #include <sys/stat.h> /* stat, S_ISDIR */
 
 #include "core/err.h" /* mgpu_err */
+
+/* Our file starts with its name; anything else is read as tiktoken's. */
+static int is_bpe_file(const char *path)
+{
+	char head[9] = { 0 };
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+
+	if (f)
+		fclose(f);
+	return n == sizeof head && memcmp(head, "mgpu-bpe ", sizeof head) == 0;
+}
 
 int mgpu_tokenizer_open(struct mgpu_tokenizer *t, const char *path)
 {
@@ -19,8 +32,13 @@ int mgpu_tokenizer_open(struct mgpu_tokenizer *t, const char *path)
 	if (stat(path, &st) != 0)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (!S_ISDIR(st.st_mode)) {
-		MGPU_TRY(mgpu_bpe_load(&t->bpe, path));
-		t->kind = MGPU_TOKENIZER_BPE;
+		if (is_bpe_file(path)) {
+			MGPU_TRY(mgpu_bpe_load(&t->bpe, path));
+			t->kind = MGPU_TOKENIZER_BPE;
+		} else {
+			MGPU_TRY(mgpu_gpt2tok_load_ranks(&t->gpt2, path));
+			t->kind = MGPU_TOKENIZER_GPT2;
+		}
 		return 0;
 	}
 	snprintf(f, sizeof f, "%s/encoder.json", path);

@@ -1,7 +1,8 @@
 /*
  * tokenizer.h - one face for the two tokenizers mgpu reads: its own BPE
  * (data/bpe.h, a bpe.txt file, or a directory holding one) and GPT-2's
- * (data/gpt2tok.h, a directory holding encoder.json and vocab.bpe).
+ * (data/gpt2tok.h, a directory holding encoder.json and vocab.bpe, or a
+ * tiktoken ranks file such as gpt2.tiktoken).
  */
 #ifndef MGPU_DATA_TOKENIZER_H
 #define MGPU_DATA_TOKENIZER_H
@@ -20,7 +21,8 @@ struct mgpu_tokenizer {
 	struct mgpu_gpt2tok gpt2;
 };
 
-/* path: a bpe.txt, or a directory with encoder.json (GPT-2) or bpe.txt. */
+/* path: a bpe.txt or a tiktoken ranks file (by its first bytes), or a
+ * directory with encoder.json (GPT-2) or bpe.txt. */
 int mgpu_tokenizer_open(struct mgpu_tokenizer *t, const char *path);
 int mgpu_tokenizer_vocab(const struct mgpu_tokenizer *t);
 int mgpu_tokenizer_encode(const struct mgpu_tokenizer *t, const unsigned char *text,

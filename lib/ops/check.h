@@ -137,15 +137,15 @@ void mgpu_ops_pair_close(struct mgpu_ops_pair *p);
  * a mismatch; mismatches are rows with ok == 0. */
 int mgpu_ops_check_case(struct mgpu_ops_pair *p, const struct mgpu_ops_case *c);
 
-/* Append a row (op, shape, error) to p's report, judged by the op's
- * tolerance. */
+/* check_report.c: append a row (op, shape, error) to p's report, judged by
+ * the op's tolerance. */
 void mgpu_ops_report_add(struct mgpu_ops_pair *p, const char *op, const char *shape,
 			 double err);
 
 /* check_conv.c: run one case of the conv-net ops, as mgpu_ops_check_case. */
 int mgpu_ops_check_conv_case(struct mgpu_ops_pair *p, const struct mgpu_ops_conv_case *c);
 
-/* The tolerance of an op's row (0 for an unknown name). */
+/* check_report.c: the tolerance of an op's row (0 for an unknown name). */
 double mgpu_ops_tolerance(const char *op);
 
 /* The selftest: every op on representative shapes (a training-like

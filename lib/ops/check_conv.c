@@ -1,7 +1,7 @@
 /*
  * check_conv.c - the conv-net ops of one backend against a reference (the
- * cases and fields are listed in check.h; the measure and report are
- * check.c's).
+ * cases and fields are listed in check.h, the measure too; the report and
+ * the tolerances are check_report.c's).
  *
  * Inputs are seeded functions of (seed, case), uploaded byte for byte to
  * both devices; outputs start NaN-filled on both (every element must be

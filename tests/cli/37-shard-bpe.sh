@@ -145,6 +145,23 @@ for row in ids:
     s = " ".join(map(str, row[:-1]))
     assert s in " ".join(map(str, period * 4)), row
 PY
+# the same tokenizer as a tiktoken ranks file (base64 bytes, rank = id),
+# written here from encoder.json, makes the same shards
+python3 - "$G" <<'PY'
+import base64, json, sys
+u = [c for c in range(256) if chr(c).isprintable() and chr(c) != " "]
+cs = u + [256 + n for n in range(256 - len(u))]
+dec = dict(zip(map(chr, cs), u + [b for b in range(256) if b not in u]))
+enc = json.load(open(sys.argv[1] + "/encoder.json", encoding="utf-8"))
+with open("fix.tiktoken", "w") as f:
+    for tok, i in sorted(enc.items(), key=lambda kv: kv[1]):
+        if tok != "<|endoftext|>":
+            f.write("%s %d\n" % (base64.b64encode(bytes(dec[c] for c in tok)).decode(), i))
+PY
+"$S" -q --text --tokenizer fix.tiktoken --context 16 -o r/manifest.tsv fox.txt
+for f in g/*.tar; do
+	cmp -s "$f" "r/${f#g/}" || fail "tiktoken ranks: r/${f#g/} differs from $f"
+done
 "$C" -q -o gc g/manifest.tsv >/dev/null
 "$TR" -q --data gc --model gpt:layers=1,heads=2,dim=16,ctx=16,vocab=303 --max-steps 2 \
 	--batch-size 4 --sample 5 --prompt "The quick" --tokenizer "$G" >gs.tsv

@@ -3,7 +3,9 @@
 # \u0080..\u00ff, read back with .encode("latin-1")); a vocab above 256 on
 # byte data is refused naming the file (it trained, then printed garbage);
 # a float32 cache (--dtype f32, --normalize) is refused naming the file
-# and the fix.
+# and the fix; byte samples gather no feature statistics for a gpt (its
+# checkpoint records the identity norm) and a checkpoint that recorded
+# some (older builds) still resumes.
 . tests/cli/lib.sh
 text_idx d 400 32 17 5
 M=$BIN/mgpu-train
@@ -33,4 +35,17 @@ python3 -c 'import sys; sys.stdout.write("the quick brown fox. " * 200)' >t.txt
 "$BIN/mgpu-cache" -q --dtype f32 -o cf sh/m.tsv >/dev/null
 expect 1 "'cf': holds float32 features, but a gpt reads byte tokens: build the cache with --dtype u8 and without --normalize" \
 	"$M" --data cf --model gpt:layers=1,heads=2,dim=16,ctx=16 --max-steps 1 -q
+# bytes are token ids to a gpt: no statistics are computed for them (issue
+# 20: that decoded every chunk of the training split for nothing)
+"$M" --data d --model gpt:layers=1,heads=2,dim=16,ctx=16 --batch-size 16 --max-steps 2 -q \
+	--save-dir ck >/dev/null
+st=ck/$(cat ck/latest)/state.json
+grep -q '"norm_scale": 1,' "$st" && grep -q '"norm_shift": 0,' "$st" ||
+	fail "a gpt's checkpoint records feature statistics: $(grep norm_ "$st")"
+# what older builds recorded for the bytes is no difference in the data
+sed -i 's/"norm_scale": 1,/"norm_scale": 0.031635887920856476,/' "$st"
+"$M" --data d --model gpt:layers=1,heads=2,dim=16,ctx=16 --batch-size 16 --max-steps 4 -q \
+	--save-dir ck --resume "${st%/state.json}" >/dev/null ||
+	fail "a gpt checkpoint with feature statistics does not resume"
+[ "$(cat ck/latest)" = step-00000004 ] || fail "resumed to $(cat ck/latest)"
 exit 0

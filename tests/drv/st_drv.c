@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/err.h"
-#include "nn/safetensors.h"
+#include "model/safetensors.h"
 
 static int wr(const char *path)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h> /* abort, malloc, free */
 #include <string.h> /* memcpy, memchr */
 
-#include "nn/safetensors.h" /* mgpu_st_* */
+#include "model/safetensors.h" /* mgpu_st_* */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,42 +2,36 @@
 # run.sh [SECONDS] [NAME...] - build and run the libFuzzer harnesses.
 #
 # Each tests/fuzz/fuzz_NAME.c is compiled with clang
-# (-fsanitize=fuzzer,address,undefined) directly against the few lib/
-# sources it needs and run for SECONDS (default 20) with -max_total_time,
+# (-fsanitize=fuzzer,address,undefined), linked against an archive of all
+# of lib/ built with the same sanitizers, and run for SECONDS (default 20) with -max_total_time,
 # starting from a small seed corpus generated here. Builds, corpora and
 # crash files go under build/fuzz/ (FUZZ_OUT overrides). Exits non-zero when
 # a harness fails to build or finds a crash, leak or sanitizer error.
 set -u
 secs=${1:-20}
 [ $# -gt 0 ] && shift
-names=${*:-idx json safetensors csv npy wds cache smi text tokens bpe manifest conf ts png jpeg keypoints}
 out=${FUZZ_OUT:-build/fuzz}
 CLANG=${CLANG:-clang}
 cd "$(dirname "$0")/../.." || exit 2
+names=${*:-$(for f in tests/fuzz/fuzz_*.c; do f=${f#tests/fuzz/fuzz_}; echo "${f%.c}"; done)}
 command -v "$CLANG" >/dev/null 2>&1 || { echo "fuzz: $CLANG not found" >&2; exit 2; }
 mkdir -p "$out" || exit 2
 
-srcs_for() {
-	case $1 in
-	idx) echo "lib/core/err.c lib/data/idx.c lib/data/decomp.c" ;;
-	json) echo "lib/core/err.c lib/core/json.c" ;;
-	safetensors) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/json.c lib/nn/safetensors.c" ;;
-	csv) echo "lib/core/err.c lib/data/csv.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
-	npy) echo "lib/core/err.c lib/data/npy.c lib/data/netpbm.c lib/data/decomp.c" ;;
-	wds) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/sha256.c lib/core/json.c lib/data/target.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
-	cache) echo "lib/core/err.c lib/core/cancel.c lib/data/cache.c lib/data/xxh64.c lib/data/samples.c lib/data/class_names.c lib/data/split.c lib/core/rng.c" ;;
-	smi) echo "lib/core/err.c lib/core/cli.c lib/gpu/gpu.c" ;;
-	text) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
-	tokens) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/tokens.c lib/data/text.c lib/data/samples.c lib/data/class_names.c" ;;
-	bpe) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/data/bpe.c" ;;
-	manifest) echo "lib/core/err.c lib/core/cancel.c lib/core/io.c lib/core/json.c lib/core/table.c lib/core/sha256.c lib/core/rng.c lib/data/manifest.c lib/data/split.c lib/data/target.c lib/data/wds.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c lib/data/npy.c lib/data/netpbm.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
-	png|jpeg) echo "lib/core/err.c lib/data/samples.c lib/data/class_names.c lib/data/image.c lib/data/image_decode.c lib/data/image_png.c lib/data/image_jpeg.c" ;;
-	conf) echo "lib/core/err.c lib/core/io.c lib/core/cancel.c lib/core/cli.c lib/core/opt.c lib/core/conf.c" ;;
-	keypoints) echo "lib/core/err.c lib/core/json.c lib/data/target.c lib/data/samples.c lib/data/class_names.c" ;;
-	ts) echo "lib/core/err.c lib/data/ts.c lib/data/samples.c lib/data/class_names.c lib/data/decomp.c" ;;
-	*) return 1 ;;
-	esac
+# Every harness links one archive of all of lib/, built by the Makefile
+# with clang and the sanitizers (fuzzer-no-link: the coverage the fuzzer
+# steers by) under $out/lib/san, so a harness needs no list of the sources
+# its code reaches; make rebuilds only what changed, and the link takes the
+# same libraries the tools do.
+lib_build() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s CC="$CLANG" CFLAGS="-O1 -g" CUDA=0 MPI=0 WERROR= \
+		SANITIZE=fuzzer-no-link,address,undefined B="$out/lib" "$@"
 }
+if ! lib_build "$out/lib/san/libmgpu.a" >"$out/lib.log" 2>&1; then
+	echo "fuzz: building the instrumented lib/ failed, see $out/lib.log" >&2
+	tail -n 20 "$out/lib.log" >&2
+	exit 1
+fi
+ldlibs=$(lib_build print-ldlibs) || exit 1
 
 # A few valid inputs so the fuzzer starts past the magic numbers.
 seed() {
@@ -95,6 +89,25 @@ PY
 		;;
 	jpeg)
 		cp tests/data/img/*.jpg "$c/" ;;
+	gpt2merges)
+		cp tests/data/gpt2tok/vocab.bpe "$c/fixture"
+		printf '#version: 0.2\n\304\240 t\nh e\n\304\240t he\n' >"$c/small" ;;
+	gpt2enc)
+		cp tests/data/gpt2tok/encoder.json "$c/fixture" ;;
+	tiktoken)
+		# the fixture's encoder.json as ranks (base64 bytes, rank = id)
+		python3 - "$c" <<'PY' || return 1
+import base64, json, sys
+u = [c for c in range(256) if chr(c).isprintable() and chr(c) != " "]
+cs = u + [256 + n for n in range(256 - len(u))]
+dec = dict(zip(map(chr, cs), u + [b for b in range(256) if b not in u]))
+enc = json.load(open("tests/data/gpt2tok/encoder.json", encoding="utf-8"))
+with open(sys.argv[1] + "/fixture", "w") as f:
+    for tok, i in sorted(enc.items(), key=lambda kv: kv[1]):
+        if tok != "<|endoftext|>":
+            f.write("%s %d\n" % (base64.b64encode(bytes(dec[c] for c in tok)).decode(), i))
+PY
+		;;
 	bpe)
 		printf 'mgpu-bpe 1 3\n116 104\n256 101\n32 257\n' >"$c/file"
 		printf '\20the cat sat on the mat, the cat.\n' >"$c/learn" ;;
@@ -148,12 +161,12 @@ PY
 
 fail=0
 for name in $names; do
-	srcs=$(srcs_for "$name") || { echo "fuzz: unknown harness '$name'" >&2; fail=1; continue; }
+	[ -f "tests/fuzz/fuzz_$name.c" ] || { echo "fuzz: unknown harness '$name'" >&2; fail=1; continue; }
 	bin=$out/fuzz_$name
 	# shellcheck disable=SC2086
 	if ! "$CLANG" -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -Ilib -o "$bin" "tests/fuzz/fuzz_$name.c" $srcs \
-		-larchive -lzstd -lpng -ljpeg -lpthread; then
+		-fno-sanitize-recover=all -Ilib -I"$out/lib/san" -o "$bin" "tests/fuzz/fuzz_$name.c" \
+		"$out/lib/san/libmgpu.a" $ldlibs; then
 		echo "fuzz: $name: build failed" >&2
 		fail=1
 		continue

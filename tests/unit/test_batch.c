@@ -1,12 +1,12 @@
 /*
- * test_batch.c - the batch plan (nn/batch.h): splitting a global batch,
+ * test_batch.c - the batch plan (train/batch.h): splitting a global batch,
  * its errors, the row offsets of ranks and micro-steps, the averaging
  * factor, steps per epoch and the fit check.
  */
 #include <string.h> /* strcmp */
 
 #include "core/err.h" /* mgpu_errmsg */
-#include "nn/batch.h" /* mgpu_batch_plan_make */
+#include "train/batch.h" /* mgpu_batch_plan_make */
 #include "t.h"
 
 static void test_per_device(void)

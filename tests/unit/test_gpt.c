@@ -1,5 +1,5 @@
 /*
- * test_gpt.c - the gpt: model (nn/gpt.h): its spec grammar, every parameter
+ * test_gpt.c - the gpt: model (model/gpt.c): its spec grammar, every parameter
  * tensor's gradient against central differences on ref and cpu (with
  * dropout too), a broken backend the same check must reject (the mutation
  * check), causality (no position sees a later byte), gradient accumulation,
@@ -11,8 +11,8 @@
 
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
-#include "nn/model.h"  /* struct mgpu_model */
-#include "nn/spec.h"   /* mgpu_spec_parse */
+#include "model/model.h"  /* struct mgpu_model */
+#include "model/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
 
 #define SPEC "gpt:layers=2,heads=2,dim=8,ctx=5,vocab=11"
@@ -83,7 +83,7 @@ static int grad_check(const char *spec_text, const struct mgpu_ops *ops, char *b
 		return -1;
 	T_OK(scramble(&m));
 	make_batch(x, 5);
-	T_OK(mgpu_model_load_batch(&m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&m, x, 1, NB));
 	m.dropout_seed = 1234;
 	T_OK(mgpu_model_forward(&m, NB, 1));
 	T_OK(mgpu_model_loss(&m, NB, 1, 1.0f / NB, &l, &c));
@@ -228,12 +228,12 @@ static void test_causal(void)
 	T_OK(env_open(&e, SPEC, &mgpu_ops_cpu, NB));
 	T_OK(scramble(&e.m));
 	make_batch(x, 6);
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, NB));
 	T_OK(mgpu_model_forward(&e.m, NB, 0));
 	T_OK(mgpu_model_loss(&e.m, NB, 0, 0, &l, &c));
 	T_OK(mgpu_dev_to_host(&e.dev, before, e.m.row_loss, sizeof before));
 	x[CTX - 1] = (uint8_t)((x[CTX - 1] + 1) % VOCAB); /* sample 0's last input */
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, NB));
 	T_OK(mgpu_model_forward(&e.m, NB, 0));
 	T_OK(mgpu_model_loss(&e.m, NB, 0, 0, &l, &c));
 	T_OK(mgpu_dev_to_host(&e.dev, after, e.m.row_loss, sizeof after));
@@ -267,14 +267,14 @@ static void test_accumulate_and_backends(void)
 	g2 = malloc(n * sizeof *g2);
 	g3 = malloc(n * sizeof *g3);
 	make_batch(x, 8);
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, NB));
 	T_OK(mgpu_model_forward(&e.m, NB, 1));
 	T_OK(mgpu_model_loss(&e.m, NB, 1, 1.0f / NB, &l, &c));
 	T_CHECK(fabs(l / NB - log(VOCAB)) < 0.1, "initial loss %g, log(V) %g", l / NB,
 		log(VOCAB));
 	T_OK(mgpu_model_backward(&e.m, NB, 0));
 	T_OK(mgpu_dev_to_host(&e.dev, g1, e.m.g, n * sizeof *g1));
-	T_OK(mgpu_model_load_batch(&r.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&r.m, x, 1, NB));
 	T_OK(mgpu_model_forward(&r.m, NB, 1));
 	T_OK(mgpu_model_loss(&r.m, NB, 1, 1.0f / NB, &lr, &c));
 	T_OK(mgpu_model_backward(&r.m, NB, 0));
@@ -283,11 +283,11 @@ static void test_accumulate_and_backends(void)
 	for (i = 0; i < n; i++)
 		T_NEAR(g1[i], g3[i], 1e-6 + 1e-4 * fabs(g3[i]));
 	/* one sequence, then two, accumulated */
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, 1, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, 1));
 	T_OK(mgpu_model_forward(&e.m, 1, 1));
 	T_OK(mgpu_model_loss(&e.m, 1, 1, 1.0f / NB, &l, &c));
 	T_OK(mgpu_model_backward(&e.m, 1, 0));
-	T_OK(mgpu_model_load_batch(&e.m, x + CTX + 1, NULL, 2, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x + CTX + 1, 1, 2));
 	e.m.row0 = 1;
 	T_OK(mgpu_model_forward(&e.m, 2, 1));
 	T_OK(mgpu_model_loss(&e.m, 2, 1, 1.0f / NB, &l, &c));
@@ -307,9 +307,9 @@ static int order[32], norder;
 static int record(void *ctx, int layer, size_t off, size_t count)
 {
 	struct mgpu_model *m = ctx;
-	const struct mgpu_layer *L = &m->layers[layer];
+	const struct mgpu_bucket *k = &m->buckets[layer];
 
-	if (off != L->w->off || count != L->b->off + L->b->count - off)
+	if (off != k->off || count != k->count)
 		return -1;
 	order[norder++] = layer;
 	return 0;
@@ -325,11 +325,11 @@ static void test_buckets(void)
 	int b;
 
 	T_OK(env_open(&e, SPEC, &mgpu_ops_cpu, NB));
-	T_CHECK(e.m.spec.nlayers == 4, "nlayers %d", e.m.spec.nlayers);
-	for (b = 0; b < e.m.spec.nlayers; b++) {
-		const struct mgpu_layer *L = &e.m.layers[b];
-		T_CHECK(L->w->off == next, "bucket %d starts at %zu, want %zu", b, L->w->off, next);
-		next = L->b->off + L->b->count;
+	T_CHECK(e.m.nbuckets == 4, "nbuckets %d", e.m.nbuckets);
+	for (b = 0; b < e.m.nbuckets; b++) {
+		const struct mgpu_bucket *k = &e.m.buckets[b];
+		T_CHECK(k->off == next, "bucket %d starts at %zu, want %zu", b, k->off, next);
+		next = k->off + k->count;
 	}
 	T_CHECK(next == e.m.nparams, "buckets cover %zu of %zu", next, e.m.nparams);
 	T_CHECK(strcmp(e.m.params[0].name, "wte.weight") == 0 &&
@@ -340,7 +340,7 @@ static void test_buckets(void)
 	e.m.grad_ready = record;
 	e.m.grad_ctx = &e.m;
 	make_batch(x, 3);
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, NB));
 	T_OK(mgpu_model_forward(&e.m, NB, 1));
 	T_OK(mgpu_model_loss(&e.m, NB, 1, 1.0f / NB, &l, &c));
 	T_OK(mgpu_model_backward(&e.m, NB, 0));
@@ -357,9 +357,9 @@ static void test_bad_bytes(void)
 	T_OK(env_open(&e, SPEC, &mgpu_ops_cpu, NB));
 	make_batch(x, 4);
 	x[(CTX + 1) + 3] = VOCAB;
-	T_FAILS(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f), MGPU_ERANGE,
+	T_FAILS(mgpu_model_load_tokens(&e.m, x, 1, NB), MGPU_ERANGE,
 		"token 11 at position 3 of sample 1 is not below vocab 11");
-	T_FAILS(mgpu_model_load_batch(&e.m, x, NULL, NB + 1, 1.0f, 0.0f), MGPU_EINVAL,
+	T_FAILS(mgpu_model_load_tokens(&e.m, x, 1, NB + 1), MGPU_EINVAL,
 		"room for 3");
 	T_FAILS(mgpu_model_load_batch_f32(&e.m, NULL, NULL, 1), MGPU_EINVAL, "byte tokens");
 	env_close(&e);
@@ -393,8 +393,9 @@ static void test_spec(void)
 	T_CHECK(s.kind == MGPU_MODEL_GPT && s.blocks == 4 && s.heads == 4 && s.dim == 256 &&
 			s.ctx == 256 && s.vocab == 256 && s.dropout == 0.1f,
 		"fields");
-	T_CHECK(s.nlayers == 6 && s.dims[0] == 257 && s.dims[1] == 256 && s.dims[6] == 256,
-		"dims %d: %d %d %d", s.nlayers, s.dims[0], s.dims[1], s.dims[6]);
+	T_CHECK(s.nlayers == 0 && s.dims[0] == 0 && mgpu_spec_classes(&s) == 256 &&
+			mgpu_spec_is_lm(&s),
+		"a gpt described as an mlp: %d layers, dims[0] %d", s.nlayers, s.dims[0]);
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "gpt:layers=4,heads=4,dim=256,ctx=256,vocab=256,dropout=0.1") == 0,
 		"%s", buf);
@@ -430,7 +431,7 @@ static void test_generate_bf16_fresh(void)
 	T_OK(mgpu_model_set_prec(&e.m, MGPU_PREC_BF16));
 	T_OK(scramble(&e.m));
 	make_batch(x, 3);
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, NB));
 	T_CHECK(!isnan(mean_loss(&e.m)), "forward: %s", mgpu_errmsg());
 	T_OK(mgpu_model_generate(&e.m, prompt, sizeof prompt, sizeof before, 0.0, 1, before));
 	/* other weights, no forward in between */
@@ -442,7 +443,7 @@ static void test_generate_bf16_fresh(void)
 	T_OK(mgpu_model_set(&e.m, w));
 	free(w);
 	T_OK(mgpu_model_generate(&e.m, prompt, sizeof prompt, sizeof stale, 0.0, 1, stale));
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, NB));
 	T_CHECK(!isnan(mean_loss(&e.m)), "forward: %s", mgpu_errmsg());
 	T_OK(mgpu_model_generate(&e.m, prompt, sizeof prompt, sizeof fresh, 0.0, 1, fresh));
 	T_CHECK(memcmp(fresh, before, sizeof fresh) != 0, "the new weights give the same text");
@@ -488,8 +489,8 @@ static void test_padded_vocab(void)
 	memmove(w + pad0, w + pad1, (a.m.nparams - pad1) * sizeof *w);
 	T_OK(mgpu_model_set(&b.m, w));
 	make_batch(x, 8);
-	T_OK(mgpu_model_load_batch(&a.m, x, NULL, NB, 1.0f, 0.0f));
-	T_OK(mgpu_model_load_batch(&b.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&a.m, x, 1, NB));
+	T_OK(mgpu_model_load_tokens(&b.m, x, 1, NB));
 	T_OK(mgpu_model_forward(&a.m, NB, 1));
 	T_OK(mgpu_model_loss(&a.m, NB, 1, 1.0f / NB, &la, &c));
 	T_OK(mgpu_model_backward(&a.m, NB, 0));
@@ -531,7 +532,7 @@ static void test_token_rows(void)
 		x16[i] = x[i];
 		x32[i] = x[i];
 	}
-	T_OK(mgpu_model_load_batch(&e.m, x, NULL, NB, 1.0f, 0.0f));
+	T_OK(mgpu_model_load_tokens(&e.m, x, 1, NB));
 	T_OK(mgpu_model_forward(&e.m, NB, 0));
 	T_OK(mgpu_model_loss(&e.m, NB, 0, 0, &l8, &c));
 	T_OK(mgpu_model_load_tokens(&e.m, x16, 2, NB));

@@ -9,8 +9,8 @@
 
 #include "../t.h"        /* T_RUN, T_CHECK, T_OK, T_FAILS */
 #include "core/err.h"    /* MGPU_EUNSUP */
-#include "nn/sync.h"     /* mgpu_sync_set_grad_prec */
-#include "nn/sync_int.h" /* mgpu_sync_sum_slots_bf16, the strategies */
+#include "train/sync.h"     /* mgpu_sync_set_grad_prec */
+#include "train/sync_int.h" /* mgpu_sync_sum_slots_bf16, the strategies */
 #include "ops/ops.h"     /* mgpu_ops_cpu: the rounding the cpu ranks use */
 
 #define N 4

@@ -24,8 +24,8 @@
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/hash.h"    /* mgpu_hash64 */
 #include "gpu/upload.h"   /* mgpu_upload_* */
-#include "nn/train.h"     /* mgpu_train_run */
-#include "nn/train_int.h" /* struct train_data: the reference loop's rows */
+#include "train/train.h"     /* mgpu_train_run */
+#include "train/train_int.h" /* struct train_data: the reference loop's rows */
 #include "t.h"
 #include "tmpdir.h"
 
@@ -123,9 +123,7 @@ static void config(struct mgpu_train_cfg *c, const char *data, const char *spec,
 	mgpu_train_defaults(c);
 	snprintf(c->data, sizeof c->data, "%s", data);
 	T_OK(mgpu_spec_parse(&c->spec, spec, "test"));
-	c->batch = BATCH;
-	c->accum = accum;
-	T_OK(mgpu_batch_plan_make(&c->plan, c->batch, 0, c->accum, c->world));
+	T_OK(mgpu_batch_plan_make(&c->plan, BATCH, 0, accum, 1));
 	c->epochs = 3;
 	c->max_steps = STEPS;
 	c->log_every = 1;
@@ -271,8 +269,7 @@ static void test_gpt(void)
 	T_OK(make_data(CTX + 1, 64, 1));
 	for (accum = 1; accum <= 2; accum++) {
 		config(&c, tmpdir, "gpt:layers=1,heads=2,dim=16,ctx=16,vocab=64", accum, 0.0f);
-		c.batch = 4;
-		T_OK(mgpu_batch_plan_make(&c.plan, c.batch, 0, c.accum, c.world));
+		T_OK(mgpu_batch_plan_make(&c.plan, 4, 0, accum, 1));
 		c.optim.kind = MGPU_OPT_ADAMW;
 		c.lr = 0.01;
 		run(&c, &s);

@@ -4,7 +4,7 @@
  * 16-bit, interlaced; baseline and progressive) decode to the pixels put
  * in, channel first; every truncation and a flipped byte is an error,
  * never a crash (that no library message reaches stderr is checked by
- * tests/cli/37-shard-images.sh: one line per error); bilinear resizing
+ * tests/cli/37b-shard-images.sh: one line per error); bilinear resizing
  * gives torch's values.
  */
 #include <stdio.h> /* FILE, before jpeglib.h */

@@ -12,12 +12,14 @@
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "core/io.h"   /* mgpu_read_file */
+#include "data/samples.h" /* MGPU_DTYPE_U8 */
 #include "core/json.h" /* mgpu_json_parse */
-#include "nn/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
-#include "nn/model.h"  /* struct mgpu_model */
-#include "nn/optim.h"  /* mgpu_sched_lr */
+#include "train/ckpt.h"   /* mgpu_ckpt_save, mgpu_ckpt_resolve */
+#include "model/model.h"  /* struct mgpu_model */
+#include "train/optim.h"  /* mgpu_sched_lr */
+#include "model/safetensors.h" /* mgpu_st_load */
 #include "ops/elem.h"  /* mgpu_sgd_elem */
-#include "nn/spec.h"   /* mgpu_spec_parse */
+#include "model/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
 #include "tmpdir.h"    /* t_tmpdir_make, tpath */
 
@@ -232,6 +234,81 @@ static void test_ckpt_nonfinite(void)
 	t_tmpdir_remove();
 }
 
+/* A BatchNorm's running statistics, as a conv family keeps them: buffers
+ * laid out beside the parameters, on the device, saved into
+ * model.safetensors under their names and loaded back on resume. */
+static int with_buffers(struct mgpu_model *m, const struct mgpu_spec *spec,
+			struct mgpu_dev *dev)
+{
+	MGPU_TRY(mgpu_model_create(m, spec, dev, B));
+	mgpu_model_add_buffer(m, "layers.0.bn.running_mean", 4, 0);
+	mgpu_model_add_buffer(m, "layers.0.bn.running_var", 4, 0);
+	mgpu_model_add_buffer(m, "layers.0.bn.num_batches_tracked", 1, 0);
+	return mgpu_model_alloc(m, &m->buf, m->nbufvals * sizeof(float));
+}
+
+static int summed;
+
+static int count_sums(void *ctx, int layer, float *sums, size_t count)
+{
+	(void)ctx;
+	(void)sums;
+	summed += layer * 100 + (int)count;
+	return 0;
+}
+
+static void test_ckpt_buffers(void)
+{
+	struct mgpu_ckpt_state st = { .step = 3, .world_size = 1, .global_batch = 4,
+				      .norm_scale = 1, .norm_shift = 0 };
+	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_SGD, .momentum = 0.9f };
+	const float want[9] = { 0.5f, -1, 2, 3, 1, 1.5f, 2, 4, 7 };
+	const char *argv[] = { "--lr", "0.1" };
+	char dir[MGPU_CKPT_PATH];
+	struct mgpu_st sf = { 0 };
+	const struct mgpu_st_tensor *t;
+	struct mgpu_model m, back;
+	struct mgpu_optim o, ob;
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	float got[9];
+
+	if (t_tmpdir_make("model-buf") < 0)
+		T_SKIP("no temporary directory");
+	T_OK(mgpu_spec_parse(&spec, "mlp:6-4-3", "test"));
+	T_OK(mgpu_spec_format(&spec, st.spec, sizeof st.spec));
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
+	T_OK(with_buffers(&m, &spec, &dev));
+	T_CHECK(m.nbufvals == 9 && m.buffers[2].off == 8, "%zu values", m.nbufvals);
+	T_OK(mgpu_model_init(&m, 1));
+	T_OK(mgpu_model_set_buffers(&m, want));
+	T_OK(mgpu_optim_create(&o, &m, &oc));
+	T_OK(mgpu_ckpt_save(tpath("ck"), 0, &st, &m, &o, argv, 2, dir, sizeof dir));
+	T_OK(mgpu_st_load(tpath("ck/step-00000003/model.safetensors"), &sf));
+	t = mgpu_st_find(&sf, "layers.0.bn.running_var");
+	T_CHECK(t && t->ndim == 1 && t->shape[0] == 4, "no running_var tensor of 4");
+	T_CHECK(mgpu_st_find(&sf, "layers.0.weight") != NULL, "no weight tensor");
+	mgpu_st_free(&sf);
+	T_OK(with_buffers(&back, &spec, &dev));
+	T_OK(mgpu_optim_create(&ob, &back, &oc));
+	T_OK(mgpu_ckpt_load_tensors(dir, &back, &ob));
+	T_OK(mgpu_model_get_buffers(&back, got));
+	T_CHECK(memcmp(got, want, sizeof got) == 0, "buffers back: %g %g .. %g", got[0], got[1],
+		got[8]);
+	/* no sync-bn hook: nothing is summed; with one, the layer's sums go to it */
+	T_OK(mgpu_model_sum_stats(&back, 2, back.buf, 8));
+	T_CHECK(summed == 0, "summed %d", summed);
+	back.stat_sum = count_sums;
+	T_OK(mgpu_model_sum_stats(&back, 2, back.buf, 8));
+	T_CHECK(summed == 208, "summed %d", summed);
+	mgpu_optim_free(&ob);
+	mgpu_model_free(&back);
+	mgpu_optim_free(&o);
+	mgpu_model_free(&m);
+	mgpu_dev_close(&dev);
+	t_tmpdir_remove();
+}
+
 static void test_schedules(void)
 {
 	struct mgpu_sched s = { .kind = MGPU_SCHED_COSINE, .lr = 1.0, .min_lr = 0.1,
@@ -257,6 +334,15 @@ static void test_schedules(void)
 	T_NEAR(mgpu_sched_lr(&s, 1000), 1.0, 1e-12);
 }
 
+/* mgpu_spec_fit to uint8 samples of d features and labels below classes */
+static int fit(struct mgpu_spec *s, int d, int classes, const char *path)
+{
+	struct mgpu_data_desc dd = { .dtype = MGPU_DTYPE_U8, .d = d, .ndim = 1,
+				     .shape = { (unsigned)d }, .classes = classes };
+
+	return mgpu_spec_fit(s, &dd, path);
+}
+
 static void test_spec(void)
 {
 	struct mgpu_spec s;
@@ -272,23 +358,23 @@ static void test_spec(void)
 	T_CHECK(mgpu_spec_has_auto(&s) && s.nlayers == 3, "nlayers %d", s.nlayers);
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "mlp:auto-256-128-auto,act=gelu") == 0, "%s", buf);
-	T_OK(mgpu_spec_fit(&s, 561, 6, "har"));
+	T_OK(fit(&s, 561, 6, "har"));
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
 	T_CHECK(strcmp(buf, "mlp:561-256-128-6,act=gelu") == 0 && !mgpu_spec_has_auto(&s), "%s",
 		buf);
-	T_OK(mgpu_spec_fit(&s, 561, 4, "har")); /* fewer classes in the data: fits */
-	T_FAILS(mgpu_spec_fit(&s, 784, 6, "mnist"), MGPU_EINVAL,
+	T_OK(fit(&s, 561, 4, "har")); /* fewer classes in the data: fits */
+	T_FAILS(fit(&s, 784, 6, "mnist"), MGPU_EINVAL,
 		"'mnist': samples have 784 features but the model takes 561: write --model "
 		"mlp:784-256-128-6,act=gelu");
-	T_FAILS(mgpu_spec_fit(&s, 561, 9, "har"), MGPU_ERANGE,
+	T_FAILS(fit(&s, 561, 9, "har"), MGPU_ERANGE,
 		"labels go up to 8 but the model has 6 classes: write --model mlp:561-256-128-9");
 	T_OK(mgpu_spec_parse(&s, "mlp:auto-5", "t"));
-	T_OK(mgpu_spec_fit(&s, 7, 3, "x"));
+	T_OK(fit(&s, 7, 3, "x"));
 	T_CHECK(s.dims[0] == 7 && s.dims[1] == 5, "%d-%d", s.dims[0], s.dims[1]);
 	T_FAILS(mgpu_spec_parse(&s, "mlp:4-auto-2", "t"), MGPU_EINVAL, "a hidden size cannot be auto");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:autox-2", "t"), MGPU_EINVAL, "bad layer size");
 	T_OK(mgpu_spec_parse(&s, "gpt:layers=1,heads=2,dim=8,ctx=16", "t"));
-	T_FAILS(mgpu_spec_fit(&s, 33, 256, "g"), MGPU_EINVAL,
+	T_FAILS(fit(&s, 33, 256, "g"), MGPU_EINVAL,
 		"write --model gpt:layers=1,heads=2,dim=8,ctx=32,vocab=256");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784", "t"), MGPU_EINVAL, "at least two");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784-x-10", "t"), MGPU_EINVAL, "bad layer size");
@@ -332,6 +418,7 @@ int main(void)
 	T_RUN(test_sgd_steps);
 	T_RUN(test_grad_norm);
 	T_RUN(test_ckpt_nonfinite);
+	T_RUN(test_ckpt_buffers);
 	T_RUN(test_schedules);
 	T_RUN(test_spec);
 	T_RUN(test_spec_dropout_exact);

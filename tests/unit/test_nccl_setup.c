@@ -16,7 +16,7 @@
 #include "comm/launch.h" /* struct mgpu_rank_env */
 #include "core/clock.h"  /* mgpu_now_ms */
 #include "core/err.h"    /* mgpu_errmsg */
-#include "nn/sync.h"     /* mgpu_sync_open, MGPU_SYNC_NCCL */
+#include "train/sync.h"     /* mgpu_sync_open, MGPU_SYNC_NCCL */
 #include "t.h"
 
 /* Rank rank of a job of 2 nodes x 1 rank meeting on the loopback. */

@@ -1,5 +1,5 @@
 /*
- * test_safetensors.c - unit tests of lib/nn/safetensors: write/read round
+ * test_safetensors.c - unit tests of lib/model/safetensors: write/read round
  * trip, foreign dtypes, every truncation of a valid file, and every
  * documented reader and writer error. Files go to a mkdtemp directory;
  * malformed inputs are built in memory and given to mgpu_st_parse().
@@ -13,7 +13,7 @@
 
 #include "core/err.h"        /* mgpu_errmsg, MGPU_E* */
 #include "core/io.h"         /* mgpu_read_file */
-#include "nn/safetensors.h"  /* mgpu_st_* */
+#include "model/safetensors.h"  /* mgpu_st_* */
 #include "../t.h"            /* T_RUN, T_CHECK, T_OK, T_FAILS */
 #include "../tmpdir.h" /* tmpdir, tpath, t_tmpdir_make */
 

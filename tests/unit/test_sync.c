@@ -1,5 +1,5 @@
 /*
- * test_sync.c - gradient sync strategies (nn/sync.h): the table's names,
+ * test_sync.c - gradient sync strategies (train/sync.h): the table's names,
  * one rank, mode dp threads and mode ddp processes over shared memory.
  *
  * Each rank sets a known gradient (small multiples of 1/16, so every sum
@@ -20,10 +20,10 @@
 #include "comm/rdzv.h" /* mgpu_rdzv_listen */
 #include "comm/shm.h"  /* mgpu_shm_create_private */
 #include "core/err.h"  /* mgpu_errmsg */
-#include "nn/model.h"  /* struct mgpu_model */
-#include "nn/optim.h"  /* struct mgpu_optim */
-#include "nn/spec.h"   /* mgpu_spec_parse */
-#include "nn/sync.h"   /* mgpu_sync_* */
+#include "model/model.h"  /* struct mgpu_model */
+#include "train/optim.h"  /* struct mgpu_optim */
+#include "model/spec.h"   /* mgpu_spec_parse */
+#include "train/sync.h"   /* mgpu_sync_* */
 #include "t.h"
 
 #define SPEC "mlp:4-3-2"

@@ -20,11 +20,11 @@
 #include "comm/rdzv.h"   /* mgpu_rdzv_listen, mgpu_rdzv_new_token */
 #include "core/err.h"    /* mgpu_errmsg */
 #include "gpu/stage.h"   /* mgpu_stage_* */
-#include "nn/model.h"    /* mgpu_model_* */
-#include "nn/optim.h"    /* mgpu_optim_* */
-#include "nn/spec.h"     /* mgpu_spec_parse */
-#include "nn/sync.h"     /* mgpu_sync_* */
-#include "nn/sync_int.h" /* mgpu_sync_sum_slots */
+#include "model/model.h"    /* mgpu_model_* */
+#include "train/optim.h"    /* mgpu_optim_* */
+#include "model/spec.h"     /* mgpu_spec_parse */
+#include "train/sync.h"     /* mgpu_sync_* */
+#include "train/sync_int.h" /* mgpu_sync_sum_slots */
 
 #define SPEC "mlp:7-6-5-3"
 #define STEPS 3

@@ -13,7 +13,7 @@
 
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
-#include "nn/train.h"  /* mgpu_train_run */
+#include "train/train.h"  /* mgpu_train_run */
 #include "t.h"
 #include "tmpdir.h"
 
@@ -81,8 +81,7 @@ static void config(struct mgpu_train_cfg *c, int epochs)
 	mgpu_train_defaults(c);
 	snprintf(c->data, sizeof c->data, "%s", tmpdir);
 	T_OK(mgpu_spec_parse(&c->spec, "mlp:12-8-3", "test"));
-	c->batch = 16;
-	T_OK(mgpu_batch_plan_make(&c->plan, c->batch, 0, 1, c->world));
+	T_OK(mgpu_batch_plan_make(&c->plan, 16, 0, 1, 1));
 	c->epochs = epochs;
 	c->log_every = 1;
 	c->stop = &stop;

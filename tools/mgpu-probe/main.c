@@ -9,22 +9,17 @@
  * with --ids just the comma list `mgpu-train --gpus` takes. Exits 0 when a
  * GPU is eligible, 1 when none is (as grep does), 2 on usage errors.
  * --system (system.c) prints versions, the P2P matrix, the host and a
- * checklist.
+ * checklist; io.c reads the GPU list and opens the output for both.
  */
-#include <stdio.h>  /* printf, fprintf */
-#include <stdlib.h> /* getenv, malloc */
-#include <string.h> /* strcmp */
-#include <unistd.h> /* isatty */
+#include <stdio.h>  /* fprintf, snprintf */
+#include <string.h> /* memset, strlen */
 
-#include "../common.h"  /* die, usage_error, warn */
-#include "core/io.h"    /* mgpu_afile, mgpu_read_file */
+#include "../common.h"  /* usage_error, note, warn */
 #include "core/table.h" /* struct mgpu_table */
-#include "gpu/gpu.h"    /* mgpu_gpu_enumerate, mgpu_gpu_select */
-#include "probe.h"      /* struct opts, struct out, system_report */
+#include "gpu/gpu.h"    /* mgpu_gpu_select */
+#include "probe.h"      /* struct opts, struct out, load_list, out_open, system_report */
 
 const char *const mgpu_tool_name = "mgpu-probe";
-
-#define STDIN_MAX (64LL << 20)
 
 #define O struct opts
 static const struct mgpu_opt options[] = {
@@ -64,13 +59,12 @@ static const char synopsis[] =
 static void check_combinations(struct opts *o)
 {
 	int count_set = mgpu_opt_was_given(options, &o->given, "count");
-	int format_set = mgpu_opt_was_given(options, &o->given, "format");
 
 	if (o->single && count_set)
 		usage_error("--single and --count: choose one (--single is --count 1)");
 	if (o->single)
 		o->pol.count = 1;
-	if (o->ids && (o->com.json || format_set))
+	if (o->ids && (o->com.json || o->format_set))
 		usage_error("--ids and --%s: choose one output format",
 			    o->com.json ? "json" : "format");
 	if (o->system && (o->ids || o->single || count_set))
@@ -86,89 +80,10 @@ static void parse(struct opts *o, int argc, char **argv)
 
 	mgpu_gpu_policy_init(&def.pol);
 	first = parse_options(&cli, o, &o->com, argc, argv, 1, &o->given);
+	o->format_set = mgpu_opt_was_given(options, &o->given, "format");
 	if (first < argc)
 		usage_error("unexpected argument '%s'", argv[first]);
 	check_combinations(o);
-}
-
-/* ---- output ------------------------------------------------------------- */
-
-void out_open(struct out *out, const struct opts *o)
-{
-	out->fp = output_open(&out->o, &o->com);
-	/* a person reads an aligned table, unless a format was asked for */
-	out->tty = !o->com.json && !o->ids && !mgpu_opt_was_given(options, &o->given, "format") &&
-		   isatty(fileno(out->fp));
-}
-
-_Noreturn void out_fail(struct out *out)
-{
-	output_abort(&out->o);
-	finish_stdout();
-	die_lib();
-}
-
-void out_close(struct out *out)
-{
-	output_commit(&out->o);
-}
-
-/* ---- the GPU list ------------------------------------------------------- */
-
-static char *read_stdin(size_t *len)
-{
-	size_t cap = 65536, got;
-	char *buf = malloc(cap), *nb;
-
-	*len = 0;
-	while (buf) {
-		got = fread(buf + *len, 1, cap - *len, stdin);
-		*len += got;
-		if (got == 0)
-			break;
-		if (*len == cap) {
-			if (cap >= (size_t)STDIN_MAX)
-				die("--from -: standard input is larger than %lld bytes", STDIN_MAX);
-			nb = realloc(buf, cap * 2);
-			if (!nb)
-				free(buf);
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	if (!buf)
-		die("out of memory reading standard input");
-	if (ferror(stdin))
-		die("--from -: cannot read standard input");
-	return buf;
-}
-
-void load_list(const struct opts *o, struct mgpu_gpu_list *list)
-{
-	unsigned char *data;
-	char *text;
-	size_t len;
-	int rc;
-
-	if (!o->from) {
-		if (mgpu_gpu_enumerate(list) < 0)
-			die_lib();
-		return;
-	}
-	if (strcmp(o->from, "-") == 0) {
-		text = read_stdin(&len);
-		rc = mgpu_gpu_parse_smi_csv(text, len, "standard input", list);
-		free(text);
-	} else {
-		if (mgpu_read_file(o->from, &data, &len) < 0)
-			die_lib();
-		rc = mgpu_gpu_parse_smi_csv((const char *)data, len, o->from, list);
-		free(data);
-	}
-	if (rc < 0)
-		die_lib();
-	/* CUDA applies CUDA_VISIBLE_DEVICES itself; a captured list needs it done. */
-	mgpu_gpu_apply_visible(list, getenv("CUDA_VISIBLE_DEVICES"));
 }
 
 /* The order rows are printed in: kept GPUs best first, then the rest. */

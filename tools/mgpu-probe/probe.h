@@ -1,7 +1,7 @@
 /*
  * probe.h - what the files of mgpu-probe share: the parsed options, the
- * output stream (stdout or an atomic -o file), the GPU list as the options
- * ask for it, and the --system report (system.c).
+ * output stream (stdout or an atomic -o file) and the GPU list as the
+ * options ask for it (io.c), and the --system report (system.c).
  */
 #ifndef MGPU_TOOLS_PROBE_H
 #define MGPU_TOOLS_PROBE_H
@@ -16,6 +16,7 @@ struct opts {
 	struct mgpu_gpu_policy pol;
 	const char *from;
 	int ids, system, single;
+	int format_set;              /* --format was given: no aligned text */
 	struct mgpu_common_opts com; /* -o, --format, --json, -q, -v, -V, -h */
 	struct mgpu_opt_given given; /* options given on the command line */
 };
@@ -27,7 +28,7 @@ struct out {
 	int tty;         /* aligned text for a person, not TSV */
 };
 
-/* Open stdout or the -o file; out->tty when a person reads it. */
+/* io.c: open stdout or the -o file; out->tty when a person reads it. */
 void out_open(struct out *out, const struct opts *o);
 /* Remove a partial -o file and die with the library's message. */
 _Noreturn void out_fail(struct out *out);

@@ -24,11 +24,11 @@
 #include "data/source.h"   /* mgpu_source_* */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
-#include "nn/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
-#include "nn/model.h"      /* mgpu_model_generate */
-#include "nn/sync.h"       /* mgpu_sync_name */
+#include "model/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
+#include "model/model.h"      /* mgpu_model_generate */
+#include "train/sync.h"       /* mgpu_sync_name */
 #include "gpu/gpu.h"       /* mgpu_gpu_enumerate, mgpu_gpu_resolve */
-#include "nn/train.h"      /* mgpu_train_run */
+#include "train/train.h"      /* mgpu_train_run */
 #include "opts.h"          /* struct train_opts, train_opts_parse */
 #include "selftest.h"      /* train_selftest */
 #include "tb.h"            /* train_tb_record */
@@ -167,7 +167,7 @@ static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint
  * ids: NA). An mlp's classes are no text. */
 static void put_bpb(struct out *out, const char *col, double nats, int split)
 {
-	if (out->cfg->spec.kind == MGPU_MODEL_GPT && out->v.bpt[split] > 0)
+	if (mgpu_spec_is_lm(&out->cfg->spec) && out->v.bpt[split] > 0)
 		mgpu_table_num(&out->t, col, view_bpb(&out->v, nats, split), 6);
 }
 
@@ -185,7 +185,7 @@ static void bytes_per_token(const struct train_opts *o, double bpt[3])
 	int s;
 
 	bpt[0] = bpt[1] = bpt[2] = o->cfg.spec.vocab <= 256 && !o->tokenizer ? 1.0 : 0.0;
-	if (!o->tokenizer || !ids || o->cfg.spec.kind != MGPU_MODEL_GPT)
+	if (!o->tokenizer || !ids || !mgpu_spec_is_lm(&o->cfg.spec))
 		goto out;
 	if (mgpu_tokenizer_open(&tk, o->tokenizer) < 0)
 		goto out; /* the sample names the problem */
@@ -289,6 +289,7 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
+	const struct mgpu_batch_plan *p = &c->plan;
 	char spec[512], nodes[32] = "", shape[64];
 
 	if (out->quiet)
@@ -296,18 +297,18 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 	mgpu_spec_format(r->spec ? r->spec : &c->spec, spec, sizeof spec);
 	if (c->evaluate) {
 		note("evaluating the checkpoint %s (model %s, step %lld) on %s with %d %s %s",
-		     c->resume, spec, (long long)r->first_step, c->data, c->world, c->backend,
-		     c->world > 1 ? "devices" : "device");
+		     c->resume, spec, (long long)r->first_step, c->data, c->plan.world,
+		     c->backend, c->plan.world > 1 ? "devices" : "device");
 		return;
 	}
 	if (c->env.nnodes > 1)
 		snprintf(nodes, sizeof nodes, " on %d nodes", c->env.nnodes);
 	note("model %s; %d %s %s%s (mode %s, sync %s); effective batch "
 		"%lld (%d per device x %d accumulation step%s x %d device%s); %d steps per "
-		"epoch, %lld to run%s%s", spec, c->world, c->backend,
-		c->world > 1 ? "devices" : "device", nodes, mgpu_mode_name(c->mode),
-		mgpu_sync_name(r->sync), (long long)r->effective_batch, c->batch, c->accum,
-		c->accum > 1 ? "s" : "", c->world, c->world > 1 ? "s" : "", r->epoch,
+		"epoch, %lld to run%s%s", spec, p->world, c->backend,
+		p->world > 1 ? "devices" : "device", nodes, mgpu_mode_name(c->mode),
+		mgpu_sync_name(r->sync), (long long)r->effective_batch, p->batch, p->accum,
+		p->accum > 1 ? "s" : "", p->world, p->world > 1 ? "s" : "", r->epoch,
 		(long long)(r->step - r->first_step), c->resume[0] ? "; resuming from " : "",
 		c->resume);
 	if (out->o->com.verbose) {
@@ -537,10 +538,10 @@ static void check_sample(const struct train_opts *o)
 	if (!o->sample && (train_opts_given(o, "prompt") || train_opts_given(o, "temperature")))
 		usage_error("--%s needs --sample N", train_opts_given(o, "prompt") ? "prompt" :
 			    "temperature");
-	if (o->sample && o->cfg.spec.kind != MGPU_MODEL_GPT)
+	if (o->sample && !mgpu_spec_is_lm(&o->cfg.spec))
 		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
 			    "does not generate text");
-	if ((o->export_hf[0] || o->cfg.init[0]) && o->cfg.spec.kind != MGPU_MODEL_GPT)
+	if ((o->export_hf[0] || o->cfg.init[0]) && !mgpu_hf_gpt2_supports(&o->cfg.spec))
 		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
 	if (o->cfg.init[0] && o->cfg.resume[0])
 		usage_error("--init starts from weights, --resume from a whole checkpoint: not "
@@ -566,7 +567,7 @@ static void resolve_world(struct train_opts *o)
 
 	if (mgpu_launch_env(&c->env) < 0)
 		usage_error("%s", mgpu_errmsg());
-	c->world = asked;
+	o->world = asked;
 	if (o->nnodes < 1)
 		o->nnodes = 1;
 	if (o->node_rank >= o->nnodes)
@@ -577,7 +578,7 @@ static void resolve_world(struct train_opts *o)
 			    mgpu_launcher_name(c->env.launcher));
 	if (o->nnodes > 1 && c->mode == MGPU_MODE_DP)
 		usage_error("--mode dp runs in one process; it cannot span --nnodes %d", o->nnodes);
-	c->world = asked * o->nnodes;
+	o->world = asked * o->nnodes;
 	if (c->env.launcher != MGPU_LAUNCH_NONE) {
 		/* the devices listed are this node's; other nodes have their own */
 		if ((o->cpu_ranks || c->ndevices > 1) && asked != c->env.local_world)
@@ -587,7 +588,7 @@ static void resolve_world(struct train_opts *o)
 		if (c->mode == MGPU_MODE_DP)
 			usage_error("--mode dp runs in one process; start it without %s",
 				    mgpu_launcher_name(c->env.launcher));
-		c->world = c->env.world;
+		o->world = c->env.world;
 	}
 	if (o->sync == 0) /* auto: NCCL cannot run two ranks on one GPU */
 		c->sync = strcmp(c->backend, "cuda") == 0 && c->mode == MGPU_MODE_DDP &&
@@ -606,7 +607,7 @@ static void resolve_world(struct train_opts *o)
 		usage_error("--sync-backend mpi is for CPU ranks in mode ddp (GPU ranks on "
 			    "several nodes: nccl)");
 	/* what mgpu_sync_set_grad_prec would refuse in every rank, once here */
-	if (c->grad_prec == MGPU_PREC_BF16 && c->world > 1 && c->mode == MGPU_MODE_DDP &&
+	if (c->grad_prec == MGPU_PREC_BF16 && o->world > 1 && c->mode == MGPU_MODE_DDP &&
 	    c->sync != MGPU_SYNC_NCCL && (c->sync == MGPU_SYNC_MPI || c->env.nnodes > 1 ||
 					  o->nnodes > 1 || strcmp(c->backend, "cuda") == 0))
 		usage_error("--grad-dtype bf16 needs sync backend cpu with CPU ranks on one node, "
@@ -624,13 +625,13 @@ static void resolve_batch(struct train_opts *o)
 {
 	struct mgpu_train_cfg *c = &o->cfg;
 
-	if (mgpu_batch_plan_make(&c->plan, c->batch, o->global_batch, c->accum, c->world) < 0)
+	if (mgpu_batch_plan_make(&c->plan, o->batch, o->global_batch, o->accum, o->world) < 0)
 		usage_error("%s", mgpu_errmsg());
-	if (o->global_batch && train_opts_given(o, "batch-size") && c->batch != c->plan.batch)
+	if (o->global_batch && train_opts_given(o, "batch-size") && o->batch != c->plan.batch)
 		usage_error("--batch-size %d and --global-batch-size %lld disagree: the global "
-			    "batch gives %d per device", c->batch, (long long)o->global_batch,
+			    "batch gives %d per device", o->batch, (long long)o->global_batch,
 			    c->plan.batch);
-	c->batch = c->plan.batch;
+	o->batch = c->plan.batch;
 }
 
 /* An option contradicting the checkpoint is a usage error, whether it is
@@ -655,14 +656,14 @@ static int launch(struct train_opts *o, char **argv)
 	struct mgpu_launch_result res;
 
 	struct mgpu_launch_nodes nodes;
-	int local = o->cfg.world / o->nnodes;
+	int local = o->world / o->nnodes;
 
 	if (mgpu_train_precheck(&o->cfg) < 0)
 		die_lib();
 	if (o->nnodes > 1 && mgpu_launch_nodes_env(&nodes, o->nnodes, o->node_rank, local) < 0)
 		usage_error("%s", mgpu_errmsg());
 	if ((o->nnodes > 1 ? mgpu_launch_run_nodes(local, &nodes, argv, &mgpu_interrupted, &res) :
-			     mgpu_launch_run(o->cfg.world, argv, &mgpu_interrupted, &res)) < 0)
+			     mgpu_launch_run(o->world, argv, &mgpu_interrupted, &res)) < 0)
 		die_lib();
 	if (res.failed_rank >= 0 && res.quiet)
 		exit_pipe_closed();
@@ -741,7 +742,7 @@ static int train(struct train_opts *o, int argc, char **argv)
 	static char ident[MGPU_IDENT_LEN];
 	int rc;
 
-	if (o->cfg.world > 1 && o->cfg.mode == MGPU_MODE_DDP)
+	if (o->world > 1 && o->cfg.mode == MGPU_MODE_DDP)
 		snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", o->cfg.env.rank);
 	show_place(o);
 	train_opts_saved(o, &saved);
@@ -796,7 +797,7 @@ int cmd_main(int argc, char **argv)
 	}
 	if (o.com.verbose && o.cfg.env.rank == 0 && o.cfg.env.launcher != MGPU_LAUNCH_SELF)
 		train_opts_show(&o, stderr);
-	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.cfg.world > 1 &&
+	if (o.cfg.env.launcher == MGPU_LAUNCH_NONE && o.world > 1 &&
 	    o.cfg.mode == MGPU_MODE_DDP)
 		return launch(&o, argv);
 	return train(&o, argc, argv);

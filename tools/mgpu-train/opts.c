@@ -19,8 +19,8 @@
 #include "core/table.h"  /* MGPU_FMT_* */
 #include "comm/launch.h" /* mgpu_launch_env */
 #include "comm/rdzv.h"   /* MGPU_MAX_NODES */
-#include "nn/ckpt.h"     /* mgpu_ckpt_load_state */
-#include "nn/model.h"    /* MGPU_PREC_*, mgpu_prec_name */
+#include "train/ckpt.h"     /* mgpu_ckpt_load_state */
+#include "model/model.h"    /* MGPU_PREC_*, mgpu_prec_name */
 #include "ops/ops.h"     /* mgpu_ops_find */
 
 _Static_assert(MGPU_PATH_MAX >= MGPU_OPT_PATH_MAX, "PATH rows fill cfg's path fields");
@@ -140,9 +140,9 @@ static const struct mgpu_opt options[] = {
 		     "passes over the training data (a resume may raise it)", SAVED),
 	MGPU_OPT_ROWD(MGPU_OPT_I64, "max-steps", 0, O, cfg.max_steps, 0, 9.3e18, "N",
 		      "stop after N optimizer steps (the schedule ends there)", "0: none", SAVED),
-	MGPU_OPT_ROW(MGPU_OPT_INT, "batch-size", 0, O, cfg.batch, 1, 1 << 20, "N",
+	MGPU_OPT_ROW(MGPU_OPT_INT, "batch-size", 0, O, batch, 1, 1 << 20, "N",
 		     "samples per device and micro-step", SAVED),
-	MGPU_OPT_ROW(MGPU_OPT_INT, "grad-accum-steps", 0, O, cfg.accum, 1, 1 << 20, "N",
+	MGPU_OPT_ROW(MGPU_OPT_INT, "grad-accum-steps", 0, O, accum, 1, 1 << 20, "N",
 		     "micro-steps per optimizer step", SAVED),
 	MGPU_OPT_ROW(MGPU_OPT_I64, "global-batch-size", 0, O, global_batch, 1, 1 << 30, "N",
 		     "split evenly over devices x micro-steps", MGPU_OPT_NODEF | MGPU_OPT_UNSET0),
@@ -280,6 +280,9 @@ static void defaults(struct train_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	mgpu_train_defaults(&o->cfg);
+	o->batch = o->cfg.plan.batch;
+	o->accum = o->cfg.plan.accum;
+	o->world = 1;
 	o->timeout_s = o->cfg.timeout_ms / 1000;
 	o->nnodes = 1;
 }
@@ -412,7 +415,7 @@ void train_opts_parse(struct train_opts *o, int argc, char **argv)
 	}
 	if (o->cfg.resume[0] && !o->selftest)
 		merge_resume(o, argc, argv);
-	if (o->cfg.per_class && o->cfg.spec.kind == MGPU_MODEL_GPT)
+	if (o->cfg.per_class && mgpu_spec_is_lm(&o->cfg.spec))
 		usage_error("--per-class needs an mlp: a gpt's classes are bytes of text");
 }
 
@@ -470,9 +473,9 @@ void train_opts_show(const struct train_opts *o, FILE *f)
 	if (s.gpus)
 		s.gpus = list;
 	else if (!s.cpu_ranks && s.cfg.env.launcher == MGPU_LAUNCH_NONE)
-		s.cpu_ranks = s.cfg.world;
+		s.cpu_ranks = s.world;
 	/* one rank syncs nothing (the summary says none): auto is what holds */
-	s.sync = s.cfg.world > 1 ? s.cfg.sync : 0;
+	s.sync = s.world > 1 ? s.cfg.sync : 0;
 	s.global_batch = s.cfg.plan.global;
 	print_config(f, &cli, &s, NULL);
 }

@@ -14,7 +14,7 @@
 #include <stdio.h>  /* FILE */
 
 #include "core/opt.h" /* struct mgpu_common_opts, struct mgpu_opt_given */
-#include "nn/train.h" /* struct mgpu_train_cfg */
+#include "train/train.h" /* struct mgpu_train_cfg */
 
 struct train_opts {
 	struct mgpu_train_cfg cfg;
@@ -28,6 +28,8 @@ struct train_opts {
 	int nnodes, node_rank;          /* this launcher's place: --nnodes, --node-rank */
 	int port;                       /* --port (MASTER_PORT); 0: not given */
 	int64_t global_batch;           /* 0: not given */
+	int batch, accum;               /* --batch-size, --grad-accum-steps */
+	int world;                      /* ranks in the job, resolved by main.c */
 	int sample;                     /* --sample N bytes after training; 0: none */
 	const char *prompt;             /* --prompt; NULL: none */
 	double temperature;             /* --temperature; 0: greedy */

@@ -13,9 +13,9 @@
 #include "../common.h"  /* die_lib, note */
 #include "core/hash.h"  /* mgpu_hash64 */
 #include "core/table.h" /* struct mgpu_table */
-#include "nn/model.h"   /* mgpu_model_* */
-#include "nn/optim.h"   /* mgpu_optim_* */
-#include "nn/spec.h"    /* mgpu_spec_parse */
+#include "model/model.h"   /* mgpu_model_* */
+#include "train/optim.h"   /* mgpu_optim_* */
+#include "model/spec.h"    /* mgpu_spec_parse */
 #include "ops/check.h"  /* mgpu_ops_compare */
 #include "ops/ops_cpu.h" /* mgpu_cpu_bf16_gemm_path */
 

@@ -10,7 +10,7 @@
 #include <time.h>   /* clock_gettime */
 
 #include "core/err.h" /* mgpu_err */
-#include "nn/model.h" /* MGPU_PREC_FP16 */
+#include "model/model.h" /* MGPU_PREC_FP16 */
 
 void train_tb_init(struct train_tb *t, const struct train_opts *o)
 {
@@ -71,7 +71,7 @@ static int scalar(struct train_tb *t, const char *tag, int64_t step, double v)
 int train_tb_record(struct train_tb *t, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = &t->o->cfg;
-	int gpt = c->spec.kind == MGPU_MODEL_GPT;
+	int gpt = mgpu_spec_is_lm(&c->spec);
 	double ln2 = 0.69314718055994531;
 
 	if (!t->dir[0])

@@ -13,7 +13,7 @@
 #define MGPU_TOOLS_TRAIN_TB_H
 
 #include "core/tfevents.h" /* struct mgpu_tb */
-#include "nn/train.h"      /* struct mgpu_record */
+#include "train/train.h"      /* struct mgpu_record */
 #include "opts.h"          /* struct train_opts */
 
 struct train_tb {

@@ -28,7 +28,7 @@ void view_init(struct view *v, const struct mgpu_train_cfg *cfg, int argc, char 
 	v->argc = argc;
 	v->argv = argv;
 	v->spec = cfg->spec;
-	v->gpt = cfg->spec.kind == MGPU_MODEL_GPT;
+	v->gpt = mgpu_spec_is_lm(&cfg->spec);
 	/* a person reads the table, unless a format or a file was asked for */
 	v->table = out_tty && !format_given && !to_file;
 	v->records_tty = out_tty && !v->table && !to_file;

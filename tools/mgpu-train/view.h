@@ -16,7 +16,7 @@
 #include <stdio.h>  /* FILE */
 
 #include "core/progress.h" /* struct mgpu_progress */
-#include "nn/train.h"      /* struct mgpu_record, struct mgpu_step_info */
+#include "train/train.h"      /* struct mgpu_record, struct mgpu_step_info */
 
 /* A class's line of the --per-class table, kept until the run ends so the
  * names' column fits the longest. */

@@ -1,0 +1,351 @@
+/*
+ * model.c - what every model family shares (model.h): the flat parameter
+ * and gradient buffers, the device buffers' bookkeeping, the step's
+ * statistics, the upload of batches; everything else is the family's,
+ * reached through its struct mgpu_arch (model/arch.h).
+ */
+#include "model/model.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* memcpy, memset */
+
+#include "core/err.h"     /* mgpu_err, MGPU_TRY */
+#include "data/samples.h" /* enum mgpu_dtype */
+#include "model/arch.h"      /* struct mgpu_arch: the family */
+#include "model/mm.h"        /* mgpu_mm_round_weights, mgpu_mm_free */
+
+int mgpu_model_alloc(struct mgpu_model *m, void *pp, size_t nbytes)
+{
+	if (m->nallocs == MGPU_MODEL_MAX_ALLOCS)
+		return mgpu_err(MGPU_EINVAL, "model: more than %d device buffers",
+				MGPU_MODEL_MAX_ALLOCS);
+	MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)pp, nbytes));
+	m->allocs[m->nallocs++] = *(void **)pp;
+	m->dev_bytes += nbytes;
+	return 0;
+}
+
+int mgpu_model_alloc_params(struct mgpu_model *m)
+{
+	size_t nbytes = m->nparams * sizeof(float);
+
+	if (!m->ext_w)
+		MGPU_TRY(mgpu_model_alloc(m, &m->w, nbytes));
+	if (!m->ext_g)
+		MGPU_TRY(mgpu_model_alloc(m, &m->g, nbytes));
+	if (m->nbufvals) {
+		MGPU_TRY(mgpu_model_alloc(m, &m->buf, m->nbufvals * sizeof(float)));
+		MGPU_TRY(m->dev->ops->zero(m->dev, m->buf, m->nbufvals * sizeof(float)));
+	}
+	return m->dev->ops->zero(m->dev, m->g, nbytes);
+}
+
+/* name and shape into p, which starts at *total floats; *total grows */
+static void describe_param(struct mgpu_param *p, const char *name, int rows, int cols,
+			   size_t *total)
+{
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->off = *total;
+	p->ndim = cols ? 2 : 1;
+	p->shape[0] = rows;
+	p->shape[1] = cols;
+	p->count = (size_t)rows * (size_t)(cols ? cols : 1);
+	*total += p->count;
+}
+
+struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name, int rows,
+					 int cols)
+{
+	struct mgpu_param *p = &m->buffers[m->nbuffer++];
+
+	describe_param(p, name, rows, cols, &m->nbufvals);
+	return p;
+}
+
+int mgpu_model_sum_stats(struct mgpu_model *m, int layer, float *sums, size_t count)
+{
+	return m->stat_sum ? m->stat_sum(m->stat_ctx, layer, sums, count) : 0;
+}
+
+struct mgpu_param *mgpu_model_add_param(struct mgpu_model *m, const char *name, int rows,
+					int cols, int decay)
+{
+	struct mgpu_param *p = &m->params[m->nparam++];
+
+	describe_param(p, name, rows, cols, &m->nparams);
+	p->decay = decay;
+	return p;
+}
+
+void mgpu_model_add_bucket(struct mgpu_model *m, const struct mgpu_param *first,
+			   const struct mgpu_param *last)
+{
+	struct mgpu_bucket *b = &m->buckets[m->nbuckets++];
+
+	b->off = first->off;
+	b->count = last->off + last->count - first->off;
+}
+
+/* Every model: the step's statistics and mgpu_model_loss's sums, one
+ * block, zero. */
+static int alloc_stats(struct mgpu_model *m)
+{
+	size_t nbytes = (MGPU_STATS + 2) * sizeof(double);
+
+	MGPU_TRY(mgpu_model_alloc(m, &m->stats, nbytes));
+	m->lstats = m->stats + MGPU_STATS;
+	return m->dev->ops->zero(m->dev, m->stats, nbytes);
+}
+
+/* Where a batch's labels and rows sit in an upload buffer: labels (or a
+ * gpt's targets) first, rows (float32 at most, or a gpt's ids) after. */
+size_t mgpu_model_rows_off(const struct mgpu_model *m)
+{
+	size_t n = m->arch->labels_nbytes(&m->spec, m->max_batch);
+
+	return (n + 63) / 64 * 64;
+}
+
+int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
+			  struct mgpu_dev *dev, int max_batch, float *w, float *g)
+{
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	m->spec = *spec;
+	m->arch = mgpu_arch_of(spec);
+	m->dev = dev;
+	m->max_batch = max_batch;
+	m->w = w;
+	m->g = g;
+	m->ext_w = w != NULL;
+	m->ext_g = g != NULL;
+	rc = m->arch->create(m);
+	if (rc == 0)
+		rc = alloc_stats(m);
+	if (rc == 0)
+		rc = mgpu_upload_open(&m->up, dev, mgpu_model_rows_off(m) +
+						   m->arch->rows_nbytes(spec, max_batch));
+	if (rc < 0)
+		mgpu_model_free(m);
+	return rc;
+}
+
+int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
+		      struct mgpu_dev *dev, int max_batch)
+{
+	return mgpu_model_create_ext(m, spec, dev, max_batch, NULL, NULL);
+}
+
+size_t mgpu_model_count(const struct mgpu_spec *spec)
+{
+	return mgpu_arch_of(spec)->count(spec);
+}
+
+void mgpu_model_free(struct mgpu_model *m)
+{
+	int i;
+
+	if (!m->dev)
+		return;
+	mgpu_mm_free(m);
+	mgpu_upload_close(&m->up);
+	m->arch->free(m);
+	/* w and g are in allocs only when this model allocated them */
+	for (i = 0; i < m->nallocs; i++)
+		m->dev->ops->release(m->dev, m->allocs[i]);
+	/* sizes are only needed for accounting: the total is released at once */
+	m->dev->bytes_cur -= m->dev_bytes;
+	memset(m, 0, sizeof *m);
+}
+
+int mgpu_model_init(struct mgpu_model *m, uint64_t seed)
+{
+	return m->arch->init(m, seed);
+}
+
+int mgpu_model_get(struct mgpu_model *m, float *w_host)
+{
+	return mgpu_dev_to_host(m->dev, w_host, m->w, m->nparams * sizeof(float));
+}
+
+int mgpu_model_set(struct mgpu_model *m, const float *w_host)
+{
+	return mgpu_dev_from_host(m->dev, m->w, w_host, m->nparams * sizeof(float));
+}
+
+int mgpu_model_get_buffers(struct mgpu_model *m, float *host)
+{
+	if (!m->nbufvals)
+		return 0;
+	return mgpu_dev_to_host(m->dev, host, m->buf, m->nbufvals * sizeof(float));
+}
+
+int mgpu_model_set_buffers(struct mgpu_model *m, const float *host)
+{
+	if (!m->nbufvals)
+		return 0;
+	return mgpu_dev_from_host(m->dev, m->buf, host, m->nbufvals * sizeof(float));
+}
+
+int mgpu_model_stage(struct mgpu_model *m, void *rows_dev, const void *rows, size_t nbytes,
+		     const int32_t *labels, int B)
+{
+	size_t ny = (size_t)B * sizeof(int32_t), off = mgpu_model_rows_off(m);
+	char *h;
+
+	MGPU_TRY(mgpu_upload_begin(&m->up, &h));
+	memcpy(h, labels, ny);
+	memcpy(h + off, rows, nbytes);
+	MGPU_TRY(mgpu_upload_copy(&m->up, m->labels, 0, ny));
+	MGPU_TRY(mgpu_upload_copy(&m->up, rows_dev, off, nbytes));
+	return mgpu_upload_end(&m->up);
+}
+
+int mgpu_model_load(struct mgpu_model *m, const struct mgpu_batch_in *in)
+{
+	if (in->B < 1 || in->B > m->max_batch)
+		return mgpu_err(MGPU_EINVAL, "model: batch of %d rows, room for %d", in->B,
+				m->max_batch);
+	return m->arch->load(m, in);
+}
+
+int mgpu_model_load_batch(struct mgpu_model *m, const uint8_t *x_host,
+			  const int32_t *y_host, int B, float scale, float shift)
+{
+	struct mgpu_batch_in in = { .rows = x_host, .dtype = MGPU_DTYPE_U8, .labels = y_host,
+				    .scale = scale, .shift = shift, .B = B };
+
+	return mgpu_model_load(m, &in);
+}
+
+/* float32 rows go straight to the model: the data source normalised them
+ * on the host (data/norm.h), unlike uint8 rows, which the family
+ * normalises on the device as it casts them. */
+int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,
+			      const int32_t *y_host, int B)
+{
+	struct mgpu_batch_in in = { .rows = x_host, .dtype = MGPU_DTYPE_F32, .labels = y_host,
+				    .scale = 1.0f, .B = B };
+
+	return mgpu_model_load(m, &in);
+}
+
+int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, int B)
+{
+	struct mgpu_batch_in in = { .rows = x_host, .scale = 1.0f, .B = B };
+
+	switch (nbytes) {
+	case 1: in.dtype = MGPU_DTYPE_U8; break;
+	case 2: in.dtype = MGPU_DTYPE_U16; break;
+	case 4: in.dtype = MGPU_DTYPE_U32; break;
+	default: return mgpu_err(MGPU_EINVAL, "model: tokens of %d bytes", nbytes);
+	}
+	if (!(m->arch->flags & MGPU_ARCH_TOKENS))
+		return mgpu_err(MGPU_EINVAL, "model: token ids need a gpt; an %s reads features",
+				m->arch->name);
+	return mgpu_model_load(m, &in);
+}
+
+int mgpu_model_check_row(const struct mgpu_model *m, const void *row, int dtype, size_t *pos,
+			 uint32_t *id)
+{
+	return m->arch->check_row ? m->arch->check_row(m, row, dtype, pos, id) : 0;
+}
+
+int mgpu_model_forward(struct mgpu_model *m, int B, int train)
+{
+	MGPU_TRY(mgpu_mm_round_weights(m));
+	return m->arch->forward(m, B, train);
+}
+
+int mgpu_model_loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+			double *acc)
+{
+	return m->arch->loss_acc(m, B, want_grad, grad_scale, acc);
+}
+
+size_t mgpu_model_logits_per_row(const struct mgpu_model *m)
+{
+	size_t per_row, width;
+
+	m->arch->logits(m, &per_row, &width);
+	return per_row;
+}
+
+size_t mgpu_model_logits_width(const struct mgpu_model *m)
+{
+	size_t per_row, width;
+
+	m->arch->logits(m, &per_row, &width);
+	return width;
+}
+
+int mgpu_model_logits(struct mgpu_model *m, int B, float *host, size_t *per_row)
+{
+	size_t width;
+	const float *src = m->arch->logits(m, per_row, &width);
+
+	return mgpu_dev_to_host(m->dev, host, src, (size_t)B * *per_row * sizeof(float));
+}
+
+int mgpu_model_loss(struct mgpu_model *m, int B, int want_grad, float grad_scale,
+		    double *loss_sum, double *correct)
+{
+	double h[2];
+
+	MGPU_TRY(m->dev->ops->zero(m->dev, m->lstats, sizeof h));
+	MGPU_TRY(mgpu_model_loss_acc(m, B, want_grad, grad_scale, m->lstats));
+	MGPU_TRY(mgpu_dev_to_host(m->dev, h, m->lstats, sizeof h));
+	*loss_sum = h[0];
+	*correct = h[1];
+	return 0;
+}
+
+int mgpu_model_backward(struct mgpu_model *m, int B, int accumulate)
+{
+	return m->arch->backward(m, B, accumulate);
+}
+
+int mgpu_model_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size_t plen,
+			       size_t n, double temperature, uint64_t seed, int32_t *out)
+{
+	if (!m->arch->generate)
+		return mgpu_err(MGPU_EINVAL, "model: only a gpt generates text; an %s "
+				"classifies", m->arch->name);
+	return m->arch->generate(m, prompt, plen, n, temperature, seed, out);
+}
+
+int mgpu_model_generate(struct mgpu_model *m, const uint8_t *prompt, size_t plen, size_t n,
+			double temperature, uint64_t seed, uint8_t *out)
+{
+	/* an empty prompt starts after a line break, or byte 0 in a vocabulary
+	 * too small to hold one (vocab 2 to 10) */
+	int V = mgpu_spec_classes(&m->spec);
+	int32_t *p = malloc((plen + 1) * sizeof *p), *o = malloc((n + 1) * sizeof *o);
+	size_t i;
+	int rc = 0;
+
+	if (!p || !o) {
+		rc = mgpu_err(MGPU_ENOMEM, "model: out of host memory for generation");
+		goto out;
+	}
+	for (i = 0; i < plen; i++)
+		p[i] = prompt[i];
+	if (!plen)
+		p[plen++] = '\n' < V ? '\n' : 0;
+	MGPU_CHECK(mgpu_model_generate_tokens(m, p, plen, n, temperature, seed, o));
+	for (i = 0; i < n; i++) {
+		if (o[i] > 255) { /* text is bytes: never narrow an id */
+			rc = mgpu_err(MGPU_ERANGE, "model: generated token %d does not fit the "
+				      "byte text (vocab %d is above 256)", (int)o[i], V);
+			goto out;
+		}
+		out[i] = (uint8_t)o[i];
+	}
+out:
+	free(p);
+	free(o);
+	return rc;
+}

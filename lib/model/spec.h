@@ -1,0 +1,90 @@
+/*
+ * spec.h - model specifications: "mlp:784-512-256-10" plus options.
+ *
+ * Grammar: mlp:D0-D1-...-Dn[,OPTION...] where D0 (the input width) and Dn
+ * (the class count) may be "auto": taken from the data by mgpu_spec_fit
+ * (dims 0 until then); OPTION is act=relu|gelu|tanh,
+ * dropout=P (0 <= P < 1, after each hidden activation), layernorm (or
+ * layernorm=0|1, before each hidden activation).
+ *
+ * Or gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,padded_vocab=P][,dropout=P]:
+ * a decoder-only transformer over tokens (V = 256, the byte values, unless
+ * given; at most 2^31 - 1; see model/gpt.h), whose samples are T+1 tokens
+ * (inputs 0..T-1, next-token targets 1..T). padded_vocab (>= V, V unless
+ * given) is the rows of the token embedding, as llm.c pads GPT-2's 50257
+ * to 50304: the rows past V are never a token and never a logit.
+ *
+ * Each family parses, prints and fits its own grammar (model/arch.h); this
+ * file finds the family by the prefix and reads spec files.
+ *
+ * A --model argument that starts with neither "mlp:" nor "gpt:" names a file
+ * holding a spec: '#' starts a comment, and whitespace or newlines separate
+ * the options like commas.
+ */
+#ifndef MGPU_MODEL_SPEC_H
+#define MGPU_MODEL_SPEC_H
+
+#include <stddef.h> /* size_t */
+
+#define MGPU_MAX_LAYERS 16
+#define MGPU_SPEC_FILE_MAX (1 << 20) /* bytes of a spec file, comments included */
+
+/* A spec's family: its line in the table of model/arch.c. */
+enum mgpu_model_kind { MGPU_MODEL_MLP = 0, MGPU_MODEL_GPT = 1, MGPU_MODEL_KINDS };
+
+/* The most transformer blocks (each is a gradient bucket, and so are the
+ * embeddings and the final LayerNorm). */
+#define MGPU_GPT_MAX_BLOCKS (MGPU_MAX_LAYERS - 2)
+
+struct mgpu_spec {
+	int kind;                     /* enum mgpu_model_kind */
+	float dropout;                /* every family: 0 <= P < 1 */
+	/* mlp */
+	int nlayers;                  /* linear layers: dims has nlayers + 1 */
+	int dims[MGPU_MAX_LAYERS + 1];
+	int act;                      /* enum mgpu_act */
+	int layernorm;
+	/* gpt */
+	int blocks, heads, dim, ctx, vocab; /* L, H, D, T, V */
+	int padded_vocab;             /* rows of wte (>= vocab) */
+};
+
+/* What a family is fitted to (mgpu_spec_fit): the data's samples. */
+struct mgpu_data_desc {
+	int dtype;                    /* enum mgpu_dtype of the rows (data/samples.h) */
+	int d;                        /* values per sample (features, or T+1 ids) */
+	int ndim;                     /* data/source.h's mgpu_source_shape: */
+	unsigned shape[4];            /* (C,H,W), (C,L) or (D) */
+	int classes;                  /* labels are below this */
+};
+
+/* An mlp size taken from the data (dims[0] or dims[nlayers]). */
+#define MGPU_SPEC_AUTO 0
+
+int mgpu_spec_parse(struct mgpu_spec *s, const char *text, const char *origin);
+/* Fit s to the data at path (its samples described by d): auto sizes
+ * become the data's; a size the data does not fit (input width other than
+ * d, fewer than classes outputs; a gpt whose ctx + 1 is not d) or data
+ * the family cannot read is an error that names the spec to write. */
+int mgpu_spec_fit(struct mgpu_spec *s, const struct mgpu_data_desc *d, const char *path);
+/* 1 when a size is still left to the data (auto). */
+int mgpu_spec_has_auto(const struct mgpu_spec *s);
+/* A resume: s takes its auto sizes from the checkpoint's spec ck. */
+void mgpu_spec_take_auto(struct mgpu_spec *s, const struct mgpu_spec *ck);
+/* The classes a model's labels may take (0 for a language model). */
+int mgpu_spec_classes(const struct mgpu_spec *s);
+/* 1 for a language model over token ids (model/arch.h's MGPU_ARCH_TOKENS):
+ * a loss per token, bits per byte, generation. */
+int mgpu_spec_is_lm(const struct mgpu_spec *s);
+/* For the families' parsers (model/arch.h): 0 when no option of the
+ * comma-separated list opts is named twice; the dropout of "dropout=P";
+ * P printed exactly (what a checkpoint records and a resume reads back). */
+int mgpu_spec_no_repeats(const char *opts, const char *origin);
+int mgpu_spec_dropout(struct mgpu_spec *s, const char *val, const char *origin);
+const char *mgpu_spec_dropout_str(const struct mgpu_spec *s, char p[32]);
+/* A spec string, or the path of a file holding one. */
+int mgpu_spec_load(struct mgpu_spec *s, const char *arg);
+/* The canonical string, which mgpu_spec_parse reads back to the same spec. */
+int mgpu_spec_format(const struct mgpu_spec *s, char *buf, size_t len);
+
+#endif

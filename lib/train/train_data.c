@@ -1,0 +1,207 @@
+/*
+ * train_data.c - the data of a training run: load, seeded validation split,
+ * normalisation, epoch order, batch rows (see train_int.h).
+ */
+#include "train/train_int.h"
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* memcpy, strlen */
+
+#include "core/err.h"    /* mgpu_err */
+#include "core/rng.h"    /* mgpu_rng_perm */
+#include "core/sha256.h" /* mgpu_sha256_* */
+
+/* RNG streams: one per purpose, so adding one never shifts another. */
+enum { STREAM_SPLIT = 2, STREAM_EPOCH = 1000 };
+
+static int split(struct train_data *d, const struct mgpu_train_cfg *cfg)
+{
+	struct mgpu_rng rng;
+	uint32_t *perm;
+	size_t n = d->src.n[MGPU_SPLIT_TRAIN], i;
+
+	d->val_split = MGPU_SPLIT_TRAIN;
+	if (d->src.n[MGPU_SPLIT_VAL]) { /* the source's own validation split */
+		d->nval = d->src.n[MGPU_SPLIT_VAL];
+		d->ntrain = n;
+		d->val_idx = malloc((d->nval + n) * sizeof *d->val_idx);
+		if (!d->val_idx)
+			return mgpu_err(MGPU_ENOMEM, "out of memory for sample indices");
+		d->train_idx = d->val_idx + d->nval;
+		for (i = 0; i < d->nval; i++)
+			d->val_idx[i] = (uint32_t)i;
+		for (i = 0; i < n; i++)
+			d->train_idx[i] = (uint32_t)i;
+		d->val_split = MGPU_SPLIT_VAL;
+		return 0;
+	}
+	d->nval = (size_t)((double)n * cfg->val_fraction + 0.5);
+	if (d->nval >= n)
+		return mgpu_err(MGPU_EINVAL, "--val-fraction %g leaves no training samples",
+				cfg->val_fraction);
+	perm = malloc(n * sizeof *perm);
+	if (!perm)
+		return mgpu_err(MGPU_ENOMEM, "out of memory for %zu sample indices", n);
+	mgpu_rng_seed(&rng, cfg->seed, STREAM_SPLIT);
+	mgpu_rng_perm(&rng, perm, n);
+	d->val_idx = perm;
+	d->train_idx = perm + d->nval;
+	d->ntrain = n - d->nval;
+	return 0;
+}
+
+/* The norm of the training split's features, given to the source so its
+ * float32 rows come out normalised (a cache normalised per feature is used
+ * as it is: the identity). A language model's rows are token ids, bytes
+ * too, and stay ids: no statistics are gathered for it (they would decode
+ * every chunk of the training split for nothing). */
+static int normalisation(struct train_data *d, const struct mgpu_norm *fixed,
+			 const struct mgpu_spec *spec)
+{
+	struct mgpu_norm n = { 1.0f, 0.0f };
+
+	if (fixed)
+		n = *fixed;
+	else if (!d->src.normalised && !mgpu_dtype_is_token(d->src.dtype) &&
+		 !mgpu_spec_is_lm(spec))
+		MGPU_TRY(mgpu_source_norm(&d->src, d->train_idx, d->ntrain, &n));
+	mgpu_source_set_norm(&d->src, &n);
+	return 0;
+}
+
+int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cfg *cfg,
+			  const struct mgpu_model *m)
+{
+	const struct mgpu_samples *x;
+	size_t i, pos;
+	uint32_t id;
+	int k;
+
+	/* in-memory data: every row of every split is one the model takes
+	 * (a gpt: ids below its vocab), the first that is not named by split,
+	 * sample and position (a cache is checked batch by batch as it is read) */
+	if (d->src.kind != MGPU_SOURCE_MEMORY)
+		return 0;
+	for (k = 0; k < MGPU_NSPLITS; k++)
+		for (x = &d->src.mem[k], i = 0; i < x->n; i++)
+			if (mgpu_model_check_row(m, x->x + i * x->row_nbytes, x->dtype, &pos, &id))
+				return mgpu_err(MGPU_ERANGE, "'%s': %s sample %zu, position %zu: "
+						"token %u is not below vocab %d", cfg->data,
+						mgpu_split_name(k), i, pos, id,
+						mgpu_spec_classes(&m->spec));
+	return 0;
+}
+
+/* What a model is fitted to: the source's samples. */
+static void describe(const struct mgpu_source *src, struct mgpu_data_desc *dd)
+{
+	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
+	int i;
+
+	memset(dd, 0, sizeof *dd);
+	dd->dtype = src->dtype;
+	dd->d = src->d;
+	dd->classes = mgpu_source_nclasses(src);
+	dd->ndim = mgpu_source_shape(src, shape);
+	for (i = 0; i < dd->ndim && i < 4; i++)
+		dd->shape[i] = shape[i];
+}
+
+int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
+			 struct mgpu_spec *spec, const struct mgpu_norm *fixed)
+{
+	struct mgpu_data_desc dd;
+
+	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
+	describe(&d->src, &dd);
+	MGPU_TRY(mgpu_spec_fit(spec, &dd, cfg->data));
+	MGPU_TRY(mgpu_source_check_classes(&d->src, mgpu_spec_classes(spec)));
+	MGPU_TRY(mgpu_augment_check(&cfg->augment, d->src.ndim, d->src.shape, cfg->data));
+	MGPU_TRY(split(d, cfg));
+	return normalisation(d, fixed, spec);
+}
+
+void mgpu_train_data_free(struct train_data *d)
+{
+	mgpu_source_close(&d->src);
+	free(d->val_idx); /* train_idx points into the same block */
+	memset(d, 0, sizeof *d);
+}
+
+void mgpu_train_order(const struct train_data *d, uint64_t seed, int epoch, uint32_t *order)
+{
+	struct mgpu_rng rng;
+	size_t i;
+
+	mgpu_rng_seed(&rng, seed, STREAM_EPOCH + (uint64_t)epoch);
+	mgpu_rng_perm(&rng, order, d->ntrain);
+	for (i = 0; i < d->ntrain; i++)
+		order[i] = d->train_idx[order[i]];
+}
+
+int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B)
+{
+	const struct mgpu_norm *n = &r->d->src.norm;
+	/* uint8 features are normalised on the device as they are cast;
+	 * float32 ones the source normalised; ids stay ids */
+	struct mgpu_batch_in in = { .rows = x, .dtype = r->d->src.dtype, .labels = y,
+				    .scale = n->scale, .shift = n->shift, .B = B };
+	int rc = mgpu_model_load(&r->model, &in);
+
+	/* bad values in the rows (a token beyond a gpt's vocabulary): say whose */
+	return rc == MGPU_ERANGE ? mgpu_err_prefix(rc, "'%s': ", r->cfg->data) : rc;
+}
+
+int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int split)
+{
+	MGPU_TRY(mgpu_source_rows(&r->d->src, split, idx, (size_t)B, r->xb, r->yb));
+	return mgpu_train_put_batch(r, r->xb, r->yb, B);
+}
+
+/* A digest of up to 16 rows spread over each split, labels included:
+ * cheap, and enough to tell two data sets (or two versions of one) apart. */
+static int rows_digest(struct train_data *d, char hex[MGPU_SHA256_HEX])
+{
+	struct mgpu_sha256 h;
+	uint8_t dig[MGPU_SHA256_NBYTES];
+	uint8_t *x = malloc(d->src.row_nbytes ? d->src.row_nbytes : 1);
+	uint32_t idx;
+	int32_t y;
+	size_t n, i, k;
+	int sp, rc = 0;
+
+	if (!x)
+		return mgpu_err(MGPU_ENOMEM, "out of memory for a row");
+	mgpu_sha256_init(&h);
+	for (sp = 0; sp < MGPU_NSPLITS && rc == 0; sp++) {
+		n = d->src.n[sp];
+		k = n < 16 ? n : 16;
+		for (i = 0; i < k && rc == 0; i++) {
+			idx = (uint32_t)(k > 1 ? i * (n - 1) / (k - 1) : 0);
+			rc = mgpu_source_rows(&d->src, sp, &idx, 1, x, &y);
+			mgpu_sha256_update(&h, x, d->src.row_nbytes);
+			mgpu_sha256_update(&h, &y, sizeof y);
+		}
+	}
+	free(x);
+	mgpu_sha256_final(&h, dig);
+	mgpu_sha256_hex(dig, hex);
+	return rc;
+}
+
+int mgpu_train_data_ident(struct train_data *d, char *buf, size_t len)
+{
+	const struct mgpu_source *s = &d->src;
+	char hex[MGPU_SHA256_HEX];
+	size_t n = strlen(buf);
+
+	MGPU_TRY(rows_digest(d, hex));
+	if (n < len)
+		snprintf(buf + n, len - n, "data: %zu train, %zu validation, %zu test rows of %d "
+			 "%s features, %d classes, norm %.9g/%.9g, rows %.16s\n", d->ntrain,
+			 d->nval, s->n[MGPU_SPLIT_TEST], s->d,
+			 s->dtype == MGPU_DTYPE_U8 ? "uint8" : "float32", s->classes,
+			 (double)s->norm.scale, (double)s->norm.shift, hex);
+	return 0;
+}
