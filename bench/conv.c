@@ -193,8 +193,9 @@ static int blas_mm(struct mgpu_dev *dev, int M, int N, int K, int ta, int tb, fl
 
 	for (r = -1; r < reps; r++) {
 		t0 = cpu_ms();
-		if (dev->ops->sgemm(dev, tb ? MGPU_T : MGPU_N, ta ? MGPU_T : MGPU_N, N, M, K, 1.0f,
-				    Bm, tb ? K : N, A, ta ? M : K, 0.0f, C, N) < 0)
+		if (dev->ops->gemm(dev, MGPU_PREC_FP32, tb ? MGPU_T : MGPU_N, ta ? MGPU_T : MGPU_N, N,
+				   M, K, 1.0f, Bm, tb ? K : N, 0, A, ta ? M : K, 0, 0.0f, C, N, 0,
+				   1) < 0)
 			return -1;
 		if (r >= 0)
 			ts[r] = cpu_ms() - t0;

@@ -25,18 +25,7 @@ VENV=$B/torch-venv
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
-# torch_python: print the venv's python once it imports torch (installing
-# torch there when missing); else say why on stderr and fail.
-torch_python() {
-	if ! "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1; then
-		echo "lm.sh: installing PyTorch (CPU use) from PyPI into $VENV" >&2
-		{ [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"; } &&
-			"$VENV/bin/pip" install -q torch numpy >&2 ||
-			{ echo "lm.sh: PyTorch not installed (no network or pip failed): skipped" >&2;
-			  return 1; }
-	fi
-	echo "$VENV/bin/python"
-}
+. "$SRC/bench/torch_venv.sh" # torch_python
 
 # cpu_secs CMD...: the user + system CPU seconds CMD and every process it
 # started used (what a loaded machine cannot inflate, unlike wall time).

@@ -43,14 +43,15 @@ static int gemms(struct mgpu_model *m, int B)
 	for (l = 0; l < m->spec.nlayers; l++) {
 		struct mgpu_layer *L = &x->layers[l];
 		const float *X = l ? x->layers[l - 1].y : x->x;
-		MGPU_TRY(o->sgemm(m->dev, MGPU_T, MGPU_N, L->out, B, L->in, 1.0f,
-				  m->w + L->w->off, L->in, X, L->in, 0.0f, L->lin, L->out));
-		MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_T, L->in, L->out, B, 1.0f, X, L->in,
-				  L->lin, L->out, 0.0f, m->g + L->w->off, L->in));
+		MGPU_TRY(o->gemm(m->dev, MGPU_PREC_FP32, MGPU_T, MGPU_N, L->out, B, L->in, 1.0f,
+				 m->w + L->w->off, L->in, 0, X, L->in, 0, 0.0f, L->lin, L->out, 0,
+				 1));
+		MGPU_TRY(o->gemm(m->dev, MGPU_PREC_FP32, MGPU_N, MGPU_T, L->in, L->out, B, 1.0f, X,
+				 L->in, 0, L->lin, L->out, 0, 0.0f, m->g + L->w->off, L->in, 0, 1));
 		if (l > 0)
-			MGPU_TRY(o->sgemm(m->dev, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
-					  m->w + L->w->off, L->in, L->lin, L->out, 0.0f,
-					  x->dbuf[0], L->in));
+			MGPU_TRY(o->gemm(m->dev, MGPU_PREC_FP32, MGPU_N, MGPU_N, L->in, B, L->out,
+					 1.0f, m->w + L->w->off, L->in, 0, L->lin, L->out, 0, 0.0f,
+					 x->dbuf[0], L->in, 0, 1));
 	}
 	return m->dev->ops->sync(m->dev);
 }

@@ -163,6 +163,23 @@ extern "C" int mgpu_nccl_bucket_bf16(void *st, struct mgpu_dev *dev, uint16_t *b
 	return bucket(st, dev, buf, n, ncclBfloat16, "bf16 gradient all-reduce launch");
 }
 
+/* One stream for every NCCL call of the communicator keeps them in the
+ * same order on every rank's device; the compute stream then waits for
+ * this sum (and so for the buckets queued before it). */
+extern "C" int mgpu_nccl_allreduce_inline(void *st, struct mgpu_dev *dev, float *buf, size_t n)
+{
+	struct nccl_state *s = (struct nccl_state *)st;
+	cudaStream_t compute = (cudaStream_t)mgpu_cuda_stream(dev);
+
+	CU(cudaEventRecord(s->ready, compute));
+	CU(cudaStreamWaitEvent(s->stream, s->ready, 0));
+	NCCL(s->comm, ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, s->comm, s->stream));
+	MGPU_TRY(wait_ready(s, "statistics all-reduce launch"));
+	CU(cudaEventRecord(s->done, s->stream));
+	CU(cudaStreamWaitEvent(compute, s->done, 0));
+	return 0;
+}
+
 extern "C" int mgpu_nccl_wait(void *st, struct mgpu_dev *dev)
 {
 	struct nccl_state *s = (struct nccl_state *)st;

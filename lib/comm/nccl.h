@@ -30,6 +30,12 @@ int mgpu_nccl_open(void **st, struct mgpu_dev *dev, int rank, int world,
 int mgpu_nccl_bucket(void *st, struct mgpu_dev *dev, float *buf, size_t n);
 /* The same for n bfloat16 values (--grad-dtype bf16, ncclBfloat16). */
 int mgpu_nccl_bucket_bf16(void *st, struct mgpu_dev *dev, uint16_t *buf, size_t n);
+/* Sum n floats of dev in place over the ranks between two ops of the
+ * compute stream (BatchNorm's statistics, --sync-bn): on the communication
+ * stream after the work queued so far, in issue order with the buckets,
+ * and the compute stream waits for it on the device; the host does not
+ * wait (a dead peer is seen by the step's closing read). */
+int mgpu_nccl_allreduce_inline(void *st, struct mgpu_dev *dev, float *buf, size_t n);
 /* Make the compute stream wait for every bucket; scale is applied later.
  * The host waits too, watching for errors and the timeout. */
 int mgpu_nccl_wait(void *st, struct mgpu_dev *dev);

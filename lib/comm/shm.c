@@ -8,7 +8,7 @@
 #include <sched.h>     /* sched_yield */
 #include <signal.h>    /* kill */
 #include <stdatomic.h> /* atomic_load_explicit, atomic_store_explicit */
-#include <string.h>    /* memset */
+#include <string.h>    /* memcpy, memset */
 #include <sys/mman.h>  /* mmap, shm_open, shm_unlink */
 #include <sys/stat.h>  /* fstat */
 #include <time.h>      /* clock_gettime, nanosleep */
@@ -35,6 +35,7 @@ struct mgpu_shm_ctl {
 	_Atomic int pid[MGPU_SHM_MAX_RANKS];
 	struct slot arrive[MGPU_SHM_MAX_RANKS];
 	double vals[2][MGPU_SHM_MAX_RANKS][MGPU_SHM_MAX_VALS];
+	float fvals[2][MGPU_SHM_MAX_RANKS][MGPU_SHM_MAX_FLOATS]; /* banked as vals */
 	struct {
 		_Atomic uint64_t n[MGPU_SHM_MAX_BUCKETS];
 	} bucket[MGPU_SHM_MAX_RANKS];
@@ -345,6 +346,37 @@ int mgpu_shm_allreduce_f64(struct mgpu_shm *s, double *vals, int n)
 		vals[i] = 0;
 		for (r = 0; r < s->world; r++)
 			vals[i] += bank[r][i];
+	}
+	return 0;
+}
+
+/* One chunk of at most MGPU_SHM_MAX_FLOATS: the banks alternate by
+ * barrier generation as vals' do, so chunks need no barrier of their own
+ * between writing and reading. */
+static int allreduce_f32_chunk(struct mgpu_shm *s, float *vals, size_t n)
+{
+	float (*bank)[MGPU_SHM_MAX_FLOATS] = s->ctl->fvals[(s->gen + 1) % 2];
+	double acc;
+	size_t i;
+	int r;
+
+	memcpy(bank[s->rank], vals, n * sizeof *vals);
+	MGPU_TRY(mgpu_shm_barrier(s));
+	for (i = 0; i < n; i++) {
+		for (acc = 0, r = 0; r < s->world; r++)
+			acc += bank[r][i];
+		vals[i] = (float)acc;
+	}
+	return 0;
+}
+
+int mgpu_shm_allreduce_f32(struct mgpu_shm *s, float *vals, size_t n)
+{
+	size_t k;
+
+	for (; n > 0; n -= k, vals += k) {
+		k = n < MGPU_SHM_MAX_FLOATS ? n : MGPU_SHM_MAX_FLOATS;
+		MGPU_TRY(allreduce_f32_chunk(s, vals, k));
 	}
 	return 0;
 }

@@ -27,6 +27,7 @@
 
 #define MGPU_SHM_MAX_RANKS 64
 #define MGPU_SHM_MAX_VALS 16
+#define MGPU_SHM_MAX_FLOATS 512 /* per barrier of mgpu_shm_allreduce_f32 */
 #define MGPU_SHM_MAX_BUCKETS 64
 
 struct mgpu_shm_ctl;
@@ -70,6 +71,10 @@ int mgpu_shm_unlink(const char *name);
  * (in rank order, so every rank gets the same bits). */
 int mgpu_shm_barrier(struct mgpu_shm *s);
 int mgpu_shm_allreduce_f64(struct mgpu_shm *s, double *vals, int n);
+/* Sum n floats over the ranks in place, MGPU_SHM_MAX_FLOATS per barrier:
+ * each element accumulated in double in rank order and rounded once, so
+ * every rank gets the same bits (BatchNorm's statistics, --sync-bn). */
+int mgpu_shm_allreduce_f32(struct mgpu_shm *s, float *vals, size_t n);
 /* Bucket b of this rank's gradient is final / wait until every rank's is. */
 void mgpu_shm_bucket_ready(struct mgpu_shm *s, int b);
 int mgpu_shm_bucket_wait(struct mgpu_shm *s, int b);

@@ -70,11 +70,17 @@ int mgpu_cli_double(const char *opt, const char *s, double min, double max, doub
 
 int mgpu_cli_choice(const char *opt, const char *s, const char *const *words, int *out)
 {
+	return mgpu_cli_choice_n(opt, s, words, -1, out);
+}
+
+int mgpu_cli_choice_n(const char *opt, const char *s, const char *const *words, int n,
+		      int *out)
+{
 	char list[256] = "";
 	size_t len = 0;
 	int i;
 
-	for (i = 0; words[i]; i++) {
+	for (i = 0; words[i] && (n < 0 || i < n); i++) {
 		if (strcmp(s, words[i]) == 0) {
 			*out = i;
 			return 0;

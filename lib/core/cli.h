@@ -17,6 +17,9 @@ int mgpu_cli_size(const char *opt, const char *s, unsigned long long max,
 int mgpu_cli_double(const char *opt, const char *s, double min, double max, double *out);
 /* One of a NULL-terminated list of words; *out is its index. */
 int mgpu_cli_choice(const char *opt, const char *s, const char *const *words, int *out);
+/* The same over the first n words only (n < 0: all of them). */
+int mgpu_cli_choice_n(const char *opt, const char *s, const char *const *words, int n,
+		      int *out);
 /* A comma list of non-negative ints ("0,1,3"), at most max_n of them. */
 int mgpu_cli_int_list(const char *opt, const char *s, int *out, int max_n, int *n);
 

@@ -78,7 +78,7 @@ static int set_value(const struct mgpu_opt *o, void *t, const char *arg)
 	switch (o->type) {
 	case MGPU_OPT_FLAG: *FIELD(t, o, int) = 1; return 0;
 	case MGPU_OPT_CHOICE:
-		MGPU_TRY(mgpu_cli_choice(flag, arg, o->words, &w));
+		MGPU_TRY(mgpu_cli_choice_n(flag, arg, o->words, o->max > 0 ? (int)o->max : -1, &w));
 		*FIELD(t, o, int) = w;
 		return 0;
 	case MGPU_OPT_STR: *FIELD(t, o, const char *) = arg; return 0;

@@ -59,7 +59,8 @@ struct mgpu_opt {
 	int key;              /* short option letter, or 0 */
 	size_t off;           /* offsetof of the field in the target struct */
 	double min, max;      /* numbers: the accepted range */
-	const char *const *words; /* CHOICE: NULL-terminated */
+	const char *const *words; /* CHOICE: NULL-terminated; max > 0 takes
+				   * only the first max of them */
 	/* FUNC: parse arg into target (MGPU_EINVAL + message on a bad value);
 	 * show: the value as a canonical argument, for help and checkpoints. */
 	int (*fn)(void *target, const char *arg);
@@ -78,6 +79,10 @@ struct mgpu_opt {
 	{ t, n, k, offsetof(ty, f), lo, hi, NULL, NULL, NULL, an, h, def, fl }
 #define MGPU_OPT_WORDS(n, ty, f, w, an, h, fl) \
 	{ MGPU_OPT_CHOICE, n, 0, offsetof(ty, f), 0, 0, w, NULL, NULL, an, h, NULL, fl }
+/* A CHOICE of the first count words only: a word list kept once, beside
+ * its enum, of which an option takes a part. */
+#define MGPU_OPT_WORDS_N(n, ty, f, w, count, an, h, fl) \
+	{ MGPU_OPT_CHOICE, n, 0, offsetof(ty, f), 0, count, w, NULL, NULL, an, h, NULL, fl }
 #define MGPU_OPT_CALL(n, k, fnc, shw, an, h, def, fl) \
 	{ MGPU_OPT_FUNC, n, k, 0, 0, 0, NULL, fnc, shw, an, h, def, fl }
 #define MGPU_OPT_HEAD(title) \

@@ -188,7 +188,7 @@ int mgpu_stage_open(struct mgpu_stage *st, struct mgpu_dev *dev, void *host, siz
 	st->host = host;
 	st->nbytes = nbytes;
 	st->ntickets = ntickets;
-	if (dev->ops->host_memory)
+	if (mgpu_ops_can(dev->ops, MGPU_CAP_HOST_MEMORY))
 		return 0;
 	rc = cu_open(st);
 	if (rc < 0)

@@ -124,7 +124,7 @@ int mgpu_upload_open(struct mgpu_upload *u, struct mgpu_dev *dev, size_t cap)
 	u->dev = dev;
 	u->cap = cap;
 	u->cur = 1; /* the first begin takes buffer 0 */
-	rc = dev->ops->host_memory ? host_open(u) : cu_open(u);
+	rc = mgpu_ops_can(dev->ops, MGPU_CAP_HOST_MEMORY) ? host_open(u) : cu_open(u);
 	if (rc < 0)
 		mgpu_upload_close(u);
 	return rc;

@@ -562,6 +562,13 @@ static float attn_scale(const struct mgpu_gpt *g)
 	return 1.0f / sqrtf((float)g->Dh);
 }
 
+/* Attention rounds its operands under bf16; fp16's products keep fp32
+ * attention (there is no fp16 attention op). */
+static enum mgpu_prec attn_prec(const struct mgpu_model *m)
+{
+	return m->prec == MGPU_PREC_BF16 ? MGPU_PREC_BF16 : MGPU_PREC_FP32;
+}
+
 /* k->y (N,D) = causal multi-head attention of qkv (N,3D), which backward
  * does not need (it keeps the heads' copies): scratch, as yh is. */
 static int attention(struct mgpu_model *m, struct gpt_block *k, const float *qkv, int B,
@@ -575,7 +582,7 @@ static int attention(struct mgpu_model *m, struct gpt_block *k, const float *qkv
 	MGPU_TRY(o->heads_split(m->dev, k->k, qkv + g->D, D3, B, T, g->H, Dh));
 	MGPU_TRY(o->heads_split(m->dev, k->v, qkv + 2 * g->D, D3, B, T, g->H, Dh));
 	MGPU_TRY(o->attn_fwd(m->dev, yh, k->lse, k->q, k->k, k->v, B * g->H, T, Dh,
-			     attn_scale(g), m->prec == MGPU_PREC_BF16));
+			     attn_scale(g), attn_prec(m)));
 	return o->heads_merge(m->dev, k->y, g->D, yh, B, T, g->H, Dh);
 }
 
@@ -686,7 +693,7 @@ static int attention_bwd(struct mgpu_model *m, struct gpt_block *k, int B, const
 	MGPU_TRY(o->heads_split(m->dev, dyh, dy, D, B, T, H, Dh));
 	MGPU_TRY(o->heads_split(m->dev, yh, k->y, D, B, T, H, Dh));
 	MGPU_TRY(o->attn_bwd(m->dev, g->dq, g->dk, g->dv, k->q, k->k, k->v, yh, dyh, k->lse,
-			     B * H, T, Dh, attn_scale(g), m->prec == MGPU_PREC_BF16));
+			     B * H, T, Dh, attn_scale(g), attn_prec(m)));
 	MGPU_TRY(o->heads_merge(m->dev, dqkv, 3 * D, g->dq, B, T, H, Dh));
 	MGPU_TRY(o->heads_merge(m->dev, dqkv + D, 3 * D, g->dk, B, T, H, Dh));
 	return o->heads_merge(m->dev, dqkv + 2 * D, 3 * D, g->dv, B, T, H, Dh);

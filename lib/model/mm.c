@@ -8,11 +8,6 @@
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
 
-const char *mgpu_prec_name(int prec)
-{
-	return prec == MGPU_PREC_BF16 ? "bf16" : prec == MGPU_PREC_FP16 ? "fp16" : "fp32";
-}
-
 int mgpu_model_set_prec(struct mgpu_model *m, int prec)
 {
 	if (prec != MGPU_PREC_FP32 && prec != MGPU_PREC_BF16 && prec != MGPU_PREC_FP16)
@@ -101,23 +96,20 @@ int mgpu_mm_strided(struct mgpu_model *m, enum mgpu_trans ta, enum mgpu_trans tb
 
 	/* alpha == 0 or K == 0 reads neither A nor B: nothing to round */
 	if (m->prec == MGPU_PREC_FP32 || alpha == 0.0f || K == 0)
-		return o->sgemm_strided(m->dev, ta, tb, M, N, K, alpha, A, lda, sa, Bm, ldb, sb,
-					beta, C, ldc, sc, batch);
+		return o->gemm(m->dev, MGPU_PREC_FP32, ta, tb, M, N, K, alpha, A, lda, sa, Bm, ldb,
+			       sb, beta, C, ldc, sc, batch);
 	MGPU_TRY(as_16(m, 0, A, span(ta == MGPU_N ? M : K, ta == MGPU_N ? K : M, lda, sa, batch),
 		       &a16));
 	MGPU_TRY(as_16(m, 1, Bm, span(tb == MGPU_N ? K : N, tb == MGPU_N ? N : K, ldb, sb, batch),
 		       &b16));
-	return (m->prec == MGPU_PREC_FP16 ? o->gemm_f16 : o->gemm_bf16)(
-		m->dev, ta, tb, M, N, K, alpha, a16, lda, sa, b16, ldb, sb, beta, C, ldc, sc, batch);
+	return o->gemm(m->dev, m->prec, ta, tb, M, N, K, alpha, a16, lda, sa, b16, ldb, sb, beta,
+		       C, ldc, sc, batch);
 }
 
 int mgpu_mm(struct mgpu_model *m, enum mgpu_trans ta, enum mgpu_trans tb, int M, int N,
 	    int K, float alpha, const float *A, int lda, const float *Bm, int ldb, float beta,
 	    float *C, int ldc)
 {
-	if (m->prec == MGPU_PREC_FP32)
-		return m->dev->ops->sgemm(m->dev, ta, tb, M, N, K, alpha, A, lda, Bm, ldb, beta,
-					  C, ldc);
 	return mgpu_mm_strided(m, ta, tb, M, N, K, alpha, A, lda, 0, Bm, ldb, 0, beta, C, ldc,
 			       0, 1);
 }

@@ -28,7 +28,7 @@
 
 #include "gpu/upload.h" /* struct mgpu_upload */
 #include "model/spec.h"    /* struct mgpu_spec */
-#include "ops/ops.h"    /* struct mgpu_dev */
+#include "ops/ops.h"    /* struct mgpu_dev, enum mgpu_prec */
 
 struct mgpu_arch; /* model/arch.h */
 
@@ -114,11 +114,6 @@ enum mgpu_stat {
 	MGPU_STATS = 16,       /* slots */
 };
 
-/* What the model's matrix products take: fp32, or bf16 inputs with fp32
- * accumulation (mixed precision: fp32 master weights, gradients,
- * optimizer state and reductions; see model/mm.h). */
-enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1, MGPU_PREC_FP16 = 2 };
-
 /* A batch as the data source serves it (data/source.h): B rows of dtype
  * (enum mgpu_dtype: uint8 or float32 features, or token ids of 1, 2 or 4
  * bytes) and B labels. Each family takes the dtypes it reads. */
@@ -137,11 +132,10 @@ int mgpu_model_create(struct mgpu_model *m, const struct mgpu_spec *spec,
  * on one node share w and give each rank a gradient slot this way. */
 int mgpu_model_create_ext(struct mgpu_model *m, const struct mgpu_spec *spec,
 			  struct mgpu_dev *dev, int max_batch, float *w, float *g);
-/* Set the precision of the products (fp32 after create); allocates the
- * bf16 copy of the weights. Before the first forward. */
+/* Set the precision of the products (enum mgpu_prec of ops.h; fp32 after
+ * create); allocates the 16-bit copy of the weights. Before the first
+ * forward. */
 int mgpu_model_set_prec(struct mgpu_model *m, int prec);
-/* "fp32" or "bf16". */
-const char *mgpu_prec_name(int prec);
 /* Number of parameters a spec has, without building the model. */
 size_t mgpu_model_count(const struct mgpu_spec *spec);
 void mgpu_model_free(struct mgpu_model *m);

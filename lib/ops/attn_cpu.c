@@ -57,6 +57,14 @@ static int scratch_for(struct mgpu_dev *dev, int T, int Dh, int nr, int bf16,
 	return mgpu_cpu_grow(&(*s)->r, &(*s)->cap_r, (bf16 ? (size_t)nr * blk : 0) + (size_t)T);
 }
 
+/* C = op(A) op(B) + beta C in fp32: one product of the table's gemm. */
+static int mm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m, int n, int k,
+	      const float *A, int lda, const float *Bm, int ldb, float beta, float *C, int ldc)
+{
+	return cpu->gemm(dev, MGPU_PREC_FP32, ta, tb, m, n, k, 1.0f, A, lda, 0, Bm, ldb, 0, beta,
+			 C, ldc, 0, 1);
+}
+
 /* S (rows, n) = A_t B^T for the row tile of A at i0 and the first n rows
  * of B: scores (A = q, B = k) or dP (A = dy, B = v). */
 static int tile_scores(struct mgpu_dev *dev, float *S, const float *A, const float *Bm,
@@ -64,8 +72,7 @@ static int tile_scores(struct mgpu_dev *dev, float *S, const float *A, const flo
 {
 	int n = i0 + rows;
 
-	return cpu->sgemm(dev, MGPU_T, MGPU_N, n, rows, Dh, 1.0f, Bm, Dh, A + (size_t)i0 * Dh,
-			  Dh, 0.0f, S, n);
+	return mm(dev, MGPU_T, MGPU_N, n, rows, Dh, Bm, Dh, A + (size_t)i0 * Dh, Dh, 0.0f, S, n);
 }
 
 /* One block's forward: q, k, v, y (T,Dh), lse (T). */
@@ -88,24 +95,23 @@ static int fwd_block(struct mgpu_dev *dev, struct mgpu_cpu_scratch *s, float *y,
 		rows = T - i0 < ROWS ? T - i0 : ROWS;
 		MGPU_TRY(tile_scores(dev, s->s, q, k, i0, rows, Dh));
 		mgpu_cpu_attn_fwd_rows(s->s, rows, i0, scale, lse + i0, bf16);
-		MGPU_TRY(cpu->sgemm(dev, MGPU_N, MGPU_N, Dh, rows, i0 + rows, 1.0f, v, Dh, s->s,
-				    i0 + rows, 0.0f, y + (size_t)i0 * Dh, Dh));
+		MGPU_TRY(mm(dev, MGPU_N, MGPU_N, Dh, rows, i0 + rows, v, Dh, s->s, i0 + rows, 0.0f,
+			    y + (size_t)i0 * Dh, Dh));
 	}
 	return 0;
 }
 
 int mgpu_cpu_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 		      const float *k, const float *v, int BH, int T, int Dh, float scale,
-		      int bf16)
+		      enum mgpu_prec prec)
 {
 	struct mgpu_cpu_scratch *s = NULL;
+	int b, bf16 = prec == MGPU_PREC_BF16;
 	size_t off;
-	int b;
 
-	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
-	bf16 = bf16 != 0;
 	MGPU_TRY(scratch_for(dev, T, Dh, 3, bf16, &s));
 	for (b = 0; b < BH; b++) {
 		off = (size_t)b * (size_t)T * (size_t)Dh;
@@ -148,12 +154,9 @@ static int bwd_tile(struct mgpu_dev *dev, struct mgpu_cpu_scratch *s, const stru
 	MGPU_TRY(tile_scores(dev, s->s, in->q, in->k, i0, rows, Dh));
 	MGPU_TRY(tile_scores(dev, s->dp, in->dy, in->v, i0, rows, Dh));
 	mgpu_cpu_attn_bwd_rows(s->s, s->dp, rows, i0, scale, in->lse + i0, in->D + i0, bf16);
-	MGPU_TRY(cpu->sgemm(dev, MGPU_N, MGPU_T, Dh, n, rows, 1.0f, in->dy + at, Dh, s->s, n,
-			    beta, dv, Dh));
-	MGPU_TRY(cpu->sgemm(dev, MGPU_N, MGPU_T, Dh, n, rows, 1.0f, in->q + at, Dh, s->dp, n,
-			    beta, dk, Dh));
-	return cpu->sgemm(dev, MGPU_N, MGPU_N, Dh, rows, n, 1.0f, in->k, Dh, s->dp, n, 0.0f,
-			  dq + at, Dh);
+	MGPU_TRY(mm(dev, MGPU_N, MGPU_T, Dh, n, rows, in->dy + at, Dh, s->s, n, beta, dv, Dh));
+	MGPU_TRY(mm(dev, MGPU_N, MGPU_T, Dh, n, rows, in->q + at, Dh, s->dp, n, beta, dk, Dh));
+	return mm(dev, MGPU_N, MGPU_N, Dh, rows, n, in->k, Dh, s->dp, n, 0.0f, dq + at, Dh);
 }
 
 /* One block's backward, tiles last to first. */
@@ -187,16 +190,15 @@ static int bwd_block(struct mgpu_dev *dev, struct mgpu_cpu_scratch *s, float *dq
 
 int mgpu_cpu_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
 		      const float *k, const float *v, const float *y, const float *dy,
-		      const float *lse, int BH, int T, int Dh, float scale, int bf16)
+		      const float *lse, int BH, int T, int Dh, float scale, enum mgpu_prec prec)
 {
 	struct mgpu_cpu_scratch *s = NULL;
+	int b, bf16 = prec == MGPU_PREC_BF16;
 	size_t off;
-	int b;
 
-	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
-	bf16 = bf16 != 0;
 	MGPU_TRY(scratch_for(dev, T, Dh, 4, bf16, &s));
 	for (b = 0; b < BH; b++) {
 		off = (size_t)b * (size_t)T * (size_t)Dh;

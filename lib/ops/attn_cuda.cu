@@ -446,14 +446,14 @@ static int grid_of(const char *op, int BH, int T, int rows, int *ntiles, unsigne
 
 extern "C" int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 				  const float *k, const float *v, int BH, int T, int Dh,
-				  float scale, int bf16)
+				  float scale, enum mgpu_prec prec)
 {
 	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
 	size_t bytes = fwd_bytes(Dh);
 	unsigned blocks = 0;
-	int nt = 0;
+	int nt = 0, bf16 = prec == MGPU_PREC_BF16;
 
-	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
 	CU(cudaSetDevice(dev->index));
@@ -461,7 +461,7 @@ extern "C" int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, co
 	if (bf16 && mgpu_cuda_attn_tc(dev, Dh, 0))
 		return mgpu_cuda_attn_fwd_tc(dev, y, lse, q, k, v, T, Dh, scale, nt, blocks);
 	MGPU_TRY(smem_for(dev, (const void *)k_attn_fwd, bytes, "attn_fwd", Dh));
-	k_attn_fwd<<<blocks, THREADS, bytes, st>>>(y, lse, q, k, v, T, Dh, scale, bf16 != 0, nt);
+	k_attn_fwd<<<blocks, THREADS, bytes, st>>>(y, lse, q, k, v, T, Dh, scale, bf16, nt);
 	LAUNCHED();
 	return 0;
 }
@@ -469,16 +469,15 @@ extern "C" int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, co
 extern "C" int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv,
 				  const float *q, const float *k, const float *v, const float *y,
 				  const float *dy, const float *lse, int BH, int T, int Dh,
-				  float scale, int bf16)
+				  float scale, enum mgpu_prec prec)
 {
 	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
 	unsigned blocks = 0;
-	int nt = 0;
+	int nt = 0, bf16 = prec == MGPU_PREC_BF16;
 
-	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
-	bf16 = bf16 != 0;
 	CU(cudaSetDevice(dev->index));
 	MGPU_TRY(grid_of("attn_bwd", BH, T, BR, &nt, &blocks));
 	if (bf16 && mgpu_cuda_attn_tc(dev, Dh, 1))

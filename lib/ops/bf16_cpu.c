@@ -1,6 +1,6 @@
 /*
- * bf16_cpu.c - the cpu backend's bf16 GEMM (gemm_bf16 of ops.h, and
- * gemm_f16 on the same fallback), apart
+ * bf16_cpu.c - the cpu backend's 16-bit products (gemm of ops.h in bf16,
+ * and fp16 on the same fallback), apart
  * from ops_cpu.c because of what it must find out about OpenBLAS.
  *
  * OpenBLAS has cblas_sbgemm only when it was built with BUILD_BFLOAT16
@@ -27,7 +27,6 @@
 
 #include "core/err.h"  /* mgpu_err, MGPU_TRY */
 #include "ops/elem.h"  /* mgpu_bf16_from_f32, mgpu_bf16_to_f32, mgpu_hash64 */
-#include "ops/loops.h" /* ops_check_sgemm_strided */
 
 #pragma weak cblas_sbgemm
 
@@ -219,42 +218,29 @@ void mgpu_cpu_release(struct mgpu_dev *dev)
 	dev->impl = NULL;
 }
 
-int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		       int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-		       const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-		       long long sc, int batch)
+int mgpu_cpu_gemm16(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
+		    enum mgpu_trans tb, int m, int n, int k, float alpha, const uint16_t *A, int lda,
+		    long long sa, const uint16_t *Bm, int ldb, long long sb, float beta, float *C,
+		    int ldc, long long sc, int batch)
 {
 	struct mgpu_cpu_scratch *s = NULL;
 	int i;
 
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
 	if (m == 0 || n == 0 || batch == 0)
 		return 0;
-	pthread_once(&probe_once, probe);
-	if (use_sbgemm) {
-		for (i = 0; i < batch; i++)
-			cblas_sbgemm(CblasColMajor, cblas_t(ta), cblas_t(tb), m, n, k, alpha,
-				     A + i * sa, lda, Bm + i * sb, ldb, beta, C + i * sc, ldc);
-		return 0;
+	/* OpenBLAS has no fp16 GEMM of this kind (its shgemm is not in
+	 * Debian's): fp16 always takes the widened inputs, exact as for bf16 */
+	if (prec == MGPU_PREC_BF16) {
+		pthread_once(&probe_once, probe);
+		if (use_sbgemm) {
+			for (i = 0; i < batch; i++)
+				cblas_sbgemm(CblasColMajor, cblas_t(ta), cblas_t(tb), m, n, k,
+					     alpha, A + i * sa, lda, Bm + i * sb, ldb, beta,
+					     C + i * sc, ldc);
+			return 0;
+		}
 	}
 	MGPU_TRY(mgpu_cpu_scratch(dev, &s));
-	return fallback(s, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
-			ldc, sc, batch, 0);
-}
-
-/* OpenBLAS has no fp16 GEMM of this kind (its shgemm is not in Debian's):
- * always the widened inputs, exact as for bf16. */
-int mgpu_cpu_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		      int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-		      const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-		      long long sc, int batch)
-{
-	struct mgpu_cpu_scratch *s = NULL;
-
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
-	if (m == 0 || n == 0 || batch == 0)
-		return 0;
-	MGPU_TRY(mgpu_cpu_scratch(dev, &s));
-	return fallback(s, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
-			ldc, sc, batch, 1);
+	return fallback(s, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C, ldc, sc,
+			batch, prec == MGPU_PREC_FP16);
 }

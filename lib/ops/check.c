@@ -21,7 +21,7 @@
 
 #define MAXBUF 16
 #define TINY 1e-30
-#define SENTINEL 7777.0f /* sgemm's C padding: must survive untouched */
+#define SENTINEL 7777.0f /* gemm's C padding: must survive untouched */
 
 /* The buffers of one case: host memory, and each device buffer on both. */
 struct run {
@@ -212,45 +212,6 @@ static int max1(int a)
 	return a > 1 ? a : 1;
 }
 
-static int case_sgemm(struct run *r, const struct mgpu_ops_case *c)
-{
-	int ar = c->ta == MGPU_N ? c->m : c->k, ac = c->ta == MGPU_N ? c->k : c->m;
-	int br = c->tb == MGPU_N ? c->k : c->n, bc = c->tb == MGPU_N ? c->n : c->k;
-	int lda = c->lda ? c->lda : max1(ar), ldb = c->ldb ? c->ldb : max1(br);
-	int ldc = c->ldc ? c->ldc : max1(c->m), ia, ib, ic, s;
-	size_t nc = (size_t)ldc * c->n, i, j;
-	float *A, *Bm, *C, *c0, *c1;
-	struct err e = { 0.0 };
-	char shape[64];
-
-	NEWF(A, r, (size_t)lda * ac);
-	NEWF(Bm, r, (size_t)ldb * bc);
-	NEWF(C, r, nc);
-	NEWF(c0, r, nc);
-	NEWF(c1, r, nc);
-	fill_padded(r->p, A, ar, ac, lda, NAN, 0);
-	fill_padded(r->p, Bm, br, bc, ldb, NAN, 0);
-	fill_padded(r->p, C, c->m, c->n, ldc, SENTINEL, c->beta == 0.0f);
-	MGPU_TRY(up(r, A, (size_t)lda * ac * sizeof *A, &ia));
-	MGPU_TRY(up(r, Bm, (size_t)ldb * bc * sizeof *Bm, &ib));
-	MGPU_TRY(up(r, C, nc * sizeof *C, &ic));
-	for (s = 0; s < 2; s++)
-		MGPU_TRY(devof(r, s)->ops->sgemm(devof(r, s), c->ta, c->tb, c->m, c->n, c->k,
-					       c->alpha, dptr(r, ia, s), lda, dptr(r, ib, s), ldb,
-					       c->beta, dptr(r, ic, s), ldc));
-	MGPU_TRY(down(r, ic, c0, c1));
-	err_add(&e, rel_err_ld(c0, c1, (size_t)c->m, (size_t)c->n, (size_t)ldc));
-	for (j = 0; j < (size_t)c->n; j++) /* the padding of C is not C's */
-		for (i = (size_t)c->m; i < (size_t)ldc; i++)
-			if (c0[i + j * ldc] != SENTINEL || c1[i + j * ldc] != SENTINEL)
-				err_add(&e, INFINITY);
-	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c ld=%d,%d,%d a=%g b=%g", c->m,
-		 c->n, c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', lda,
-		 ldb, ldc, (double)c->alpha, (double)c->beta);
-	mgpu_ops_report_add(r->p, "sgemm", shape, e.worst);
-	return 0;
-}
-
 static int case_nrm2(struct run *r, const struct mgpu_ops_case *c)
 {
 	size_t n = (size_t)c->n;
@@ -265,25 +226,6 @@ static int case_nrm2(struct run *r, const struct mgpu_ops_case *c)
 		MGPU_TRY(devof(r, s)->ops->nrm2(devof(r, s), n, dptr(r, ix, s), &out[s]));
 	snprintf(shape, sizeof shape, "n=%zu", n);
 	mgpu_ops_report_add(r->p, "nrm2", shape, rel_err_ld(&out[0], &out[1], 1, 1, 1));
-	return 0;
-}
-
-static int case_scal(struct run *r, const struct mgpu_ops_case *c)
-{
-	size_t n = (size_t)c->n;
-	struct err e = { 0.0 };
-	float *x;
-	int ix, s;
-	char shape[64];
-
-	NEWF(x, r, n);
-	fill(r->p, x, n, -1.0f, 1.0f);
-	MGPU_TRY(up(r, x, n * sizeof *x, &ix));
-	for (s = 0; s < 2; s++)
-		MGPU_TRY(devof(r, s)->ops->scal(devof(r, s), n, c->alpha, dptr(r, ix, s)));
-	MGPU_TRY(cmp_out(r, &e, ix, n));
-	snprintf(shape, sizeof shape, "n=%zu alpha=%g", n, (double)c->alpha);
-	mgpu_ops_report_add(r->p, "scal", shape, e.worst);
 	return 0;
 }
 
@@ -310,16 +252,16 @@ static int case_bias_act(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(up(r, Z, n * sizeof *Z, &iz));
 	MGPU_TRY(up(r, b, (size_t)c->n * sizeof *b, &ib));
 	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
-	if (c->flag)
+	if (c->in_place)
 		iy = iz;
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->bias_act(devof(r, s), c->act, dptr(r, iy, s), dptr(r, iz, s),
 						  dptr(r, ib, s), c->m, c->n));
 	MGPU_TRY(cmp_out(r, &e, iy, n));
-	if (!c->flag)
+	if (!c->in_place)
 		MGPU_TRY(cmp_out(r, &e, iz, n));
 	snprintf(shape, sizeof shape, "B=%d D=%d %s%s", c->m, c->n, act_name(c->act),
-		 c->flag ? " in-place" : "");
+		 c->in_place ? " in-place" : "");
 	mgpu_ops_report_add(r->p, "bias_act", shape, e.worst);
 	return 0;
 }
@@ -341,14 +283,14 @@ static int case_act_bwd(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(up(r, dY, n * sizeof *dY, &idy));
 	MGPU_TRY(up(r, Z, n * sizeof *Z, &iz));
 	MGPU_TRY(up(r, dZ, n * sizeof *dZ, &idz));
-	if (c->flag)
+	if (c->in_place)
 		idz = idy;
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->act_bwd(devof(r, s), c->act, dptr(r, idz, s), dptr(r, idy, s),
 						 dptr(r, iz, s), n));
 	MGPU_TRY(cmp_out(r, &e, idz, n));
 	snprintf(shape, sizeof shape, "n=%zu %s%s", n, act_name(c->act),
-		 c->flag ? " in-place" : "");
+		 c->in_place ? " in-place" : "");
 	mgpu_ops_report_add(r->p, "act_bwd", shape, e.worst);
 	return 0;
 }
@@ -365,15 +307,15 @@ static int case_col_sum(struct run *r, const struct mgpu_ops_case *c)
 	NEWF(db, r, D);
 	fill(r->p, dY, n, -1.0f, 1.0f);
 	fill(r->p, db, D, -1.0f, 1.0f);
-	if (c->beta == 0.0f)
+	if (c->acc == 0.0f)
 		fill_const(db, D, NAN);
 	MGPU_TRY(up(r, dY, n * sizeof *dY, &idy));
 	MGPU_TRY(up(r, db, D * sizeof *db, &idb));
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->col_sum(devof(r, s), dptr(r, idb, s), dptr(r, idy, s), c->m,
-						 c->n, c->beta));
+						 c->n, c->acc));
 	MGPU_TRY(cmp_out(r, &e, idb, D));
-	snprintf(shape, sizeof shape, "B=%d D=%d beta=%g", c->m, c->n, (double)c->beta);
+	snprintf(shape, sizeof shape, "B=%d D=%d beta=%g", c->m, c->n, (double)c->acc);
 	mgpu_ops_report_add(r->p, "col_sum", shape, e.worst);
 	return 0;
 }
@@ -396,7 +338,7 @@ static int ln_bwd(struct run *r, const struct mgpu_ops_case *c, int ix, int ig,
 	fill_const(dX, n, NAN);
 	fill(r->p, dg, D, -1.0f, 1.0f);
 	fill(r->p, dbt, D, -1.0f, 1.0f);
-	if (c->beta == 0.0f) {
+	if (c->acc == 0.0f) {
 		fill_const(dg, D, NAN);
 		fill_const(dbt, D, NAN);
 	}
@@ -410,11 +352,11 @@ static int ln_bwd(struct run *r, const struct mgpu_ops_case *c, int ix, int ig,
 		MGPU_TRY(devof(r, s)->ops->ln_bwd(devof(r, s), dptr(r, idx, s), dptr(r, idg, s),
 						dptr(r, idb, s), dptr(r, idy, s), dptr(r, ix, s),
 						dptr(r, im, s), dptr(r, ir, s), dptr(r, ig, s), c->m, c->n,
-						c->beta));
+						c->acc));
 	MGPU_TRY(cmp_out(r, &e, idx, n));
 	MGPU_TRY(cmp_out(r, &e, idg, D));
 	MGPU_TRY(cmp_out(r, &e, idb, D));
-	snprintf(shape, sizeof shape, "B=%d D=%d acc=%g", c->m, c->n, (double)c->beta);
+	snprintf(shape, sizeof shape, "B=%d D=%d acc=%g", c->m, c->n, (double)c->acc);
 	mgpu_ops_report_add(r->p, "ln_bwd", shape, e.worst);
 	return 0;
 }
@@ -475,14 +417,14 @@ static int case_dropout(struct run *r, const struct mgpu_ops_case *c)
 	fill_const(Y, n, NAN);
 	MGPU_TRY(up(r, X, n * sizeof *X, &ix));
 	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
-	if (c->flag)
+	if (c->in_place)
 		iy = ix;
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->dropout(devof(r, s), dptr(r, iy, s), dptr(r, ix, s), n,
-						 c->alpha, r->p->seed, (uint64_t)c->k));
+						 c->p, r->p->seed, c->offset));
 	MGPU_TRY(cmp_out(r, &e, iy, n));
-	snprintf(shape, sizeof shape, "n=%zu p=%g offset=%d%s", n, (double)c->alpha, c->k,
-		 c->flag ? " in-place" : "");
+	snprintf(shape, sizeof shape, "n=%zu p=%g offset=%llu%s", n, (double)c->p,
+		 (unsigned long long)c->offset, c->in_place ? " in-place" : "");
 	mgpu_ops_report_add(r->p, "dropout", shape, e.worst);
 	return 0;
 }
@@ -505,12 +447,12 @@ static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 	if (!lab)
 		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
 	fill(r->p, L, n, -3.0f, 3.0f);
-	for (i = 0; c->k == 1 && i < n; i++)
+	for (i = 0; c->ties && i < n; i++)
 		L[i] = floorf(L[i]); /* six values: a row's maximum repeats */
 	fill(r->p, u, B, 0.0f, 1.0f);
 	for (i = 0; i < B; i++)
 		lab[i] = (int32_t)(u[i] * (float)c->n) % (c->n ? c->n : 1);
-	for (i = 0; c->k == 2 && c->n > 0 && i < B; i += 2) {
+	for (i = 0; c->nan_rows && c->n > 0 && i < B; i += 2) {
 		L[i * (size_t)c->n] = NAN; /* ref's argmax stays at a NaN first logit */
 		lab[i] = 0;
 	}
@@ -523,16 +465,16 @@ static int case_xent(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(up(r, loss, B * sizeof *loss, &ilo));
 	MGPU_TRY(up(r, corr, B * sizeof *corr, &ico));
 	for (s = 0; s < 2; s++)
-		MGPU_TRY(devof(r, s)->ops->xent(devof(r, s), c->flag ? NULL : dptr(r, idl, s),
+		MGPU_TRY(devof(r, s)->ops->xent(devof(r, s), c->no_grad ? NULL : dptr(r, idl, s),
 					      dptr(r, ilo, s), dptr(r, ico, s), dptr(r, il, s),
 					      (const int32_t *)r->d[ilab][s], c->m, c->n,
-					      c->alpha));
-	MGPU_TRY(cmp_out_nan(r, &e, ilo, B, c->k == 2));
+					      c->scale));
+	MGPU_TRY(cmp_out_nan(r, &e, ilo, B, c->nan_rows));
 	MGPU_TRY(cmp_out(r, &e, ico, B));
-	if (!c->flag)
-		MGPU_TRY(cmp_out_nan(r, &e, idl, n, c->k == 2));
-	snprintf(shape, sizeof shape, "B=%d C=%d scale=%g%s%s", c->m, c->n, (double)c->alpha,
-		 c->flag ? " no-grad" : "", c->k == 1 ? " ties" : c->k == 2 ? " nan" : "");
+	if (!c->no_grad)
+		MGPU_TRY(cmp_out_nan(r, &e, idl, n, c->nan_rows));
+	snprintf(shape, sizeof shape, "B=%d C=%d scale=%g%s%s%s", c->m, c->n, (double)c->scale,
+		 c->no_grad ? " no-grad" : "", c->ties ? " ties" : "", c->nan_rows ? " nan" : "");
 	mgpu_ops_report_add(r->p, "xent", shape, e.worst);
 	return 0;
 }
@@ -559,18 +501,19 @@ static int case_u8(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->u8_to_f32(devof(r, s), dptr(r, iy, s),
-						   (const uint8_t *)r->d[ix][s], n, c->alpha,
-						   c->beta));
+						   (const uint8_t *)r->d[ix][s], n, c->scale,
+						   c->shift));
 	MGPU_TRY(cmp_out(r, &e, iy, n));
-	snprintf(shape, sizeof shape, "n=%zu scale=%g shift=%g", n, (double)c->alpha,
-		 (double)c->beta);
+	snprintf(shape, sizeof shape, "n=%zu scale=%g shift=%g", n, (double)c->scale,
+		 (double)c->shift);
 	mgpu_ops_report_add(r->p, "u8_to_f32", shape, e.worst);
 	return 0;
 }
 
 static int case_sgd(struct run *r, const struct mgpu_ops_case *c)
 {
-	struct mgpu_sgd_hp hp = { 0.1f, c->beta, 1e-4f, 0.5f, c->flag };
+	struct mgpu_sgd_hp hp = { .lr = 0.1f, .momentum = c->momentum, .weight_decay = 1e-4f,
+				  .grad_scale = 0.5f, .nesterov = c->nesterov };
 	size_t n = (size_t)c->n;
 	struct err e = { 0.0 };
 	float *w, *g1, *g2, *mom;
@@ -595,8 +538,8 @@ static int case_sgd(struct run *r, const struct mgpu_ops_case *c)
 	}
 	MGPU_TRY(cmp_out(r, &e, iw, n));
 	MGPU_TRY(cmp_out(r, &e, im, n));
-	snprintf(shape, sizeof shape, "n=%zu momentum=%g%s 2 steps", n, (double)c->beta,
-		 c->flag ? " nesterov" : "");
+	snprintf(shape, sizeof shape, "n=%zu momentum=%g%s 2 steps", n, (double)c->momentum,
+		 c->nesterov ? " nesterov" : "");
 	mgpu_ops_report_add(r->p, "sgd", shape, e.worst);
 	return 0;
 }
@@ -668,20 +611,43 @@ static void cmp_batch_c(struct err *e, const float *c0, const float *c1, int m, 
 	}
 }
 
-static int case_sgemm_strided(struct run *r, const struct mgpu_ops_case *c)
+/* A float array as bf16 or fp16 (prec), rounded to nearest even (NaN
+ * padding stays NaN). */
+static uint16_t *to_16(struct run *r, const float *x, size_t n, enum mgpu_prec prec)
+{
+	uint16_t *h = hnew(r, n * sizeof *h);
+	size_t i;
+
+	for (i = 0; h && i < n; i++)
+		h[i] = prec == MGPU_PREC_FP16 ? mgpu_f16_from_f32(x[i]) : mgpu_bf16_from_f32(x[i]);
+	return h;
+}
+
+/* The gemm op: one or `batch` padded products with NaN in A's and B's padding
+ * and gaps (never read), C NaN-filled under beta == 0, its padding and
+ * gaps a sentinel (never written); 16-bit inputs rounded on the host. */
+static int case_gemm(struct run *r, const struct mgpu_ops_case *c)
 {
 	int ar = c->ta == MGPU_N ? c->m : c->k, ac = c->ta == MGPU_N ? c->k : c->m;
 	int br = c->tb == MGPU_N ? c->k : c->n, bc = c->tb == MGPU_N ? c->n : c->k;
 	int lda = c->lda ? c->lda : max1(ar), ldb = c->ldb ? c->ldb : max1(br);
-	int ldc = c->ldc ? c->ldc : max1(c->m), gap = c->lda ? 5 : 0, nb = c->flag;
+	int ldc = c->ldc ? c->ldc : max1(c->m), nb = c->strided ? c->batch : 1;
+	int gap = c->strided && c->lda ? 5 : 0, wide = c->prec != MGPU_PREC_FP32;
 	long long sa = (long long)lda * ac + gap, sb = (long long)ldb * bc + gap;
-	long long sc = (long long)ldc * c->n + gap;
+	long long sc = (long long)ldc * c->n + gap, st = c->strided ? 1 : 0;
 	size_t na = (size_t)sa * nb, nbm = (size_t)sb * nb, nc = (size_t)sc * nb;
+	size_t esz = wide ? sizeof(uint16_t) : sizeof(float);
+	static const char *const rows[] = { [MGPU_PREC_FP32] = "gemm",
+					    [MGPU_PREC_BF16] = "gemm_bf16",
+					    [MGPU_PREC_FP16] = "gemm_f16" };
 	float *A, *Bm, *C, *c0, *c1;
+	const void *ah, *bh;
 	struct err e = { 0.0 };
 	int ia, ib, ic, s;
 	char shape[64];
 
+	if (c->prec < MGPU_PREC_FP32 || c->prec > MGPU_PREC_FP16)
+		return mgpu_err(MGPU_EINVAL, "unknown precision %d", (int)c->prec);
 	NEWF(A, r, na);
 	NEWF(Bm, r, nbm);
 	NEWF(C, r, nc);
@@ -690,22 +656,31 @@ static int case_sgemm_strided(struct run *r, const struct mgpu_ops_case *c)
 	fill_batch(r->p, A, ar, ac, lda, sa, nb, NAN, 0);
 	fill_batch(r->p, Bm, br, bc, ldb, sb, nb, NAN, 0);
 	fill_batch(r->p, C, c->m, c->n, ldc, sc, nb, SENTINEL, c->beta == 0.0f);
-	MGPU_TRY(up(r, A, na * sizeof *A, &ia));
-	MGPU_TRY(up(r, Bm, nbm * sizeof *Bm, &ib));
+	ah = wide ? (const void *)to_16(r, A, na, c->prec) : A;
+	bh = wide ? (const void *)to_16(r, Bm, nbm, c->prec) : Bm;
+	if (!ah || !bh)
+		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+	MGPU_TRY(up(r, ah, na * esz, &ia));
+	MGPU_TRY(up(r, bh, nbm * esz, &ib));
 	MGPU_TRY(up(r, C, nc * sizeof *C, &ic));
 	for (s = 0; s < 2; s++)
-		MGPU_TRY(devof(r, s)->ops->sgemm_strided(
-			devof(r, s), c->ta, c->tb, c->m, c->n, c->k, c->alpha, dptr(r, ia, s), lda,
-			sa, dptr(r, ib, s), ldb, sb, c->beta, dptr(r, ic, s), ldc, sc, nb));
+		MGPU_TRY(devof(r, s)->ops->gemm(devof(r, s), c->prec, c->ta, c->tb, c->m, c->n,
+						c->k, c->alpha, r->d[ia][s], lda, sa * st,
+						r->d[ib][s], ldb, sb * st, c->beta, dptr(r, ic, s),
+						ldc, sc * st, nb));
 	MGPU_TRY(down(r, ic, c0, c1));
 	cmp_batch_c(&e, c0, c1, c->m, c->n, ldc, sc, nb);
-	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m, c->n,
-		 c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', nb, gap,
-		 (double)c->beta);
-	mgpu_ops_report_add(r->p, "sgemm_strided", shape, e.worst);
+	if (c->strided)
+		snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m,
+			 c->n, c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T',
+			 c->batch, gap, (double)c->beta);
+	else
+		snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c ld=%d,%d,%d a=%g b=%g", c->m,
+			 c->n, c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', lda,
+			 ldb, ldc, (double)c->alpha, (double)c->beta);
+	mgpu_ops_report_add(r->p, rows[c->prec], shape, e.worst);
 	return 0;
 }
-
 static int case_add(struct run *r, const struct mgpu_ops_case *c)
 {
 	size_t n = (size_t)c->n;
@@ -723,13 +698,13 @@ static int case_add(struct run *r, const struct mgpu_ops_case *c)
 	MGPU_TRY(up(r, X1, n * sizeof *X1, &i1));
 	MGPU_TRY(up(r, X2, n * sizeof *X2, &i2));
 	MGPU_TRY(up(r, Y, n * sizeof *Y, &iy));
-	iy = c->flag == 1 ? i1 : c->flag == 2 ? i2 : iy;
+	iy = c->in_place == 1 ? i1 : c->in_place == 2 ? i2 : iy;
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->add(devof(r, s), dptr(r, iy, s), dptr(r, i1, s),
 					       dptr(r, i2, s), n));
 	MGPU_TRY(cmp_out(r, &e, iy, n));
 	snprintf(shape, sizeof shape, "n=%zu%s", n,
-		 c->flag == 1 ? " Y=X1" : c->flag == 2 ? " Y=X2" : "");
+		 c->in_place == 1 ? " Y=X1" : c->in_place == 2 ? " Y=X2" : "");
 	mgpu_ops_report_add(r->p, "add", shape, e.worst);
 	return 0;
 }
@@ -752,7 +727,7 @@ static int32_t *new_ids(struct run *r, size_t n, int V)
 /* Backward half of case_emb; the ids are uploaded as iid. */
 static int emb_bwd(struct run *r, const struct mgpu_ops_case *c, int iid)
 {
-	int B = c->m, T = c->k, D = c->n, V = c->lda;
+	int B = c->m, T = c->k, D = c->n, V = c->V;
 	size_t N = (size_t)B * T, nt = (size_t)V * D, np = (size_t)T * D;
 	struct err e = { 0.0 };
 	float *dY, *dwte, *dwpe;
@@ -765,7 +740,7 @@ static int emb_bwd(struct run *r, const struct mgpu_ops_case *c, int iid)
 	fill(r->p, dY, N * D, -1.0f, 1.0f);
 	fill(r->p, dwte, nt, -1.0f, 1.0f);
 	fill(r->p, dwpe, np, -1.0f, 1.0f);
-	if (c->beta == 0.0f) {
+	if (c->acc == 0.0f) {
 		fill_const(dwte, nt, NAN);
 		fill_const(dwpe, np, NAN);
 	}
@@ -776,17 +751,17 @@ static int emb_bwd(struct run *r, const struct mgpu_ops_case *c, int iid)
 		MGPU_TRY(devof(r, s)->ops->emb_bwd(devof(r, s), dptr(r, it, s), dptr(r, ip, s),
 						   dptr(r, idy, s),
 						   (const int32_t *)r->d[iid][s], B, T, V, D,
-						   c->beta));
+						   c->acc));
 	MGPU_TRY(cmp_out(r, &e, it, nt));
 	MGPU_TRY(cmp_out(r, &e, ip, np));
-	snprintf(shape, sizeof shape, "B=%d T=%d V=%d D=%d acc=%g", B, T, V, D, (double)c->beta);
+	snprintf(shape, sizeof shape, "B=%d T=%d V=%d D=%d acc=%g", B, T, V, D, (double)c->acc);
 	mgpu_ops_report_add(r->p, "emb_bwd", shape, e.worst);
 	return 0;
 }
 
 static int case_emb(struct run *r, const struct mgpu_ops_case *c)
 {
-	int B = c->m, T = c->k, D = c->n, V = c->lda;
+	int B = c->m, T = c->k, D = c->n, V = c->V;
 	size_t N = (size_t)B * T, nt = (size_t)V * D, np = (size_t)T * D;
 	struct err e = { 0.0 };
 	float *wte, *wpe, *Y;
@@ -841,7 +816,7 @@ static int flash_bwd(struct run *r, const struct mgpu_ops_case *c, int iq, int i
 						    dptr(r, ig[1], s), dptr(r, ig[2], s),
 						    dptr(r, iq, s), dptr(r, ik, s), dptr(r, iv, s),
 						    dptr(r, iy, s), dptr(r, idy, s), dptr(r, il, s),
-						    c->m, c->n, c->k, c->alpha, c->flag));
+						    c->m, c->n, c->k, c->scale, c->prec));
 	/* one error over dq, dk, dv together: at T = 1 dq and dk are 0 up
 	 * to rounding (ds = p (dp - D) with p = 1, dp = D) and would be
 	 * measured against their own noise */
@@ -850,7 +825,8 @@ static int flash_bwd(struct run *r, const struct mgpu_ops_case *c, int iq, int i
 	for (g = 0; g < 3; g++)
 		MGPU_TRY(down(r, ig[g], g0 + g * n, g1 + g * n));
 	err_vec(&e, g0, g1, 3 * n);
-	mgpu_ops_report_add(r->p, c->flag ? "attn_bwd_bf16" : "attn_bwd", shape, e.worst);
+	mgpu_ops_report_add(r->p, c->prec == MGPU_PREC_BF16 ? "attn_bwd_bf16" : "attn_bwd", shape,
+			    e.worst);
 	return 0;
 }
 
@@ -882,14 +858,15 @@ static int case_flash(struct run *r, const struct mgpu_ops_case *c)
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->attn_fwd(devof(r, s), dptr(r, iy, s), dptr(r, il, s),
 						    dptr(r, iq, s), dptr(r, ik, s), dptr(r, iv, s),
-						    c->m, c->n, c->k, c->alpha, c->flag));
+						    c->m, c->n, c->k, c->scale, c->prec));
 	MGPU_TRY(down(r, iy, y0, y1));
 	err_vec(&e, y0, y1, n);
 	MGPU_TRY(down(r, il, l0, l1));
 	err_vec(&e, l0, l1, nl);
 	snprintf(shape, sizeof shape, "BH=%d T=%d Dh=%d scale=%g%s", c->m, c->n, c->k,
-		 (double)c->alpha, c->flag ? " bf16" : "");
-	mgpu_ops_report_add(r->p, c->flag ? "attn_fwd_bf16" : "attn_fwd", shape, e.worst);
+		 (double)c->scale, c->prec == MGPU_PREC_BF16 ? " bf16" : "");
+	mgpu_ops_report_add(r->p, c->prec == MGPU_PREC_BF16 ? "attn_fwd_bf16" : "attn_fwd", shape,
+			    e.worst);
 	return flash_bwd(r, c, iq, ik, iv, y1, l1, shape);
 }
 
@@ -909,7 +886,7 @@ static void cmp_merged(struct err *e, const float *y0, const float *y1, size_t r
 
 static int case_heads(struct run *r, const struct mgpu_ops_case *c)
 {
-	int B = c->m, T = c->k, Dh = c->n, H = c->lda, HD = H * Dh;
+	int B = c->m, T = c->k, Dh = c->n, H = c->H, HD = H * Dh;
 	int ld = c->ldb ? c->ldb : max1(HD);
 	size_t rows = (size_t)B * T, nflat = rows * ld, nh = rows * HD;
 	struct err e = { 0.0 }, e2 = { 0.0 };
@@ -1053,65 +1030,6 @@ static int case_f16(struct run *r, const struct mgpu_ops_case *c)
 	return 0;
 }
 
-/* A float array as bf16 (f16: fp16), rounded to nearest even (NaN padding
- * stays NaN). */
-static uint16_t *to_16(struct run *r, const float *x, size_t n, int f16)
-{
-	uint16_t *h = hnew(r, n * sizeof *h);
-	size_t i;
-
-	for (i = 0; h && i < n; i++)
-		h[i] = f16 ? mgpu_f16_from_f32(x[i]) : mgpu_bf16_from_f32(x[i]);
-	return h;
-}
-
-/* sgemm_strided's case with bf16 (op gemm_f16: fp16) inputs: the same
- * shapes, padding, gaps and NaN-filled C, the inputs rounded on the host. */
-static int case_gemm_bf16(struct run *r, const struct mgpu_ops_case *c)
-{
-	int f16 = strcmp(c->op, "gemm_f16") == 0;
-	int ar = c->ta == MGPU_N ? c->m : c->k, ac = c->ta == MGPU_N ? c->k : c->m;
-	int br = c->tb == MGPU_N ? c->k : c->n, bc = c->tb == MGPU_N ? c->n : c->k;
-	int lda = c->lda ? c->lda : max1(ar), ldb = c->ldb ? c->ldb : max1(br);
-	int ldc = c->ldc ? c->ldc : max1(c->m), gap = c->lda ? 5 : 0, nb = c->flag;
-	long long sa = (long long)lda * ac + gap, sb = (long long)ldb * bc + gap;
-	long long sc = (long long)ldc * c->n + gap;
-	size_t na = (size_t)sa * nb, nbm = (size_t)sb * nb, nc = (size_t)sc * nb;
-	float *A, *Bm, *C, *c0, *c1;
-	uint16_t *A16, *B16;
-	struct err e = { 0.0 };
-	int ia, ib, ic, s;
-	char shape[64];
-
-	NEWF(A, r, na);
-	NEWF(Bm, r, nbm);
-	NEWF(C, r, nc);
-	NEWF(c0, r, nc);
-	NEWF(c1, r, nc);
-	fill_batch(r->p, A, ar, ac, lda, sa, nb, NAN, 0);
-	fill_batch(r->p, Bm, br, bc, ldb, sb, nb, NAN, 0);
-	fill_batch(r->p, C, c->m, c->n, ldc, sc, nb, SENTINEL, c->beta == 0.0f);
-	A16 = to_16(r, A, na, f16);
-	B16 = to_16(r, Bm, nbm, f16);
-	if (!A16 || !B16)
-		return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
-	MGPU_TRY(up(r, A16, na * sizeof *A16, &ia));
-	MGPU_TRY(up(r, B16, nbm * sizeof *B16, &ib));
-	MGPU_TRY(up(r, C, nc * sizeof *C, &ic));
-	for (s = 0; s < 2; s++)
-		MGPU_TRY((f16 ? devof(r, s)->ops->gemm_f16 : devof(r, s)->ops->gemm_bf16)(
-			devof(r, s), c->ta, c->tb, c->m, c->n, c->k, c->alpha,
-			(const uint16_t *)r->d[ia][s], lda, sa, (const uint16_t *)r->d[ib][s], ldb,
-			sb, c->beta, dptr(r, ic, s), ldc, sc, nb));
-	MGPU_TRY(down(r, ic, c0, c1));
-	cmp_batch_c(&e, c0, c1, c->m, c->n, ldc, sc, nb);
-	snprintf(shape, sizeof shape, "m=%d n=%d k=%d %c%c batch=%d gap=%d b=%g", c->m, c->n,
-		 c->k, c->ta == MGPU_N ? 'N' : 'T', c->tb == MGPU_N ? 'N' : 'T', nb, gap,
-		 (double)c->beta);
-	mgpu_ops_report_add(r->p, c->op, shape, e.worst);
-	return 0;
-}
-
 /* Relative error of one double against the reference; the same
  * non-finite value on both sides (a NaN or infinite input) counts as 0. */
 static double rel_err_f64(double a, double ref)
@@ -1123,30 +1041,30 @@ static double rel_err_f64(double a, double ref)
 	return fabs(a - ref) / (fabs(ref) > TINY ? fabs(ref) : TINY);
 }
 
-/* n floats in [-1, 1) (flag & 2: one of them +inf) summed (flag & 1: their
- * squares) times alpha into an accumulator that starts at beta. */
+/* n floats in [-1, 1) (inf: one of them +inf) summed (squares: their
+ * squares) times scale into an accumulator that starts at acc. */
 static int case_sum_acc(struct run *r, const struct mgpu_ops_case *c)
 {
 	size_t n = (size_t)c->n;
-	double acc0 = c->beta, out[2];
+	double acc0 = c->acc, out[2];
 	int ix, ia, s;
 	char shape[64];
 	float *x;
 
 	NEWF(x, r, n);
 	fill(r->p, x, n, -1.0f, 1.0f);
-	if ((c->flag & 2) && n > 0)
+	if (c->inf && n > 0)
 		x[n / 2] = INFINITY;
 	MGPU_TRY(up(r, x, n * sizeof *x, &ix));
 	MGPU_TRY(up(r, &acc0, sizeof acc0, &ia));
 	for (s = 0; s < 2; s++)
 		MGPU_TRY(devof(r, s)->ops->sum_acc(devof(r, s), (double *)r->d[ia][s],
-						   dptr(r, ix, s), n, c->flag & 1,
-						   (double)c->alpha));
+						   dptr(r, ix, s), n, c->squares,
+						   (double)c->scale));
 	MGPU_TRY(down(r, ia, &out[0], &out[1]));
 	snprintf(shape, sizeof shape, "n=%zu %s%s scale=%g acc=%g", n,
-		 (c->flag & 1) ? "squares" : "values", (c->flag & 2) ? " inf" : "",
-		 (double)c->alpha, (double)c->beta);
+		 c->squares ? "squares" : "values", c->inf ? " inf" : "", (double)c->scale,
+		 (double)c->acc);
 	mgpu_ops_report_add(r->p, "sum_acc", shape, rel_err_f64(out[0], out[1]));
 	return 0;
 }
@@ -1155,14 +1073,12 @@ static const struct {
 	const char *op;
 	int (*fn)(struct run *r, const struct mgpu_ops_case *c);
 } cases[] = {
-	{ "sgemm", case_sgemm },     { "nrm2", case_nrm2 },       { "scal", case_scal },
-	{ "bias_act", case_bias_act }, { "act_bwd", case_act_bwd }, { "col_sum", case_col_sum },
-	{ "ln", case_ln },           { "dropout", case_dropout }, { "xent", case_xent },
-	{ "u8_to_f32", case_u8 },    { "sgd", case_sgd },         { "adamw", case_adamw },
-	{ "sgemm_strided", case_sgemm_strided }, { "add", case_add }, { "emb", case_emb },
-	{ "flash", case_flash },     { "heads", case_heads },
-	{ "bf16", case_bf16 },       { "gemm_bf16", case_gemm_bf16 }, { "sum_acc", case_sum_acc },
-	{ "f16", case_f16 },         { "gemm_f16", case_gemm_bf16 },
+	{ "gemm", case_gemm },         { "nrm2", case_nrm2 },       { "bias_act", case_bias_act },
+	{ "act_bwd", case_act_bwd },   { "col_sum", case_col_sum }, { "ln", case_ln },
+	{ "dropout", case_dropout },   { "xent", case_xent },       { "u8_to_f32", case_u8 },
+	{ "sgd", case_sgd },           { "adamw", case_adamw },     { "add", case_add },
+	{ "emb", case_emb },           { "flash", case_flash },     { "heads", case_heads },
+	{ "bf16", case_bf16 },         { "f16", case_f16 },         { "sum_acc", case_sum_acc },
 };
 
 /* ---- public ----------------------------------------------------------- */
@@ -1222,66 +1138,75 @@ void mgpu_ops_pair_close(struct mgpu_ops_pair *p)
  * 128 (row-major activations, so the column-major products are transposed:
  * forward Y^T = W^T X^T, dW^T = dY^T X, dX^T = W dY^T), then odd shapes. */
 static const struct mgpu_ops_case selftest[] = {
-	{ "sgemm", MGPU_N, MGPU_N, 512, 128, 784, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "sgemm", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 0 },
-	{ "sgemm", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "sgemm", MGPU_T, MGPU_T, 37, 19, 23, 41, 29, 40, 0.5f, 0.25f, MGPU_ACT_NONE, 0 },
-	{ "nrm2", MGPU_N, MGPU_N, 0, 65539, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "scal", MGPU_N, MGPU_N, 0, 65539, 0, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_RELU, 0 },
-	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_GELU, 0 },
-	{ "bias_act", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_TANH, 0 },
-	{ "act_bwd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_RELU, 0 },
-	{ "act_bwd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_GELU, 0 },
-	{ "act_bwd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_TANH, 0 },
-	{ "col_sum", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "col_sum", MGPU_N, MGPU_N, 128, 10, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
-	{ "ln", MGPU_N, MGPU_N, 128, 512, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "dropout", MGPU_N, MGPU_N, 0, 65536, 12345, 0, 0, 0, 0.1f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "xent", MGPU_N, MGPU_N, 128, 10, 0, 0, 0, 0, 1.0f / 128, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "u8_to_f32", MGPU_N, MGPU_N, 0, 100352, 0, 0, 0, 0, 1.0f / 255, -0.5f,
-	  MGPU_ACT_NONE, 0 },
-	{ "sgd", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.9f, MGPU_ACT_NONE, 1 },
-	{ "adamw", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
+	{ .op = "gemm", .m = 512, .n = 128, .k = 784, .alpha = 1.0f },
+	{ .op = "gemm", .tb = MGPU_T, .m = 512, .n = 784, .k = 128, .alpha = 1.0f, .beta = 1.0f },
+	{ .op = "gemm", .ta = MGPU_T, .m = 784, .n = 128, .k = 512, .alpha = 1.0f },
+	{ .op = "gemm", .ta = MGPU_T, .tb = MGPU_T, .m = 37, .n = 19, .k = 23, .lda = 41, .ldb = 29,
+	  .ldc = 40, .alpha = 0.5f, .beta = 0.25f },
+	{ .op = "nrm2", .n = 65539 },
+	{ .op = "bias_act", .m = 128, .n = 512 },
+	{ .op = "bias_act", .m = 128, .n = 512, .act = MGPU_ACT_RELU },
+	{ .op = "bias_act", .m = 128, .n = 512, .act = MGPU_ACT_GELU },
+	{ .op = "bias_act", .m = 128, .n = 512, .act = MGPU_ACT_TANH },
+	{ .op = "act_bwd", .n = 65536, .act = MGPU_ACT_RELU },
+	{ .op = "act_bwd", .n = 65536, .act = MGPU_ACT_GELU },
+	{ .op = "act_bwd", .n = 65536, .act = MGPU_ACT_TANH },
+	{ .op = "col_sum", .m = 128, .n = 512 },
+	{ .op = "col_sum", .m = 128, .n = 10, .acc = 1.0f },
+	{ .op = "ln", .m = 128, .n = 512 },
+	{ .op = "dropout", .n = 65536, .p = 0.1f, .offset = 12345 },
+	{ .op = "xent", .m = 128, .n = 10, .scale = 1.0f / 128 },
+	{ .op = "u8_to_f32", .n = 100352, .scale = 1.0f / 255, .shift = -0.5f },
+	{ .op = "sgd", .n = 65536, .momentum = 0.9f, .nesterov = 1 },
+	{ .op = "adamw", .n = 65536 },
 	/* a gpt block at B=4, T=64, H=4, Dh=32 (D=128), vocab 256: the score
 	 * and value products of attention, then its other ops */
-	{ "sgemm_strided", MGPU_T, MGPU_N, 64, 64, 32, 32, 32, 64, 0.125f, 0.0f, MGPU_ACT_NONE, 16 },
-	{ "sgemm_strided", MGPU_N, MGPU_N, 32, 64, 64, 32, 64, 32, 1.0f, 0.0f, MGPU_ACT_NONE, 16 },
-	{ "sgemm_strided", MGPU_N, MGPU_T, 32, 64, 64, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 16 },
-	{ "add", MGPU_N, MGPU_N, 0, 32768, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 1 },
-	{ "emb", MGPU_N, MGPU_N, 4, 128, 64, 256, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
-	{ "flash", MGPU_N, MGPU_N, 16, 64, 32, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "flash", MGPU_N, MGPU_N, 16, 64, 32, 0, 0, 0, 0.17677670f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ .op = "gemm", .ta = MGPU_T, .m = 64, .n = 64, .k = 32, .lda = 32, .ldb = 32, .ldc = 64,
+	  .alpha = 0.125f, .strided = 1, .batch = 16 },
+	{ .op = "gemm", .m = 32, .n = 64, .k = 64, .lda = 32, .ldb = 64, .ldc = 32, .alpha = 1.0f,
+	  .strided = 1, .batch = 16 },
+	{ .op = "gemm", .tb = MGPU_T, .m = 32, .n = 64, .k = 64, .alpha = 1.0f, .beta = 1.0f,
+	  .strided = 1, .batch = 16 },
+	{ .op = "add", .n = 32768, .in_place = 1 },
+	{ .op = "emb", .m = 4, .n = 128, .k = 64, .V = 256, .acc = 1.0f },
+	{ .op = "flash", .m = 16, .n = 64, .k = 32, .scale = 0.17677670f },
+	{ .op = "flash", .m = 16, .n = 64, .k = 32, .scale = 0.17677670f, .prec = MGPU_PREC_BF16 },
 	/* gpt-2 small's heads (Dh 64) over several tiles of keys and queries */
-	{ "flash", MGPU_N, MGPU_N, 3, 257, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "flash", MGPU_N, MGPU_N, 3, 257, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ .op = "flash", .m = 3, .n = 257, .k = 64, .scale = 0.125f },
+	{ .op = "flash", .m = 3, .n = 257, .k = 64, .scale = 0.125f, .prec = MGPU_PREC_BF16 },
 	/* one sample of the 768-wide, 12-head model (Dh 64) in bf16: the
 	 * tensor-core kernels on cuda devices of capability 8.0 and newer */
-	{ "flash", MGPU_N, MGPU_N, 12, 256, 64, 0, 0, 0, 0.125f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ .op = "flash", .m = 12, .n = 256, .k = 64, .scale = 0.125f, .prec = MGPU_PREC_BF16 },
 	/* bf16 at a head width the tensor-core tiles pad (100 of 128 columns,
 	 * the widest tiles) and a T that leaves rows past it in both tiles */
-	{ "flash", MGPU_N, MGPU_N, 2, 100, 100, 0, 0, 0, 0.1f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ .op = "flash", .m = 2, .n = 100, .k = 100, .scale = 0.1f, .prec = MGPU_PREC_BF16 },
 	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
 	 * warp per row on cuda; xent's logits tie for the maximum */
-	{ "ln", MGPU_N, MGPU_N, 64, 768, 0, 0, 0, 0, 0.0f, 1.0f, MGPU_ACT_NONE, 0 },
-	{ "xent", MGPU_N, MGPU_N, 64, 256, 1, 0, 0, 0, 1.0f / 64, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "heads", MGPU_N, MGPU_N, 4, 32, 64, 4, 384, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "bf16", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	/* --dtype bf16: the mlp's three products, then attention's batched one */
-	{ "gemm_bf16", MGPU_N, MGPU_N, 512, 128, 784, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
-	{ "gemm_bf16", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 1 },
-	{ "gemm_bf16", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
-	{ "gemm_bf16", MGPU_T, MGPU_N, 64, 64, 32, 32, 32, 64, 0.125f, 0.0f, MGPU_ACT_NONE, 16 },
+	{ .op = "ln", .m = 64, .n = 768, .acc = 1.0f },
+	{ .op = "xent", .m = 64, .n = 256, .scale = 1.0f / 64, .ties = 1 },
+	{ .op = "heads", .m = 4, .n = 32, .k = 64, .H = 4, .ldb = 384 },
+	{ .op = "bf16", .n = 65536 },
+	/* --dtype bf16: the mlp's three products, then a batched one */
+	{ .op = "gemm", .m = 512, .n = 128, .k = 784, .alpha = 1.0f, .prec = MGPU_PREC_BF16,
+	  .strided = 1, .batch = 1 },
+	{ .op = "gemm", .tb = MGPU_T, .m = 512, .n = 784, .k = 128, .alpha = 1.0f, .beta = 1.0f,
+	  .prec = MGPU_PREC_BF16, .strided = 1, .batch = 1 },
+	{ .op = "gemm", .ta = MGPU_T, .m = 784, .n = 128, .k = 512, .alpha = 1.0f,
+	  .prec = MGPU_PREC_BF16, .strided = 1, .batch = 1 },
+	{ .op = "gemm", .ta = MGPU_T, .m = 64, .n = 64, .k = 32, .lda = 32, .ldb = 32, .ldc = 64,
+	  .alpha = 0.125f, .prec = MGPU_PREC_BF16, .strided = 1, .batch = 16 },
 	/* --dtype fp16: the same products in fp16 */
-	{ "f16", MGPU_N, MGPU_N, 0, 65536, 0, 0, 0, 0, 0.0f, 0.0f, MGPU_ACT_NONE, 0 },
-	{ "gemm_f16", MGPU_N, MGPU_N, 512, 128, 784, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
-	{ "gemm_f16", MGPU_N, MGPU_T, 512, 784, 128, 0, 0, 0, 1.0f, 1.0f, MGPU_ACT_NONE, 1 },
-	{ "gemm_f16", MGPU_T, MGPU_N, 784, 128, 512, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ .op = "f16", .n = 65536 },
+	{ .op = "gemm", .m = 512, .n = 128, .k = 784, .alpha = 1.0f, .prec = MGPU_PREC_FP16,
+	  .strided = 1, .batch = 1 },
+	{ .op = "gemm", .tb = MGPU_T, .m = 512, .n = 784, .k = 128, .alpha = 1.0f, .beta = 1.0f,
+	  .prec = MGPU_PREC_FP16, .strided = 1, .batch = 1 },
+	{ .op = "gemm", .ta = MGPU_T, .m = 784, .n = 128, .k = 512, .alpha = 1.0f,
+	  .prec = MGPU_PREC_FP16, .strided = 1, .batch = 1 },
 	/* a step's statistics: the loss of 4096 rows per sample, and the
 	 * squared norm of a gradient of several chunks */
-	{ "sum_acc", MGPU_N, MGPU_N, 0, 4096, 0, 0, 0, 0, 1.0f / 64, 0.5f, MGPU_ACT_NONE, 0 },
-	{ "sum_acc", MGPU_N, MGPU_N, 0, 200003, 0, 0, 0, 0, 1.0f, 0.0f, MGPU_ACT_NONE, 1 },
+	{ .op = "sum_acc", .n = 4096, .scale = 1.0f / 64, .acc = 0.5f },
+	{ .op = "sum_acc", .n = 200003, .scale = 1.0f, .squares = 1 },
 };
 
 /* conv nets: a ResNet block's 3x3 64-channel convolution at 28x28

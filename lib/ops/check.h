@@ -11,8 +11,8 @@
  *
  * Error measure per output tensor: max|a - r| / max(max|r|, 1e-30), the
  * largest over the op's outputs; a NaN or Inf in either output, or a write
- * outside an output's m x n part (sgemm's ldc padding), is an infinite error.
- * Inputs are deterministic functions of (seed, case); sgemm's lda/ldb
+ * outside an output's m x n part (gemm's ldc padding), is an infinite error.
+ * Inputs are deterministic functions of (seed, case); gemm's lda/ldb
  * padding holds NaN (must not be read) and beta == 0 cases get a NaN-filled
  * output (must not be read either; the same for col_sum, ln_bwd's acc).
  */
@@ -26,7 +26,7 @@
 #define MGPU_OPS_REPORT_MAX 256
 
 struct mgpu_ops_row {
-	const char *op;          /* "sgemm", "ln_bwd", ... */
+	const char *op;          /* "gemm", "ln_bwd", ... */
 	char shape[64];          /* "m=512 n=128 k=784 NN lda=512 ..." */
 	const char *backend;     /* ops->name of the device under test */
 	const char *ref_backend; /* ops->name of the reference */
@@ -43,46 +43,61 @@ struct mgpu_ops_report {
 };
 
 /*
- * One case. Fields by op (unused fields are ignored):
- *   sgemm     ta tb m n k, lda ldb ldc (0 = tightest legal), alpha, beta
+ * One case: op names the kind (below), and each field means one thing;
+ * a kind reads the fields it names and ignores the rest, so a table of
+ * cases is written with designated initialisers. m, n, k are the sizes,
+ * by kind:
+ *   gemm      ta tb m n k, lda ldb ldc (0 = tightest legal), alpha, beta,
+ *             prec (rows "gemm", "gemm_bf16", "gemm_f16"; 16-bit inputs
+ *             rounded on the host); one product with strides 0, or with
+ *             strided batch products (0 and up) strides apart (lda != 0
+ *             also leaves a NaN gap of 5 elements between matrices, a
+ *             sentinel between Cs)
  *   nrm2      n
- *   scal      n, alpha
- *   bias_act  act, m = B, n = D, flag = in place (Y == Z)
- *   act_bwd   act, n, flag = in place (dZ == dY)
- *   col_sum   m = B, n = D, beta
- *   ln        m = B, n = D, beta = acc (rows "ln_fwd" and "ln_bwd")
- *   dropout   n, alpha = p, k = offset, flag = in place
- *   xent      m = B, n = C, alpha = grad_scale, flag = no dlogits, k = 1:
- *             whole-number logits, so a row's maximum repeats (argmax ties);
- *             k = 2: every other row's first logit NaN and label 0 (NaN
+ *   bias_act  act, m = B, n = D, in_place (Y == Z)
+ *   act_bwd   act, n, in_place (dZ == dY)
+ *   col_sum   m = B, n = D, acc
+ *   ln        m = B, n = D, acc (rows "ln_fwd" and "ln_bwd")
+ *   dropout   n, p, offset, in_place
+ *   xent      m = B, n = C, scale (the gradient's), no_grad (dlogits
+ *             NULL), ties (whole-number logits: a row's maximum repeats),
+ *             nan_rows (every other row's first logit NaN and label 0: NaN
  *             loss and gradient, correct 1, as ref's scan from l[0] gives)
- *   u8_to_f32 n, alpha = scale, beta = shift
- *   sgd       n, beta = momentum (0: no buffer), flag = nesterov; 2 steps
+ *   u8_to_f32 n, scale, shift
+ *   sgd       n, momentum (0: no buffer), nesterov; 2 steps
  *   adamw     n; 2 steps
- *   sgemm_strided  as sgemm, flag = batch; lda != 0 also leaves a NaN gap of
- *             5 floats between matrices (a sentinel between Cs)
- *   add       n, flag = 0 (Y apart), 1 (Y == X1), 2 (Y == X2)
- *   emb       m = B, k = T, n = D, lda = V, beta = acc (rows "emb_fwd",
- *             "emb_bwd")
- *   flash     m = BH, n = T, k = Dh, alpha = scale, flag = bf16 (rows
- *             "attn_fwd", "attn_bwd", or with bf16 "attn_fwd_bf16",
+ *   add       n, in_place: 0 Y apart, 1 Y == X1, 2 Y == X2
+ *   emb       m = B, k = T, n = D, V, acc (rows "emb_fwd", "emb_bwd")
+ *   flash     m = BH, n = T, k = Dh, scale, prec fp32 or bf16 (rows
+ *             "attn_fwd", "attn_bwd", or under bf16 "attn_fwd_bf16",
  *             "attn_bwd_bf16"; the backward gets the reference's y, lse)
- *   heads     m = B, k = T, n = Dh, lda = H, ldb = row stride (0 = H*Dh)
+ *   heads     m = B, k = T, n = Dh, H, ldb = row stride (0 = H*Dh)
  *             (rows "heads_split", "heads_merge")
  *   bf16      n: NaN, Inf, ties and random bits (rows "f32_to_bf16",
  *             "bf16_to_f32", which must agree bit for bit)
- *   gemm_bf16 as sgemm_strided, the inputs rounded to bf16 on the host
- *   sum_acc   n, alpha = scale, beta = the accumulator's start, flag bit 0 =
- *             squares, bit 1 = one input is +inf
+ *   f16       the same for "f32_to_f16"
+ *   sum_acc   n, scale, acc (the accumulator's start), squares, inf (one
+ *             input is +inf)
  */
 struct mgpu_ops_case {
 	const char *op;
-	enum mgpu_trans ta, tb;
 	int m, n, k;
-	int lda, ldb, ldc;
-	float alpha, beta;
-	enum mgpu_act act;
-	int flag;
+	enum mgpu_trans ta, tb; /* gemm */
+	int lda, ldb, ldc;      /* gemm; heads: ldb */
+	float alpha, beta;      /* gemm */
+	enum mgpu_prec prec;    /* gemm, flash */
+	int strided, batch;     /* gemm */
+	enum mgpu_act act;      /* bias_act, act_bwd */
+	int in_place;           /* bias_act, act_bwd, dropout, add */
+	float p;                /* dropout */
+	uint64_t offset;        /* dropout */
+	float scale, shift;     /* xent, u8_to_f32, flash, sum_acc (scale) */
+	float acc;              /* col_sum, ln, emb, sum_acc */
+	float momentum;         /* sgd */
+	int nesterov;           /* sgd */
+	int no_grad, ties, nan_rows; /* xent */
+	int squares, inf;       /* sum_acc */
+	int H, V;               /* heads, emb */
 };
 
 /*
@@ -149,7 +164,7 @@ int mgpu_ops_check_conv_case(struct mgpu_ops_pair *p, const struct mgpu_ops_conv
 double mgpu_ops_tolerance(const char *op);
 
 /* The selftest: every op on representative shapes (a training-like
- * 512x128x784 sgemm and its two backward products, 128x512 element ops,
+ * 512x128x784 gemm and its two backward products, 128x512 element ops,
  * 128x10 xent, plus odd shapes; a small gpt block's attention and
  * embedding ops, LayerNorm at width 768 and xent over 256 tied logits;
  * the 768-wide, 12-head model's attention in bf16 (tensor cores on cuda)

@@ -7,7 +7,7 @@
  *
  * Invariants:
  * - Device pointers; every op is queued on the device's stream
- *   (mgpu_cuda_stream), cuDNN's handle is bound to it.
+ *   (stream_of), cuDNN's handle is bound to it.
  * - Every CUDA and cuDNN call goes through CU() / CUDNN(), every launch is
  *   followed by LAUNCHED().
  * - cuDNN runs fp32 with CUDNN_FMA_MATH (no TF32, as cuBLAS runs without
@@ -29,13 +29,12 @@
 #include "core/err.h"       /* mgpu_err, MGPU_TRY */
 #include "ops/conv_host.h"  /* mgpu_gemm_conv_*: the fallback without cuDNN */
 #include "ops/cuda_check.h" /* CU, LAUNCHED */
+#include "ops/cuda_kern.h"  /* make_current, stream_of, GRID_STRIDE, blocks_for */
 #include "ops/cudnn_dl.h"   /* struct mgpu_cudnn */
 #include "ops/elem.h"       /* the per-element math, __host__ __device__ here */
 #include "ops/loops.h"      /* ops_check_* */
-#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, mgpu_cuda_conv_slot */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_conv_slot, the prototypes */
 
-#define THREADS 256
-#define MAX_BLOCKS 65535u
 #define ALGO_CACHE 64
 
 /* cuDNN is called through the table of cudnn_dl.h, `dn` in scope. */
@@ -47,27 +46,6 @@
 					#expr, __FILE__, __LINE__, (int)dn_rc_,        \
 					dn->error_string(dn_rc_));                     \
 	} while (0)
-
-#define GRID_STRIDE(i, n)                                                         \
-	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);   \
-	     i += (size_t)gridDim.x * blockDim.x)
-
-static unsigned blocks_for(size_t n)
-{
-	size_t b = (n + THREADS - 1) / THREADS;
-	return b < MAX_BLOCKS ? (unsigned)b : MAX_BLOCKS;
-}
-
-static cudaStream_t stream_of(struct mgpu_dev *dev)
-{
-	return (cudaStream_t)mgpu_cuda_stream(dev);
-}
-
-static int use(struct mgpu_dev *dev)
-{
-	CU(cudaSetDevice(dev->index));
-	return 0;
-}
 
 /* ---- cuDNN state --------------------------------------------------------- */
 
@@ -285,7 +263,7 @@ extern "C" int mgpu_cuda_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *
 	int algo;
 
 	MGPU_TRY(ops_check_conv("conv_fwd", g));
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	MGPU_TRY(state_of(dev, &st));
 	if (!st->dn)
 		return mgpu_gemm_conv_fwd(dev, g, y, x, w, bias);
@@ -312,7 +290,7 @@ extern "C" int mgpu_cuda_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_c
 	int algo;
 
 	MGPU_TRY(ops_check_conv("conv_bwd_data", g));
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	MGPU_TRY(state_of(dev, &st));
 	if (!st->dn)
 		return mgpu_gemm_conv_bwd_data(dev, g, dx, dy, w);
@@ -340,7 +318,7 @@ extern "C" int mgpu_cuda_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu
 	int algo;
 
 	MGPU_TRY(ops_check_conv("conv_bwd_weight", g));
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	MGPU_TRY(state_of(dev, &st));
 	if (!st->dn || g->N == 0) /* N == 0: conv_gemm's scaling of the old sums */
 		return mgpu_gemm_conv_bwd_weight(dev, g, dw, db, x, dy, acc);
@@ -383,7 +361,7 @@ extern "C" int mgpu_cuda_im2col(struct mgpu_dev *dev, const struct mgpu_conv *g,
 	size_t rows = (size_t)g->C * g->KH * g->KW, P = (size_t)OH * OW;
 
 	MGPU_TRY(ops_check_conv("im2col", g));
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_im2col<<<blocks_for(rows * P), THREADS, 0, stream_of(dev)>>>(col, x, *g, OW, rows, P);
 	LAUNCHED();
 	return 0;
@@ -396,7 +374,7 @@ extern "C" int mgpu_cuda_col2im(struct mgpu_dev *dev, const struct mgpu_conv *g,
 	int OW = MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
 
 	MGPU_TRY(ops_check_conv("col2im", g));
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_col2im<<<blocks_for((size_t)g->C * g->H * g->W), THREADS, 0, stream_of(dev)>>>(
 		dx, col, *g, OH, OW);
 	LAUNCHED();
@@ -437,7 +415,7 @@ extern "C" int mgpu_cuda_pool_fwd(struct mgpu_dev *dev, const struct mgpu_pool2d
 	MGPU_TRY(ops_check_pool("pool_fwd", g));
 	if (n == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_pool_fwd<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(y, x, *g, OH, OW);
 	LAUNCHED();
 	return 0;
@@ -453,7 +431,7 @@ extern "C" int mgpu_cuda_pool_bwd(struct mgpu_dev *dev, const struct mgpu_pool2d
 	MGPU_TRY(ops_check_pool("pool_bwd", g));
 	if (n == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_pool_bwd<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(dx, dy, x, *g, OH, OW);
 	LAUNCHED();
 	return 0;
@@ -487,7 +465,7 @@ extern "C" int mgpu_cuda_upsample_fwd(struct mgpu_dev *dev, int N, int C, int H,
 	n = planes * H * sh * W * sw;
 	if (n == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_upsample_fwd<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(y, x, planes, H, W, sh, sw);
 	LAUNCHED();
 	return 0;
@@ -502,7 +480,7 @@ extern "C" int mgpu_cuda_upsample_bwd(struct mgpu_dev *dev, int N, int C, int H,
 	n = planes * H * W;
 	if (n == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_upsample_bwd<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(dx, dy, planes, H, W, sh,
 								      sw);
 	LAUNCHED();
@@ -521,7 +499,7 @@ extern "C" int mgpu_cuda_act_fwd(struct mgpu_dev *dev, enum mgpu_act act, float 
 	MGPU_TRY(ops_check_act("act_fwd", act));
 	if (n == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_act_fwd<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>((int)act, Y, X, n);
 	LAUNCHED();
 	return 0;
@@ -579,7 +557,7 @@ extern "C" int mgpu_cuda_bn_stats(struct mgpu_dev *dev, const struct mgpu_bn *bn
 	MGPU_TRY(ops_check_bn("bn_stats", bn));
 	if (bn->C == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_bn_stats<<<bn->C, THREADS, 0, stream_of(dev)>>>(stats, x, shift, *bn);
 	LAUNCHED();
 	return 0;
@@ -629,7 +607,7 @@ extern "C" int mgpu_cuda_bn_fwd(struct mgpu_dev *dev, const struct mgpu_bn *bn, 
 	MGPU_TRY(ops_check_bn("bn_fwd", bn));
 	if (bn->C == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_bn_moments<<<blocks_for((size_t)bn->C), THREADS, 0, stream_of(dev)>>>(
 		mean, rstd, stats, shift, running_mean, running_var, *bn);
 	LAUNCHED();
@@ -673,7 +651,7 @@ extern "C" int mgpu_cuda_bn_bwd_stats(struct mgpu_dev *dev, const struct mgpu_bn
 	MGPU_TRY(ops_check_bn("bn_bwd_stats", bn));
 	if (bn->C == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_bn_bwd_stats<<<bn->C, THREADS, 0, stream_of(dev)>>>(dstats, dgamma, dbeta, dy, x, mean,
 							       rstd, *bn, acc);
 	LAUNCHED();
@@ -707,7 +685,7 @@ extern "C" int mgpu_cuda_bn_bwd_data(struct mgpu_dev *dev, const struct mgpu_bn 
 	MGPU_TRY(ops_check_bn("bn_bwd_data", bn));
 	if (n == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_bn_bwd_data<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(dx, dy, x, mean, rstd, gamma,
 								      dstats, *bn);
 	LAUNCHED();
@@ -799,7 +777,7 @@ extern "C" int mgpu_cuda_gn_fwd(struct mgpu_dev *dev, int N, int C, int HW, int 
 	MGPU_TRY(ops_check_gn("gn_fwd", N, C, HW, G));
 	if (N == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_gn_fwd<<<(unsigned)(N * G), THREADS, 0, stream_of(dev)>>>(y, mean, rstd, x, gamma, beta,
 								      C, HW, G, eps);
 	LAUNCHED();
@@ -812,7 +790,7 @@ extern "C" int mgpu_cuda_gn_bwd(struct mgpu_dev *dev, int N, int C, int HW, int 
 				float acc)
 {
 	MGPU_TRY(ops_check_gn("gn_bwd", N, C, HW, G));
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	if (N > 0) {
 		k_gn_bwd_rows<<<(unsigned)(N * G), THREADS, 0, stream_of(dev)>>>(
 			dx, dy, x, mean, rstd, gamma, C, HW, G);
@@ -840,7 +818,7 @@ extern "C" int mgpu_cuda_chan_bias(struct mgpu_dev *dev, int N, int C, int HW, f
 	MGPU_TRY(ops_check_chan("chan_bias", N, C, HW));
 	if (n == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_chan_bias<<<blocks_for(n), THREADS, 0, stream_of(dev)>>>(y, bias, C, HW, n);
 	LAUNCHED();
 	return 0;
@@ -867,7 +845,7 @@ extern "C" int mgpu_cuda_chan_sum(struct mgpu_dev *dev, int N, int C, int HW, fl
 	MGPU_TRY(ops_check_chan("chan_sum", N, C, HW));
 	if (C == 0)
 		return 0;
-	MGPU_TRY(use(dev));
+	MGPU_TRY(make_current(dev));
 	k_chan_sum<<<(unsigned)C, THREADS, 0, stream_of(dev)>>>(db, dy, N, C, HW, acc);
 	LAUNCHED();
 	return 0;

@@ -11,7 +11,7 @@
  *   bias         y_n (K,P) += bias (K,1) ones (1,P)
  *   data         col_g (R,P) = W_g^T dy_n,g;  dx_n = col2im(col)
  *   weights      dW_g += dy_n,g col_g^T;  db += dy_n ones
- * The device's own im2col, col2im, sgemm and sgemm_strided do the work, so
+ * The device's own im2col, col2im and gemm do the work, so
  * the CPU run passes the very arguments cuBLAS gets. The columns of one
  * sample and a row of ones are allocated through the device per call
  * (the fallback keeps no state).
@@ -83,13 +83,13 @@ int mgpu_gemm_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y
 
 		rc = o->im2col(dev, g, p.col, x + n * p.xs);
 		if (rc == 0)
-			rc = o->sgemm_strided(dev, MGPU_N, MGPU_N, p.P, p.Kg, p.R, 1.0f, p.col,
-					      p.P, (long long)p.R * p.P, w, p.R,
-					      (long long)p.Kg * p.R, 0.0f, yn, p.P,
-					      (long long)p.Kg * p.P, g->groups);
+			rc = o->gemm(dev, MGPU_PREC_FP32, MGPU_N, MGPU_N, p.P, p.Kg, p.R, 1.0f,
+				     p.col, p.P, (long long)p.R * p.P, w, p.R,
+				     (long long)p.Kg * p.R, 0.0f, yn, p.P, (long long)p.Kg * p.P,
+				     g->groups);
 		if (rc == 0 && bias)
-			rc = o->sgemm(dev, MGPU_N, MGPU_N, p.P, g->K, 1, 1.0f, p.ones, p.P, bias,
-				      1, 1.0f, yn, p.P);
+			rc = o->gemm(dev, MGPU_PREC_FP32, MGPU_N, MGPU_N, p.P, g->K, 1, 1.0f,
+				     p.ones, p.P, 0, bias, 1, 0, 1.0f, yn, p.P, 0, 1);
 	}
 	plan_free(dev, &p);
 	return rc;
@@ -107,9 +107,10 @@ int mgpu_gemm_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *g, flo
 		return 0;
 	MGPU_TRY(plan_make(dev, g, 0, &p));
 	for (n = 0; n < g->N && rc == 0; n++) {
-		rc = o->sgemm_strided(dev, MGPU_N, MGPU_T, p.P, p.R, p.Kg, 1.0f, dy + n * p.ys,
-				      p.P, (long long)p.Kg * p.P, w, p.R, (long long)p.Kg * p.R,
-				      0.0f, p.col, p.P, (long long)p.R * p.P, g->groups);
+		rc = o->gemm(dev, MGPU_PREC_FP32, MGPU_N, MGPU_T, p.P, p.R, p.Kg, 1.0f,
+			     dy + n * p.ys, p.P, (long long)p.Kg * p.P, w, p.R,
+			     (long long)p.Kg * p.R, 0.0f, p.col, p.P, (long long)p.R * p.P,
+			     g->groups);
 		if (rc == 0)
 			rc = o->col2im(dev, g, dx + n * p.xs, p.col);
 	}
@@ -121,7 +122,7 @@ int mgpu_gemm_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, f
 			      float *db, const float *x, const float *dy, float acc)
 {
 	const struct mgpu_ops *o = dev->ops;
-	size_t nw = (size_t)g->K * (g->C / (g->groups > 0 ? g->groups : 1)) * g->KH * g->KW;
+	int R = g->C / (g->groups > 0 ? g->groups : 1) * g->KH * g->KW; /* dw's columns */
 	struct plan p;
 	int n, rc = 0;
 	float beta;
@@ -129,24 +130,28 @@ int mgpu_gemm_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, f
 	MGPU_TRY(ops_check_conv("conv_bwd_weight", g));
 	if (g->N == 0) { /* no products: dw = acc dw, with acc 0 clearing NaNs too */
 		if (acc == 0.0f) {
-			MGPU_TRY(o->zero(dev, dw, nw * sizeof *dw));
+			MGPU_TRY(o->zero(dev, dw, (size_t)g->K * R * sizeof *dw));
 			return db ? o->zero(dev, db, (size_t)g->K * sizeof *db) : 0;
 		}
-		MGPU_TRY(o->scal(dev, nw, acc, dw));
-		return db ? o->scal(dev, (size_t)g->K, acc, db) : 0;
+		/* products with k = 0 only scale C: dw (K, R) and db (K) */
+		MGPU_TRY(o->gemm(dev, MGPU_PREC_FP32, MGPU_N, MGPU_N, ops_max1(R), g->K, 0, 1.0f,
+				 NULL, ops_max1(R), 0, NULL, 1, 0, acc, dw, ops_max1(R), 0, 1));
+		return db ? o->gemm(dev, MGPU_PREC_FP32, MGPU_N, MGPU_N, g->K, 1, 0, 1.0f, NULL,
+				    ops_max1(g->K), 0, NULL, 1, 0, acc, db, ops_max1(g->K), 0, 1)
+			  : 0;
 	}
 	MGPU_TRY(plan_make(dev, g, db != NULL, &p));
 	for (n = 0; n < g->N && rc == 0; n++) {
 		beta = n == 0 ? acc : 1.0f;
 		rc = o->im2col(dev, g, p.col, x + n * p.xs);
 		if (rc == 0)
-			rc = o->sgemm_strided(dev, MGPU_T, MGPU_N, p.R, p.Kg, p.P, 1.0f, p.col,
-					      p.P, (long long)p.R * p.P, dy + n * p.ys, p.P,
-					      (long long)p.Kg * p.P, beta, dw, p.R,
-					      (long long)p.Kg * p.R, g->groups);
+			rc = o->gemm(dev, MGPU_PREC_FP32, MGPU_T, MGPU_N, p.R, p.Kg, p.P, 1.0f,
+				     p.col, p.P, (long long)p.R * p.P, dy + n * p.ys, p.P,
+				     (long long)p.Kg * p.P, beta, dw, p.R, (long long)p.Kg * p.R,
+				     g->groups);
 		if (rc == 0 && db)
-			rc = o->sgemm(dev, MGPU_T, MGPU_N, 1, g->K, p.P, 1.0f, p.ones, p.P,
-				      dy + n * p.ys, p.P, beta, db, 1);
+			rc = o->gemm(dev, MGPU_PREC_FP32, MGPU_T, MGPU_N, 1, g->K, p.P, 1.0f,
+				     p.ones, p.P, 0, dy + n * p.ys, p.P, 0, beta, db, 1, 0, 1);
 	}
 	plan_free(dev, &p);
 	return rc;

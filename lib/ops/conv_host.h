@@ -7,7 +7,7 @@
  * check), and the loops over elem.h for the light ops, which cpu shares
  * (memory-bound passes with nothing to gain from a second version).
  * conv_cpu.c holds cpu's oneDNN convolutions and pooling; conv_gemm.c the
- * im2col + sgemm convolution over any backend's table (cuda's without
+ * im2col + gemm convolution over any backend's table (cuda's without
  * cuDNN, and the conformance suite's check of the im2col arithmetic).
  */
 #ifndef MGPU_OPS_CONV_HOST_H
@@ -81,8 +81,8 @@ int mgpu_cpu_pool_bwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *
 /* dev's primitives and their buffers, freed (cpu's fini). */
 void mgpu_cpu_dnnl_release(void *state);
 
-/* conv_gemm.c: the im2col convolution on dev's own im2col, col2im, sgemm
- * and sgemm_strided, one sample at a time, every group in one strided
+/* conv_gemm.c: the im2col convolution on dev's own im2col, col2im and
+ * gemm, one sample at a time, every group in one strided
  * product. The same semantics and checks as the ops; scratch columns are
  * allocated per call through the device (counted). */
 int mgpu_gemm_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,

@@ -48,7 +48,6 @@ static void load(void)
 	SYM(gemm_ex, "cublasGemmEx");
 	SYM(gemm_strided_ex, "cublasGemmStridedBatchedEx");
 	SYM(snrm2_64, "cublasSnrm2_v2_64");
-	SYM(sscal_64, "cublasSscal_v2_64");
 	SYM(get_property, "cublasGetProperty");
 	SYM(status_name, "cublasGetStatusName");
 	SYM(status_string, "cublasGetStatusString");

@@ -36,8 +36,6 @@ struct mgpu_cublas {
 					  cublasGemmAlgo_t algo);
 	cublasStatus_t (*snrm2_64)(cublasHandle_t h, int64_t n, const float *x, int64_t incx,
 				   float *result);
-	cublasStatus_t (*sscal_64)(cublasHandle_t h, int64_t n, const float *alpha, float *x,
-				   int64_t incx);
 	cublasStatus_t (*get_property)(libraryPropertyType type, int *value);
 	const char *(*status_name)(cublasStatus_t s);
 	const char *(*status_string)(cublasStatus_t s);

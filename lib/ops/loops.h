@@ -30,22 +30,28 @@ static inline int ops_max1(int a)
 	return a > 1 ? a : 1;
 }
 
-/* BLAS's own checks (xerbla) for column-major sgemm. */
-static inline int ops_check_sgemm(enum mgpu_trans ta, enum mgpu_trans tb, int m, int n,
-				  int k, int lda, int ldb, int ldc)
+/* BLAS's own checks (xerbla) for column-major gemm, and the batch's. */
+static inline int ops_check_gemm(enum mgpu_prec prec, enum mgpu_trans ta, enum mgpu_trans tb,
+				 int m, int n, int k, int lda, int ldb, int ldc, long long sa,
+				 long long sb, long long sc, int batch)
 {
 	int arows = ta == MGPU_N ? m : k, brows = tb == MGPU_N ? k : n;
 
+	if (prec != MGPU_PREC_FP32 && prec != MGPU_PREC_BF16 && prec != MGPU_PREC_FP16)
+		return mgpu_err(MGPU_EINVAL, "gemm: unknown precision %d", (int)prec);
 	if ((ta != MGPU_N && ta != MGPU_T) || (tb != MGPU_N && tb != MGPU_T))
-		return mgpu_err(MGPU_EINVAL, "sgemm: bad transpose flag %d/%d", (int)ta, (int)tb);
+		return mgpu_err(MGPU_EINVAL, "gemm: bad transpose flag %d/%d", (int)ta, (int)tb);
 	if (m < 0 || n < 0 || k < 0)
-		return mgpu_err(MGPU_EINVAL, "sgemm: negative size m=%d n=%d k=%d", m, n, k);
+		return mgpu_err(MGPU_EINVAL, "gemm: negative size m=%d n=%d k=%d", m, n, k);
 	if (lda < ops_max1(arows) || ldb < ops_max1(brows) || ldc < ops_max1(m))
 		return mgpu_err(MGPU_EINVAL,
-				"sgemm: leading dimension too small (lda=%d ldb=%d ldc=%d for "
+				"gemm: leading dimension too small (lda=%d ldb=%d ldc=%d for "
 				"m=%d n=%d k=%d trans=%c%c)",
 				lda, ldb, ldc, m, n, k, ta == MGPU_N ? 'N' : 'T',
 				tb == MGPU_N ? 'N' : 'T');
+	if (batch < 0 || sa < 0 || sb < 0 || sc < 0)
+		return mgpu_err(MGPU_EINVAL, "gemm: negative batch %d or stride (%lld, %lld, %lld)",
+				batch, sa, sb, sc);
 	return 0;
 }
 
@@ -87,18 +93,6 @@ static inline int ops_check_sgd(size_t n, const float *mom, const struct mgpu_sg
 	return 0;
 }
 
-static inline int ops_check_sgemm_strided(enum mgpu_trans ta, enum mgpu_trans tb, int m,
-					  int n, int k, int lda, int ldb, int ldc,
-					  long long sa, long long sb, long long sc, int batch)
-{
-	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
-	if (batch < 0 || sa < 0 || sb < 0 || sc < 0)
-		return mgpu_err(MGPU_EINVAL,
-				"sgemm_strided: negative batch %d or stride (%lld, %lld, %lld)",
-				batch, sa, sb, sc);
-	return 0;
-}
-
 /* Embedding shapes: ids (B,T) into a (V,D) table. */
 static inline int ops_check_emb(const char *op, int B, int T, int V, int D)
 {
@@ -109,8 +103,10 @@ static inline int ops_check_emb(const char *op, int B, int T, int V, int D)
 
 /* Fused attention over BH (T,Dh) blocks; the head dimension is bounded
  * because the cuda kernels hold a row of a head per thread group. */
-static inline int ops_check_flash(const char *op, int BH, int T, int Dh)
+static inline int ops_check_flash(const char *op, int BH, int T, int Dh, enum mgpu_prec prec)
 {
+	if (prec != MGPU_PREC_FP32 && prec != MGPU_PREC_BF16)
+		return mgpu_err(MGPU_EINVAL, "%s: precision %d is not fp32 or bf16", op, (int)prec);
 	if (BH < 0 || T < 0)
 		return mgpu_err(MGPU_EINVAL, "%s: negative shape BH=%d T=%d", op, BH, T);
 	if (Dh < 1 || Dh > MGPU_ATTN_MAX_DH)

@@ -1,5 +1,6 @@
 /*
- * ops.c - backend registry and the counted allocation wrappers of ops.h.
+ * ops.c - backend registry, capability query, the words of enum
+ * mgpu_prec and the counted allocation wrappers of ops.h.
  *
  * Byte and transfer accounting lives here, not in the backends, so every
  * backend reports current and peak device bytes, and its blocking reads and
@@ -24,6 +25,27 @@ static const struct mgpu_ops *const all_ops[] = {
 #endif
 	NULL,
 };
+
+const char *const mgpu_prec_words[] = {
+	[MGPU_PREC_FP32] = "fp32",
+	[MGPU_PREC_BF16] = "bf16",
+	[MGPU_PREC_FP16] = "fp16",
+	NULL,
+};
+
+const char *mgpu_prec_name(int prec)
+{
+	return prec >= MGPU_PREC_FP32 && prec <= MGPU_PREC_FP16 ? mgpu_prec_words[prec] : "fp32";
+}
+
+int mgpu_ops_can(const struct mgpu_ops *ops, enum mgpu_cap cap)
+{
+	switch (cap) {
+	case MGPU_CAP_HOST_MEMORY: return ops->host_memory != 0;
+	case MGPU_CAP_SUM_UPDATE: return ops->sgd_sum && ops->adamw_sum;
+	}
+	return 0;
+}
 
 const struct mgpu_ops *const *mgpu_ops_all(void)
 {

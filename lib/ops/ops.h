@@ -13,12 +13,14 @@
  *   visible to the host after mgpu_dev_to_host() or mgpu_dev_sync().
  * - Tensor letters: B = rows of a batch, D = features of a row, C = classes.
  *   Activations are row-major (B, D): element (i, j) is at i * D + j.
- * - sgemm is COLUMN-major with BLAS's argument order and meaning; the very
+ * - gemm is COLUMN-major with BLAS's argument order and meaning; the very
  *   same arguments go to cblas_sgemm(CblasColMajor, ...) and cuBLAS.
  *   Row-major callers use the identity: row-major C = A.B is column-major
  *   C^T = B^T.A^T, so a row-major (R, K) matrix is a column-major (K, R)
  *   one with leading dimension K.
  * - A struct mgpu_dev is used by one thread at a time.
+ * - Callers outside lib/ops ask what a backend can do with mgpu_ops_can,
+ *   never by its name.
  */
 #ifndef MGPU_OPS_OPS_H
 #define MGPU_OPS_OPS_H
@@ -31,6 +33,26 @@ extern "C" { /* C linkage when included by the CUDA (C++) backend */
 #endif
 
 enum mgpu_trans { MGPU_N = 0, MGPU_T = 1 };
+
+/* The element type of a product's inputs (--dtype): fp32, or bfloat16 or
+ * IEEE fp16 bit patterns (uint16_t) with fp32 accumulation, master
+ * weights and optimizer state (mixed precision); attention's rounding.
+ * Its words, indexed by it and NULL-terminated (an option table's word
+ * list), are mgpu_prec_words: the one place they are spelled. */
+enum mgpu_prec { MGPU_PREC_FP32 = 0, MGPU_PREC_BF16 = 1, MGPU_PREC_FP16 = 2 };
+extern const char *const mgpu_prec_words[]; /* "fp32", "bf16", "fp16", NULL */
+/* The word of prec; "fp32" for a value outside the enum. */
+const char *mgpu_prec_name(int prec);
+
+/* What a backend can do beyond the ops every backend has (mgpu_ops_can). */
+enum mgpu_cap {
+	/* Its device pointers are host pointers: the host may read and write
+	 * them, shared memory may back them, nothing needs staging. */
+	MGPU_CAP_HOST_MEMORY = 0,
+	/* sgd_sum and adamw_sum: the fused reduce + update of the
+	 * shared-memory gradient sync (host memory only). */
+	MGPU_CAP_SUM_UPDATE = 1,
+};
 
 /* The largest head dimension attn_fwd / attn_bwd take (the cuda kernels
  * keep a row of a head in registers). */
@@ -115,7 +137,8 @@ struct mgpu_dev;
 
 struct mgpu_ops {
 	const char *name;
-	int host_memory; /* 1 when device pointers are host pointers */
+	int host_memory; /* 1 when device pointers are host pointers; callers
+			  * outside lib/ops ask mgpu_ops_can */
 
 	/* Devices of this backend (1 for ref/cpu). Zero GPUs is not an error:
 	 * *n = 0 and `why` says why (no driver, driver too old, none found). */
@@ -130,15 +153,27 @@ struct mgpu_ops {
 	int (*zero)(struct mgpu_dev *dev, void *p, size_t nbytes);
 	int (*sync)(struct mgpu_dev *dev);
 
-	/* C = alpha * op(A) * op(B) + beta * C, column-major, op(A) m x k,
-	 * op(B) k x n, C m x n. beta == 0 ignores C's old contents (NaNs too). */
-	int (*sgemm)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
-		     int m, int n, int k, float alpha, const float *A, int lda,
-		     const float *Bm, int ldb, float beta, float *C, int ldc);
+	/*
+	 * The one matrix product: `batch` products
+	 *   C_i = alpha * op(A_i) * op(B_i) + beta * C_i,
+	 * column-major, op(A) m x k, op(B) k x n, C m x n, the i-th A, B, C
+	 * starting strideA, strideB, strideC elements after the (i-1)-th
+	 * (batch 1 with strides 0: one product). beta == 0 ignores C's old
+	 * contents (NaNs too); k == 0 or alpha == 0 reads neither A nor B.
+	 * prec is the type of A and B: float for fp32, uint16_t bit patterns
+	 * for bf16 and fp16; C and the accumulation are fp32 always (a
+	 * product of two 16-bit values is exact in fp32). The same arguments
+	 * go to cuBLAS (cublasGemm[StridedBatched]Ex, CUDA_R_32F, _16BF or
+	 * _16F inputs, CUBLAS_COMPUTE_32F: no TF32) and to cblas_sgemm (16-bit
+	 * inputs widened to fp32, which is exact, or OpenBLAS's cblas_sbgemm
+	 * where it passes a probe).
+	 */
+	int (*gemm)(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
+		    enum mgpu_trans tb, int m, int n, int k, float alpha, const void *A, int lda,
+		    long long strideA, const void *Bm, int ldb, long long strideB, float beta,
+		    float *C, int ldc, long long strideC, int batch);
 	/* *out_host = sqrt(sum x[i]^2), as BLAS snrm2. */
 	int (*nrm2)(struct mgpu_dev *dev, size_t n, const float *x, float *out_host);
-	/* x *= alpha, as BLAS sscal. */
-	int (*scal)(struct mgpu_dev *dev, size_t n, float alpha, float *x);
 
 	/* Z (B,D) += b (D) per row, then Y = act(Z). Y may equal Z. */
 	int (*bias_act)(struct mgpu_dev *dev, enum mgpu_act act, float *Y, float *Z,
@@ -178,18 +213,20 @@ struct mgpu_ops {
 		   const struct mgpu_sgd_hp *hp);
 	int (*adamw)(struct mgpu_dev *dev, float *w, const float *g, float *m, float *v,
 		     size_t n, const struct mgpu_adamw_hp *hp);
+	/* sgd and adamw on the sum of ng >= 1 gradients, g[0][i] + g[1][i] +
+	 * ... + g[ng-1][i] added in that order and fed straight into the
+	 * update (the sum is never stored): the fused reduce + update of the
+	 * shared-memory gradient sync, pointers already offset to the slice
+	 * to update. Host backends only (MGPU_CAP_SUM_UPDATE); NULL on cuda. */
+	int (*sgd_sum)(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+		       float *mom, size_t n, const struct mgpu_sgd_hp *hp);
+	int (*adamw_sum)(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+			 float *m, float *v, size_t n, const struct mgpu_adamw_hp *hp);
 
 	/* ---- transformer ops. Letters: T positions of a sequence, H heads,
 	 * Dh = D / H features per head, V vocabulary; "(B,T,D)" is row-major
 	 * with B*T rows of D. ---- */
 
-	/* `batch` independent sgemms with sgemm's arguments and semantics; the
-	 * i-th A, B, C start strideA, strideB, strideC floats after the
-	 * (i-1)-th (cublasGemmStridedBatchedEx; cblas_sgemm in a loop). */
-	int (*sgemm_strided)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
-			     int m, int n, int k, float alpha, const float *A, int lda,
-			     long long strideA, const float *Bm, int ldb, long long strideB,
-			     float beta, float *C, int ldc, long long strideC, int batch);
 	/* Y = X1 + X2, n elements (residual connections, gradient sums); Y may
 	 * equal X1 or X2. */
 	int (*add)(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n);
@@ -207,9 +244,12 @@ struct mgpu_ops {
 	 * Fused causal attention (flash attention): the (T,T) scores and
 	 * probabilities never reach memory. q, k, v, y, dy, dq, dk, dv are
 	 * (BH,T,Dh) as heads_split makes them, 1 <= Dh <= MGPU_ATTN_MAX_DH;
-	 * lse is (BH,T). Per block, with r(x) = x rounded to bf16 (elem.h's
-	 * mgpu_attn_in) when bf16 != 0 and r(x) = x otherwise, every product
-	 * accumulating in fp32, and row i seeing the positions j <= i:
+	 * lse is (BH,T). This is THE statement of attention's arithmetic: the
+	 * kernels' files, ARCHITECTURE.md and the tests point here. Per block,
+	 * with r(x) = x rounded to bf16 (elem.h's mgpu_attn_in) when prec is
+	 * MGPU_PREC_BF16 and r(x) = x for MGPU_PREC_FP32 (fp16 is not an
+	 * attention precision: EINVAL), every product accumulating in fp32,
+	 * and row i seeing the positions j <= i:
 	 *   s_ij  = r(q_i) . r(k_j)            (over Dh)
 	 *   mx_i  = max_j scale s_ij,  sum_i = sum_j exp(scale s_ij - mx_i)
 	 *   lse_i = mx_i + log(sum_i)          (saved for the backward)
@@ -219,7 +259,7 @@ struct mgpu_ops {
 	 */
 	int (*attn_fwd)(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 			const float *k, const float *v, int BH, int T, int Dh, float scale,
-			int bf16);
+			enum mgpu_prec prec);
 	/* The backward of attn_fwd from its inputs, y, lse and dy, recomputing
 	 * the probabilities from q, k and lse (nothing of size T*T is saved):
 	 *   p_ij  = exp(scale s_ij - lse_i),   dp_ij = r(dy_i) . r(v_j)
@@ -229,7 +269,8 @@ struct mgpu_ops {
 	 * dq, dk, dv are overwritten. */
 	int (*attn_bwd)(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
 			const float *k, const float *v, const float *y, const float *dy,
-			const float *lse, int BH, int T, int Dh, float scale, int bf16);
+			const float *lse, int BH, int T, int Dh, float scale,
+			enum mgpu_prec prec);
 	/* Y (B*H,T,Dh) = the heads of X (B,T,H*Dh) whose rows are ldx >= H*Dh
 	 * floats apart. heads_merge is the inverse (and each is the other's
 	 * backward): Y (B,T,H*Dh, rows ldy apart) from X (B*H,T,Dh); it leaves
@@ -242,27 +283,10 @@ struct mgpu_ops {
 	 * round to nearest even, NaN kept NaN; bf16 -> f32 is exact. */
 	int (*f32_to_bf16)(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
 	int (*bf16_to_f32)(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n);
-	/* sgemm_strided with bfloat16 A and B and a float C: the products of
-	 * the bf16 values accumulate in fp32 (cublasGemm[StridedBatched]Ex with
-	 * CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F; OpenBLAS cblas_sbgemm, or
-	 * the inputs widened to fp32 for cblas_sgemm, which is exact). The
-	 * mixed-precision GEMM of --dtype bf16; strides count elements. */
-	int (*gemm_bf16)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			 int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
-			 const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
-			 int ldc, long long strideC, int batch);
 	/* IEEE fp16 (binary16): f32 -> f16 rounded to nearest even (from 65520
 	 * up to Inf, subnormals below 2^-14, NaN kept NaN; elem.h's
-	 * mgpu_f16_from_f32), and gemm_bf16's product with fp16 A and B
-	 * (cublasGemm[StridedBatched]Ex with CUDA_R_16F inputs and
-	 * CUBLAS_COMPUTE_32F; on the host the inputs widened to fp32 for
-	 * cblas_sgemm, exact: a product of two fp16 values fits fp32). The
-	 * mixed-precision GEMM of --dtype fp16. */
+	 * mgpu_f16_from_f32): gemm's inputs under --dtype fp16. */
 	int (*f32_to_f16)(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
-	int (*gemm_f16)(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			int n, int k, float alpha, const uint16_t *A, int lda, long long strideA,
-			const uint16_t *Bm, int ldb, long long strideB, float beta, float *C,
-			int ldc, long long strideC, int batch);
 	/* *acc (ONE device double) += scale * the sum of x[0..n) (with squares,
 	 * of x[i]^2), each element widened to double and added in the fixed
 	 * order of elem.h's mgpu_sum_* (chunks, lanes, a pairwise fold): the
@@ -437,6 +461,8 @@ extern const struct mgpu_ops mgpu_ops_cpu;
 const struct mgpu_ops *mgpu_ops_find(const char *name);
 /* All backends in this build, NULL-terminated. */
 const struct mgpu_ops *const *mgpu_ops_all(void);
+/* 1 when ops can do cap (enum mgpu_cap), else 0. */
+int mgpu_ops_can(const struct mgpu_ops *ops, enum mgpu_cap cap);
 
 int mgpu_dev_open(struct mgpu_dev *dev, const struct mgpu_ops *ops, int index);
 void mgpu_dev_close(struct mgpu_dev *dev);

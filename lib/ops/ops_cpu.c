@@ -1,11 +1,11 @@
 /*
- * ops_cpu.c - the "cpu" backend: OpenBLAS for sgemm/nrm2/scal, fast loops
+ * ops_cpu.c - the "cpu" backend: OpenBLAS for gemm/nrm2, fast loops
  * over elem.h for the rest. One CPU rank = one device = one BLAS thread.
  *
  * Provides mgpu_ops_cpu. Memory is host memory (host_memory = 1), one
  * device (index 0); every op is synchronous.
  *
- * sgemm passes its column-major arguments unchanged to
+ * gemm passes its column-major arguments unchanged to
  * cblas_sgemm(CblasColMajor, ...): the arguments the CUDA backend hands to
  * cuBLAS are the ones the CPU tests validate.
  *
@@ -22,7 +22,7 @@
  */
 #include "ops/ops.h"
 
-#include <cblas.h>  /* cblas_sgemm, cblas_snrm2, cblas_sscal, openblas_set_num_threads */
+#include <cblas.h>  /* cblas_sgemm, cblas_snrm2, openblas_set_num_threads */
 #include <limits.h> /* INT_MAX */
 #include <math.h>   /* sqrt */
 #include <omp.h>    /* omp_set_num_threads: oneDNN runs on OpenMP */
@@ -34,7 +34,7 @@
 #include "ops/loss_host.h" /* mse, pix_xent */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
-#include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum, mgpu_cpu_gemm_bf16 */
+#include "ops/ops_cpu.h" /* mgpu_cpu_gemm16, the row and attention ops */
 
 #define W MGPU_CPU_W
 
@@ -65,14 +65,12 @@ static void zero_cols(float *C, int m, int n, int ldc)
 /* beta == 0 is passed as a zeroed C and beta 1: OpenBLAS 0.3.21 clears C
  * with scalar stores (sgemm_beta, 6% of a small gpt's step on Zen), memset
  * with vector ones; 0 + x is x, so C comes out the same. */
-static int cpu_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		     int n, int k, float alpha, const float *A, int lda, const float *Bm,
-		     int ldb, float beta, float *C, int ldc)
+static void sgemm_one(enum mgpu_trans ta, enum mgpu_trans tb, int m, int n, int k, float alpha,
+		      const float *A, int lda, const float *Bm, int ldb, float beta, float *C,
+		      int ldc)
 {
-	(void)dev;
-	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
 	if (m == 0 || n == 0)
-		return 0;
+		return;
 	if (beta == 0.0f) {
 		zero_cols(C, m, n, ldc);
 		beta = 1.0f;
@@ -80,6 +78,24 @@ static int cpu_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans t
 	cblas_sgemm(CblasColMajor, ta == MGPU_T ? CblasTrans : CblasNoTrans,
 		    tb == MGPU_T ? CblasTrans : CblasNoTrans, m, n, k, alpha, A, lda, Bm, ldb,
 		    beta, C, ldc);
+}
+
+/* fp32: one cblas_sgemm per matrix, the same column-major arguments as
+ * cuBLAS gets; bf16 and fp16: bf16_cpu.c. */
+static int cpu_gemm(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
+		    enum mgpu_trans tb, int m, int n, int k, float alpha, const void *A, int lda,
+		    long long sa, const void *Bm, int ldb, long long sb, float beta, float *C,
+		    int ldc, long long sc, int batch)
+{
+	int i;
+
+	MGPU_TRY(ops_check_gemm(prec, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	if (prec != MGPU_PREC_FP32)
+		return mgpu_cpu_gemm16(dev, prec, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb,
+				       beta, C, ldc, sc, batch);
+	for (i = 0; i < batch; i++)
+		sgemm_one(ta, tb, m, n, k, alpha, (const float *)A + i * sa, lda,
+			  (const float *)Bm + i * sb, ldb, beta, C + i * sc, ldc);
 	return 0;
 }
 
@@ -99,18 +115,6 @@ static int cpu_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_h
 		s += part * part;
 	}
 	*out_host = (float)sqrt(s);
-	return 0;
-}
-
-static int cpu_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
-{
-	size_t i, len;
-
-	(void)dev;
-	for (i = 0; i < n; i += len) {
-		len = n - i < BLAS_CHUNK ? n - i : BLAS_CHUNK;
-		cblas_sscal((int)len, alpha, x + i, 1);
-	}
 	return 0;
 }
 
@@ -472,22 +476,6 @@ static int cpu_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, f
 
 /* ---- transformer ops ---------------------------------------------------- */
 
-/* One cblas_sgemm per matrix: the same column-major arguments as cuBLAS's
- * strided batched call gets. */
-static int cpu_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
-			     int m, int n, int k, float alpha, const float *A, int lda,
-			     long long sa, const float *Bm, int ldb, long long sb, float beta,
-			     float *C, int ldc, long long sc, int batch)
-{
-	int i;
-
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
-	for (i = 0; i < batch; i++)
-		MGPU_TRY(cpu_sgemm(dev, ta, tb, m, n, k, alpha, A + i * sa, lda, Bm + i * sb, ldb,
-				   beta, C + i * sc, ldc));
-	return 0;
-}
-
 /* Y may alias X1 or X2, so no restrict: gcc checks the overlap at run time. */
 static int cpu_add(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n)
 {
@@ -627,8 +615,13 @@ static void cpu_fini(struct mgpu_dev *dev)
 	mgpu_cpu_release(dev);
 }
 
+/* At the end of the file. */
+static int cpu_sgd_sum(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+		       float *mom, size_t n, const struct mgpu_sgd_hp *hp);
+static int cpu_adamw_sum(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+			 float *m, float *v, size_t n, const struct mgpu_adamw_hp *hp);
 static int cpu_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
-		       int squares, double scale); /* at the end of the file */
+		       int squares, double scale);
 
 const struct mgpu_ops mgpu_ops_cpu = {
 	.name = "cpu",
@@ -642,9 +635,8 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.to_host = ops_host_copy,
 	.zero = ops_host_zero,
 	.sync = ops_host_sync,
-	.sgemm = cpu_sgemm,
+	.gemm = cpu_gemm, /* bf16 and fp16 in bf16_cpu.c */
 	.nrm2 = cpu_nrm2,
-	.scal = cpu_scal,
 	.bias_act = cpu_bias_act,
 	.act_bwd = cpu_act_bwd,
 	.col_sum = cpu_col_sum,
@@ -655,7 +647,8 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.u8_to_f32 = cpu_u8_to_f32,
 	.sgd = cpu_sgd,
 	.adamw = cpu_adamw,
-	.sgemm_strided = cpu_sgemm_strided,
+	.sgd_sum = cpu_sgd_sum,
+	.adamw_sum = cpu_adamw_sum,
 	.add = cpu_add,
 	.emb_fwd = cpu_emb_fwd,
 	.emb_bwd = cpu_emb_bwd,
@@ -665,9 +658,7 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.heads_merge = cpu_heads_merge,
 	.f32_to_bf16 = cpu_f32_to_bf16,
 	.bf16_to_f32 = cpu_bf16_to_f32,
-	.gemm_bf16 = mgpu_cpu_gemm_bf16, /* bf16_cpu.c */
 	.f32_to_f16 = cpu_f32_to_f16,
-	.gemm_f16 = mgpu_cpu_gemm_f16, /* bf16_cpu.c */
 	.sum_acc = cpu_sum_acc,
 	/* conv nets (conv_host.h): oneDNN for convolution and pooling, ref's loops
 	 * for the light ops */
@@ -720,20 +711,22 @@ static void sgd_sum2(float *restrict w, const float *restrict g0, const float *r
 			mgpu_sgd_elem(&w[i], g0[i] + g1[i], &unused, hp);
 }
 
-void mgpu_cpu_sgd_sum(float *w, const float *const *g, int ng, float *mom, size_t n,
-		      const struct mgpu_sgd_hp *hp)
+static int cpu_sgd_sum(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+		       float *mom, size_t n, const struct mgpu_sgd_hp *hp)
 {
 	struct mgpu_sgd_hp h = *hp;
 	float unused = 0.0f;
 	size_t i;
 
+	(void)dev;
 	if (ng == 2) {
 		sgd_sum2(w, g[0], g[1], h.momentum != 0.0f ? mom : NULL, n, &h);
-		return;
+		return 0;
 	}
 	for (i = 0; i < n; i++)
 		mgpu_sgd_elem(&w[i], grad_sum(g, ng, i), h.momentum != 0.0f ? &mom[i] : &unused,
 			      &h);
+	return 0;
 }
 
 static void adamw_sum2(float *restrict w, const float *restrict g0, const float *restrict g1,
@@ -746,18 +739,20 @@ static void adamw_sum2(float *restrict w, const float *restrict g0, const float 
 		mgpu_adamw_elem(&w[i], g0[i] + g1[i], &m[i], &v[i], hp);
 }
 
-void mgpu_cpu_adamw_sum(float *w, const float *const *g, int ng, float *m, float *v,
-			size_t n, const struct mgpu_adamw_hp *hp)
+static int cpu_adamw_sum(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+			 float *m, float *v, size_t n, const struct mgpu_adamw_hp *hp)
 {
 	struct mgpu_adamw_hp h = *hp;
 	size_t i;
 
+	(void)dev;
 	if (ng == 2) {
 		adamw_sum2(w, g[0], g[1], m, v, n, &h);
-		return;
+		return 0;
 	}
 	for (i = 0; i < n; i++)
 		mgpu_adamw_elem(&w[i], grad_sum(g, ng, i), &m[i], &v[i], &h);
+	return 0;
 }
 
 /* sum_acc's chunk in elem.h's order, but element-major: each lane still

@@ -1,13 +1,7 @@
 /*
- * ops_cpu.h - host-only extensions of the cpu backend, outside the ops
- * table because only host memory can take them, and the parts of the cpu
- * backend that live in bf16_cpu.c.
- *
- * The fused reduce + update of the shared-memory gradient sync: the
- * gradient of element i is g[0][i] + g[1][i] + ... + g[ng-1][i], summed in
- * that order and fed straight into the optimizer (elem.h), so the sum is
- * never written back and read again. Pointers are already offset to the
- * slice to update.
+ * ops_cpu.h - internal to the cpu backend: what its files (ops_cpu.c,
+ * rows_cpu.c, bf16_cpu.c, attn_cpu.c, conv_cpu.c) share, and the one thing
+ * the selftest asks of it (which bf16 GEMM this process runs on).
  */
 #ifndef MGPU_OPS_OPS_CPU_H
 #define MGPU_OPS_OPS_CPU_H
@@ -15,7 +9,7 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint16_t, int32_t */
 
-#include "ops/ops.h" /* struct mgpu_sgd_hp, struct mgpu_adamw_hp */
+#include "ops/ops.h" /* struct mgpu_dev, enum mgpu_prec, enum mgpu_trans */
 
 /* Block width of the vectorisable loops: 8 floats = one AVX or two SSE
  * vectors. */
@@ -33,12 +27,6 @@
 #else
 #define MGPU_CPU_WIDE
 #endif
-
-/* mom may be NULL when hp->momentum == 0. ng >= 1. */
-void mgpu_cpu_sgd_sum(float *w, const float *const *g, int ng, float *mom, size_t n,
-		      const struct mgpu_sgd_hp *hp);
-void mgpu_cpu_adamw_sum(float *w, const float *const *g, int ng, float *m, float *v,
-			size_t n, const struct mgpu_adamw_hp *hp);
 
 /* The cpu backend's per-device scratch (dev->impl), grown on demand and
  * released by the backend's fini: widened bf16 GEMM operands (bf16_cpu.c),
@@ -59,16 +47,12 @@ int mgpu_cpu_scratch(struct mgpu_dev *dev, struct mgpu_cpu_scratch **s);
 /* *p holding at least n floats (its old contents lost when it grows). */
 int mgpu_cpu_grow(float **p, size_t *cap, size_t n);
 
-/* The cpu backend's gemm_bf16 (ops.h). */
-int mgpu_cpu_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		       int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-		       const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-		       long long sc, int batch);
-/* The cpu backend's gemm_f16 (ops.h): always the widened fallback. */
-int mgpu_cpu_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		      int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-		      const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-		      long long sc, int batch);
+/* The cpu backend's gemm (ops.h) in bf16 or fp16 (prec), its arguments
+ * checked already. */
+int mgpu_cpu_gemm16(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
+		    enum mgpu_trans tb, int m, int n, int k, float alpha, const uint16_t *A, int lda,
+		    long long sa, const uint16_t *Bm, int ldb, long long sb, float beta, float *C,
+		    int ldc, long long sc, int batch);
 void mgpu_cpu_release(struct mgpu_dev *dev);
 
 /* The row ops of rows_cpu.c (ops.h's semantics; sums in lanes). */
@@ -82,10 +66,10 @@ int mgpu_cpu_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *
 /* The cpu backend's attn_fwd, attn_bwd (ops.h; attn_cpu.c). */
 int mgpu_cpu_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 		      const float *k, const float *v, int BH, int T, int Dh, float scale,
-		      int bf16);
+		      enum mgpu_prec prec);
 int mgpu_cpu_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
 		      const float *k, const float *v, const float *y, const float *dy,
-		      const float *lse, int BH, int T, int Dh, float scale, int bf16);
+		      const float *lse, int BH, int T, int Dh, float scale, enum mgpu_prec prec);
 /* Their row loops (rows_cpu.c) over R rows of a causal block's tile, rows
  * i0 .. i0 + R - 1 with n = i0 + R columns each (row-major, ld n); row r
  * sees columns j <= i0 + r and the rest come out 0.

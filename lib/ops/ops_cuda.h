@@ -1,6 +1,7 @@
 /*
  * ops_cuda.h - internal to the cuda backend: the ops that live in their
- * own .cu files beside ops_cuda.cu, for its positional ops table.
+ * own .cu files beside ops_cuda.cu, for its ops table, and the accessors
+ * of a cuda device's state that C code (lib/gpu, lib/comm) needs.
  * Same semantics and argument checks as ops.h states; device pointers.
  */
 #ifndef MGPU_OPS_OPS_CUDA_H
@@ -12,13 +13,40 @@
 extern "C" {
 #endif
 
+/* rows_cuda.cu: a warp per row, a block per column tile. */
+int mgpu_cuda_col_sum(struct mgpu_dev *dev, float *db, const float *dY, int B, int D,
+		      float beta);
+int mgpu_cuda_ln_fwd(struct mgpu_dev *dev, float *Y, float *mean, float *rstd, const float *X,
+		     const float *gamma, const float *beta, int B, int D, float eps);
+int mgpu_cuda_ln_bwd(struct mgpu_dev *dev, float *dX, float *dgamma, float *dbeta,
+		     const float *dY, const float *X, const float *mean, const float *rstd,
+		     const float *gamma, int B, int D, float acc);
+int mgpu_cuda_xent(struct mgpu_dev *dev, float *dlogits, float *row_loss, float *row_correct,
+		   const float *logits, const int32_t *labels, int B, int C, float grad_scale);
+
+/* gpt_cuda.cu: the transformer ops besides attention. */
+int mgpu_cuda_add(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n);
+int mgpu_cuda_emb_fwd(struct mgpu_dev *dev, float *Y, const int32_t *ids, const float *wte,
+		      const float *wpe, int B, int T, int V, int D);
+int mgpu_cuda_emb_bwd(struct mgpu_dev *dev, float *dwte, float *dwpe, const float *dY,
+		      const int32_t *ids, int B, int T, int V, int D, float acc);
+int mgpu_cuda_heads_split(struct mgpu_dev *dev, float *Y, const float *X, int ldx, int B,
+			  int T, int H, int Dh);
+int mgpu_cuda_heads_merge(struct mgpu_dev *dev, float *Y, int ldy, const float *X, int B,
+			  int T, int H, int Dh);
+
+/* bf16_cuda.cu: 16-bit conversions. */
+int mgpu_cuda_f32_to_bf16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
+int mgpu_cuda_bf16_to_f32(struct mgpu_dev *dev, float *Y, const uint16_t *X, size_t n);
+int mgpu_cuda_f32_to_f16(struct mgpu_dev *dev, uint16_t *Y, const float *X, size_t n);
+
 /* attn_cuda.cu: fused causal attention, tiled, on dev's stream. */
 int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 		       const float *k, const float *v, int BH, int T, int Dh, float scale,
-		       int bf16);
+		       enum mgpu_prec prec);
 int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
 		       const float *k, const float *v, const float *y, const float *dy,
-		       const float *lse, int BH, int T, int Dh, float scale, int bf16);
+		       const float *lse, int BH, int T, int Dh, float scale, enum mgpu_prec prec);
 
 /* attn_wmma.cu: the bf16 attention on tensor cores. mgpu_cuda_attn_tc
  * says whether dev runs it at head dimension Dh (compute capability 8.0

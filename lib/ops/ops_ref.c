@@ -2,7 +2,7 @@
  * ops_ref.c - the "ref" backend: the obvious loop for every op of ops.h.
  *
  * This is the definition each other backend is checked against (tests/ops,
- * mgpu_ops_compare), so clarity beats speed: sgemm is a triple loop
+ * mgpu_ops_compare), so clarity beats speed: gemm is a triple loop
  * accumulating in double, reductions (nrm2, col_sum) accumulate in double,
  * element ops call the elem.h function once per element.
  *
@@ -25,32 +25,49 @@
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
 
-/* Element (i, j) of op(X) for a column-major X with leading dimension ld. */
-static float at(const float *X, int ld, enum mgpu_trans t, int i, int j)
+/* Element (i, j) of op(X) for a column-major X with leading dimension ld
+ * and elements of type prec, widened to float (exactly). */
+static float at(const void *X, enum mgpu_prec prec, int ld, enum mgpu_trans t, int i, int j)
 {
-	return t == MGPU_N ? X[i + (size_t)j * ld] : X[j + (size_t)i * ld];
+	size_t e = t == MGPU_N ? i + (size_t)j * ld : j + (size_t)i * ld;
+
+	switch (prec) {
+	case MGPU_PREC_BF16: return mgpu_bf16_to_f32(((const uint16_t *)X)[e]);
+	case MGPU_PREC_FP16: return mgpu_f16_to_f32(((const uint16_t *)X)[e]);
+	default: return ((const float *)X)[e];
+	}
 }
 
-static int ref_sgemm(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-		     int n, int k, float alpha, const float *A, int lda, const float *Bm,
-		     int ldb, float beta, float *C, int ldc)
+/* The definition of every precision's product: the inputs' values (16-bit
+ * ones widened exactly), their products summed in double, so each
+ * backend's fp32 accumulation is measured against the exact result. */
+static int ref_gemm(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
+		    enum mgpu_trans tb, int m, int n, int k, float alpha, const void *A, int lda,
+		    long long sa, const void *Bm, int ldb, long long sb, float beta, float *C,
+		    int ldc, long long sc, int batch)
 {
+	size_t esz = prec == MGPU_PREC_FP32 ? sizeof(float) : sizeof(uint16_t);
+	const char *a, *b;
 	double sum;
 	float *c;
-	int i, j, l;
+	int p, i, j, l;
 
 	(void)dev;
-	MGPU_TRY(ops_check_sgemm(ta, tb, m, n, k, lda, ldb, ldc));
-	for (j = 0; j < n; j++) {
-		for (i = 0; i < m; i++) {
-			sum = 0.0;
-			if (alpha != 0.0f)
-				for (l = 0; l < k; l++)
-					sum += (double)at(A, lda, ta, i, l) * at(Bm, ldb, tb, l, j);
-			c = &C[i + (size_t)j * ldc];
-			*c = beta == 0.0f ? (float)(alpha * sum)
-					  : (float)(alpha * sum + (double)beta * *c);
-		}
+	MGPU_TRY(ops_check_gemm(prec, ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
+	for (p = 0; p < batch; p++) {
+		a = (const char *)A + (size_t)p * sa * esz;
+		b = (const char *)Bm + (size_t)p * sb * esz;
+		for (j = 0; j < n; j++)
+			for (i = 0; i < m; i++) {
+				sum = 0.0;
+				if (alpha != 0.0f)
+					for (l = 0; l < k; l++)
+						sum += (double)at(a, prec, lda, ta, i, l) *
+						       at(b, prec, ldb, tb, l, j);
+				c = &C[(size_t)p * sc + i + (size_t)j * ldc];
+				*c = beta == 0.0f ? (float)(alpha * sum)
+						  : (float)(alpha * sum + (double)beta * *c);
+			}
 	}
 	return 0;
 }
@@ -64,16 +81,6 @@ static int ref_nrm2(struct mgpu_dev *dev, size_t n, const float *x, float *out_h
 	for (i = 0; i < n; i++)
 		s += (double)x[i] * x[i];
 	*out_host = (float)sqrt(s);
-	return 0;
-}
-
-static int ref_scal(struct mgpu_dev *dev, size_t n, float alpha, float *x)
-{
-	size_t i;
-
-	(void)dev;
-	for (i = 0; i < n; i++)
-		x[i] *= alpha;
 	return 0;
 }
 
@@ -175,21 +182,42 @@ static int ref_adamw(struct mgpu_dev *dev, float *w, const float *g, float *m, f
 	return 0;
 }
 
-/* ---- transformer ops ---------------------------------------------------- */
-
-static int ref_sgemm_strided(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb,
-			     int m, int n, int k, float alpha, const float *A, int lda,
-			     long long sa, const float *Bm, int ldb, long long sb, float beta,
-			     float *C, int ldc, long long sc, int batch)
+/* The gradient of element i summed over its ng sources, in source order. */
+static float ref_grad_sum(const float *const *g, int ng, size_t i)
 {
-	int i;
+	float s = g[0][i];
+	int k;
 
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
-	for (i = 0; i < batch; i++)
-		MGPU_TRY(ref_sgemm(dev, ta, tb, m, n, k, alpha, A + i * sa, lda, Bm + i * sb, ldb,
-				   beta, C + i * sc, ldc));
+	for (k = 1; k < ng; k++)
+		s += g[k][i];
+	return s;
+}
+
+static int ref_sgd_sum(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+		       float *mom, size_t n, const struct mgpu_sgd_hp *hp)
+{
+	float unused = 0.0f;
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		mgpu_sgd_elem(&w[i], ref_grad_sum(g, ng, i),
+			      hp->momentum != 0.0f ? &mom[i] : &unused, hp);
 	return 0;
 }
+
+static int ref_adamw_sum(struct mgpu_dev *dev, float *w, const float *const *g, int ng,
+			 float *m, float *v, size_t n, const struct mgpu_adamw_hp *hp)
+{
+	size_t i;
+
+	(void)dev;
+	for (i = 0; i < n; i++)
+		mgpu_adamw_elem(&w[i], ref_grad_sum(g, ng, i), &m[i], &v[i], hp);
+	return 0;
+}
+
+/* ---- transformer ops ---------------------------------------------------- */
 
 static int ref_add(struct mgpu_dev *dev, float *Y, const float *X1, const float *X2, size_t n)
 {
@@ -296,21 +324,21 @@ static void ref_attn_row(const float *q, const float *k, int i, int Dh, float sc
 /* y, q, k, v (BH,T,Dh), lse (BH,T): the definition, a row at a time. */
 static int ref_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
 			const float *k, const float *v, int BH, int T, int Dh, float scale,
-			int bf16)
+			enum mgpu_prec prec)
 {
 	size_t off, blk = (size_t)T * (size_t)Dh;
+	int bf16 = prec == MGPU_PREC_BF16;
 	float *p;
 	double acc;
 	int b, i, j, d;
 
 	(void)dev;
-	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
 	p = malloc((size_t)T * sizeof *p);
 	if (!p)
 		return mgpu_err(MGPU_ENOMEM, "attn_fwd: out of memory");
-	bf16 = bf16 != 0;
 	for (b = 0; b < BH; b++) {
 		off = (size_t)b * blk;
 		for (i = 0; i < T; i++) {
@@ -376,21 +404,20 @@ static void ref_attn_prod(float *out, const float *W, int trans, const float *X,
 
 static int ref_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
 			const float *k, const float *v, const float *y, const float *dy,
-			const float *lse, int BH, int T, int Dh, float scale, int bf16)
+			const float *lse, int BH, int T, int Dh, float scale, enum mgpu_prec prec)
 {
 	size_t off, blk = (size_t)T * (size_t)Dh, tt = (size_t)T * (size_t)T;
+	int b, bf16 = prec == MGPU_PREC_BF16;
 	float *P, *dS;
-	int b;
 
 	(void)dev;
-	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh));
+	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
 	P = malloc(2 * tt * sizeof *P);
 	if (!P)
 		return mgpu_err(MGPU_ENOMEM, "attn_bwd: out of memory");
 	dS = P + tt;
-	bf16 = bf16 != 0;
 	for (b = 0; b < BH; b++) {
 		off = (size_t)b * blk;
 		ref_attn_pds(q + off, k + off, v + off, y + off, dy + off, lse + (size_t)b * T, T,
@@ -433,67 +460,6 @@ static int ref_f32_to_f16(struct mgpu_dev *dev, uint16_t *Y, const float *X, siz
 	return 0;
 }
 
-/* Element (i, j) of op(X) for a column-major bf16 (f16: fp16) X, widened
- * (exactly). */
-static float at16(const uint16_t *X, int ld, enum mgpu_trans t, int i, int j, int f16)
-{
-	uint16_t h = t == MGPU_N ? X[i + (size_t)j * ld] : X[j + (size_t)i * ld];
-
-	return f16 ? mgpu_f16_to_f32(h) : mgpu_bf16_to_f32(h);
-}
-
-/* The definition of the bf16 GEMM: the inputs are bf16 already (rounded
- * by whoever converted them), their products are exact and are summed in
- * double like ref_sgemm's, so every backend's fp32 accumulation is measured
- * against the exact result. */
-static int gemm16(enum mgpu_trans ta, enum mgpu_trans tb, int m, int n, int k, float alpha,
-		  const uint16_t *A, int lda, long long sa, const uint16_t *Bm, int ldb,
-		  long long sb, float beta, float *C, int ldc, long long sc, int batch, int f16)
-{
-	const uint16_t *a, *b;
-	double sum;
-	float *c;
-	int p, i, j, l;
-
-	MGPU_TRY(ops_check_sgemm_strided(ta, tb, m, n, k, lda, ldb, ldc, sa, sb, sc, batch));
-	for (p = 0; p < batch; p++) {
-		a = A + p * sa;
-		b = Bm + p * sb;
-		for (j = 0; j < n; j++)
-			for (i = 0; i < m; i++) {
-				sum = 0.0;
-				if (alpha != 0.0f)
-					for (l = 0; l < k; l++)
-						sum += (double)at16(a, lda, ta, i, l, f16) *
-						       at16(b, ldb, tb, l, j, f16);
-				c = &C[p * sc + i + (size_t)j * ldc];
-				*c = beta == 0.0f ? (float)(alpha * sum)
-						  : (float)(alpha * sum + (double)beta * *c);
-			}
-	}
-	return 0;
-}
-
-static int ref_gemm_bf16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			 int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-			 const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-			 long long sc, int batch)
-{
-	(void)dev;
-	return gemm16(ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C, ldc, sc, batch,
-		      0);
-}
-
-static int ref_gemm_f16(struct mgpu_dev *dev, enum mgpu_trans ta, enum mgpu_trans tb, int m,
-			int n, int k, float alpha, const uint16_t *A, int lda, long long sa,
-			const uint16_t *Bm, int ldb, long long sb, float beta, float *C, int ldc,
-			long long sc, int batch)
-{
-	(void)dev;
-	return gemm16(ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C, ldc, sc, batch,
-		      1);
-}
-
 /* elem.h's order, chunk by chunk, lane by lane: the definition itself. */
 static int ref_sum_acc(struct mgpu_dev *dev, double *acc, const float *x, size_t n,
 		       int squares, double scale)
@@ -514,9 +480,8 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.to_host = ops_host_copy,
 	.zero = ops_host_zero,
 	.sync = ops_host_sync,
-	.sgemm = ref_sgemm,
+	.gemm = ref_gemm,
 	.nrm2 = ref_nrm2,
-	.scal = ref_scal,
 	.bias_act = ref_bias_act,
 	.act_bwd = ref_act_bwd,
 	.col_sum = ref_col_sum,
@@ -527,7 +492,8 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.u8_to_f32 = ref_u8_to_f32,
 	.sgd = ref_sgd,
 	.adamw = ref_adamw,
-	.sgemm_strided = ref_sgemm_strided,
+	.sgd_sum = ref_sgd_sum,
+	.adamw_sum = ref_adamw_sum,
 	.add = ref_add,
 	.emb_fwd = ref_emb_fwd,
 	.emb_bwd = ref_emb_bwd,
@@ -537,9 +503,7 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.heads_merge = ref_heads_merge,
 	.f32_to_bf16 = ref_f32_to_bf16,
 	.bf16_to_f32 = ref_bf16_to_f32,
-	.gemm_bf16 = ref_gemm_bf16,
 	.f32_to_f16 = ref_f32_to_f16,
-	.gemm_f16 = ref_gemm_f16,
 	.sum_acc = ref_sum_acc,
 	/* conv nets (conv_ref.c, conv_host.h) */
 	.act_fwd = mgpu_host_act_fwd,

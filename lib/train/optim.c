@@ -7,7 +7,6 @@
 #include <string.h> /* memset */
 
 #include "core/err.h" /* MGPU_TRY */
-#include "ops/ops_cpu.h" /* mgpu_cpu_sgd_sum, mgpu_cpu_adamw_sum */
 
 const char *mgpu_optim_name(int kind)
 {
@@ -149,17 +148,17 @@ static int step_param(struct mgpu_optim *o, const struct mgpu_param *p, float lr
 			.bias_corr2 = (float)(1.0 - pow(o->cfg.beta2, (double)o->t)),
 		};
 		if (ng)
-			mgpu_cpu_adamw_sum(w, gs, ng, o->m + off, o->v + off, count, &hp);
-		return ng ? 0 : ops->adamw(m->dev, w, m->g + off, o->m + off, o->v + off,
-					    count, &hp);
+			return ops->adamw_sum(m->dev, w, gs, ng, o->m + off, o->v + off, count,
+					      &hp);
+		return ops->adamw(m->dev, w, m->g + off, o->m + off, o->v + off, count, &hp);
 	}
 	struct mgpu_sgd_hp hp = {
 		.lr = lr, .momentum = o->cfg.momentum, .weight_decay = wd,
 		.grad_scale = scale, .nesterov = o->cfg.nesterov,
 	};
 	if (ng)
-		mgpu_cpu_sgd_sum(w, gs, ng, o->m ? o->m + off : NULL, count, &hp);
-	return ng ? 0 : ops->sgd(m->dev, w, m->g + off, o->m ? o->m + off : NULL, count, &hp);
+		return ops->sgd_sum(m->dev, w, gs, ng, o->m ? o->m + off : NULL, count, &hp);
+	return ops->sgd(m->dev, w, m->g + off, o->m ? o->m + off : NULL, count, &hp);
 }
 
 static int step_range(struct mgpu_optim *o, float lr, float grad_scale, size_t begin,
@@ -188,9 +187,11 @@ int mgpu_optim_step_range(struct mgpu_optim *o, float lr, float grad_scale, size
 int mgpu_optim_step_range_sum(struct mgpu_optim *o, float lr, float grad_scale,
 			      size_t begin, size_t end, const float *const *g, int ng)
 {
-	if (ng < 1 || ng > MGPU_OPTIM_MAX_SUM || !o->model->dev->ops->host_memory)
+	const struct mgpu_ops *ops = o->model->dev->ops;
+
+	if (ng < 1 || ng > MGPU_OPTIM_MAX_SUM || !mgpu_ops_can(ops, MGPU_CAP_SUM_UPDATE))
 		return mgpu_err(MGPU_EINVAL, "optimizer: %d summed gradients on %s memory", ng,
-				o->model->dev->ops->host_memory ? "host" : "device");
+				mgpu_ops_can(ops, MGPU_CAP_HOST_MEMORY) ? "host" : "device");
 	return step_range(o, lr, grad_scale, begin, end, g, ng);
 }
 

@@ -28,6 +28,14 @@ static const struct mgpu_sync_strategy *const strategies[] = {
 };
 #define NSTRATEGIES ((int)(sizeof strategies / sizeof strategies[0]))
 
+const char *const mgpu_sync_words[] = {
+	[MGPU_SYNC_NONE] = "auto",
+	[MGPU_SYNC_CPU] = "cpu",
+	[MGPU_SYNC_NCCL] = "nccl",
+	[MGPU_SYNC_MPI] = "mpi",
+	[MGPU_SYNC_KINDS] = NULL,
+};
+
 const char *mgpu_sync_name(int kind)
 {
 	return kind >= 0 && kind < NSTRATEGIES ? strategies[kind]->name : "?";
@@ -48,7 +56,8 @@ static const struct mgpu_sync_strategy *strategy_for(int kind, const struct mgpu
 
 	if (kind != MGPU_SYNC_CPU)
 		return strategies[kind];
-	if ((dev && !dev->ops->host_memory) || (staged && strcmp(staged, "1") == 0))
+	if ((dev && !mgpu_ops_can(dev->ops, MGPU_CAP_HOST_MEMORY)) ||
+	    (staged && strcmp(staged, "1") == 0))
 		return &mgpu_sync_host;
 	return &mgpu_sync_shm;
 }
@@ -254,6 +263,15 @@ int mgpu_sync_close_step(struct mgpu_sync *s, double *vals, int n, double norm2)
 int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 {
 	return s->st->allreduce_f64 ? s->st->allreduce_f64(s, v, n) : 0;
+}
+
+int mgpu_sync_stats(struct mgpu_sync *s, float *v, size_t n)
+{
+	if (!s->st->allreduce_f32 || n == 0) /* one rank */
+		return 0;
+	if (!s->model)
+		return mgpu_err(MGPU_EINVAL, "sync: statistics summed before the model was bound");
+	return s->st->allreduce_f32(s, v, n);
 }
 
 void mgpu_sync_abort(struct mgpu_sync *s, int rc)

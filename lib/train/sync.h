@@ -58,6 +58,12 @@ enum mgpu_sync_kind {
 	MGPU_SYNC_MPI = 3,            /* CPU ranks, node leaders over MPI */
 	MGPU_SYNC_NODES = 4,          /* CPU ranks, node leaders over TCP */
 };
+/* The words of --sync-backend, indexed by enum mgpu_sync_kind up to
+ * MGPU_SYNC_MPI and NULL-terminated (an option table's word list): "auto"
+ * at MGPU_SYNC_NONE, the option's "let the trainer choose"; the nodes
+ * strategy has no word (cpu across nodes picks it). */
+extern const char *const mgpu_sync_words[];
+#define MGPU_SYNC_KINDS 4             /* the words before the NULL */
 
 struct mgpu_sync_strategy;
 
@@ -125,6 +131,18 @@ int mgpu_sync_loads_state(const struct mgpu_sync *s);
 int mgpu_sync_owns_optimizer(const struct mgpu_sync *s);
 /* Sum n doubles over the ranks (evaluation sums, peaks). */
 int mgpu_sync_allreduce_f64(struct mgpu_sync *s, double *v, int n);
+/* --sync-bn: sum n floats v (device memory of the bound model's device)
+ * over the ranks in place, where a model family's forward or backward
+ * needs them (BatchNorm's per-channel sums: ops.h, bn_stats), as torch's
+ * SyncBatchNorm does: after the work queued so far, before what the
+ * caller queues next. Every rank calls it at the same points with the
+ * same n, and every rank gets the same bits (a fixed order: rank order
+ * within a node, node order between them; NCCL's own on GPUs), so the
+ * replicas stay identical. Between buckets of a backward it keeps the
+ * gradient sync going (node leaders first finish the buckets their ranks
+ * published, so that every leader exchanges in one order). One rank:
+ * nothing to do. */
+int mgpu_sync_stats(struct mgpu_sync *s, float *v, size_t n);
 /* Tell the peers this rank failed with error code rc. */
 void mgpu_sync_abort(struct mgpu_sync *s, int rc);
 void mgpu_sync_close(struct mgpu_sync *s);

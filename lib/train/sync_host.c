@@ -229,6 +229,13 @@ static int host_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 	return mgpu_shm_allreduce_f64(&priv(s)->shm, v, n);
 }
 
+/* The statistics go through host memory as the buckets do; their slots
+ * are untouched (they may be mid-reduction). */
+static int host_allreduce_f32(struct mgpu_sync *s, float *v, size_t n)
+{
+	return mgpu_sync_shm_sum_f32(s->model->dev, &priv(s)->shm, v, n);
+}
+
 static void host_abort(struct mgpu_sync *s, int rc)
 {
 	mgpu_shm_abort(&priv(s)->shm, rc == MGPU_ECLOSED);
@@ -251,6 +258,7 @@ const struct mgpu_sync_strategy mgpu_sync_host = {
 	.reduce_bucket = host_reduce_bucket,
 	.finish = host_finish,
 	.allreduce_f64 = host_allreduce_f64,
+	.allreduce_f32 = host_allreduce_f32,
 	.cancel = host_abort,
 	.free = host_free,
 };

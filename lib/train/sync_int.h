@@ -13,7 +13,8 @@
  * optimizer exist; per optimizer step, begin before the backward of the
  * micro-step that ends with a sync, reduce_bucket for each layer's
  * gradient as that backward finishes it (last layer first), then finish;
- * allreduce_f64 at any point between steps; cancel on failure; free last
+ * allreduce_f64 at any point between steps; allreduce_f32 at the same
+ * points of every rank's forward and backward; cancel on failure; free last
  * (also after a failed init). Members marked optional may be NULL.
  */
 #ifndef MGPU_TRAIN_SYNC_INT_H
@@ -49,6 +50,10 @@ struct mgpu_sync_strategy {
 	int (*finish)(struct mgpu_sync *s, double *vals, int n);
 	/* Optional (one rank needs none): sum n doubles over the ranks. */
 	int (*allreduce_f64)(struct mgpu_sync *s, double *v, int n);
+	/* Optional (one rank needs none): sum n floats of the bound model's
+	 * device (v) over the ranks in place, inside a forward or backward
+	 * (see mgpu_sync_stats): the same bits on every rank. */
+	int (*allreduce_f32)(struct mgpu_sync *s, float *v, size_t n);
 	/* Optional: close a step on the device. host[k0..n) replace the
 	 * device doubles v_dev[k0..n), v_dev[0..n) is summed over the ranks
 	 * in place after the work queued so far, and the sums come back in
@@ -94,6 +99,9 @@ double mgpu_sync_norm2_share(const struct mgpu_sync *s);
  * others attach; every rank on one host, or MGPU_EUNSUP. */
 int mgpu_sync_shm_join(const struct mgpu_sync *s, const struct mgpu_sync_args *a,
 		       struct mgpu_shm *shm, int nstate);
+/* mgpu_shm_allreduce_f32 of n floats of dev: in place where device memory
+ * is host memory, else through host copies. */
+int mgpu_sync_shm_sum_f32(struct mgpu_dev *dev, struct mgpu_shm *shm, float *v, size_t n);
 /* Rank r's shard [*a, *e) of bucket b: the r-th of world near-equal slices. */
 void mgpu_sync_shard(const struct mgpu_sync *s, int b, int r, size_t *a, size_t *e);
 /* dst[a, e) = g[0] + g[1] + ... + g[world - 1] over [a, e), summed in rank

@@ -131,6 +131,13 @@ static int nccl_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 	return mgpu_nccl_allreduce_f64(priv(s)->comm, s->model->dev, v, n);
 }
 
+/* In place on the device, queued among the buckets in the order every
+ * rank issues them. */
+static int nccl_allreduce_f32(struct mgpu_sync *s, float *v, size_t n)
+{
+	return mgpu_nccl_allreduce_inline(priv(s)->comm, s->model->dev, v, n);
+}
+
 static void nccl_abort(struct mgpu_sync *s, int rc)
 {
 	(void)rc;
@@ -158,6 +165,7 @@ const struct mgpu_sync_strategy mgpu_sync_nccl = {
 	.finish = nccl_finish,
 	.allreduce_f64 = nccl_allreduce_f64,
 	.allreduce_stats = nccl_allreduce_stats,
+	.allreduce_f32 = nccl_allreduce_f32,
 	.cancel = nccl_abort,
 	.free = nccl_free,
 };

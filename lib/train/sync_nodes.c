@@ -27,7 +27,13 @@
  * ((g0 + g1) + g2) + g3).
  *
  * Per-step values (loss sums, the stop flag) are summed within the node,
- * between the leaders, then handed back within the node.
+ * between the leaders, then handed back within the node; so are BatchNorm's
+ * statistics (--sync-bn) in the middle of forward and backward. The
+ * leaders' exchanges pair up in the order they are issued (MPI's
+ * collectives, the TCP star's messages), so before such a sum a leader
+ * first reduces every bucket its node has published: a leader that polled
+ * before its last local rank had marked a bucket would otherwise exchange
+ * its statistics where another leader sends that bucket.
  */
 #include "train/sync_int.h"
 
@@ -221,7 +227,7 @@ static int nodes_bind(struct mgpu_sync *s)
 	size_t n = s->model->nparams;
 	int k;
 
-	if (!s->model->dev->ops->host_memory)
+	if (!mgpu_ops_can(s->model->dev->ops, MGPU_CAP_HOST_MEMORY))
 		return mgpu_err(MGPU_EUNSUP, "sync backend %s needs CPU ranks; GPU ranks on "
 				"several nodes use --sync-backend nccl", s->st->name);
 	p->clip = mgpu_optim_defers(s->opt);
@@ -360,6 +366,38 @@ static int nodes_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 	return mgpu_shm_allreduce_f64(&p->shm, v, n);
 }
 
+/* Leader: reduce the buckets published this step that it has not yet,
+ * waiting for them (the node's ranks published them before the call that
+ * needs this: backward's order). */
+static int drain_published(struct mgpu_sync *s)
+{
+	struct nodes_sync *p = priv(s);
+	int b;
+
+	for (; p->next < p->published; p->next++) {
+		b = mgpu_sync_bucket_at(s, p->next);
+		MGPU_TRY(mgpu_shm_bucket_wait(&p->shm, b));
+		MGPU_TRY(reduce(s, b));
+	}
+	return 0;
+}
+
+/* As nodes_allreduce_f64, in float (CPU ranks: v is host memory). */
+static int nodes_allreduce_f32(struct mgpu_sync *s, float *v, size_t n)
+{
+	struct nodes_sync *p = priv(s);
+
+	if (leader(s))
+		MGPU_TRY(drain_published(s));
+	MGPU_TRY(mgpu_shm_allreduce_f32(&p->shm, v, n));
+	if (leader(s))
+		MGPU_TRY(p->mpi ? mgpu_mpi_allreduce_f32(p->mpi, v, n) :
+				  mgpu_leaders_allreduce_f32(&p->tcp, v, n));
+	else
+		memset(v, 0, n * sizeof *v);
+	return mgpu_shm_allreduce_f32(&p->shm, v, n);
+}
+
 static void nodes_abort(struct mgpu_sync *s, int rc)
 {
 	struct nodes_sync *p = priv(s);
@@ -394,6 +432,7 @@ const struct mgpu_sync_strategy mgpu_sync_mpi = {
 	.reduce_bucket = nodes_reduce_bucket,
 	.finish = nodes_finish,
 	.allreduce_f64 = nodes_allreduce_f64,
+	.allreduce_f32 = nodes_allreduce_f32,
 	.cancel = nodes_abort,
 	.free = nodes_free,
 };
@@ -406,6 +445,7 @@ const struct mgpu_sync_strategy mgpu_sync_nodes = {
 	.reduce_bucket = nodes_reduce_bucket,
 	.finish = nodes_finish,
 	.allreduce_f64 = nodes_allreduce_f64,
+	.allreduce_f32 = nodes_allreduce_f32,
 	.cancel = nodes_abort,
 	.free = nodes_free,
 };

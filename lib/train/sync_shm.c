@@ -280,7 +280,7 @@ static int publish_bf16(struct mgpu_sync *s, size_t off, size_t cnt)
 	struct mgpu_dev *dev = s->model->dev;
 	uint16_t *slot = (uint16_t *)p->shm.g[s->rank];
 
-	if (dev->ops->host_memory)
+	if (mgpu_ops_can(dev->ops, MGPU_CAP_HOST_MEMORY))
 		return dev->ops->f32_to_bf16(dev, slot + off, s->model->g + off, cnt);
 	MGPU_TRY(dev->ops->f32_to_bf16(dev, p->dev16 + off, s->model->g + off, cnt));
 	return mgpu_dev_to_host(dev, slot + off, p->dev16 + off, cnt * sizeof *slot);
@@ -307,10 +307,11 @@ static int shm_bind(struct mgpu_sync *s)
 	struct mgpu_model *m = s->model;
 
 	p->clip = mgpu_optim_defers(s->opt);
-	if (s->mode == MGPU_MODE_DDP && !m->dev->ops->host_memory)
+	if (s->mode == MGPU_MODE_DDP && !mgpu_ops_can(m->dev->ops, MGPU_CAP_HOST_MEMORY))
 		return mgpu_err(MGPU_EUNSUP, "sync backend cpu with mode ddp needs CPU ranks; "
 				"use --sync-backend nccl or --mode dp for GPUs");
-	if (s->grad_prec == MGPU_PREC_BF16 && !m->dev->ops->host_memory) {
+	if (s->grad_prec == MGPU_PREC_BF16 &&
+	    !mgpu_ops_can(m->dev->ops, MGPU_CAP_HOST_MEMORY)) {
 		MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)&p->dev16, m->nparams * sizeof *p->dev16));
 		p->dev16_dev = m->dev;
 		p->dev16_n = m->nparams;
@@ -424,6 +425,29 @@ static int shm_allreduce_f64(struct mgpu_sync *s, double *v, int n)
 	return mgpu_shm_allreduce_f64(&priv(s)->shm, v, n);
 }
 
+/* Through a host buffer a chunk at a time, where the device is a GPU
+ * (mode dp): one read and one copy back per chunk. */
+int mgpu_sync_shm_sum_f32(struct mgpu_dev *dev, struct mgpu_shm *shm, float *v, size_t n)
+{
+	float buf[MGPU_SHM_MAX_FLOATS];
+	size_t k;
+
+	if (dev->ops->host_memory)
+		return mgpu_shm_allreduce_f32(shm, v, n);
+	for (; n > 0; n -= k, v += k) {
+		k = n < MGPU_SHM_MAX_FLOATS ? n : MGPU_SHM_MAX_FLOATS;
+		MGPU_TRY(mgpu_dev_to_host(dev, buf, v, k * sizeof *buf));
+		MGPU_TRY(mgpu_shm_allreduce_f32(shm, buf, k));
+		MGPU_TRY(mgpu_dev_from_host(dev, v, buf, k * sizeof *buf));
+	}
+	return 0;
+}
+
+static int shm_allreduce_f32(struct mgpu_sync *s, float *v, size_t n)
+{
+	return mgpu_sync_shm_sum_f32(s->model->dev, &priv(s)->shm, v, n);
+}
+
 static void shm_abort(struct mgpu_sync *s, int rc)
 {
 	mgpu_shm_abort(&priv(s)->shm, rc == MGPU_ECLOSED);
@@ -450,6 +474,7 @@ const struct mgpu_sync_strategy mgpu_sync_shm = {
 	.reduce_bucket = shm_reduce_bucket,
 	.finish = shm_finish,
 	.allreduce_f64 = shm_allreduce_f64,
+	.allreduce_f32 = shm_allreduce_f32,
 	.cancel = shm_abort,
 	.free = shm_free,
 };

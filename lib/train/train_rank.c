@@ -28,7 +28,7 @@ static int open_device(struct train_rank *r)
 	/* Without a list, local rank k of a GPU job takes GPU k (torchrun does
 	 * not set CUDA_VISIBLE_DEVICES per rank); CPU ranks share device 0. */
 	int want = c->ndevices ? c->devices[r->local_rank % c->ndevices] :
-				 ops && !ops->host_memory ? r->local_rank : 0;
+				 ops && !mgpu_ops_can(ops, MGPU_CAP_HOST_MEMORY) ? r->local_rank : 0;
 	char why[256] = "";
 	int n = 0;
 
@@ -88,7 +88,8 @@ static int build_model(struct train_rank *r)
 	const struct mgpu_train_cfg *c = r->cfg;
 	float *w, *g, *s0, *s1;
 
-	mgpu_sync_model_buffers(&r->sync, r->dev.ops->host_memory, &w, &g, &s0, &s1);
+	mgpu_sync_model_buffers(&r->sync, mgpu_ops_can(r->dev.ops, MGPU_CAP_HOST_MEMORY), &w, &g,
+				&s0, &s1);
 	MGPU_TRY(mgpu_model_create_ext(&r->model, &c->spec, &r->dev, c->plan.batch, w, g));
 	MGPU_TRY(mgpu_train_data_check(r->d, c, &r->model));
 	MGPU_TRY(mgpu_model_set_prec(&r->model, c->prec));

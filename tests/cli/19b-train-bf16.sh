@@ -115,5 +115,6 @@ sys.exit(0 if dt == {"F32"} else 1)
 PY
 expect 2 "--dtype fp32 differs from the checkpoint's bf16" \
 	"$BIN/mgpu-train" --data g --resume part --dtype fp32 --max-steps 20
-expect 2 "--dtype: 'bf32' is not fp32, bf16 or fp16" "$BIN/mgpu-train" --data g --dtype bf32
+expect 2 "--dtype: 'bf32' is not one of fp32|bf16|fp16" "$BIN/mgpu-train" --data g --dtype bf32
+expect 2 "--grad-dtype: 'fp16' is not one of fp32|bf16" "$BIN/mgpu-train" --data g --grad-dtype fp16
 exit 0

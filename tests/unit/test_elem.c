@@ -332,7 +332,7 @@ static double flash_objective(struct mgpu_dev *dev, const float *q, const float 
 	double L = 0;
 	int i;
 
-	if (dev->ops->attn_fwd(dev, y, lse, q, k, v, FBH, FT, FDH, scale, 0) < 0)
+	if (dev->ops->attn_fwd(dev, y, lse, q, k, v, FBH, FT, FDH, scale, MGPU_PREC_FP32) < 0)
 		return NAN;
 	for (i = 0; i < FN; i++)
 		L += (double)w[i] * y[i];
@@ -378,11 +378,11 @@ static void test_flash_grad(void)
 	}
 	for (b = 0; b < 2; b++) {
 		T_OK(mgpu_dev_open(&dev, backends[b], 0));
-		T_OK(dev.ops->attn_fwd(&dev, y, lse, q, k, v, FBH, FT, FDH, scale, 0));
+		T_OK(dev.ops->attn_fwd(&dev, y, lse, q, k, v, FBH, FT, FDH, scale, MGPU_PREC_FP32));
 		T_OK(dev.ops->attn_bwd(&dev, g[0], g[1], g[2], q, k, v, y, w, lse, FBH, FT, FDH,
-				       scale, 0));
+				       scale, MGPU_PREC_FP32));
 		T_OK(dev.ops->attn_bwd(&dev, gm[0], gm[1], gm[2], q, k, v, zero, w, lse, FBH, FT,
-				       FDH, scale, 0));
+				       FDH, scale, MGPU_PREC_FP32));
 		for (x = 0; x < 3; x++) {
 			flash_fd(&dev, xs[x], q, k, v, w, scale, num);
 			T_CHECK(worst_diff(g[x], num, FN) <= TOL_FD, "%s: d%c off by %g",
@@ -408,8 +408,8 @@ static void test_flash_bf16(void)
 	for (i = 0; i < FN; i++)
 		v[i] = (float)(i % 7) - 3.0f; /* bf16 values */
 	T_OK(mgpu_dev_open(&dev, &mgpu_ops_ref, 0));
-	T_OK(dev.ops->attn_fwd(&dev, y, lse, q, q, v, FBH, FT, FDH, 1.0f, 1));
-	T_OK(dev.ops->attn_fwd(&dev, y32, lse, q, q, v, FBH, FT, FDH, 1.0f, 0));
+	T_OK(dev.ops->attn_fwd(&dev, y, lse, q, q, v, FBH, FT, FDH, 1.0f, MGPU_PREC_BF16));
+	T_OK(dev.ops->attn_fwd(&dev, y32, lse, q, q, v, FBH, FT, FDH, 1.0f, MGPU_PREC_FP32));
 	for (i = 0; i < FT; i++) {
 		T_NEAR(lse[FT + i], log(i + 1.0), 1e-6);
 		p = mgpu_bf16_to_f32(mgpu_bf16_from_f32(1.0f / (float)(i + 1)));

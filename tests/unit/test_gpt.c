@@ -155,11 +155,11 @@ static void test_grad_one_head(void)
 /* Mutants: the check must name the tensors upstream of the broken op. */
 static int bad_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, const float *q,
 			const float *k, const float *v, const float *y, const float *dy,
-			const float *lse, int BH, int T, int Dh, float scale, int bf16)
+			const float *lse, int BH, int T, int Dh, float scale, enum mgpu_prec prec)
 {
 	size_t i, n = (size_t)BH * T * Dh;
 	int rc = mgpu_ops_ref.attn_bwd(dev, dq, dk, dv, q, k, v, y, dy, lse, BH, T, Dh, scale,
-				       bf16);
+				       prec);
 
 	for (i = 0; i < n; i++) { /* the 1/sqrt(Dh) of ds applied twice */
 		dq[i] *= scale;

@@ -27,6 +27,8 @@
 #include "core/cli.h"      /* mgpu_cli_choice */
 #include "core/err.h"      /* mgpu_errmsg */
 #include "core/io.h"       /* mgpu_afile */
+#include "ops/ops.h"        /* mgpu_prec_words, MGPU_PREC_FP16 */
+#include "train/sync.h"     /* mgpu_sync_words, MGPU_SYNC_MPI, MGPU_SYNC_KINDS */
 
 #define MAX_ROWS 256
 
@@ -39,9 +41,6 @@ static const char help[] =
 	"--nodes runs nodes as network namespaces on this machine (as root).\n";
 
 static const char *const mode_words[] = { "ddp", "dp", NULL };
-static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
-static const char *const dtype_words[] = { "fp32", "bf16", "fp16", NULL };
-#define SYNC_MPI 3
 static const char *const workload[] = { "--epochs", "1", "--max-steps", "200",
 					"--batch-size", "64" };
 
@@ -51,8 +50,8 @@ struct topts {
 	int nodes[MGPU_NETNS_MAX_HOSTS], nnodes;
 	const char *link_rate;     /* NULL: none */
 	double link_delay_ms;      /* 0: none */
-	int modes[2], nmodes, syncs[4], nsyncs;
-	int dtypes[3], ndtypes;    /* ndtypes 0: the workload's own dtype */
+	int modes[2], nmodes, syncs[MGPU_SYNC_KINDS], nsyncs; /* enum mgpu_sync_kind */
+	int dtypes[MGPU_PREC_FP16 + 1], ndtypes; /* enum mgpu_prec; 0: the workload's own */
 	int repeat, warmup, timeout_s; /* repeat, warmup: -1 when not given */
 	const char *plot, *save, *compare;
 	double tol;
@@ -115,7 +114,7 @@ static int set_syncs(void *t, const char *arg)
 {
 	struct topts *o = t;
 
-	o->nsyncs = word_list("--sync-backends", arg, sync_words, o->syncs, 4);
+	o->nsyncs = word_list("--sync-backends", arg, mgpu_sync_words, o->syncs, MGPU_SYNC_KINDS);
 	return 0;
 }
 
@@ -123,7 +122,7 @@ static int set_dtypes(void *t, const char *arg)
 {
 	struct topts *o = t;
 
-	o->ndtypes = word_list("--dtypes", arg, dtype_words, o->dtypes, 3);
+	o->ndtypes = word_list("--dtypes", arg, mgpu_prec_words, o->dtypes, MGPU_PREC_FP16 + 1);
 	return 0;
 }
 
@@ -181,13 +180,13 @@ static void show_modes(const void *t, char *buf, size_t len)
 static void show_syncs(const void *t, char *buf, size_t len)
 {
 	const struct topts *o = t;
-	bench_show_list(buf, len, o->syncs, o->nsyncs, sync_words);
+	bench_show_list(buf, len, o->syncs, o->nsyncs, mgpu_sync_words);
 }
 
 static void show_dtypes(const void *t, char *buf, size_t len)
 {
 	const struct topts *o = t;
-	bench_show_list(buf, len, o->dtypes, o->ndtypes, dtype_words);
+	bench_show_list(buf, len, o->dtypes, o->ndtypes, mgpu_prec_words);
 }
 
 static void show_nodes(const void *t, char *buf, size_t len)
@@ -266,7 +265,7 @@ static void check_nodes(struct topts *o)
 	int i, mpi = 0;
 
 	for (i = 0; i < o->nsyncs; i++)
-		mpi |= o->syncs[i] == SYNC_MPI;
+		mpi |= o->syncs[i] == MGPU_SYNC_MPI;
 	if (!o->nnodes)
 		o->nodes[0] = 1, o->nnodes = 1;
 	if (max_nodes(o) > 1 && o->ngpu)
@@ -335,9 +334,9 @@ static void plan_of(const struct topts *o, struct mgpu_bench_plan *p)
 	for (i = 0; i < o->nmodes; i++)
 		p->modes[p->nmodes++] = mode_words[o->modes[i]];
 	for (i = 0; i < o->nsyncs; i++)
-		p->syncs[p->nsyncs++] = sync_words[o->syncs[i]];
+		p->syncs[p->nsyncs++] = mgpu_sync_words[o->syncs[i]];
 	for (i = 0; i < o->ndtypes; i++)
-		p->dtypes[p->ndtypes++] = dtype_words[o->dtypes[i]];
+		p->dtypes[p->ndtypes++] = mgpu_prec_words[o->dtypes[i]];
 }
 
 /* The runs of the sweep; the hosts of its node rows go when mgpu-bench does. */

@@ -19,19 +19,17 @@
 #include "core/table.h"  /* MGPU_FMT_* */
 #include "comm/launch.h" /* mgpu_launch_env */
 #include "comm/rdzv.h"   /* MGPU_MAX_NODES */
-#include "train/ckpt.h"     /* mgpu_ckpt_load_state */
-#include "model/model.h"    /* MGPU_PREC_*, mgpu_prec_name */
-#include "ops/ops.h"     /* mgpu_ops_find */
+#include "ops/ops.h"     /* mgpu_ops_find, mgpu_prec_words, MGPU_PREC_BF16 */
+#include "train/ckpt.h"  /* mgpu_ckpt_load_state */
+#include "train/sync.h"  /* mgpu_sync_words */
 
 _Static_assert(MGPU_PATH_MAX >= MGPU_OPT_PATH_MAX, "PATH rows fill cfg's path fields");
 
 static const char *const opt_words[] = { "sgd", "adamw", NULL };
 static const char *const sched_words[] = { "constant", "cosine", "step", NULL };
 static const char *const mode_words[] = { "ddp", "dp", NULL };
-static const char *const sync_words[] = { "auto", "cpu", "nccl", "mpi", NULL };
 static const char *const scale_words[] = { "none", "linear", "sqrt", NULL };
 static const char *const uneven_words[] = { "drop", "pad", NULL };
-static const char *const grad_dtype_words[] = { "fp32", "bf16", NULL }; /* enum mgpu_prec */
 static const char *const predict_words[] = { "logits", "class", NULL };
 
 static int set_model(void *t, const char *arg)
@@ -79,28 +77,6 @@ static void show_backend(const void *t, char *buf, size_t len)
 	snprintf(buf, len, "%s", ((const struct train_opts *)t)->cfg.backend);
 }
 
-/* --dtype: fp16 comes with dynamic loss scaling (the --loss-scale rows);
- * bf16 has fp32's range and needs none. */
-static int set_dtype(void *t, const char *arg)
-{
-	struct train_opts *o = t;
-
-	if (strcmp(arg, "fp32") == 0)
-		o->cfg.prec = MGPU_PREC_FP32;
-	else if (strcmp(arg, "bf16") == 0)
-		o->cfg.prec = MGPU_PREC_BF16;
-	else if (strcmp(arg, "fp16") == 0)
-		o->cfg.prec = MGPU_PREC_FP16;
-	else
-		return mgpu_err(MGPU_EINVAL, "--dtype: '%s' is not fp32, bf16 or fp16", arg);
-	return 0;
-}
-
-static void show_dtype(const void *t, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s", mgpu_prec_name(((const struct train_opts *)t)->cfg.prec));
-}
-
 static int set_augment(void *t, const char *arg)
 {
 	return mgpu_augment_parse(arg, &((struct train_opts *)t)->cfg.augment, "--augment");
@@ -128,9 +104,11 @@ static const struct mgpu_opt options[] = {
 	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
 		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]; "
 		      "gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]", NULL, FIXED),
-	MGPU_OPT_CALL("dtype", 0, set_dtype, show_dtype, "fp32|bf16|fp16",
-		      "the matrix products' inputs (fp32 accumulation, master weights "
-		      "and optimizer state; fp16 with dynamic loss scaling)", "fp32", FIXED),
+	/* fp16 comes with dynamic loss scaling (the --loss-scale rows); bf16
+	 * has fp32's range and needs none */
+	MGPU_OPT_WORDS("dtype", O, cfg.prec, mgpu_prec_words, "fp32|bf16|fp16",
+		       "the matrix products' inputs (fp32 accumulation, master weights "
+		       "and optimizer state; fp16 with dynamic loss scaling)", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_U64, "seed", 0, O, cfg.seed, 0, 9.3e18, "N",
 		     "seed of init, split, order, dropout", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, cfg.val_fraction, 0, 0.99, "F",
@@ -189,10 +167,10 @@ static const struct mgpu_opt options[] = {
 		      "backend of the devices", "cpu, or cuda with --gpus", 0),
 	MGPU_OPT_WORDS("mode", O, cfg.mode, mode_words, "ddp|dp",
 		       "a process per device, or DataParallel threads", 0),
-	MGPU_OPT_WORDS("sync-backend", O, sync, sync_words, "auto|cpu|nccl|mpi",
+	MGPU_OPT_WORDS("sync-backend", O, sync, mgpu_sync_words, "auto|cpu|nccl|mpi",
 		       "gradient all-reduce", 0),
-	MGPU_OPT_WORDS("grad-dtype", O, cfg.grad_prec, grad_dtype_words, "fp32|bf16",
-		       "all-reduce gradients in bf16 (half the bytes)", FIXED),
+	MGPU_OPT_WORDS_N("grad-dtype", O, cfg.grad_prec, mgpu_prec_words, MGPU_PREC_BF16 + 1,
+			 "fp32|bf16", "all-reduce gradients in bf16 (half the bytes)", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "nnodes", 0, O, nnodes, 1, MGPU_MAX_NODES, "N",
 		     "nodes, one launcher each (MASTER_ADDR, MASTER_PORT name node 0)", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "node-rank", 0, O, node_rank, 0, MGPU_MAX_NODES - 1, "I",
@@ -452,7 +430,7 @@ void train_opts_ident(const struct train_opts *o, char *buf, size_t len)
 		n += (size_t)snprintf(buf + n, len - n, "--global-batch-size %lld\n"
 				      "--mode %s\n--sync-backend %s\n--resume %s%lld\n",
 				      (long long)c->plan.global, c->mode ? "dp" : "ddp",
-				      sync_words[c->sync < 4 ? c->sync : 0],
+				      mgpu_sync_words[c->sync < MGPU_SYNC_KINDS ? c->sync : 0],
 				      c->resume[0] ? "step " : "", (long long)o->resume_step);
 	if (n >= len && len)
 		buf[len - 1] = '\0';
