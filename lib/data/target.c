@@ -73,7 +73,7 @@ out:
 void mgpu_keypoints_render(const float *kp, int P, int h, int w, int stride, float sigma,
 			   float *maps, float *weight)
 {
-	float u, v, k = -1.0f / (2.0f * sigma * sigma), dy, *m;
+	float u, v, k = -1.0f / (2.0f * sigma * sigma), gy, *m, *gx;
 	int p, i, j;
 
 	for (p = 0; p < P; p++) {
@@ -86,11 +86,16 @@ void mgpu_keypoints_render(const float *kp, int P, int h, int w, int stride, flo
 		}
 		u = kp[2 * p] / (float)stride;
 		v = kp[2 * p + 1] / (float)stride;
-		for (i = 0; i < h; i++) {
-			dy = (float)i - v;
+		/* separable: exp(k (dx^2 + dy^2)) = exp(k dx^2) exp(k dy^2), so a
+		 * map costs h + w exponentials, not h w. The column factors sit
+		 * in row 0 until the other rows have used them. */
+		gx = m;
+		for (j = 0; j < w; j++)
+			gx[j] = expf(k * ((float)j - u) * ((float)j - u));
+		for (i = h - 1; i >= 0; i--) {
+			gy = expf(k * ((float)i - v) * ((float)i - v));
 			for (j = 0; j < w; j++)
-				m[(size_t)i * w + j] = expf(k * (((float)j - u) * ((float)j - u) +
-								 dy * dy));
+				m[(size_t)i * w + j] = gy * gx[j];
 		}
 	}
 }

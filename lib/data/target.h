@@ -38,8 +38,10 @@ int mgpu_keypoints_parse(const char *text, size_t len, const char *name, float *
 
 /*
  * Render P parts kp (P,2) into maps (P,h,w) for an image seen at output
- * stride `stride`: cell (i, j) of part p is exp(-((j - x/s)^2 + (i -
- * y/s)^2) / (2 sigma^2)), sigma in map cells; a missing part's map is 0.
+ * stride `stride`: cell (i, j) of part p is exp(-(j - x/s)^2 / (2
+ * sigma^2)) exp(-(i - y/s)^2 / (2 sigma^2)) (the Gaussian as a product of
+ * its two axes', computed so), sigma in map cells; a missing part's map
+ * is 0.
  * weight (P, may be NULL) gets 1 per present part, 0 per missing one (the
  * mse op's weights: a missing part's map trains nothing).
  */
