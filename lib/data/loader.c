@@ -195,8 +195,8 @@ int mgpu_loader_targets(struct mgpu_loader *l, const struct mgpu_target_opts *o)
 	int i;
 
 	if (!(o->sigma > 0.0f && o->sigma <= 1000.0f) || o->stride < 1 || o->stride > 64)
-		return mgpu_err(MGPU_EINVAL, "--sigma %g (want (0, 1000]) or --output-stride %d "
-				"(want 1 to 64) out of range", (double)o->sigma, o->stride);
+		return mgpu_err(MGPU_EINVAL, "keypoint maps: sigma %g (want (0, 1000]) or output "
+				"stride %d (want 1 to 64) out of range", (double)o->sigma, o->stride);
 	l->topt = *o;
 	if (src->tkind == MGPU_TARGET_KEYPOINTS && src->ndim != 3)
 		return mgpu_err(MGPU_EINVAL, "'%s': keypoint targets need image samples (CxHxW)",

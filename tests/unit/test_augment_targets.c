@@ -183,6 +183,9 @@ static void pass(struct mgpu_source *src, int batch, int prefetch, const uint32_
 	T_OK(mgpu_augment_parse_pairs("0:1", &a, "--flip-pairs"));
 	T_OK(mgpu_loader_create(&l, src, batch, prefetch));
 	T_OK(mgpu_loader_augment(&l, &a, 42));
+	to.stride = 65;
+	T_FAILS(mgpu_loader_targets(&l, &to), MGPU_EINVAL, "output stride 65 (want 1 to 64)");
+	to.stride = 2;
 	T_OK(mgpu_loader_targets(&l, &to));
 	T_OK(mgpu_loader_begin_epoch(&l, MGPU_SPLIT_TRAIN, order, n, 3));
 	while (mgpu_loader_next_t(&l, &x, &y, &t, &B, &w) == 0) {
