@@ -142,6 +142,31 @@ static void test_mask_follows(void)
 	free(sc);
 }
 
+/* float32 rows turn, crop and flip as uint8 ones do (the same pixels; a
+ * float row's padding is the pad value given). */
+static void test_float_rows(void)
+{
+	struct mgpu_augment a = { .crop = 2, .flip = 1, .rotate = 40 };
+	unsigned char u[N * HW], *sc = malloc(mgpu_augment_scratch_nbytes(HW * 4, 0));
+	float *f = malloc(N * HW * sizeof *f);
+	uint32_t idx[N];
+	size_t i, bad = 0;
+
+	for (i = 0; i < N * HW; i++) {
+		u[i] = (unsigned char)(1 + mgpu_hash64(9, i) % 200);
+		f[i] = (float)u[i];
+	}
+	for (i = 0; i < N; i++)
+		idx[i] = (uint32_t)i;
+	mgpu_augment_rows(&a, 7, 0, idx, N, u, MGPU_DTYPE_U8, shape, 0.0f, sc);
+	mgpu_augment_rows(&a, 7, 0, idx, N, f, MGPU_DTYPE_F32, shape, -1.0f, sc);
+	for (i = 0; i < N * HW; i++)
+		bad += u[i] == 0 ? f[i] != -1.0f : f[i] != (float)u[i];
+	T_CHECK(bad == 0, "%zu float pixels differ from the uint8 ones", bad);
+	free(f);
+	free(sc);
+}
+
 /* A cache of N keypoint samples for the loader. */
 static void write_cache(struct mgpu_source *src)
 {
@@ -281,6 +306,7 @@ int main(void)
 	T_RUN(test_keypoints_follow);
 	T_RUN(test_flip_pairs);
 	T_RUN(test_mask_follows);
+	T_RUN(test_float_rows);
 	T_RUN(test_world_sizes);
 	t_tmpdir_remove();
 	return T_DONE();
