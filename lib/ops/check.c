@@ -1180,6 +1180,10 @@ static const struct mgpu_ops_case selftest[] = {
 	/* bf16 at a head width the tensor-core tiles pad (100 of 128 columns,
 	 * the widest tiles) and a T that leaves rows past it in both tiles */
 	{ .op = "flash", .m = 2, .n = 100, .k = 100, .scale = 0.1f, .prec = MGPU_PREC_BF16 },
+	/* a long context: cuda's GEMM form of attention (attn_gemm.cu, from
+	 * T = 512), fp32 and bf16, at gpt-2 small's head width */
+	{ .op = "flash", .m = 2, .n = 520, .k = 64, .scale = 0.125f },
+	{ .op = "flash", .m = 4, .n = 520, .k = 64, .scale = 0.125f, .prec = MGPU_PREC_BF16 },
 	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
 	 * warp per row on cuda; xent's logits tie for the maximum */
 	{ .op = "ln", .m = 64, .n = 768, .acc = 1.0f },

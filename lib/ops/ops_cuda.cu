@@ -105,6 +105,7 @@ static void cuda_fini(struct mgpu_dev *dev)
 	if (!im)
 		return;
 	mgpu_cuda_conv_release(dev);
+	mgpu_cuda_attn_gemm_release(dev);
 	/* fini cannot fail: errors are ignored, as close() ignores them */
 	(void)cudaSetDevice(dev->index);
 	if (im->part)
@@ -527,8 +528,8 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.add = mgpu_cuda_add,
 	.emb_fwd = mgpu_cuda_emb_fwd,
 	.emb_bwd = mgpu_cuda_emb_bwd,
-	.attn_fwd = mgpu_cuda_attn_fwd, /* attn_cuda.cu */
-	.attn_bwd = mgpu_cuda_attn_bwd,
+	.attn_fwd = mgpu_cuda_attn_any_fwd, /* attn_gemm.cu, or attn_cuda.cu's */
+	.attn_bwd = mgpu_cuda_attn_any_bwd,
 	.heads_split = mgpu_cuda_heads_split,
 	.heads_merge = mgpu_cuda_heads_merge,
 	.f32_to_bf16 = mgpu_cuda_f32_to_bf16,
