@@ -32,13 +32,14 @@
 
 struct mgpu_arch; /* model/arch.h */
 
-/* an mlp has 4 per layer, a gpt 12 per block and 4 more */
-#define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
+/* an mlp has 4 per layer, a gpt 12 per block and 4 more, a cnn up to 9
+ * per line (a res block) */
+#define MGPU_MAX_PARAMS (6 * MGPU_CNN_MAX_LINES)
 #define MGPU_MAX_BUCKETS MGPU_MAX_LAYERS
 /* a BatchNorm keeps 3 (running_mean, running_var, num_batches_tracked) */
-#define MGPU_MAX_BUFFERS (4 * MGPU_MAX_LAYERS)
+#define MGPU_MAX_BUFFERS (3 * MGPU_CNN_MAX_LINES)
 /* device buffers a model may hold (a gpt: 15 per block and a few more) */
-#define MGPU_MODEL_MAX_ALLOCS (24 * MGPU_MAX_LAYERS + 32)
+#define MGPU_MODEL_MAX_ALLOCS (12 * MGPU_CNN_MAX_LINES + 32)
 #define MGPU_PARAM_MAX_DIM 4
 
 struct mgpu_param {
@@ -94,6 +95,9 @@ struct mgpu_model {
 	void *grad_ctx;
 	mgpu_stat_sum_fn stat_sum;   /* NULL: each rank keeps its own statistics */
 	void *stat_ctx;
+	int stat_ranks;              /* the ranks stat_sum sums over (its setter sets
+				      * both); a training batch is the same size on
+				      * each, so a sum covers stat_ranks batches */
 	uint64_t dropout_seed;       /* set per step by the caller */
 	uint64_t row0;               /* global row of the batch's first row */
 	int prec;                    /* enum mgpu_prec of the products (model/mm.h) */

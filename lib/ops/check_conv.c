@@ -173,8 +173,8 @@ static int case_conv(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	int OW = MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
 	size_t nx = (size_t)g->N * g->C * g->H * g->W, ny = (size_t)g->N * g->K * OH * OW;
 	size_t nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW;
-	int bias = c->flag & 1, ix, iw, ib = -1, iy, idx, idy, idw, idb = -1;
-	float acc = (c->flag & 2) ? 1.0f : 0.0f;
+	int bias = c->bias, ix, iw, ib = -1, iy, idx, idy, idw, idb = -1;
+	float acc = c->acc ? 1.0f : 0.0f;
 	double e;
 	char shape[64];
 
@@ -263,7 +263,7 @@ static int case_pool(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	g.sw = c->cv.sw;
 	g.ph = c->cv.ph;
 	g.pw = c->cv.pw;
-	g.mode = (enum mgpu_pool_mode)c->flag;
+	g.mode = c->mode;
 	nx = (size_t)g.N * g.C * g.H * g.W;
 	ny = (size_t)g.N * g.C * MGPU_CONV_OUT(g.H, g.KH, g.sh, g.ph, 1) *
 	     MGPU_CONV_OUT(g.W, g.KW, g.sw, g.pw, 1);
@@ -272,7 +272,7 @@ static int case_pool(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	BOTH(pool_fwd(D, &g, dp(b, iy, S), dp(b, ix, S)));
 	snprintf(shape, sizeof shape, "N%d C%d %dx%d k%dx%d s%d,%d p%d,%d %s", g.N, g.C, g.H,
 		 g.W, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw,
-		 c->flag >= 0 && c->flag < 3 ? mode[c->flag] : "?");
+		 c->mode >= 0 && c->mode < 3 ? mode[c->mode] : "?");
 	MGPU_TRY(cmp(b, iy, &e, NULL));
 	mgpu_ops_report_add(b->p, "pool_fwd", shape, e);
 	MGPU_TRY(in(b, ny, -1.0f, 1.0f, &idy));
@@ -315,7 +315,7 @@ static int case_bn(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	size_t nx, C;
 	int ix, ish = -1, ist, ig, ibe, irm, irv, iy, im, ir, idy, ids, idg, idb, idx,
 	    ist2 = -1, im2, ir2, ids2;
-	float acc = (c->flag & 4) ? 1.0f : 0.0f, *stats, *mean, *rstd, *dstats;
+	float acc = c->acc ? 1.0f : 0.0f, *stats, *mean, *rstd, *dstats;
 	double e;
 	char shape[64];
 
@@ -326,14 +326,14 @@ static int case_bn(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	bn.eps = 1e-5f;
 	bn.momentum = 0.1f;
 	bn.count = (double)bn.N * bn.HW;
-	bn.train = c->flag & 1;
+	bn.train = c->train;
 	nx = (size_t)bn.N * bn.C * bn.HW;
 	C = (size_t)bn.C;
 	snprintf(shape, sizeof shape, "N%d C%d HW%d %s%s%s", bn.N, bn.C, bn.HW,
-		 bn.train ? "train" : "eval", (c->flag & 2) ? " shift" : "",
+		 bn.train ? "train" : "eval", c->shift ? " shift" : "",
 		 acc != 0.0f ? " acc" : "");
 	MGPU_TRY(in(b, nx, 2.0f, 4.0f, &ix)); /* centred at 3: the sums must not cancel */
-	if (c->flag & 2)
+	if (c->shift)
 		MGPU_TRY(in(b, C, 2.5f, 3.5f, &ish));
 	MGPU_TRY(in(b, C, 0.5f, 1.5f, &ig));
 	MGPU_TRY(in(b, C, -0.5f, 0.5f, &ibe));
@@ -434,7 +434,7 @@ static int case_chan(struct bufs *b, const struct mgpu_ops_conv_case *c)
 {
 	int N = c->cv.N, C = c->cv.C, HW = c->cv.H * c->cv.W, iy, ib, idy, idb;
 	size_t n = (size_t)N * C * HW;
-	float acc = (c->flag & 4) ? 1.0f : 0.0f;
+	float acc = c->acc ? 1.0f : 0.0f;
 	double e = 0.0;
 	char shape[64];
 
@@ -474,8 +474,8 @@ static int case_act_fwd(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	return 0;
 }
 
-/* mse: cv.N = B, cv.C = G, M = H W; flag bit 0 = weights (every third
- * group 0, a missing keypoint), bit 1 = no gradient. */
+/* mse: cv.N = B, cv.C = G, M = H W; weighted (every third group's
+ * weight 0, a missing keypoint), nograd. */
 static int case_mse(struct bufs *b, const struct mgpu_ops_conv_case *c)
 {
 	int B = c->cv.N, G = c->cv.C, M = c->cv.H * c->cv.W, ip, it, iw = -1, il, idp = -1;
@@ -484,11 +484,11 @@ static int case_mse(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	double e = 0.0;
 	char shape[64];
 
-	snprintf(shape, sizeof shape, "B%d G%d M%d%s%s", B, G, M, c->flag & 1 ? " w" : "",
-		 c->flag & 2 ? " nograd" : "");
+	snprintf(shape, sizeof shape, "B%d G%d M%d%s%s", B, G, M, c->weighted ? " w" : "",
+		 c->nograd ? " nograd" : "");
 	MGPU_TRY(in(b, n, -1.0f, 2.0f, &ip));
 	MGPU_TRY(in(b, n, 0.0f, 1.0f, &it));
-	if (c->flag & 1) {
+	if (c->weighted) {
 		if (!(w = rand_buf(b, (size_t)B * G, 0.5f, 1.5f)))
 			return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
 		for (i = 0; i < (size_t)B * G; i += 3)
@@ -496,7 +496,7 @@ static int case_mse(struct bufs *b, const struct mgpu_ops_conv_case *c)
 		MGPU_TRY(up(b, w, (size_t)B * G, &iw));
 	}
 	MGPU_TRY(out(b, (size_t)B * G, &il));
-	if (!(c->flag & 2))
+	if (!c->nograd)
 		MGPU_TRY(out(b, n, &idp));
 	BOTH(mse(D, idp < 0 ? NULL : dp(b, idp, S), dp(b, il, S), dp(b, ip, S), dp(b, it, S),
 		 iw < 0 ? NULL : dp(b, iw, S), B, G, M, 0.25f));
@@ -507,9 +507,8 @@ static int case_mse(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	return 0;
 }
 
-/* pix_xent: cv.N = N, cv.C = classes, HW = H W; flag bit 0 = every fifth
- * pixel ignored (label -1), bit 1 = no gradient, bit 2 = in place
- * (dlogits == logits). */
+/* pix_xent: cv.N = N, cv.C = classes, HW = H W; ignore (every fifth
+ * pixel's label -1), nograd, inplace (dlogits == logits). */
 static int case_pix_xent(struct bufs *b, const struct mgpu_ops_conv_case *c)
 {
 	int N = c->cv.N, C = c->cv.C, HW = c->cv.H * c->cv.W, il, iy, ilo, ico, idl = -1;
@@ -519,21 +518,21 @@ static int case_pix_xent(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	double e = 0.0;
 	char shape[64];
 
-	snprintf(shape, sizeof shape, "N%d C%d HW%d%s%s%s", N, C, HW, c->flag & 1 ? " ignore" : "",
-		 c->flag & 2 ? " nograd" : "", c->flag & 4 ? " inplace" : "");
+	snprintf(shape, sizeof shape, "N%d C%d HW%d%s%s%s", N, C, HW, c->ignore ? " ignore" : "",
+		 c->nograd ? " nograd" : "", c->inplace ? " inplace" : "");
 	MGPU_TRY(in(b, n * C, -4.0f, 4.0f, &il));
 	HBUF(lab, b, n);
 	for (i = 0; i < n; i++) { /* int32 labels in a float buffer's bytes */
-		v = (c->flag & 1) && i % 5 == 0 ? -1 :
+		v = c->ignore && i % 5 == 0 ? -1 :
 		    (int32_t)(mgpu_hash64(b->p->seed, i ^ 0x5A5Aull) % (uint64_t)C);
 		memcpy(&lab[i], &v, sizeof v);
 	}
 	MGPU_TRY(up(b, lab, n, &iy));
 	MGPU_TRY(out(b, n, &ilo));
 	MGPU_TRY(out(b, n, &ico));
-	if (c->flag & 4)
+	if (c->inplace)
 		idl = il;
-	else if (!(c->flag & 2))
+	else if (!c->nograd)
 		MGPU_TRY(out(b, n * C, &idl));
 	BOTH(pix_xent(D, idl < 0 ? NULL : dp(b, idl, S), dp(b, ilo, S), dp(b, ico, S),
 		      dp(b, il, S), (const int32_t *)b->d[iy][S], N, C, HW, 0.5f));

@@ -559,24 +559,3 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.mse = mgpu_cuda_mse,
 	.pix_xent = mgpu_cuda_pix_xent,
 };
-
-/* The stream of a cuda device, for the NCCL code that runs beside it. */
-extern "C" void **mgpu_cuda_conv_slot(struct mgpu_dev *dev)
-{
-	return &impl_of(dev)->conv;
-}
-
-extern "C" void *mgpu_cuda_stream(struct mgpu_dev *dev)
-{
-	return dev->impl ? (void *)stream_of(dev) : NULL;
-}
-
-extern "C" int mgpu_cuda_cc(struct mgpu_dev *dev)
-{
-	return dev->impl ? impl_of(dev)->cc : 0;
-}
-
-extern "C" int mgpu_cuda_smem_optin(struct mgpu_dev *dev)
-{
-	return dev->impl ? impl_of(dev)->smem_optin : 0;
-}

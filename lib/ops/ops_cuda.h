@@ -81,14 +81,14 @@ int mgpu_cuda_attn_any_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv
 			   enum mgpu_prec prec);
 void mgpu_cuda_attn_gemm_release(struct mgpu_dev *dev);
 
-/* ops_cuda.cu: the stream every op of dev is queued on; the device's
+/* dev_cuda.cu: the stream every op of dev is queued on; the device's
  * compute capability (10 major + minor) and the shared memory a block may
  * opt in to, both asked once when dev opens. */
 void *mgpu_cuda_stream(struct mgpu_dev *dev);
 int mgpu_cuda_cc(struct mgpu_dev *dev);
 int mgpu_cuda_smem_optin(struct mgpu_dev *dev);
 
-/* ops_cuda.cu: where conv_cuda.cu keeps dev's cuDNN state (NULL until the
+/* dev_cuda.cu: where conv_cuda.cu keeps dev's cuDNN state (NULL until the
  * first conv-net op); conv_cuda.cu frees it when dev closes. */
 void **mgpu_cuda_conv_slot(struct mgpu_dev *dev);
 void mgpu_cuda_conv_release(struct mgpu_dev *dev);

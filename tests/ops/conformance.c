@@ -1149,17 +1149,17 @@ static void run_conv_cases(const struct mgpu_ops *ops, const struct mgpu_ops_con
  * kernel as wide as the padded input, 1-D (H = 1), bias and acc. */
 static const struct mgpu_ops_conv_case conv_cases[] = {
 	{ .op = "conv", .cv = MGPU_CV(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1) },
-	{ .op = "conv", .flag = 1, .cv = MGPU_CV(2, 3, 7, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1) },
-	{ .op = "conv", .flag = 3, .cv = MGPU_CV(3, 5, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .bias = 1, .cv = MGPU_CV(2, 3, 7, 5, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1) },
+	{ .op = "conv", .bias = 1, .acc = 1, .cv = MGPU_CV(3, 5, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1) },
 	{ .op = "conv", .cv = MGPU_CV(1, 6, 10, 9, 4, 3, 2, 1, 2, 2, 1, 2, 2, 2) },
-	{ .op = "conv", .flag = 1, .cv = MGPU_CV(2, 7, 8, 8, 7, 3, 3, 1, 1, 1, 1, 1, 1, 7) },
-	{ .op = "conv", .flag = 2, .cv = MGPU_CV(2, 12, 13, 6, 24, 5, 3, 3, 1, 2, 0, 1, 2, 12) },
+	{ .op = "conv", .bias = 1, .cv = MGPU_CV(2, 7, 8, 8, 7, 3, 3, 1, 1, 1, 1, 1, 1, 7) },
+	{ .op = "conv", .acc = 1, .cv = MGPU_CV(2, 12, 13, 6, 24, 5, 3, 3, 1, 2, 0, 1, 2, 12) },
 	{ .op = "conv", .cv = MGPU_CV(2, 4, 5, 5, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1) },
-	{ .op = "conv", .flag = 1, .cv = MGPU_CV(3, 9, 1, 37, 10, 1, 7, 1, 3, 0, 3, 1, 1, 1) },
-	{ .op = "conv", .flag = 3, .cv = MGPU_CV(2, 10, 1, 20, 4, 1, 3, 1, 1, 0, 2, 1, 2, 2) },
+	{ .op = "conv", .bias = 1, .cv = MGPU_CV(3, 9, 1, 37, 10, 1, 7, 1, 3, 0, 3, 1, 1, 1) },
+	{ .op = "conv", .bias = 1, .acc = 1, .cv = MGPU_CV(2, 10, 1, 20, 4, 1, 3, 1, 1, 0, 2, 1, 2, 2) },
 	{ .op = "conv", .cv = MGPU_CV(0, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
-	{ .op = "conv", .flag = 3, .cv = MGPU_CV(0, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
-	{ .op = "conv", .flag = 1, .cv = MGPU_CV(4, 16, 12, 12, 32, 3, 3, 2, 2, 1, 1, 1, 1, 4) },
+	{ .op = "conv", .bias = 1, .acc = 1, .cv = MGPU_CV(0, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .bias = 1, .cv = MGPU_CV(4, 16, 12, 12, 32, 3, 3, 2, 2, 1, 1, 1, 1, 4) },
 	{ .op = "im2col", .cv = MGPU_CV(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1) },
 	{ .op = "im2col", .cv = MGPU_CV(1, 5, 9, 11, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1) },
 	{ .op = "im2col", .cv = MGPU_CV(1, 6, 10, 9, 4, 3, 2, 1, 2, 2, 1, 2, 2, 2) },
@@ -1167,21 +1167,21 @@ static const struct mgpu_ops_conv_case conv_cases[] = {
 };
 
 static const struct mgpu_ops_conv_case conv_light_cases[] = {
-	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(1, 5, 8, 8, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(3, 2, 1, 17, 0, 1, 3, 1, 2, 0, 1, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_AVG_EXCL, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(3, 7, 5, 6, 0, 5, 6, 1, 1, 0, 0, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_AVG_EXCL, .cv = MGPU_CV(1, 4, 6, 5, 0, 4, 3, 3, 1, 2, 1, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(0, 3, 4, 4, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_MAX, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_MAX, .cv = MGPU_CV(1, 5, 8, 8, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_MAX, .cv = MGPU_CV(3, 2, 1, 17, 0, 1, 3, 1, 2, 0, 1, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_AVG, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_AVG_EXCL, .cv = MGPU_CV(2, 3, 7, 9, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_AVG, .cv = MGPU_CV(3, 7, 5, 6, 0, 5, 6, 1, 1, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_AVG_EXCL, .cv = MGPU_CV(1, 4, 6, 5, 0, 4, 3, 3, 1, 2, 1, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_MAX, .cv = MGPU_CV(0, 3, 4, 4, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
 	{ .op = "upsample", .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 2, 2, 0, 0, 0, 0, 0) },
 	{ .op = "upsample", .cv = MGPU_CV(1, 1, 1, 9, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0) },
-	{ .op = "bn", .flag = 1, .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "bn", .flag = 3, .cv = MGPU_CV(1, 5, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "bn", .flag = 7, .cv = MGPU_CV(4, 13, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "bn", .flag = 0, .cv = MGPU_CV(3, 6, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "bn", .flag = 4, .cv = MGPU_CV(1, 9, 1, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .train = 1, .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .train = 1, .shift = 1, .cv = MGPU_CV(1, 5, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .train = 1, .shift = 1, .acc = 1, .cv = MGPU_CV(4, 13, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .cv = MGPU_CV(3, 6, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .acc = 1, .cv = MGPU_CV(1, 9, 1, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	{ .op = "gn", .cv = MGPU_CV(2, 6, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3) },
 	{ .op = "gn", .cv = MGPU_CV(1, 5, 1, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5) },
 	{ .op = "gn", .cv = MGPU_CV(3, 4, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1) },
@@ -1190,8 +1190,8 @@ static const struct mgpu_ops_conv_case conv_light_cases[] = {
 	{ .op = "act_fwd", .n = 7, .act = MGPU_ACT_GELU },
 	{ .op = "act_fwd", .n = 0, .act = MGPU_ACT_TANH },
 	{ .op = "chan", .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "chan", .flag = 4, .cv = MGPU_CV(1, 13, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "chan", .flag = 4, .cv = MGPU_CV(0, 4, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "chan", .acc = 1, .cv = MGPU_CV(1, 13, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "chan", .acc = 1, .cv = MGPU_CV(0, 4, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 };
 
 static void test_conv(void)
@@ -1222,16 +1222,18 @@ static void test_conv_im2col(void)
  * ignored pixels, two classes, in place. */
 static const struct mgpu_ops_conv_case loss_cases[] = {
 	{ .op = "mse", .cv = MGPU_CV(1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "mse", .flag = 1, .cv = MGPU_CV(3, 5, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "mse", .flag = 2, .cv = MGPU_CV(2, 1, 1, 37, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "mse", .flag = 3, .cv = MGPU_CV(2, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .weighted = 1, .cv = MGPU_CV(3, 5, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .nograd = 1, .cv = MGPU_CV(2, 1, 1, 37, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .weighted = 1, .nograd = 1,
+	  .cv = MGPU_CV(2, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	{ .op = "mse", .cv = MGPU_CV(0, 3, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "mse", .flag = 1, .cv = MGPU_CV(2, 4, 33, 31, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .weighted = 1, .cv = MGPU_CV(2, 4, 33, 31, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	{ .op = "pix_xent", .cv = MGPU_CV(1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "pix_xent", .flag = 1, .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "pix_xent", .flag = 4, .cv = MGPU_CV(3, 21, 4, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "pix_xent", .flag = 2, .cv = MGPU_CV(1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "pix_xent", .flag = 5, .cv = MGPU_CV(2, 2, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .ignore = 1, .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .inplace = 1, .cv = MGPU_CV(3, 21, 4, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .nograd = 1, .cv = MGPU_CV(1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .ignore = 1, .inplace = 1,
+	  .cv = MGPU_CV(2, 2, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	{ .op = "pix_xent", .cv = MGPU_CV(0, 3, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 };
 
@@ -1255,7 +1257,7 @@ static void test_loss_bad_args(void)
 		"bad shape");
 	T_FAILS(d.ops->pix_xent(&d, NULL, buf, buf, buf, (const int32_t *)buf, 1, 0, 4, 1.0f),
 		MGPU_EINVAL, "bad shape");
-	if (cur->host_memory) {
+	if (mgpu_ops_can(cur, MGPU_CAP_HOST_MEMORY)) {
 		int32_t lab[4] = { 0, 1, -2, 0 };
 		float l[8] = { 0 };
 
