@@ -83,10 +83,22 @@ static int decode_hdr(const unsigned char *b, const char *path, struct mgpu_cach
 	h->stored_nbytes = rd64(b + 216);
 	h->index_xxh64 = rd64(b + 224);
 	h->nnames = rd32(b + 232);
-	memcpy(h->names, b + MGPU_CACHE_NAMES_OFF, MGPU_CACHE_NAMES_NBYTES);
-	if (h->version != MGPU_CACHE_VERSION || rd32(b + 12) != MGPU_CACHE_HEADER_NBYTES)
+	if ((h->version != MGPU_CACHE_VERSION && h->version != MGPU_CACHE_VERSION_TARGETS) ||
+	    rd32(b + 12) != MGPU_CACHE_HEADER_NBYTES)
 		return mgpu_err(MGPU_EFORMAT, "'%s': cache format version %u is not supported "
-				"(this is version %d)", path, h->version, MGPU_CACHE_VERSION);
+				"(this reads versions %d and %d)", path, h->version,
+				MGPU_CACHE_VERSION, MGPU_CACHE_VERSION_TARGETS);
+	if (h->version == MGPU_CACHE_VERSION) {
+		memcpy(h->names, b + MGPU_CACHE_NAMES_OFF, MGPU_CACHE_NAMES_NBYTES);
+		return 0;
+	}
+	memcpy(h->names, b + MGPU_CACHE_NAMES_OFF, MGPU_CACHE_NAMES_NBYTES_V2);
+	h->tkind = rd32(b + MGPU_CACHE_TARGET_OFF);
+	h->tdtype = rd32(b + MGPU_CACHE_TARGET_OFF + 4);
+	h->tndim = rd32(b + MGPU_CACHE_TARGET_OFF + 8);
+	for (s = 0; s < 4; s++)
+		h->tshape[s] = rd32(b + MGPU_CACHE_TARGET_OFF + 12 + 4 * s);
+	h->t_nbytes = rd64(b + MGPU_CACHE_TARGET_OFF + 32);
 	return 0;
 }
 
@@ -120,6 +132,16 @@ static int check_hdr(const struct mgpu_cache_hdr *h, const char *path, size_t fs
 	}
 	if (chunks != h->total_chunks || chunks > fsize / 8)
 		return bad(path, "chunk count");
+	if (h->version == MGPU_CACHE_VERSION_TARGETS) { /* what samples.c would accept */
+		struct mgpu_samples t;
+
+		memset(&t, 0, sizeof t);
+		if (h->tndim > 4 || mgpu_samples_set_target(&t, (int)h->tkind, (int)h->tndim,
+							    h->tshape) < 0 || !h->tkind ||
+		    (uint32_t)t.tdtype != h->tdtype || t.t_nbytes != h->t_nbytes ||
+		    (h->tkind == MGPU_TARGET_KEYPOINTS && h->tshape[1] != 2))
+			return bad(path, "target layout");
+	}
 	ixn = chunks * MGPU_CACHE_INDEX_ENTRY + (h->norm_off ? 8 * h->d : 0);
 	if (h->index_off < MGPU_CACHE_HEADER_NBYTES || h->index_off > fsize ||
 	    ixn > fsize - h->index_off)
@@ -133,7 +155,8 @@ static int check_hdr(const struct mgpu_cache_hdr *h, const char *path, size_t fs
 /* The header's class names, one pointer each, checked as a name list. */
 static int split_names(struct mgpu_cache *c)
 {
-	char *p = c->h.names, *end = c->h.names + MGPU_CACHE_NAMES_NBYTES;
+	char *p = c->h.names, *end = c->h.names + (c->h.version == MGPU_CACHE_VERSION ?
+			MGPU_CACHE_NAMES_NBYTES : MGPU_CACHE_NAMES_NBYTES_V2);
 	uint32_t k;
 
 	if (c->h.nnames == 0)
@@ -178,7 +201,7 @@ static int load_index(struct mgpu_cache *c)
 			e->xxh64 = rd64(q + 40);
 			want_rows = h->n[s] - k * h->chunk_rows < h->chunk_rows ?
 				h->n[s] - k * h->chunk_rows : h->chunk_rows;
-			raw_nbytes = want_rows * (c->row_nbytes + 1);
+			raw_nbytes = want_rows * c->rec_nbytes;
 			if (e->split != (uint32_t)s || e->rows != want_rows ||
 			    e->first_row != k * h->chunk_rows || e->off < MGPU_CACHE_HEADER_NBYTES ||
 			    e->off > h->index_off || e->stored_nbytes > h->index_off - e->off ||
@@ -244,6 +267,7 @@ int mgpu_cache_open(struct mgpu_cache *c, const char *path)
 	MGPU_CHECK(check_hdr(&c->h, c->path, c->map_nbytes));
 	MGPU_CHECK(split_names(c));
 	c->row_nbytes = (size_t)c->h.d * mgpu_dtype_nbytes((int)c->h.dtype);
+	c->rec_nbytes = c->row_nbytes + 1 + (size_t)c->h.t_nbytes;
 	MGPU_CHECK(load_index(c));
 	c->slot = calloc(c->h.total_chunks + 1, sizeof *c->slot);
 	if (!c->slot) {
@@ -300,7 +324,7 @@ static int decode_chunk(const struct mgpu_cache *c, uint64_t k, unsigned char *b
 {
 	const struct mgpu_cache_chunk *e = &c->ix[k];
 	const unsigned char *src = c->map + e->off;
-	size_t want = (size_t)e->rows * (c->row_nbytes + 1), got;
+	size_t want = (size_t)e->rows * c->rec_nbytes, got;
 	ZSTD_DCtx *dctx;
 
 	if (mgpu_xxh64(src, e->stored_nbytes, 0) != e->xxh64)
@@ -347,7 +371,7 @@ static void evict(struct mgpu_cache *c, uint64_t keep)
 static int pin(struct mgpu_cache *c, uint64_t k, const unsigned char **ptr)
 {
 	struct mgpu_cache_slot *s = &c->slot[k];
-	size_t nbytes = (size_t)c->ix[k].rows * (c->row_nbytes + 1);
+	size_t nbytes = (size_t)c->ix[k].rows * c->rec_nbytes;
 	unsigned char *buf = NULL;
 	int rc;
 
@@ -396,6 +420,13 @@ static void unpin(struct mgpu_cache *c, uint64_t k)
 int mgpu_cache_rows(struct mgpu_cache *c, int split, const uint32_t *idx, size_t n,
 		    void *x, int32_t *y)
 {
+	return mgpu_cache_rows_t(c, split, idx, n, x, y, NULL);
+}
+
+int mgpu_cache_rows_t(struct mgpu_cache *c, int split, const uint32_t *idx, size_t n,
+		      void *x, int32_t *y, void *t)
+{
+	size_t tb = (size_t)c->h.t_nbytes;
 	const unsigned char *p = NULL;
 	unsigned char *xo = x;
 	uint64_t k, cur = UINT64_MAX, base, rows = 0;
@@ -424,6 +455,8 @@ int mgpu_cache_rows(struct mgpu_cache *c, int split, const uint32_t *idx, size_t
 		}
 		memcpy(xo + i * rb, p + j * rb, rb);
 		y[i] = p[rows * rb + j];
+		if (t && tb) /* the targets follow the chunk's labels */
+			memcpy((unsigned char *)t + i * tb, p + rows * (rb + 1) + j * tb, tb);
 	}
 	if (cur != UINT64_MAX)
 		unpin(c, cur);
@@ -447,7 +480,7 @@ int mgpu_cache_verify_progress(struct mgpu_cache *c, size_t *nchecked, mgpu_cach
 	*nchecked = 0;
 	for (k = 0; k < c->h.total_chunks; k++) {
 		MGPU_CHECK(mgpu_cancel_check());
-		need = (size_t)c->ix[k].rows * (c->row_nbytes + 1);
+		need = (size_t)c->ix[k].rows * c->rec_nbytes;
 		if (need > cap) {
 			free(buf);
 			cap = need;

@@ -35,6 +35,11 @@
 
 #define MGPU_CACHE_MAGIC "MGPUCACH"
 #define MGPU_CACHE_VERSION 1
+/* Version 2: a cache whose samples carry targets (data/target.h); the
+ * names end at MGPU_CACHE_TARGET_OFF, where the target's layout starts.
+ * Caches without targets stay version 1, byte for byte. */
+#define MGPU_CACHE_VERSION_TARGETS 2
+#define MGPU_CACHE_TARGET_OFF 3968
 #define MGPU_CACHE_HEADER_NBYTES 4096
 #define MGPU_CACHE_INDEX_ENTRY 48
 #define MGPU_CACHE_FILE "mgpu.cache"   /* the file inside a cache directory */
@@ -44,6 +49,7 @@
  * each NUL-terminated, up to the checksum at 4088. */
 #define MGPU_CACHE_NAMES_OFF 240
 #define MGPU_CACHE_NAMES_NBYTES (4088 - MGPU_CACHE_NAMES_OFF)
+#define MGPU_CACHE_NAMES_NBYTES_V2 (MGPU_CACHE_TARGET_OFF - MGPU_CACHE_NAMES_OFF)
 
 enum { MGPU_CACHE_RAW = 1, MGPU_CACHE_NORMALISED = 2 };
 
@@ -59,6 +65,9 @@ struct mgpu_cache_hdr {
 	uint64_t data_nbytes, stored_nbytes, index_xxh64;
 	uint32_t nnames;          /* class names (labels that were words); 0: none */
 	char names[MGPU_CACHE_NAMES_NBYTES]; /* nnames NUL-terminated names */
+	/* version 2: each row's target (enum mgpu_target_kind; 0: none) */
+	uint32_t tkind, tdtype, tndim, tshape[4];
+	uint64_t t_nbytes;        /* per row */
 };
 
 struct mgpu_cache_chunk {
@@ -72,6 +81,7 @@ struct mgpu_cache {
 	char path[4096];
 	struct mgpu_cache_hdr h;
 	size_t row_nbytes;
+	size_t rec_nbytes;            /* a row's bytes in a chunk: features, label, target */
 	const unsigned char *map;     /* the whole file, read-only */
 	size_t map_nbytes;
 	struct mgpu_cache_chunk *ix;  /* total_chunks entries */
@@ -96,6 +106,9 @@ void mgpu_cache_set_budget(struct mgpu_cache *c, size_t nbytes);
  */
 int mgpu_cache_rows(struct mgpu_cache *c, int split, const uint32_t *idx, size_t n,
 		    void *x, int32_t *y);
+/* The same, with their targets into t (n * h.t_nbytes; NULL: not wanted). */
+int mgpu_cache_rows_t(struct mgpu_cache *c, int split, const uint32_t *idx, size_t n,
+		      void *x, int32_t *y, void *t);
 /* Progress of long work on a cache: done of total (chunks, or rows) and
  * the bytes they hold so far. */
 typedef void (*mgpu_cache_progress_fn)(void *ctx, uint64_t done, uint64_t total,

@@ -42,6 +42,7 @@ struct build {
 	const struct mgpu_cache_opts *o;
 	int dtype;
 	size_t d, row_nbytes;
+	size_t t_nbytes;           /* a row's target (0: none), after the labels */
 	const double *mean, *std;  /* per-feature normalisation, or NULL */
 	struct job *jobs;
 	size_t njobs;
@@ -82,12 +83,15 @@ static void convert_row(const struct build *b, const struct mgpu_samples *s, siz
 static void make_chunk(struct build *b, struct job *jb, unsigned char *raw, ZSTD_CCtx *cc)
 {
 	const struct mgpu_samples *s = b->split[jb->split];
-	size_t raw_nbytes = (size_t)jb->rows * (b->row_nbytes + 1), bound, r;
+	size_t raw_nbytes = (size_t)jb->rows * (b->row_nbytes + 1 + b->t_nbytes), bound, r;
 	uint64_t i;
 
 	for (i = 0; i < jb->rows; i++) {
 		convert_row(b, s, jb->first_row + i, raw + i * b->row_nbytes);
 		raw[jb->rows * b->row_nbytes + i] = (unsigned char)s->y[jb->first_row + i];
+		if (b->t_nbytes)
+			memcpy(raw + jb->rows * (b->row_nbytes + 1) + i * b->t_nbytes,
+			       s->t + (jb->first_row + i) * b->t_nbytes, b->t_nbytes);
 	}
 	bound = b->o->raw ? raw_nbytes : ZSTD_compressBound(raw_nbytes);
 	jb->out = malloc(bound ? bound : 1);
@@ -123,7 +127,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&b->mu);
 		if (k >= b->njobs || mgpu_cancel_signal())
 			break;
-		need = (size_t)b->jobs[k].rows * (b->row_nbytes + 1);
+		need = (size_t)b->jobs[k].rows * (b->row_nbytes + 1 + b->t_nbytes);
 		if (need > cap) {
 			free(raw);
 			raw = malloc(need);
@@ -195,6 +199,10 @@ static int check_splits(struct build *b)
 		if (sp[s] && sp[s]->n && (sp[s]->dtype != t->dtype || sp[s]->d != t->d))
 			return mgpu_err(MGPU_EFORMAT, "the %s split's samples differ in shape or "
 					"dtype from train's", mgpu_split_name(s));
+	for (s = 1; s < MGPU_NSPLITS; s++)
+		if (sp[s] && sp[s]->n && !mgpu_samples_same_target(sp[s], t))
+			return mgpu_err(MGPU_EFORMAT, "the %s split's targets differ from train's",
+					mgpu_split_name(s));
 	b->dtype = b->o->normalise ? MGPU_DTYPE_F32 : b->o->dtype ? b->o->dtype : t->dtype;
 	if (mgpu_dtype_is_token(t->dtype) && b->dtype != t->dtype) /* ids are not values */
 		return mgpu_err(MGPU_EINVAL, "the samples are %s token ids, stored as they are: "
@@ -204,6 +212,7 @@ static int check_splits(struct build *b)
 				"as f32");
 	b->d = t->d;
 	b->row_nbytes = b->d * mgpu_dtype_nbytes(b->dtype);
+	b->t_nbytes = t->tkind ? t->t_nbytes : 0;
 	return 0;
 }
 
@@ -238,6 +247,8 @@ static int names_fit(struct mgpu_samples *const split[MGPU_NSPLITS], const char 
 {
 	const struct mgpu_samples *w = NULL;
 	size_t total = 0;
+	size_t room = split[MGPU_SPLIT_TRAIN] && split[MGPU_SPLIT_TRAIN]->tkind ?
+		      MGPU_CACHE_NAMES_NBYTES_V2 : MGPU_CACHE_NAMES_NBYTES;
 	int s, k;
 
 	for (s = 0; s < MGPU_NSPLITS; s++) {
@@ -253,16 +264,16 @@ static int names_fit(struct mgpu_samples *const split[MGPU_NSPLITS], const char 
 	MGPU_TRY(mgpu_class_names_check(w->names, w->nnames, file));
 	for (k = 0; k < w->nnames; k++)
 		total += strlen(w->names[k]) + 1;
-	if (total > MGPU_CACHE_NAMES_NBYTES)
+	if (total > room)
 		return mgpu_err(MGPU_EINVAL, "'%s': the class names take %zu bytes, more than the "
-				"header's %d", file, total, MGPU_CACHE_NAMES_NBYTES);
+				"header's %zu", file, total, room);
 	return 0;
 }
 
 static void plan(struct build *b, struct layout *L, const struct mgpu_samples *t)
 {
 	struct mgpu_cache_hdr *h = &L->h;
-	size_t cr = b->o->chunk_nbytes / b->row_nbytes;
+	size_t cr = b->o->chunk_nbytes / (b->row_nbytes + b->t_nbytes);
 	uint64_t chunks = 0;
 	int s;
 
@@ -272,6 +283,14 @@ static void plan(struct build *b, struct layout *L, const struct mgpu_samples *t
 	h->dtype = (uint32_t)b->dtype;
 	h->ndim = (uint32_t)t->ndim;
 	memcpy(h->shape, t->shape, sizeof h->shape);
+	if (t->tkind) {
+		h->version = MGPU_CACHE_VERSION_TARGETS;
+		h->tkind = (uint32_t)t->tkind;
+		h->tdtype = (uint32_t)t->tdtype;
+		h->tndim = (uint32_t)t->tndim;
+		memcpy(h->tshape, t->tshape, sizeof h->tshape);
+		h->t_nbytes = t->t_nbytes;
+	}
 	h->chunk_rows = cr < 1 ? 1 : cr > (1u << 30) ? (1u << 30) : (uint32_t)cr;
 	h->level = b->o->raw ? 0 : b->o->level;
 	h->d = b->d;
@@ -356,7 +375,7 @@ static int write_chunks(struct build *b, struct layout *L, struct mgpu_afile *af
 				if (rc == 0)
 					rc = put(af, L, jb->out, jb->out_nbytes);
 				st->chunks[s]++;
-				st->data_nbytes[s] += jb->rows * (b->row_nbytes + 1);
+				st->data_nbytes[s] += jb->rows * (b->row_nbytes + 1 + b->t_nbytes);
 				st->stored_nbytes[s] += jb->out_nbytes;
 				L->h.stored_nbytes += jb->out_nbytes;
 			}
@@ -410,7 +429,17 @@ static void encode_hdr(const struct mgpu_cache_hdr *h, unsigned char *b)
 	wr64(b + 216, h->stored_nbytes);
 	wr64(b + 224, h->index_xxh64);
 	wr32(b + 232, h->nnames);
-	memcpy(b + MGPU_CACHE_NAMES_OFF, h->names, MGPU_CACHE_NAMES_NBYTES);
+	if (h->version == MGPU_CACHE_VERSION) {
+		memcpy(b + MGPU_CACHE_NAMES_OFF, h->names, MGPU_CACHE_NAMES_NBYTES);
+	} else {
+		memcpy(b + MGPU_CACHE_NAMES_OFF, h->names, MGPU_CACHE_NAMES_NBYTES_V2);
+		wr32(b + MGPU_CACHE_TARGET_OFF, h->tkind);
+		wr32(b + MGPU_CACHE_TARGET_OFF + 4, h->tdtype);
+		wr32(b + MGPU_CACHE_TARGET_OFF + 8, h->tndim);
+		for (s = 0; s < 4; s++)
+			wr32(b + MGPU_CACHE_TARGET_OFF + 12 + 4 * s, h->tshape[s]);
+		wr64(b + MGPU_CACHE_TARGET_OFF + 32, h->t_nbytes);
+	}
 	wr64(b + 4088, mgpu_xxh64(b, 4088, 0));
 }
 
@@ -464,7 +493,7 @@ int mgpu_cache_write(const char *file, struct mgpu_samples *const split[MGPU_NSP
 	plan(&b, &L, split[MGPU_SPLIT_TRAIN]);
 	global_stats(&b, &L.h.mean, &L.h.sd);
 	for (s = 0; s < MGPU_NSPLITS; s++)
-		L.h.data_nbytes += L.h.n[s] * (b.row_nbytes + 1);
+		L.h.data_nbytes += L.h.n[s] * (b.row_nbytes + 1 + b.t_nbytes);
 	L.index = calloc(L.index_nbytes + 1, 1);
 	if (!L.index) {
 		rc = mgpu_err(MGPU_ENOMEM, "out of memory for the index");

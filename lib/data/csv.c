@@ -72,7 +72,7 @@ static void skip_blank(struct rd *r)
 }
 
 /* The header: column count and the label column. */
-static int header(struct rd *r, const char *sel, int *ncols, int *label)
+static int header(struct rd *r, const char *sel, int *ncols, int *label, int label_optional)
 {
 	char first[FIELD_MAX] = "";
 	int eol = 0, n = 0, want = -1;
@@ -99,7 +99,7 @@ static int header(struct rd *r, const char *sel, int *ncols, int *label)
 	}
 	if (n < 2 && first[0] == '\0')
 		return mgpu_err(MGPU_EFORMAT, "'%s': empty file, want a header line", r->name);
-	if (*label < 0)
+	if (*label < 0 && !(label_optional && !sel))
 		return mgpu_err(MGPU_EFORMAT, "'%s': line 1: no label column '%s' in the "
 				"header (--label-column NAME|INDEX)", r->name, sel ? sel : "label");
 	if (n < 2)
@@ -251,9 +251,59 @@ static void names_free(char **v, int n)
 	free(v);
 }
 
-/* One data line into row, its label into L. */
-static int record(struct rd *r, int ncols, int label, char **names, float *row,
-		  struct labels *L)
+/*
+ * Which columns are targets: tcol[i] = 1 + its place in the target vector,
+ * 0 for the others, from sel, names or 0-based indices joined by commas
+ * (each a column other than the label, once).
+ */
+static int target_cols(const char *sel, const char *name, char **names, int ncols, int label,
+		       int *tcol, int *nt)
+{
+	char item[FIELD_MAX + 1];
+	const char *p = sel, *e;
+	size_t n;
+	int i, c;
+
+	*nt = 0;
+	for (i = 0; i < ncols; i++)
+		tcol[i] = 0;
+	for (;; p = e + 1) {
+		e = strchr(p, ',');
+		e = e ? e : p + strlen(p);
+		n = (size_t)(e - p);
+		if (n == 0 || n > FIELD_MAX)
+			return mgpu_err(MGPU_EINVAL, "'%s': --target-columns '%s': an empty or "
+					"overlong column name", name, sel);
+		memcpy(item, p, n);
+		item[n] = '\0';
+		c = -1;
+		if (strspn(item, "0123456789") == n)
+			c = n < 7 && atoi(item) < ncols ? atoi(item) : -1;
+		for (i = 0; c < 0 && i < ncols; i++)
+			if (names[i] && strcmp(names[i], item) == 0)
+				c = i;
+		if (c < 0)
+			return mgpu_err(MGPU_EINVAL, "'%s': --target-columns: no column '%s' in the "
+					"header", name, item);
+		if (c == label || tcol[c])
+			return mgpu_err(MGPU_EINVAL, "'%s': --target-columns: column '%s' is %s",
+					name, item, c == label ? "the label" : "named twice");
+		tcol[c] = ++*nt;
+		if (!*e)
+			break;
+	}
+	if (*nt == 0)
+		return mgpu_err(MGPU_EINVAL, "'%s': --target-columns '%s' names no column", name,
+				sel);
+	if (ncols - *nt - (label >= 0) < 1)
+		return mgpu_err(MGPU_EINVAL, "'%s': --target-columns leaves no feature column",
+				name);
+	return 0;
+}
+
+/* One data line into row (its targets into trow), its label into L. */
+static int record(struct rd *r, int ncols, int label, char **names, const int *tcol,
+		  float *row, float *trow, struct labels *L)
 {
 	int i, k = 0, eol = 0;
 
@@ -264,6 +314,8 @@ static int record(struct rd *r, int ncols, int label, char **names, float *row,
 		MGPU_TRY(next_field(r, &eol));
 		if (i == label)
 			MGPU_TRY(keep_label(r, names[i] ? names[i] : "?", L));
+		else if (tcol && tcol[i])
+			MGPU_TRY(parse_num(r, names[i] ? names[i] : "?", &trow[tcol[i] - 1]));
 		else
 			MGPU_TRY(parse_num(r, names[i] ? names[i] : "?", &row[k++]));
 	}
@@ -276,37 +328,59 @@ static int record(struct rd *r, int ncols, int label, char **names, float *row,
 int mgpu_csv_parse(const char *text, size_t len, const char *name, const char *label_col,
 		   struct mgpu_samples *out)
 {
+	return mgpu_csv_parse_t(text, len, name, label_col, NULL, out);
+}
+
+int mgpu_csv_parse_t(const char *text, size_t len, const char *name, const char *label_col,
+		     const char *target_col, struct mgpu_samples *out)
+{
 	struct rd r = { text, text + len, name, 1, "" };
 	struct labels L = { 0 };
 	char **names = NULL;
-	float *row = NULL;
-	uint32_t d;
-	int ncols = 0, label, rc = 0;
+	float *row = NULL, *trow = NULL;
+	int *tcol = NULL;
+	uint32_t d, nt32;
+	int ncols = 0, label, nt = 0, rc = 0;
 
 	memset(out, 0, sizeof *out);
-	MGPU_CHECK(header(&r, label_col, &ncols, &label));
+	MGPU_CHECK(header(&r, label_col, &ncols, &label, target_col != NULL));
 	MGPU_CHECK(names_of(text, len, name, ncols, &names));
-	d = (uint32_t)(ncols - 1);
+	if (target_col) {
+		if (!(tcol = malloc((size_t)ncols * sizeof *tcol))) {
+			rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
+			goto out;
+		}
+		MGPU_CHECK(target_cols(target_col, name, names, ncols, label, tcol, &nt));
+	}
+	d = (uint32_t)(ncols - (label >= 0) - nt);
 	MGPU_CHECK(mgpu_samples_init(out, MGPU_DTYPE_F32, 1, &d));
+	nt32 = (uint32_t)nt;
+	if (nt)
+		MGPU_CHECK(mgpu_samples_set_target(out, MGPU_TARGET_VECTOR, 1, &nt32));
 	row = malloc(d * sizeof *row);
-	if (!row) {
+	trow = malloc(((size_t)nt + 1) * sizeof *trow);
+	if (!row || !trow) {
 		rc = mgpu_err(MGPU_ENOMEM, "'%s': out of memory", name);
 		goto out;
 	}
 	r.line++;
 	for (skip_blank(&r); r.p < r.end; skip_blank(&r)) {
-		MGPU_CHECK(record(&r, ncols, label, names, row, &L));
-		MGPU_CHECK(mgpu_samples_push(out, row, 0));
+		MGPU_CHECK(record(&r, ncols, label, names, tcol, row, trow, &L));
+		MGPU_CHECK(mgpu_samples_push_t(out, row, 0, trow));
 		r.line++;
 	}
 	if (out->n == 0)
 		rc = mgpu_err(MGPU_EFORMAT, "'%s': no data lines after the header", name);
+	else if (label < 0)
+		out->classes = 1; /* targets alone: every label 0 */
 	else if (L.words)
 		rc = word_labels(&L, name, out);
 	else
 		rc = number_labels(&L, name, out);
 out:
 	free(row);
+	free(trow);
+	free(tcol);
 	labels_free(&L);
 	names_free(names, ncols);
 	if (rc < 0)
@@ -316,13 +390,19 @@ out:
 
 int mgpu_csv_load(const char *path, const char *label_col, struct mgpu_samples *out)
 {
+	return mgpu_csv_load_t(path, label_col, NULL, out);
+}
+
+int mgpu_csv_load_t(const char *path, const char *label_col, const char *target_col,
+		    struct mgpu_samples *out)
+{
 	unsigned char *buf;
 	size_t len;
 	int rc;
 
 	memset(out, 0, sizeof *out);
 	MGPU_TRY(mgpu_read_maybe_compressed(path, &buf, &len));
-	rc = mgpu_csv_parse((const char *)buf, len, path, label_col, out);
+	rc = mgpu_csv_parse_t((const char *)buf, len, path, label_col, target_col, out);
 	free(buf);
 	return rc;
 }

@@ -11,6 +11,11 @@
  * Blank lines are skipped; "\r\n" line ends are accepted. The result is a
  * float32 set of shape (d) with d = columns - 1.
  *
+ * With target columns (mgpu-shard --target-columns: names or 0-based
+ * indices joined by commas) those columns are each row's regression
+ * target instead, a float32 vector in the order given (data/target.h);
+ * the label column is then optional: without one every label is 0.
+ *
  * Errors name the file, the line and the column:
  * "'x.csv': line 4: column 'px2': 'abc' is not a number".
  */
@@ -26,5 +31,10 @@ int mgpu_csv_parse(const char *text, size_t len, const char *name, const char *l
 		   struct mgpu_samples *out);
 /* Read a (possibly compressed) CSV file and parse it. */
 int mgpu_csv_load(const char *path, const char *label_col, struct mgpu_samples *out);
+/* The same with target columns (NULL: none). */
+int mgpu_csv_parse_t(const char *text, size_t len, const char *name, const char *label_col,
+		     const char *target_col, struct mgpu_samples *out);
+int mgpu_csv_load_t(const char *path, const char *label_col, const char *target_col,
+		    struct mgpu_samples *out);
 
 #endif

@@ -53,6 +53,7 @@ int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src
 		MGPU_TRY(mgpu_samples_init(dst, src->dtype, src->ndim, src->shape));
 		dst->names = names;
 		dst->nnames = nnames;
+		MGPU_TRY(mgpu_samples_set_target(dst, src->tkind, src->tndim, src->tshape));
 	}
 	if (dst->dtype != src->dtype || !mgpu_samples_same_shape(dst, src->ndim, src->shape)) {
 		mgpu_samples_shape_str(src->ndim, src->shape, a, sizeof a);
@@ -61,9 +62,15 @@ int mgpu_samples_append(struct mgpu_samples *dst, const struct mgpu_samples *src
 				"%s %s", name, mgpu_dtype_name(src->dtype), a,
 				mgpu_dtype_name(dst->dtype), b);
 	}
+	if (!mgpu_samples_same_target(dst, src)) {
+		mgpu_samples_target_str(src, a, sizeof a);
+		mgpu_samples_target_str(dst, b, sizeof b);
+		return mgpu_err(MGPU_EFORMAT, "'%s': targets are %s, earlier sources gave %s",
+				name, a, b);
+	}
 	MGPU_TRY(mgpu_samples_reserve(dst, dst->n + src->n));
 	for (i = 0; i < src->n; i++)
-		MGPU_TRY(mgpu_samples_push(dst, src->x + i * src->row_nbytes, src->y[i]));
+		MGPU_TRY(mgpu_samples_push_row(dst, src, i));
 	return 0;
 }
 
@@ -263,7 +270,7 @@ static int csv_file(const char *path, const struct mgpu_input_opts *o,
 {
 	struct mgpu_samples t;
 
-	MGPU_TRY(mgpu_csv_load(path, o->label_column, &t));
+	MGPU_TRY(mgpu_csv_load_t(path, o->label_column, o->target_columns, &t));
 	return append_free(out, &t, path, o);
 }
 
@@ -303,6 +310,10 @@ int mgpu_input_load(const char *path, const struct mgpu_input_opts *o,
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot open", path);
 	if (S_ISDIR(st.st_mode))
 		return dir_source(path, o, out, test);
+	if (o->target_columns && !kind_is(path, ".csv"))
+		return mgpu_err(MGPU_EINVAL, "'%s': --target-columns names CSV columns, and this "
+				"is no .csv (an archive's targets are its members: KEY.json, "
+				"KEY.target.npy, KEY.mask.png)", path);
 	if (kind_is(path, ".ts"))
 		return ts_file(path, o, out);
 	if (kind_is(path, ".csv"))

@@ -9,7 +9,8 @@
  *                         set), their class names joined
  *   *.ts[.gz|...]         a UEA/UCR time-series file (data/ts.h)
  *                         without them, sub-folders of images (data/imgdir.h)
- *   *.csv[.gz|.zst|.xz]   CSV (label column by name or index)
+ *   *.csv[.gz|.zst|.xz]   CSV (label column by name or index; target
+ *                         columns, when named, a regression vector)
  *   *.npy                 an array of samples (N, ...), labels from `labels`
  *   *-ubyte[.gz], *.idx   IDX images, labels from `labels`
  *   anything else         a WebDataset archive (tar, tar.gz, tar.zst, zip)
@@ -38,6 +39,7 @@
 struct mgpu_input_opts {
 	const char *labels;        /* labels file for .npy and IDX images, or NULL */
 	const char *label_column;  /* CSV label column, or NULL for "label" */
+	const char *target_columns; /* CSV regression target columns, or NULL */
 	unsigned long long text_context; /* > 0: paths are text, cut at this context */
 	int tokens;                /* paths are token files, cut at text_context */
 	int token_bytes;           /* their raw ids' width: 2, 4 (0: 2, or the header's) */

@@ -123,6 +123,14 @@ int mgpu_samples_reserve(struct mgpu_samples *s, size_t n)
 	if (!ny)
 		return mgpu_err(MGPU_ENOMEM, "out of memory for %zu labels", n);
 	s->y = ny;
+	if (s->tkind) {
+		if (__builtin_mul_overflow(n, s->t_nbytes, &nbytes))
+			return mgpu_err(MGPU_ENOMEM, "%zu targets do not fit in memory", n);
+		nx = realloc(s->t, nbytes ? nbytes : 1);
+		if (!nx)
+			return mgpu_err(MGPU_ENOMEM, "out of memory for %zu targets", n);
+		s->t = nx;
+	}
 	s->cap = n;
 	return 0;
 }
@@ -141,6 +149,86 @@ int mgpu_samples_push(struct mgpu_samples *s, const void *row, int32_t label)
 	return 0;
 }
 
+const char *mgpu_target_kind_name(int kind)
+{
+	switch (kind) {
+	case MGPU_TARGET_VECTOR: return "vector";
+	case MGPU_TARGET_MASK: return "mask";
+	case MGPU_TARGET_KEYPOINTS: return "keypoints";
+	}
+	return "none";
+}
+
+int mgpu_samples_set_target(struct mgpu_samples *s, int kind, int ndim, const uint32_t *shape)
+{
+	size_t count = 1;
+	int i;
+
+	if (s->n || s->cap)
+		return mgpu_err(MGPU_EINVAL, "a target is set before the first sample");
+	s->tkind = s->tdtype = s->tndim = 0;
+	s->t_nbytes = 0;
+	memset(s->tshape, 0, sizeof s->tshape);
+	if (kind == MGPU_TARGET_NONE)
+		return 0;
+	if (kind < MGPU_TARGET_VECTOR || kind > MGPU_TARGET_KEYPOINTS || ndim < 1 ||
+	    ndim > (kind == MGPU_TARGET_VECTOR ? 1 : 2))
+		return mgpu_err(MGPU_EINVAL, "bad target kind %d or %d dimensions", kind, ndim);
+	for (i = 0; i < ndim; i++) {
+		count *= shape[i];
+		if (shape[i] == 0 || count >= MGPU_SAMPLES_MAX_D)
+			return mgpu_err(MGPU_ERANGE, "target shape has %s dimension",
+					shape[i] ? "too large a" : "a zero");
+		s->tshape[i] = shape[i];
+	}
+	s->tkind = kind;
+	s->tdtype = kind == MGPU_TARGET_MASK ? MGPU_DTYPE_U8 : MGPU_DTYPE_F32;
+	s->tndim = ndim;
+	s->t_nbytes = count * mgpu_dtype_nbytes(s->tdtype);
+	return 0;
+}
+
+int mgpu_samples_same_target(const struct mgpu_samples *a, const struct mgpu_samples *b)
+{
+	int i;
+
+	if (a->tkind != b->tkind || a->tndim != b->tndim)
+		return 0;
+	for (i = 0; i < a->tndim; i++)
+		if (a->tshape[i] != b->tshape[i])
+			return 0;
+	return 1;
+}
+
+void mgpu_samples_target_str(const struct mgpu_samples *s, char *buf, size_t len)
+{
+	char sh[64];
+
+	mgpu_samples_shape_str(s->tndim, s->tshape, sh, sizeof sh);
+	if (s->tkind)
+		snprintf(buf, len, "%s %s", mgpu_target_kind_name(s->tkind), sh);
+	else
+		snprintf(buf, len, "none");
+}
+
+int mgpu_samples_push_t(struct mgpu_samples *s, const void *row, int32_t label,
+			const void *target)
+{
+	if (s->tkind && !target)
+		return mgpu_err(MGPU_EINVAL, "a sample without the set's %s target",
+				mgpu_target_kind_name(s->tkind));
+	MGPU_TRY(mgpu_samples_push(s, row, label));
+	if (s->tkind)
+		memcpy(s->t + (s->n - 1) * s->t_nbytes, target, s->t_nbytes);
+	return 0;
+}
+
+int mgpu_samples_push_row(struct mgpu_samples *dst, const struct mgpu_samples *src, size_t i)
+{
+	return mgpu_samples_push_t(dst, src->x + i * src->row_nbytes, src->y[i],
+				   src->tkind ? src->t + i * src->t_nbytes : NULL);
+}
+
 int mgpu_samples_take(struct mgpu_samples *dst, const struct mgpu_samples *src,
 		      const uint32_t *idx, size_t n)
 {
@@ -148,10 +236,13 @@ int mgpu_samples_take(struct mgpu_samples *dst, const struct mgpu_samples *src,
 
 	if (dst->dtype != src->dtype || dst->d != src->d)
 		return mgpu_err(MGPU_EINVAL, "sample sets differ in dtype or shape");
+	if (!dst->n && !dst->cap && !dst->tkind && src->tkind)
+		MGPU_TRY(mgpu_samples_set_target(dst, src->tkind, src->tndim, src->tshape));
+	if (!mgpu_samples_same_target(dst, src))
+		return mgpu_err(MGPU_EINVAL, "sample sets differ in their targets");
 	MGPU_TRY(mgpu_samples_reserve(dst, dst->n + n));
 	for (i = 0; i < n; i++)
-		MGPU_TRY(mgpu_samples_push(dst, src->x + (size_t)idx[i] * src->row_nbytes,
-					   src->y[idx[i]]));
+		MGPU_TRY(mgpu_samples_push_row(dst, src, idx[i]));
 	return 0;
 }
 
@@ -233,6 +324,7 @@ void mgpu_samples_free(struct mgpu_samples *s)
 {
 	free(s->x);
 	free(s->y);
+	free(s->t);
 	mgpu_class_names_free(s->names, s->nnames);
 	memset(s, 0, sizeof *s);
 }

@@ -31,6 +31,15 @@
  * U32 hold token ids (data/tokens.h), which are never normalised. */
 enum mgpu_dtype { MGPU_DTYPE_U8 = 1, MGPU_DTYPE_F32 = 2, MGPU_DTYPE_U16 = 3, MGPU_DTYPE_U32 = 4 };
 
+/* Targets beyond a class id (data/target.h says what each holds). The
+ * codes are stored in caches (mgpu-formats(5)): never renumber. */
+enum mgpu_target_kind {
+	MGPU_TARGET_NONE = 0,
+	MGPU_TARGET_VECTOR = 1,    /* float32 (K): regression */
+	MGPU_TARGET_MASK = 2,      /* uint8 (H,W): a class id per pixel */
+	MGPU_TARGET_KEYPOINTS = 3, /* float32 (P,2): (x, y) per part, NaN missing */
+};
+
 struct mgpu_samples {
 	size_t n;                          /* rows */
 	size_t cap;                        /* rows allocated */
@@ -44,11 +53,21 @@ struct mgpu_samples {
 	int32_t *y;
 	char **names;                      /* class names, or NULL: numbers only */
 	int nnames;
+	/* A target beyond the label (data/target.h), or tkind 0: none. t
+	 * holds n rows of t_nbytes: tdtype elements of shape tshape[0..tndim). */
+	int tkind;                         /* enum mgpu_target_kind */
+	int tdtype;                        /* F32 (vector, keypoints), U8 (mask) */
+	int tndim;
+	uint32_t tshape[MGPU_SAMPLES_MAX_DIM];
+	size_t t_nbytes;                   /* per row */
+	unsigned char *t;
 };
 
 /* A class name's longest: a name fits one line of every format it goes in. */
 #define MGPU_CLASS_NAME_MAX 128
 
+/* "vector", "mask", "keypoints" or "none". */
+const char *mgpu_target_kind_name(int kind);
 /* Bytes per element (1, 4, 2, 4), or 0 for an unknown dtype. */
 size_t mgpu_dtype_nbytes(int dtype);
 /* "u8", "f32", "u16", "u32" or "?". */
@@ -74,7 +93,22 @@ int mgpu_samples_init(struct mgpu_samples *s, int dtype, int ndim, const uint32_
 int mgpu_samples_reserve(struct mgpu_samples *s, size_t n);
 /* Append one row (row_nbytes bytes of the set's dtype) and its label. */
 int mgpu_samples_push(struct mgpu_samples *s, const void *row, int32_t label);
-/* Append rows idx[0..n) of src (same dtype and d) to dst. */
+/* Give an empty set (n == 0) rows of a target of kind (enum
+ * mgpu_target_kind, 0: none) of the shape shape[0..ndim): vector (K),
+ * mask (H,W), keypoints (P,2). */
+int mgpu_samples_set_target(struct mgpu_samples *s, int kind, int ndim, const uint32_t *shape);
+/* Do a and b carry the same target (kind and shape; none and none too)? */
+int mgpu_samples_same_target(const struct mgpu_samples *a, const struct mgpu_samples *b);
+/* The target as text: "keypoints 2x2", "mask 96x96", "vector 3" or "none". */
+void mgpu_samples_target_str(const struct mgpu_samples *s, char *buf, size_t len);
+/* mgpu_samples_push with the row's target (t_nbytes bytes; ignored, and may
+ * be NULL, when the set has none). */
+int mgpu_samples_push_t(struct mgpu_samples *s, const void *row, int32_t label,
+			const void *target);
+/* Append row i of src (features, label and target) to dst. */
+int mgpu_samples_push_row(struct mgpu_samples *dst, const struct mgpu_samples *src, size_t i);
+/* Append rows idx[0..n) of src (same dtype and d, and target; an empty
+ * dst without a target takes src's) to dst. */
 int mgpu_samples_take(struct mgpu_samples *dst, const struct mgpu_samples *src,
 		      const uint32_t *idx, size_t n);
 /* Shape as text "28x28" into buf. */

@@ -7,7 +7,9 @@
  */
 #include "data/shard.h"
 
-#include <stdio.h>  /* snprintf, fwrite */
+#include <math.h>   /* isnan */
+#include <stdio.h>  /* snprintf, sprintf, fwrite */
+#include <stdlib.h> /* malloc, free, strtof */
 #include <string.h> /* memset, memcpy, strlen */
 
 #include "core/cancel.h" /* mgpu_cancel_check */
@@ -77,6 +79,67 @@ static int member(struct out *o, const char *name, const void *a, size_t an, con
 	return pad(o, 512);
 }
 
+/* v with the fewest significant digits (6 to 9) that read back as the
+ * same float: 47.525, not 47.5250015. */
+static int shortest(char *buf, float v)
+{
+	int prec, n = 0;
+
+	for (prec = 6; prec <= 9; prec++) {
+		n = sprintf(buf, "%.*g", prec, (double)v);
+		if (strtof(buf, NULL) == v)
+			break;
+	}
+	return n;
+}
+
+/* Keypoints as the JSON they came in: [[x, y], null, ...], each float
+ * in the fewest digits that read back as it. */
+static int keypoints_json(struct out *o, const char *name, const float *kp, uint32_t np)
+{
+	char *text = malloc((size_t)np * 40 + 3);
+	size_t len = 0;
+	uint32_t p;
+	int rc;
+
+	if (!text)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	text[len++] = '[';
+	for (p = 0; p < np; p++) {
+		if (isnan(kp[2 * p]))
+			len += (size_t)sprintf(text + len, "%snull", p ? ", " : "");
+		else {
+			len += (size_t)sprintf(text + len, "%s[", p ? ", " : "");
+			len += (size_t)shortest(text + len, kp[2 * p]);
+			len += (size_t)sprintf(text + len, ", ");
+			len += (size_t)shortest(text + len, kp[2 * p + 1]);
+			text[len++] = ']';
+		}
+	}
+	text[len++] = ']';
+	rc = member(o, name, text, len, NULL, 0);
+	free(text);
+	return rc;
+}
+
+/* The sample's target: KEY.json (keypoints), KEY.target.npy (a vector) or
+ * KEY.mask.npy (a mask), between its .npy and .cls. */
+static int target(struct out *o, const struct mgpu_samples *s, uint32_t i)
+{
+	const unsigned char *t = s->t + (size_t)i * s->t_nbytes;
+	char name[40], hdr[MGPU_NPY_HEADER_MAX];
+	size_t hn;
+
+	if (s->tkind == MGPU_TARGET_KEYPOINTS) {
+		snprintf(name, sizeof name, "%08u.json", i);
+		return keypoints_json(o, name, (const float *)(const void *)t, s->tshape[0]);
+	}
+	hn = mgpu_npy_header(hdr, mgpu_dtype_npy_descr(s->tdtype), s->tndim, s->tshape);
+	snprintf(name, sizeof name, "%08u.%s.npy", i,
+		 s->tkind == MGPU_TARGET_MASK ? "mask" : "target");
+	return member(o, name, hdr, hn, t, s->t_nbytes);
+}
+
 static int sample(struct out *o, const struct mgpu_samples *s, uint32_t i)
 {
 	char name[32], hdr[MGPU_NPY_HEADER_MAX], cls[16];
@@ -86,6 +149,8 @@ static int sample(struct out *o, const struct mgpu_samples *s, uint32_t i)
 	hn = mgpu_npy_header(hdr, mgpu_dtype_npy_descr(s->dtype), s->ndim, s->shape);
 	snprintf(name, sizeof name, "%08u.npy", i);
 	MGPU_TRY(member(o, name, hdr, hn, s->x + (size_t)i * s->row_nbytes, s->row_nbytes));
+	if (s->tkind)
+		MGPU_TRY(target(o, s, i));
 	cn = snprintf(cls, sizeof cls, "%d", (int)s->y[i]);
 	snprintf(name, sizeof name, "%08u.cls", i);
 	return member(o, name, cls, (size_t)cn, NULL, 0);

@@ -83,6 +83,10 @@ static int open_cache(struct mgpu_source *s)
 	memcpy(s->shape, h->shape, sizeof s->shape);
 	s->classes = (int)h->classes;
 	s->row_nbytes = s->cache.row_nbytes;
+	s->tkind = (int)h->tkind;
+	s->tndim = (int)h->tndim;
+	memcpy(s->tshape, h->tshape, sizeof s->tshape);
+	s->t_nbytes = (size_t)h->t_nbytes;
 	s->normalised = (h->flags & MGPU_CACHE_NORMALISED) != 0;
 	for (k = 0; k < MGPU_NSPLITS; k++)
 		s->n[k] = (size_t)h->n[k];
@@ -103,11 +107,18 @@ static int settle_memory(struct mgpu_source *s)
 	s->ndim = t->ndim;
 	memcpy(s->shape, t->shape, sizeof s->shape);
 	s->row_nbytes = t->row_nbytes;
+	s->tkind = t->tkind;
+	s->tndim = t->tndim;
+	memcpy(s->tshape, t->tshape, sizeof s->tshape);
+	s->t_nbytes = t->tkind ? t->t_nbytes : 0;
 	for (k = 0; k < MGPU_NSPLITS; k++) {
 		const struct mgpu_samples *m = &s->mem[k];
 		if (m->n && (m->dtype != t->dtype || m->d != t->d))
 			return mgpu_err(MGPU_EFORMAT, "'%s': %s samples differ in shape or dtype "
 					"from train's", s->path, mgpu_split_name(k));
+		if (m->n && !mgpu_samples_same_target(m, t))
+			return mgpu_err(MGPU_EFORMAT, "'%s': %s samples' targets differ from "
+					"train's", s->path, mgpu_split_name(k));
 		s->n[k] = m->n;
 		if (m->classes > s->classes)
 			s->classes = m->classes;
@@ -144,14 +155,14 @@ int mgpu_source_open(struct mgpu_source *s, const char *path)
 
 /* Rows as stored: no normalisation. */
 static int rows_raw(struct mgpu_source *s, int split, const uint32_t *idx, size_t n, void *x,
-		    int32_t *y)
+		    int32_t *y, void *t)
 {
 	const struct mgpu_samples *m;
 	unsigned char *xo = x;
 	size_t i;
 
 	if (s->kind == MGPU_SOURCE_CACHE)
-		return mgpu_cache_rows(&s->cache, split, idx, n, x, y);
+		return mgpu_cache_rows_t(&s->cache, split, idx, n, x, y, t);
 	if (split < 0 || split >= MGPU_NSPLITS)
 		return mgpu_err(MGPU_EINVAL, "no split %d", split);
 	m = &s->mem[split];
@@ -162,6 +173,9 @@ static int rows_raw(struct mgpu_source *s, int split, const uint32_t *idx, size_
 		memcpy(xo + i * m->row_nbytes, m->x + (size_t)idx[i] * m->row_nbytes,
 		       m->row_nbytes);
 		y[i] = m->y[idx[i]];
+		if (t && m->tkind)
+			memcpy((unsigned char *)t + i * m->t_nbytes,
+			       m->t + (size_t)idx[i] * m->t_nbytes, m->t_nbytes);
 	}
 	return 0;
 }
@@ -169,7 +183,13 @@ static int rows_raw(struct mgpu_source *s, int split, const uint32_t *idx, size_
 int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
 		     void *x, int32_t *y)
 {
-	MGPU_TRY(rows_raw(s, split, idx, n, x, y));
+	return mgpu_source_rows_t(s, split, idx, n, x, y, NULL);
+}
+
+int mgpu_source_rows_t(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
+		       void *x, int32_t *y, void *t)
+{
+	MGPU_TRY(rows_raw(s, split, idx, n, x, y, t));
 	if (s->dtype == MGPU_DTYPE_F32 && !mgpu_norm_is_identity(&s->norm))
 		mgpu_norm_apply(&s->norm, x, n * (size_t)s->d);
 	return 0;
@@ -198,7 +218,7 @@ static int train_moments(struct mgpu_source *s, const uint32_t *idx, size_t n,
 		m = n - i < BLOCK ? n - i : BLOCK;
 		for (k = 0; k < m; k++)
 			ib[k] = idx ? idx[i + k] : (uint32_t)(i + k);
-		MGPU_CHECK(rows_raw(s, MGPU_SPLIT_TRAIN, ib, m, x, y));
+		MGPU_CHECK(rows_raw(s, MGPU_SPLIT_TRAIN, ib, m, x, y, NULL));
 		if (s->dtype == MGPU_DTYPE_U8)
 			mgpu_moments_add_u8(mo, x, m * cnt);
 		else

@@ -51,6 +51,10 @@ struct mgpu_source {
 	char *const *names;        /* class names (labels that were words), or NULL */
 	int nnames;
 	size_t row_nbytes;         /* d * element size */
+	int tkind;                 /* each row's target (data/target.h), 0: none */
+	int tndim;
+	uint32_t tshape[MGPU_SAMPLES_MAX_DIM];
+	size_t t_nbytes;           /* one row's target as stored */
 	size_t n[MGPU_NSPLITS];    /* rows per split; 0: absent */
 	int normalised;            /* cached per-feature normalised f32 */
 	struct mgpu_norm norm;     /* applied to float32 rows; identity by default */
@@ -62,6 +66,10 @@ int mgpu_source_open(struct mgpu_source *s, const char *path);
 /* Rows idx[0..n) of split into x (n * row_nbytes) and y (n labels). */
 int mgpu_source_rows(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
 		     void *x, int32_t *y);
+/* The same, and their targets as stored into t (n * t_nbytes; NULL: not
+ * wanted). */
+int mgpu_source_rows_t(struct mgpu_source *s, int split, const uint32_t *idx, size_t n,
+		       void *x, int32_t *y, void *t);
 /*
  * The whole-set norm of the train features (data/norm.h): mean and sd over
  * rows idx[0..n) of train as stored (idx NULL: all of train; a cache

@@ -25,6 +25,7 @@
 #include "data/image.h"  /* mgpu_image_decode, mgpu_image_resize */
 #include "data/netpbm.h" /* mgpu_netpbm_parse */
 #include "data/npy.h"    /* mgpu_npy_parse */
+#include "data/target.h" /* mgpu_keypoints_parse, MGPU_TARGET_* */
 
 #define IOBUF_NBYTES ((size_t)1 << 17)
 
@@ -94,6 +95,13 @@ struct rd {
 	int dtype, ndim;
 	uint32_t shape[MGPU_SAMPLES_MAX_DIM];
 	int32_t label;
+	int have_target;            /* the pending sample's target: */
+	int tkind, tndim;
+	uint32_t tshape[MGPU_SAMPLES_MAX_DIM];
+	unsigned char *trow;
+	size_t trow_cap;
+	char tentry[1024];          /* its member, for messages */
+	uint32_t img_h, img_w;      /* a PNG/JPEG input's size before resizing */
 	const uint32_t *resize;     /* images to H x W, or NULL */
 	mgpu_wds_progress_fn progress; /* or NULL */
 	void *progress_ctx;
@@ -257,6 +265,8 @@ static int image_input(struct rd *r)
 	int rc;
 
 	rc = mgpu_image_decode(r->data, r->len, &im);
+	r->img_h = im.height;
+	r->img_w = im.width;
 	if (rc == 0 && r->resize)
 		rc = mgpu_image_resize(&im, r->resize[0], r->resize[1]);
 	if (rc < 0) {
@@ -305,6 +315,123 @@ static int check_input(struct rd *r)
 	return 0;
 }
 
+static int grow_trow(struct rd *r, size_t nbytes)
+{
+	unsigned char *nb;
+
+	if (nbytes <= r->trow_cap)
+		return 0;
+	nb = realloc(r->trow, nbytes);
+	if (!nb)
+		return fail(r, MGPU_ENOMEM, "out of memory");
+	r->trow = nb;
+	r->trow_cap = nbytes;
+	return 0;
+}
+
+/* KEY.json: keypoints, (P,2) float32 with NaN for missing parts. */
+static int keypoints_target(struct rd *r)
+{
+	float kp[2 * MGPU_TARGET_MAX_PARTS];
+	char name[2100];
+	int np, rc;
+
+	snprintf(name, sizeof name, "%s': entry '%s", r->name, r->entry);
+	MGPU_TRY(rc = mgpu_keypoints_parse((const char *)r->data, r->len, name, kp,
+					   MGPU_TARGET_MAX_PARTS, &np));
+	if (rc == 1)
+		return 1; /* other metadata */
+	r->tkind = MGPU_TARGET_KEYPOINTS;
+	r->tndim = 2;
+	r->tshape[0] = (uint32_t)np;
+	r->tshape[1] = 2;
+	MGPU_TRY(grow_trow(r, (size_t)np * 2 * sizeof(float)));
+	memcpy(r->trow, kp, (size_t)np * 2 * sizeof(float));
+	return 0;
+}
+
+/* KEY.target.npy: a regression vector, any numeric npy flattened to
+ * float32 (K), finite. */
+static int vector_target(struct rd *r)
+{
+	struct mgpu_npy a;
+	float *f;
+	size_t i;
+	int rc;
+
+	rc = mgpu_npy_parse(r->data, r->len, &a);
+	if (rc < 0)
+		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+	if (a.count == 0 || a.count > MGPU_TARGET_MAX_VECTOR)
+		return fail(r, MGPU_EFORMAT, "a target vector must hold 1 to 65536 values");
+	MGPU_TRY(grow_trow(r, a.count * sizeof(float)));
+	f = (float *)(void *)r->trow;
+	for (i = 0; i < a.count; i++)
+		f[i] = (float)mgpu_npy_value(&a, i);
+	i = mgpu_f32_first_nonfinite(f, a.count);
+	if (i < a.count)
+		return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': target element %zu is %g; "
+				"targets must be finite", r->name, r->entry, i, (double)f[i]);
+	r->tkind = MGPU_TARGET_VECTOR;
+	r->tndim = 1;
+	r->tshape[0] = (uint32_t)a.count;
+	return 0;
+}
+
+/* KEY.mask.png (8-bit gray), KEY.seg.png or KEY.mask.npy (uint8 (H,W)):
+ * a class id per pixel. */
+static int mask_target(struct rd *r, int png)
+{
+	struct mgpu_image im;
+	struct mgpu_npy a;
+	int rc;
+
+	memset(&im, 0, sizeof im);
+	memset(&a, 0, sizeof a);
+	if (png) {
+		rc = mgpu_image_decode(r->data, r->len, &im);
+		if (rc == 0 && (im.channels != 1 || im.dtype != MGPU_DTYPE_U8))
+			rc = mgpu_err(MGPU_EFORMAT, "a mask must be an 8-bit grayscale PNG of class "
+				      "ids (this one has %u channels%s)", im.channels,
+				      im.dtype == MGPU_DTYPE_U8 ? "" : ", 16 bits");
+		if (rc < 0) {
+			mgpu_image_free(&im);
+			return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+		}
+		r->tshape[0] = im.height;
+		r->tshape[1] = im.width;
+	} else {
+		rc = mgpu_npy_parse(r->data, r->len, &a);
+		if (rc < 0)
+			return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
+		if (a.kind != 'u' || a.elem_nbytes != 1 || a.ndim != 2 || a.count == 0)
+			return fail(r, MGPU_EFORMAT, "a mask .npy must be uint8 (|u1) of shape (H, W)");
+		r->tshape[0] = (uint32_t)a.dims[0];
+		r->tshape[1] = (uint32_t)a.dims[1];
+	}
+	r->tkind = MGPU_TARGET_MASK;
+	r->tndim = 2;
+	rc = grow_trow(r, (size_t)r->tshape[0] * r->tshape[1]);
+	if (rc == 0)
+		memcpy(r->trow, png ? im.data : a.data, (size_t)r->tshape[0] * r->tshape[1]);
+	mgpu_image_free(&im);
+	return rc;
+}
+
+/* Which target a member is by its whole extension, or 0. */
+static int target_member(const char *ext, const char *last)
+{
+	if (strcasecmp(last, "json") == 0)
+		return 1;
+	if (strcasecmp(ext, "target.npy") == 0)
+		return 2;
+	if (strcasecmp(ext, "mask.png") == 0 || strcasecmp(ext, "seg.png") == 0)
+		return 3;
+	if (strcasecmp(ext, "mask.npy") == 0)
+		return 4;
+	return 0;
+}
+
 static int member(struct archive *a, struct rd *r, struct archive_entry *e, const char *ext)
 {
 	const char *last = strrchr(ext, '.'), *x = last ? last + 1 : ext;
@@ -312,8 +439,22 @@ static int member(struct archive *a, struct rd *r, struct archive_entry *e, cons
 	int is_pbm = strcmp(x, "pgm") == 0 || strcmp(x, "ppm") == 0;
 	int is_img = strcasecmp(x, "png") == 0 || strcasecmp(x, "jpg") == 0 ||
 		     strcasecmp(x, "jpeg") == 0;
+	int tgt = target_member(ext, x), rc;
 
-	/* the last part decides: "input.npy" is an npy input too */
+	/* the last part decides: "input.npy" is an npy input too; but
+	 * "target.npy", "mask.png", "seg.png", "mask.npy" and ".json" are targets */
+	if (tgt) {
+		if (r->have_target)
+			return fail(r, MGPU_EFORMAT, "a second target for the key");
+		MGPU_TRY(read_member(a, r, e));
+		MGPU_TRY(rc = tgt == 1 ? keypoints_target(r) : tgt == 2 ? vector_target(r) :
+			 mask_target(r, tgt == 3));
+		if (rc == 1)
+			return 0;
+		snprintf(r->tentry, sizeof r->tentry, "%s", r->entry);
+		r->have_target = 1;
+		return 0;
+	}
 
 	if (!is_cls && !is_npy && !is_pbm && !is_img)
 		return 0;
@@ -329,6 +470,75 @@ static int member(struct archive *a, struct rd *r, struct archive_entry *e, cons
 	return 0;
 }
 
+/* A mask resized with the image: nearest pixel, centres aligned as the
+ * image's bilinear resize aligns them. */
+static int resize_mask(struct rd *r, uint32_t h, uint32_t w)
+{
+	uint32_t H = r->tshape[0], W = r->tshape[1], i, j, si, sj;
+	unsigned char *m = malloc((size_t)h * w);
+
+	if (!m)
+		return fail(r, MGPU_ENOMEM, "out of memory");
+	for (i = 0; i < h; i++) {
+		si = (uint32_t)(((double)i + 0.5) * H / h);
+		si = si < H ? si : H - 1;
+		for (j = 0; j < w; j++) {
+			sj = (uint32_t)(((double)j + 0.5) * W / w);
+			m[(size_t)i * w + j] = r->trow[(size_t)si * W + (sj < W ? sj : W - 1)];
+		}
+	}
+	free(r->trow);
+	r->trow = m;
+	r->trow_cap = (size_t)h * w;
+	r->tshape[0] = h;
+	r->tshape[1] = w;
+	return 0;
+}
+
+/* The target fits the input: a mask is the image's size (resized with
+ * it), keypoints scale with a resized image. */
+static int fit_target(struct rd *r)
+{
+	float *kp = (float *)(void *)r->trow, sx, sy;
+	uint32_t p;
+
+	if (r->tkind == MGPU_TARGET_MASK && r->ndim == 3) {
+		if (r->resize && r->img_h == r->tshape[0] && r->img_w == r->tshape[1])
+			MGPU_TRY(resize_mask(r, r->shape[1], r->shape[2]));
+		if (r->tshape[0] != r->shape[1] || r->tshape[1] != r->shape[2])
+			return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': a %ux%u mask for a %ux%u "
+					"image", r->name, r->tentry, r->tshape[0], r->tshape[1],
+					r->shape[1], r->shape[2]);
+	}
+	if (r->tkind == MGPU_TARGET_KEYPOINTS && r->resize && r->img_h && r->img_w) {
+		sx = (float)r->shape[2] / (float)r->img_w;
+		sy = (float)r->shape[1] / (float)r->img_h;
+		for (p = 0; p < r->tshape[0]; p++) { /* NaN stays NaN */
+			kp[2 * p] = (kp[2 * p] + 0.5f) * sx - 0.5f;
+			kp[2 * p + 1] = (kp[2 * p + 1] + 0.5f) * sy - 0.5f;
+		}
+	}
+	return 0;
+}
+
+/* The target must be the first sample's kind and shape. */
+static int check_target(struct rd *r)
+{
+	struct mgpu_samples t;
+	char a[80], b[80];
+
+	memset(&t, 0, sizeof t);
+	t.tkind = r->have_target ? r->tkind : 0;
+	t.tndim = r->have_target ? r->tndim : 0;
+	memcpy(t.tshape, r->tshape, sizeof t.tshape);
+	if (mgpu_samples_same_target(&t, r->out))
+		return 0;
+	mgpu_samples_target_str(&t, a, sizeof a);
+	mgpu_samples_target_str(r->out, b, sizeof b);
+	return mgpu_err(MGPU_EFORMAT, "'%s': entry '%s': target %s differs from the first "
+			"sample's %s", r->name, r->key, a, b);
+}
+
 static int finish(struct rd *r)
 {
 	int rc;
@@ -336,14 +546,23 @@ static int finish(struct rd *r)
 	snprintf(r->entry, sizeof r->entry, "%s", r->key);
 	if (!r->have_input)
 		return fail(r, MGPU_EFORMAT, "no .npy, .pgm, .ppm, .png or .jpg input");
+	if (!r->have_label && !r->have_target)
+		return fail(r, MGPU_EFORMAT, "no .cls label (or target)");
 	if (!r->have_label)
-		return fail(r, MGPU_EFORMAT, "no .cls label");
-	if (!r->out->dtype)
+		r->label = 0; /* a sample of a target alone: one class */
+	if (r->have_target)
+		MGPU_TRY(fit_target(r));
+	if (!r->out->dtype) {
 		MGPU_TRY(mgpu_samples_init(r->out, r->dtype, r->ndim, r->shape));
-	rc = mgpu_samples_push(r->out, r->row, r->label);
+		if (r->have_target)
+			MGPU_TRY(mgpu_samples_set_target(r->out, r->tkind, r->tndim, r->tshape));
+	}
+	MGPU_TRY(check_target(r));
+	rc = mgpu_samples_push_t(r->out, r->row, r->label, r->have_target ? r->trow : NULL);
 	if (rc < 0)
 		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->key);
-	r->have_input = r->have_label = 0;
+	r->have_input = r->have_label = r->have_target = 0;
+	r->img_h = r->img_w = 0;
 	return 0;
 }
 
@@ -393,7 +612,7 @@ static int walk(struct archive *a, struct rd *r)
 			r->progress(r->progress_ctx, (uint64_t)archive_filter_bytes(a, -1),
 				    r->out->n);
 	}
-	return r->have_key && (r->have_input || r->have_label) ? finish(r) : 0;
+	return r->have_key && (r->have_input || r->have_label || r->have_target) ? finish(r) : 0;
 }
 
 static struct archive *reader(void)
@@ -414,6 +633,7 @@ static void rd_free(struct rd *r)
 {
 	free(r->data);
 	free(r->row);
+	free(r->trow);
 }
 
 /* Hash what is left of the stream (tar padding) so sha covers all of it. */

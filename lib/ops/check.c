@@ -1258,6 +1258,10 @@ static const struct mgpu_ops_conv_case selftest_conv[] = {
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_SILU },
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_RELU },
 	{ .op = "chan", .acc = 1, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	/* the losses of a pose U-Net (17 confidence maps of 48x48, missing
+	 * parts weighted 0) and of a segmentation one (21 classes at 64x64) */
+	{ .op = "mse", .weighted = 1, .cv = MGPU_CV(16, 17, 48, 48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .ignore = 1, .cv = MGPU_CV(4, 21, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 };
 
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

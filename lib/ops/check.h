@@ -118,6 +118,8 @@ struct mgpu_ops_case {
  *   act_fwd   n, act
  *   chan      cv's N C, HW = H W; acc (rows "chan_bias",
  *             "chan_sum")
+ *   mse       cv's N = B, C = G, M = H W; weighted, nograd
+ *   pix_xent  cv's N, C = classes, HW = H W; ignore, nograd, inplace
  */
 struct mgpu_ops_conv_case {
 	const char *op;
@@ -125,6 +127,10 @@ struct mgpu_ops_conv_case {
 	int acc;                   /* conv, bn, chan: gradients added to (acc 1), else 0 */
 	enum mgpu_pool_mode mode;  /* pool */
 	int train, shift;          /* bn */
+	int weighted;              /* mse: weights, every third group's 0 */
+	int ignore;                /* pix_xent: every fifth pixel's label -1 */
+	int nograd;                /* mse, pix_xent: no gradient asked for */
+	int inplace;               /* pix_xent: the gradient over the logits */
 	struct mgpu_conv cv;
 	size_t n;
 	enum mgpu_act act;

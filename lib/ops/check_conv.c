@@ -474,6 +474,76 @@ static int case_act_fwd(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	return 0;
 }
 
+/* mse: cv.N = B, cv.C = G, M = H W; weighted (every third group's
+ * weight 0, a missing keypoint), nograd. */
+static int case_mse(struct bufs *b, const struct mgpu_ops_conv_case *c)
+{
+	int B = c->cv.N, G = c->cv.C, M = c->cv.H * c->cv.W, ip, it, iw = -1, il, idp = -1;
+	size_t n = (size_t)B * G * M, i;
+	float *w;
+	double e = 0.0;
+	char shape[64];
+
+	snprintf(shape, sizeof shape, "B%d G%d M%d%s%s", B, G, M, c->weighted ? " w" : "",
+		 c->nograd ? " nograd" : "");
+	MGPU_TRY(in(b, n, -1.0f, 2.0f, &ip));
+	MGPU_TRY(in(b, n, 0.0f, 1.0f, &it));
+	if (c->weighted) {
+		if (!(w = rand_buf(b, (size_t)B * G, 0.5f, 1.5f)))
+			return mgpu_err(MGPU_ENOMEM, "selftest: out of host memory");
+		for (i = 0; i < (size_t)B * G; i += 3)
+			w[i] = 0.0f;
+		MGPU_TRY(up(b, w, (size_t)B * G, &iw));
+	}
+	MGPU_TRY(out(b, (size_t)B * G, &il));
+	if (!c->nograd)
+		MGPU_TRY(out(b, n, &idp));
+	BOTH(mse(D, idp < 0 ? NULL : dp(b, idp, S), dp(b, il, S), dp(b, ip, S), dp(b, it, S),
+		 iw < 0 ? NULL : dp(b, iw, S), B, G, M, 0.25f));
+	MGPU_TRY(cmp(b, il, &e, NULL));
+	if (idp >= 0)
+		MGPU_TRY(cmp(b, idp, &e, NULL));
+	mgpu_ops_report_add(b->p, "mse", shape, e);
+	return 0;
+}
+
+/* pix_xent: cv.N = N, cv.C = classes, HW = H W; ignore (every fifth
+ * pixel's label -1), nograd, inplace (dlogits == logits). */
+static int case_pix_xent(struct bufs *b, const struct mgpu_ops_conv_case *c)
+{
+	int N = c->cv.N, C = c->cv.C, HW = c->cv.H * c->cv.W, il, iy, ilo, ico, idl = -1;
+	size_t n = (size_t)N * HW, i;
+	float *lab;
+	int32_t v;
+	double e = 0.0;
+	char shape[64];
+
+	snprintf(shape, sizeof shape, "N%d C%d HW%d%s%s%s", N, C, HW, c->ignore ? " ignore" : "",
+		 c->nograd ? " nograd" : "", c->inplace ? " inplace" : "");
+	MGPU_TRY(in(b, n * C, -4.0f, 4.0f, &il));
+	HBUF(lab, b, n);
+	for (i = 0; i < n; i++) { /* int32 labels in a float buffer's bytes */
+		v = c->ignore && i % 5 == 0 ? -1 :
+		    (int32_t)(mgpu_hash64(b->p->seed, i ^ 0x5A5Aull) % (uint64_t)C);
+		memcpy(&lab[i], &v, sizeof v);
+	}
+	MGPU_TRY(up(b, lab, n, &iy));
+	MGPU_TRY(out(b, n, &ilo));
+	MGPU_TRY(out(b, n, &ico));
+	if (c->inplace)
+		idl = il;
+	else if (!c->nograd)
+		MGPU_TRY(out(b, n * C, &idl));
+	BOTH(pix_xent(D, idl < 0 ? NULL : dp(b, idl, S), dp(b, ilo, S), dp(b, ico, S),
+		      dp(b, il, S), (const int32_t *)b->d[iy][S], N, C, HW, 0.5f));
+	MGPU_TRY(cmp(b, ilo, &e, NULL));
+	MGPU_TRY(cmp(b, ico, &e, NULL));
+	if (idl >= 0)
+		MGPU_TRY(cmp(b, idl, &e, NULL));
+	mgpu_ops_report_add(b->p, "pix_xent", shape, e);
+	return 0;
+}
+
 static const struct {
 	const char *op;
 	int (*fn)(struct bufs *b, const struct mgpu_ops_conv_case *c);
@@ -481,6 +551,7 @@ static const struct {
 	{ "conv", case_conv },         { "im2col", case_im2col }, { "pool", case_pool },
 	{ "upsample", case_upsample }, { "bn", case_bn },         { "gn", case_gn },
 	{ "act_fwd", case_act_fwd }, { "chan", case_chan },
+	{ "mse", case_mse },           { "pix_xent", case_pix_xent },
 };
 
 int mgpu_ops_check_conv_case(struct mgpu_ops_pair *p, const struct mgpu_ops_conv_case *c)

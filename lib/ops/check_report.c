@@ -46,6 +46,7 @@ static const struct {
 	{ "bn_stats", 1e-5 }, { "bn_fwd", 1e-5 }, { "bn_bwd_stats", 1e-5 },
 	{ "bn_bwd_data", 1e-4 }, { "gn_fwd", 1e-5 }, { "gn_bwd", 1e-4 },
 	{ "act_fwd", 1e-5 }, { "chan_bias", 1e-6 }, { "chan_sum", 1e-5 },
+	{ "mse", 1e-5 }, { "pix_xent", 1e-5 },
 };
 
 double mgpu_ops_tolerance(const char *op)

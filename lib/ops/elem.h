@@ -642,6 +642,57 @@ MGPU_HD static inline float mgpu_xent_grad_elem(float l, float mx, float sum, in
 	return (mgpu_exp_neg(l - mx) / sum - (is_label ? 1.0f : 0.0f)) * grad_scale;
 }
 
+/* Squared error (ops.h's mse): one element's term, and its gradient
+ * 2 (p - t) scale, scale being w grad_scale / (G M) for the element's
+ * (row, group). */
+MGPU_HD static inline double mgpu_mse_term(float p, float t)
+{
+	double d = (double)p - (double)t;
+
+	return d * d;
+}
+
+MGPU_HD static inline float mgpu_mse_grad(float p, float t, float scale)
+{
+	return 2.0f * (p - t) * scale;
+}
+
+/*
+ * Softmax cross-entropy of one pixel (ops.h's pix_xent): its C logits are
+ * l[0], l[stride], ..., l[(C-1) stride] (a channel plane apart in NCHW).
+ * label < 0 is an ignored pixel: loss, correct and gradient 0. Otherwise
+ * loss = lscale (log sum exp - l[label]), correct = argmax == label (the
+ * first maximum, as xent), dl (may be NULL, may be l itself: every logit
+ * is read before its gradient is written) = gscale (softmax - onehot).
+ */
+MGPU_HD static inline void mgpu_pix_xent(const float *l, size_t stride, int C, int32_t label,
+					 float lscale, float gscale, float *dl, float *loss,
+					 float *correct)
+{
+	float mx = l[0], sum = 0.0f;
+	int c, arg = 0;
+
+	if (label < 0) {
+		*loss = 0.0f;
+		*correct = 0.0f;
+		for (c = 0; dl && c < C; c++)
+			dl[(size_t)c * stride] = 0.0f;
+		return;
+	}
+	for (c = 1; c < C; c++)
+		if (l[(size_t)c * stride] > mx) {
+			mx = l[(size_t)c * stride];
+			arg = c;
+		}
+	for (c = 0; c < C; c++)
+		sum += mgpu_exp_neg(l[(size_t)c * stride] - mx);
+	*loss = mgpu_xent_loss(mx, sum, l[(size_t)label * stride]) * lscale;
+	*correct = arg == label ? 1.0f : 0.0f;
+	for (c = 0; dl && c < C; c++)
+		dl[(size_t)c * stride] = mgpu_xent_grad_elem(l[(size_t)c * stride], mx, sum,
+							     c == label, gscale);
+}
+
 /*
  * The deterministic sum of sum_acc: n floats, each widened to double (and
  * squared, for a squared norm), added in an order a GPU runs in parallel

@@ -410,6 +410,36 @@ struct mgpu_ops {
 	int (*chan_bias)(struct mgpu_dev *dev, int N, int C, int HW, float *y, const float *bias);
 	int (*chan_sum)(struct mgpu_dev *dev, int N, int C, int HW, float *db, const float *dy,
 			float acc);
+
+	/* ---- losses of targets beyond a class id (issue 24; loss_ref.c,
+	 * loss_cuda.cu). ---- */
+
+	/*
+	 * Mean squared error of pred against target, both (B,G,M): G groups of
+	 * M values per row (a regression vector is G = 1, M = its length;
+	 * confidence maps are G = parts, M = the map's pixels). weight (B,G)
+	 * scales each group (0: a missing keypoint's map adds nothing); NULL
+	 * is all 1. loss (B,G) = w / (G M) sum over m of (p - t)^2 (summed in
+	 * double), so a row's loss is its mean over G M values, as
+	 * torch.nn.MSELoss; dpred (may be NULL, may be pred) = grad_scale
+	 * 2 w (p - t) / (G M).
+	 */
+	int (*mse)(struct mgpu_dev *dev, float *dpred, float *loss, const float *pred,
+		   const float *target, const float *weight, int B, int G, int M,
+		   float grad_scale);
+	/*
+	 * Per-pixel softmax cross-entropy of logits (N,C,HW) against labels
+	 * (N,HW), each in [0, C) or -1 (an ignored pixel: loss, correct and
+	 * gradient 0). pix_loss, pix_correct (N,HW): the pixel's loss / HW and
+	 * 1 where the first maximum over channels is the label; the sum over a
+	 * row's pixels is its mean loss (ignored pixels counting 0) and its
+	 * pixel accuracy. dlogits (may be NULL, may be logits) = grad_scale
+	 * (softmax - onehot) / HW. A label outside [-1, C) is an error on host
+	 * backends and a NaN loss on cuda.
+	 */
+	int (*pix_xent)(struct mgpu_dev *dev, float *dlogits, float *pix_loss, float *pix_correct,
+			const float *logits, const int32_t *labels, int N, int C, int HW,
+			float grad_scale);
 };
 
 /* One device of one backend, owned by one rank (thread or process). */

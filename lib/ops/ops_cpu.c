@@ -31,6 +31,7 @@
 
 #include "core/err.h"  /* MGPU_TRY */
 #include "ops/conv_host.h" /* the conv-net ops (conv_cpu.c, conv_ref.c) */
+#include "ops/loss_host.h" /* mse, pix_xent */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
 #include "ops/ops_cpu.h" /* mgpu_cpu_gemm16, the row and attention ops */
@@ -709,6 +710,9 @@ const struct mgpu_ops mgpu_ops_cpu = {
 	.gn_bwd = mgpu_host_gn_bwd,
 	.chan_bias = mgpu_host_chan_bias,
 	.chan_sum = mgpu_host_chan_sum,
+	/* losses of targets beyond a class id (loss_host.h) */
+	.mse = mgpu_host_mse,
+	.pix_xent = mgpu_host_pix_xent,
 };
 
 /* The summed gradient of element i over ng sources, in source order. */

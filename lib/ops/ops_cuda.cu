@@ -45,6 +45,7 @@
 #include "ops/cuda_check.h"  /* CU, CUBLAS, LAUNCHED */
 #include "ops/cuda_kern.h"   /* struct cuda_impl, make_current, GRID_STRIDE */
 #include "ops/ops_cuda.h"    /* the ops of the other .cu files */
+#include "ops/loss_host.h"   /* mgpu_cuda_mse, mgpu_cuda_pix_xent */
 
 /* ---- devices, memory ---------------------------------------------------- */
 
@@ -554,4 +555,7 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.gn_bwd = mgpu_cuda_gn_bwd,
 	.chan_bias = mgpu_cuda_chan_bias,
 	.chan_sum = mgpu_cuda_chan_sum,
+	/* losses of targets beyond a class id (loss_host.h) */
+	.mse = mgpu_cuda_mse,
+	.pix_xent = mgpu_cuda_pix_xent,
 };

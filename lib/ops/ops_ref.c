@@ -21,6 +21,7 @@
 
 #include "core/err.h"  /* MGPU_TRY */
 #include "ops/conv_host.h" /* the conv-net ops */
+#include "ops/loss_host.h" /* mse, pix_xent */
 #include "ops/elem.h"  /* mgpu_act_f, mgpu_act_df, mgpu_dropout_factor, optimizers */
 #include "ops/loops.h" /* ops_check_*, ops_host_* */
 
@@ -523,4 +524,7 @@ const struct mgpu_ops mgpu_ops_ref = {
 	.gn_bwd = mgpu_host_gn_bwd,
 	.chan_bias = mgpu_host_chan_bias,
 	.chan_sum = mgpu_host_chan_sum,
+	/* losses of targets beyond a class id (loss_host.h) */
+	.mse = mgpu_host_mse,
+	.pix_xent = mgpu_host_pix_xent,
 };

@@ -114,6 +114,11 @@ int mgpu_train_data_load(struct train_data *d, const struct mgpu_train_cfg *cfg,
 	struct mgpu_data_desc dd;
 
 	MGPU_TRY(mgpu_source_open(&d->src, cfg->data));
+	/* a model trained on label 0 alone would learn nothing and say nothing */
+	if (d->src.tkind)
+		return mgpu_err(MGPU_EINVAL, "'%s': its samples carry %s targets, and no model "
+				"family trains on targets yet (class labels only)", cfg->data,
+				mgpu_target_kind_name(d->src.tkind));
 	describe(&d->src, &dd);
 	MGPU_TRY(mgpu_spec_fit(spec, &dd, cfg->data));
 	MGPU_TRY(mgpu_source_check_classes(&d->src, mgpu_spec_classes(spec)));

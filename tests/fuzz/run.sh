@@ -53,7 +53,8 @@ seed() {
 		cp tests/data/smi/four-noheader-nounits.csv "$c/noheader.csv" ;;
 	csv)
 		printf 'a,label,"b c"\n1.5,2,-3e2\r\n\n"4",0,5\n' >"$c/ok"
-		printf 'x,y\n1,2\n3,4' >"$c/idx" ;;
+		printf 'x,y\n1,2\n3,4' >"$c/idx"
+		printf 'a,b,y,label\n1,2,3,0\n4,5,6,1\n' >"$c/target" ;;
 	manifest)
 		printf 'split\tpath\tsamples\tbytes\tsha256\ntrain\ttrain-000000.tar\t5\t10240\t%064d\nval\t/a b/v.tar\t1\t2\t%064d\r\n' 0 1 >"$c/m" ;;
 	conf)
@@ -62,6 +63,10 @@ seed() {
 	ts)
 		cp tests/data/ts/Tiny_TRAIN.ts "$c/tiny"
 		printf '@problemName U\n@univariate true\n@classLabel true 1 2\n@data\n1,2,3:1\n4,5,6:2\n' >"$c/uni" ;;
+	keypoints)
+		printf '[[1.5, 2], null, [3, 4, 0], [5e1, -6, 2]]' >"$c/list"
+		printf '{"image": "a.png", "keypoints": [[7, 8], null]}' >"$c/obj"
+		printf '{"caption": "a cat"}' >"$c/meta" ;;
 	text)
 		printf '\3the cat sat on the mat\n' >"$c/t3"
 		printf '\0ab' >"$c/t1" ;;
@@ -128,6 +133,19 @@ else:
         for name, d in (("a.npy", npy("|u1", "(1, 2, 3)", bytes(6))), ("a.cls", b"3"),
                         ("b.x.pgm", pgm), ("b.cls", b"1")):
             m = tarfile.TarInfo(name); m.size = len(d); t.addfile(m, io.BytesIO(d))
+    # targets: keypoint JSON, a mask, a regression vector
+    for name, items in (("k", (("a.npy", npy("|u1", "(1, 2, 3)", bytes(6))),
+                               ("a.json", b"[[1, 0.5], null]"),
+                               ("b.npy", npy("|u1", "(1, 2, 3)", bytes(6))),
+                               ("b.json", b'{"keypoints": [[2, 1], [0, 0, 0]]}'))),
+                        ("m", (("a.npy", npy("|u1", "(1, 2, 3)", bytes(6))),
+                               ("a.mask.npy", npy("|u1", "(2, 3)", bytes([0, 1, 2, 255, 1, 0]))),
+                               ("a.cls", b"0"))),
+                        ("v", (("a.npy", npy("<f4", "(2,)", bytes(8))),
+                               ("a.target.npy", npy("<f8", "(3,)", bytes(24)))))):
+        with tarfile.open(c + "/" + name, "w", format=tarfile.USTAR_FORMAT) as t:
+            for n, d in items:
+                m = tarfile.TarInfo(n); m.size = len(d); t.addfile(m, io.BytesIO(d))
 PY
 		;;
 	cache)

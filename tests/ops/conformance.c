@@ -1249,6 +1249,59 @@ static void test_conv_im2col(void)
 	run_conv_cases(&v, conv_cases, sizeof conv_cases / sizeof conv_cases[0]);
 }
 
+/* The losses of targets beyond a class id: one value, groups of one
+ * pixel, a long vector, no rows, weights with zeros (a missing keypoint),
+ * ignored pixels, two classes, in place. */
+static const struct mgpu_ops_conv_case loss_cases[] = {
+	{ .op = "mse", .cv = MGPU_CV(1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .weighted = 1, .cv = MGPU_CV(3, 5, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .nograd = 1, .cv = MGPU_CV(2, 1, 1, 37, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .weighted = 1, .nograd = 1,
+	  .cv = MGPU_CV(2, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .cv = MGPU_CV(0, 3, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "mse", .weighted = 1, .cv = MGPU_CV(2, 4, 33, 31, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .cv = MGPU_CV(1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .ignore = 1, .cv = MGPU_CV(2, 3, 5, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .inplace = 1, .cv = MGPU_CV(3, 21, 4, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .nograd = 1, .cv = MGPU_CV(1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .ignore = 1, .inplace = 1,
+	  .cv = MGPU_CV(2, 2, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "pix_xent", .cv = MGPU_CV(0, 3, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+};
+
+static void test_losses(void)
+{
+	run_conv_cases(cur, loss_cases, sizeof loss_cases / sizeof loss_cases[0]);
+}
+
+/* Shapes every backend refuses; labels outside [-1, C) on host backends
+ * (cuda cannot see them without a round trip: a NaN loss there). */
+static void test_loss_bad_args(void)
+{
+	struct mgpu_dev d;
+	float buf[64];
+
+	T_OK(mgpu_dev_open(&d, cur, 0));
+	if (t_cur_failed)
+		return;
+	T_FAILS(d.ops->mse(&d, NULL, buf, buf, buf, NULL, 1, 0, 4, 1.0f), MGPU_EINVAL, "bad shape");
+	T_FAILS(d.ops->mse(&d, NULL, buf, buf, buf, NULL, -1, 1, 4, 1.0f), MGPU_EINVAL,
+		"bad shape");
+	T_FAILS(d.ops->pix_xent(&d, NULL, buf, buf, buf, (const int32_t *)buf, 1, 0, 4, 1.0f),
+		MGPU_EINVAL, "bad shape");
+	if (mgpu_ops_can(cur, MGPU_CAP_HOST_MEMORY)) {
+		int32_t lab[4] = { 0, 1, -2, 0 };
+		float l[8] = { 0 };
+
+		T_FAILS(d.ops->pix_xent(&d, NULL, buf, buf + 8, l, lab, 1, 2, 4, 1.0f),
+			MGPU_ERANGE, "label -2 of pixel 2");
+		lab[2] = 2;
+		T_FAILS(d.ops->pix_xent(&d, NULL, buf, buf + 8, l, lab, 1, 2, 4, 1.0f),
+			MGPU_ERANGE, "not in [-1, 2)");
+	}
+	mgpu_dev_close(&d);
+}
+
 static void test_conv_bad_args(void)
 {
 	struct mgpu_conv g = MGPU_CV(1, 4, 5, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1);
@@ -1391,6 +1444,50 @@ static void test_conv_check_detects(void)
 		other_bad);
 }
 
+/* Loss mutants: mse ignoring its weights (a missing keypoint's map
+ * trained toward zero), pix_xent training ignored pixels as class 0. */
+static int bad_mse(struct mgpu_dev *dev, float *dpred, float *loss, const float *pred,
+		   const float *target, const float *weight, int B, int G, int M, float gs)
+{
+	(void)weight;
+	return mgpu_ops_cpu.mse(dev, dpred, loss, pred, target, NULL, B, G, M, gs);
+}
+
+static int bad_pix_xent(struct mgpu_dev *dev, float *dl, float *loss, float *corr,
+			const float *l, const int32_t *lab, int N, int C, int HW, float gs)
+{
+	int32_t *y = malloc(((size_t)N * HW + 1) * sizeof *y);
+	size_t i;
+	int rc;
+
+	if (!y)
+		return MGPU_ENOMEM;
+	for (i = 0; i < (size_t)N * HW; i++)
+		y[i] = lab[i] < 0 ? 0 : lab[i];
+	rc = mgpu_ops_cpu.pix_xent(dev, dl, loss, corr, l, y, N, C, HW, gs);
+	free(y);
+	return rc;
+}
+
+static void test_loss_check_detects(void)
+{
+	struct mgpu_ops bad = mgpu_ops_cpu;
+	int r, nbad = 0, other_bad = 0;
+
+	bad.name = "broken";
+	bad.mse = bad_mse;
+	bad.pix_xent = bad_pix_xent;
+	T_OK(mgpu_ops_compare(&bad, 0, &mgpu_ops_ref, 42, &rep));
+	for (r = 0; r < rep.nrows; r++) {
+		int target = !strcmp(rep.row[r].op, "mse") || !strcmp(rep.row[r].op, "pix_xent");
+
+		nbad += target && !rep.row[r].ok;
+		other_bad += !target && !rep.row[r].ok;
+	}
+	T_CHECK(nbad == 2 && other_bad == 0, "%d broken loss rows caught (want 2), %d others "
+		"failed", nbad, other_bad);
+}
+
 static void test_registry(void)
 {
 	const struct mgpu_ops *const *o;
@@ -1431,6 +1528,8 @@ int main(int argc, char **argv)
 		{ "conv_im2col", test_conv_im2col },
 		{ "conv_light", test_conv_light },
 		{ "conv_bad_args", test_conv_bad_args },
+		{ "losses", test_losses },
+		{ "loss_bad_args", test_loss_bad_args },
 	};
 	const struct mgpu_ops *const *o;
 	char name[64];
@@ -1442,6 +1541,7 @@ int main(int argc, char **argv)
 	run_named("test_ref_known", test_ref_known);
 	run_named("test_check_detects", test_check_detects);
 	run_named("test_conv_check_detects", test_conv_check_detects);
+	run_named("test_loss_check_detects", test_loss_check_detects);
 	run_named("test_compare_cpu", test_compare_cpu);
 	for (o = mgpu_ops_all(); *o; o++) {
 		cur = *o;

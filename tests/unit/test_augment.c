@@ -86,7 +86,7 @@ static void expect_row(size_t r, int P, int dy, int dx, int flip, float pad, flo
 static void test_rows_match_reference(void)
 {
 	static const uint32_t shape[3] = { C, H, W };
-	struct mgpu_augment a = { 3, 1 };
+	struct mgpu_augment a = { .crop = 3, .flip = 1 };
 	float x[D], want[D], scratch[D];
 	int dy, dx, flip, hist[7] = { 0 }, flips = 0, k;
 	uint32_t r;
@@ -112,7 +112,7 @@ static void test_rows_match_reference(void)
 static void test_u8_and_draws(void)
 {
 	static const uint32_t shape[3] = { 1, 4, 4 };
-	struct mgpu_augment a = { 2, 0 }, f = { 0, 1 };
+	struct mgpu_augment a = { .crop = 2 }, f = { .flip = 1 };
 	unsigned char x[16], y[16], scratch[16];
 	int dy, dx, flip, dy2, dx2, flip2, same = 0, i;
 	uint32_t r;
@@ -194,7 +194,7 @@ static void pass(struct mgpu_source *s, const struct mgpu_augment *a, int batch,
 
 static void test_loader(void)
 {
-	struct mgpu_augment a = { 2, 1 };
+	struct mgpu_augment a = { .crop = 2, .flip = 1 };
 	struct mgpu_source s;
 	uint32_t order[N], rank0[G / 2], rank1[G / 2];
 	float *one = malloc(N * D * sizeof *one), *other = malloc(N * D * sizeof *other);
@@ -240,7 +240,7 @@ static void test_loader(void)
 
 static void test_refused(void)
 {
-	struct mgpu_augment a = { 2, 0 };
+	struct mgpu_augment a = { .crop = 2 };
 	static const uint32_t flat[1] = { 784 }, series[2] = { 6, 100 };
 
 	T_FAILS(mgpu_augment_check(&a, 1, flat, "d.csv"), MGPU_EINVAL,

@@ -98,11 +98,50 @@ static void test_errors(void)
 	T_FAILS(mgpu_csv_load("/nonexistent.csv", NULL, &s), MGPU_EIO, "'/nonexistent.csv'");
 }
 
+/* --target-columns: a regression vector in the order named, by name or
+ * index; the label column optional; each mistake an error naming it. */
+static void test_targets(void)
+{
+	static const char text[] = "a,y1,b,y2\n1,2,3,4\n5,6,7,8\n";
+	static const char lab[] = "a,label,y\n1,3,0.5\n2,1,-0.25\n";
+	struct mgpu_samples s;
+	const float *x, *t;
+
+	T_OK(mgpu_csv_parse_t(text, strlen(text), "t.csv", NULL, "y2,1", &s));
+	x = (const float *)(const void *)s.x;
+	t = (const float *)(const void *)s.t;
+	T_CHECK(s.n == 2 && s.d == 2 && s.tkind == MGPU_TARGET_VECTOR && s.tshape[0] == 2 &&
+			s.classes == 1 && s.y[1] == 0,
+		"n %zu d %zu kind %d", s.n, s.d, s.tkind);
+	T_CHECK(x[0] == 1 && x[1] == 3 && x[2] == 5 && x[3] == 7, "features");
+	T_CHECK(t[0] == 4 && t[1] == 2 && t[2] == 8 && t[3] == 6, "targets in the order named");
+	mgpu_samples_free(&s);
+	T_OK(mgpu_csv_parse_t(lab, strlen(lab), "l.csv", NULL, "y", &s));
+	t = (const float *)(const void *)s.t;
+	T_CHECK(s.d == 1 && s.classes == 4 && s.y[0] == 3 && t[1] == -0.25f, "with a label");
+	mgpu_samples_free(&s);
+	T_FAILS(mgpu_csv_parse_t(text, strlen(text), "t.csv", NULL, "y3", &s), MGPU_EINVAL,
+		"'t.csv': --target-columns: no column 'y3' in the header");
+	T_FAILS(mgpu_csv_parse_t(lab, strlen(lab), "l.csv", NULL, "label", &s), MGPU_EINVAL,
+		"column 'label' is the label");
+	T_FAILS(mgpu_csv_parse_t(text, strlen(text), "t.csv", NULL, "y1,1", &s), MGPU_EINVAL,
+		"column '1' is named twice");
+	T_FAILS(mgpu_csv_parse_t(text, strlen(text), "t.csv", NULL, "0,1,2,3", &s), MGPU_EINVAL,
+		"leaves no feature column");
+	T_FAILS(mgpu_csv_parse_t(text, strlen(text), "t.csv", NULL, "y1,", &s), MGPU_EINVAL,
+		"an empty or overlong column name");
+	T_FAILS(mgpu_csv_parse_t(text, strlen(text), "t.csv", "nope", "y1", &s), MGPU_EFORMAT,
+		"no label column 'nope'");
+	T_FAILS(mgpu_csv_parse_t("a,y\n1,x\n", 10, "t.csv", NULL, "y", &s), MGPU_EFORMAT,
+		"line 2: column 'y': 'x' is not a number");
+}
+
 int main(void)
 {
 	T_RUN(test_basic);
 	T_RUN(test_errors);
 	T_RUN(test_words);
 	T_RUN(test_join);
+	T_RUN(test_targets);
 	return T_DONE();
 }

@@ -323,6 +323,7 @@ static int hand_over(void *ctx, struct mgpu_samples split[MGPU_NSPLITS])
 static const char *const cols[] = {
 	"split", "samples", "shape", "dtype", "classes", "chunks", "chunk_rows", "compression",
 	"normalised", "data_bytes", "stored_bytes", "ratio", "status", "key", "class_names",
+	"target",
 };
 
 /* The classes' names, comma-separated, or NA where labels were numbers. */
@@ -341,7 +342,8 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 	struct mgpu_cache c;
 	struct mgpu_table t;
 	static char names[MGPU_CACHE_NAMES_NBYTES + MGPU_SAMPLES_MAX_CLASSES];
-	char shape[64], comp[32], key[MGPU_SHA256_HEX];
+	char shape[64], comp[32], key[MGPU_SHA256_HEX], target[96];
+	struct mgpu_samples tl = { 0 };
 	uint64_t k, data, stored;
 	int s;
 
@@ -352,12 +354,18 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 	mgpu_samples_shape_str((int)c.h.ndim, c.h.shape, shape, sizeof shape);
 	snprintf(comp, sizeof comp, c.h.flags & MGPU_CACHE_RAW ? "raw" : "zstd-%d", c.h.level);
 	mgpu_sha256_hex(c.h.key, key);
+	tl.tkind = (int)c.h.tkind; /* "keypoints 17x2", "mask 96x96", "vector 3" or NA */
+	tl.tndim = (int)c.h.tndim;
+	memcpy(tl.tshape, c.h.tshape, sizeof tl.tshape);
+	mgpu_samples_target_str(&tl, target, sizeof target);
+	if (!c.h.tkind)
+		snprintf(target, sizeof target, "NA");
 	for (s = 0; s < MGPU_NSPLITS; s++) {
 		if (!c.h.n[s])
 			continue;
 		data = stored = 0;
 		for (k = 0; k < c.h.nchunks[s]; k++) {
-			data += c.ix[c.h.first_chunk[s] + k].rows * (c.row_nbytes + 1);
+			data += c.ix[c.h.first_chunk[s] + k].rows * c.rec_nbytes;
 			stored += c.ix[c.h.first_chunk[s] + k].stored_nbytes;
 		}
 		mgpu_table_str(&t, "split", mgpu_split_name(s));
@@ -375,6 +383,7 @@ static void rows(const struct opts *o, const char *dir, const char *status)
 		mgpu_table_str(&t, "status", status);
 		mgpu_table_str(&t, "key", key);
 		mgpu_table_str(&t, "class_names", names);
+		mgpu_table_str(&t, "target", target);
 		if (mgpu_table_emit(&t) < 0) {
 			finish_stdout(); /* a closed pipe: exit 1 quietly */
 			die_lib();

@@ -76,6 +76,10 @@ static const struct mgpu_opt options[] = {
 		     "labels of an .npy or IDX images source", MGPU_OPT_NODEF),
 	MGPU_OPT_ROWD(MGPU_OPT_STR, "label-column", 0, O, in.label_column, 0, 0, "NAME|INDEX",
 		      "CSV label column", "label", 0),
+	MGPU_OPT_ROW(MGPU_OPT_STR, "target-columns", 0, O, in.target_columns, 0, 0, "COLS",
+		     "CSV columns (names or 0-based indices, joined by commas) that are a "
+		     "regression target, not features; the label column is then optional",
+		     MGPU_OPT_NODEF),
 	MGPU_OPT_CALL("shape", 0, set_shape, show_shape, "CxHxW|CxL",
 		      "give every sample this shape (an image, a series; the same count of "
 		      "values)", "the source's", 0),

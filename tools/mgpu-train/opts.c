@@ -97,9 +97,10 @@ static const struct mgpu_opt options[] = {
 		     "a cache (mgpu-cache), a shard manifest or archive, or an IDX directory", SAVED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "prefetch", 0, O, cfg.prefetch, 0, 64, "N",
 		     "background threads loading batches ahead", 0),
-	MGPU_OPT_CALL("augment", 0, set_augment, show_augment, "crop=P,flip|none",
-		      "training images: a random crop with P pixels of zero padding and a "
-		      "horizontal flip (p 0.5), drawn from seed, epoch and sample", "none", FIXED),
+	MGPU_OPT_CALL("augment", 0, set_augment, show_augment, "crop=P,flip,rotate=D|none",
+		      "training images: a random crop with P pixels of zero padding, a "
+		      "horizontal flip (p 0.5) and a turn within D degrees, drawn from seed, "
+		      "epoch and sample", "none", FIXED),
 	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
 		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]; "
 		      "gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]", NULL, FIXED),
