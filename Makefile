@@ -161,17 +161,27 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/mgpu-train --epochs 10
 
-# A byte-level gpt on the fortune cookies of Debian's fortunes-min (make
-# deps installs it): text cut into samples of LM_CTX+1 bytes, shards, a
-# cache, then a minute or two of training (LM_STEPS steps) on one CPU rank.
-# The losses are in nats per byte, the *_bpb columns in bits per byte.
+# A byte-level gpt on the fortune cookies of Debian's fortunes and
+# fortunes-min (make deps installs them; 2.6 MB of text): text cut into
+# samples of LM_CTX+1 bytes, shards, a cache, then a minute or two of
+# training (LM_STEPS steps) on one CPU rank. The losses are in nats per
+# byte, the *_bpb columns in bits per byte.
 # LM_BPE=N learns a BPE of N merges on the training text instead (shards
-# of token ids, vocab 256+N; the *_bpb columns through the tokenizer), for
-# the same steps of the same batch and context.
-LM_TEXT ?= $(addprefix /usr/share/games/fortunes/,fortunes literature riddles)
+# of token ids, vocab 256+N; the *_bpb columns through the tokenizer, so
+# bits per byte of the same text) with the same model, batch and context.
+# A BPE step costs more (the head has 256+N rows: 2.0x to 2.2x a byte
+# step at N=2000 on this project's 2-core machine), so LM_BPE's default
+# steps, 1350, give N=2000 the byte model's training time (README: the
+# figures, make demo-lm against make demo-lm LM_BPE=2000).
+LM_FILES := art computers cookie debian definitions disclaimer drugs \
+	education ethnic food fortunes goedel humorists kids knghtbrd law linux \
+	linuxcookie literature love magic medicine men-women miscellaneous news \
+	paradoxum people perl pets platitudes politics pratchett riddles science \
+	songs-poems sports startrek tao translate-me wisdom work zippy
+LM_TEXT ?= $(addprefix /usr/share/games/fortunes/,$(LM_FILES))
 LM_CTX ?= 64
-LM_STEPS ?= 3000
 LM_BPE ?=
+LM_STEPS ?= $(if $(LM_BPE),1350,3000)
 LM_MODEL ?= gpt:layers=2,heads=4,dim=64,ctx=$(LM_CTX)$(if $(LM_BPE),$(comma)vocab=$(shell echo $$((256 + $(LM_BPE)))))
 LM_DIR := $(B)/demo-lm$(if $(LM_BPE),-bpe$(LM_BPE))
 demo-lm: deps

@@ -267,9 +267,9 @@ static void fill_lm(struct mgpu_bench_runner *rn, struct mgpu_bench_trow *r, cha
 
 	memset(&w, 0, sizeof w);
 	if (mgpu_bench_workload_parse((const char *const *)args, &w) < 0) /* mgpu-train says why */
-		w.spec.kind = MGPU_MODEL_MLP;
+		memset(&w, 0, sizeof w); /* no language model: no tokens/s */
 	memset(&pk, 0, sizeof pk);
-	if (w.spec.kind == MGPU_MODEL_GPT)
+	if (mgpu_spec_is_lm(&w.spec))
 		device_peak(rn, r, w.bf16, &pk);
 	mgpu_bench_lm_fill(r, &w, &pk);
 }

@@ -104,6 +104,9 @@ struct mgpu_model {
 	uint16_t *w16;               /* bf16: w rounded at each forward */
 	uint16_t *s16[2];            /* bf16: other product operands, rounded */
 	size_t s16_cap[2];           /* their sizes, in elements */
+	const float *s16_src[2];     /* what each holds rounded now (model/mm.h) */
+	size_t s16_n[2];             /* and its span, in elements */
+	int s16_keep;                /* mgpu_mm_reuse: the next product may reuse them */
 };
 
 /* The statistics a training step keeps on the device, in m->stats (zero

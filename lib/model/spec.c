@@ -5,10 +5,9 @@
  */
 #include "model/spec.h"
 
-#include <errno.h>  /* errno */
 #include <fcntl.h>  /* open */
-#include <stdlib.h> /* strtol, strtof, free */
-#include <string.h> /* strncmp, strchr, strcspn */
+#include <stdlib.h> /* strtof, malloc, free */
+#include <string.h> /* memset, strlen, strncmp, strcspn */
 #include <unistd.h> /* close */
 
 #include "core/err.h" /* mgpu_err */

@@ -242,6 +242,8 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	if (c->resume[0])
 		MGPU_TRY(resume(r));
 	MGPU_TRY(mgpu_sync_bind(&r->sync, &r->model, &r->opt));
+	if (c->sync_bn)
+		MGPU_TRY(mgpu_sync_bind_bn(&r->sync, &r->model));
 	r->order = malloc((r->d->ntrain + 1) * sizeof *r->order);
 	r->rank_order = malloc(((size_t)r->steps_per_epoch * (size_t)r->plan->accum *
 				(size_t)r->plan->batch + 1) * sizeof *r->rank_order);

@@ -556,6 +556,19 @@ static void check_sample(const struct train_opts *o)
 				    "vocab %d", (unsigned char)o->prompt[i], i, o->cfg.spec.vocab);
 }
 
+/* --sync-bn sums what BatchNorm layers compute; an mlp and a gpt have
+ * none. A resumed run's model is the checkpoint's, which the ranks check
+ * (mgpu_sync_bind_bn). */
+static void check_sync_bn(const struct train_opts *o)
+{
+	const struct mgpu_spec *s = &o->cfg.spec;
+
+	if (o->cfg.sync_bn && !o->cfg.resume[0] &&
+	    (s->kind == MGPU_MODEL_MLP || s->kind == MGPU_MODEL_GPT))
+		usage_error("--sync-bn: %s has no BatchNorm layer to sync",
+			    s->kind == MGPU_MODEL_MLP ? "an mlp" : "a gpt");
+}
+
 static void on_progress(void *ctx, const struct mgpu_step_info *s)
 {
 	view_step(&((struct out *)ctx)->v, s);
@@ -789,6 +802,7 @@ int cmd_main(int argc, char **argv)
 	if (o.selftest)
 		return selftest(&o);
 	check_sample(&o);
+	check_sync_bn(&o);
 	check_evaluate(&o);
 	resolve_gpus(&o);
 	resolve_world(&o);
