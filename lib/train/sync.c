@@ -213,6 +213,8 @@ int mgpu_sync_bind_bn(struct mgpu_sync *s, struct mgpu_model *m)
 				"sync (no running_mean buffer)");
 	m->stat_sum = stat_hook;
 	m->stat_ctx = s;
+	/* the sums cover every rank's batch: the family scales its count */
+	m->stat_ranks = s->world;
 	return 0;
 }
 

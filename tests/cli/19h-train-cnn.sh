@@ -4,7 +4,8 @@
 # of the recorded spec and tensors reproduces the test loss; a 1-D net
 # learns series read from a UEA/UCR .ts directory and its checkpoint
 # forwards the same way; resume is bit-identical (running statistics too);
-# a net without BatchNorm on 2 ranks x 8 matches 1 rank x 16; the spec
+# a net without BatchNorm on 2 ranks x 8 matches 1 rank x 16, and so does
+# a ResNet with --sync-bn (not without); the spec
 # files under models/ load; bad specs and --dtype bf16 are refused.
 . tests/cli/lib.sh
 need_numpy
@@ -157,8 +158,20 @@ losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
 paste -d ' ' <(losses one.tsv) <(losses two.tsv) | awk '
 	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
 	END { exit bad }' || fail "2 ranks x 8 differ from 1 rank x 16"
-# With BatchNorm each rank normalises its own 8: it trains, on 2 ranks too.
-run --model "$res" --max-steps 4 --batch-size 8 --cpu-ranks 2 >bn2.tsv || fail "bn 2 ranks"
+# With BatchNorm each rank normalises its own 8, as torch DDP: not the
+# 1-rank run; with --sync-bn the statistics are the 16 samples' on both
+# ranks, as torch's SyncBatchNorm: 2 ranks x 8 match 1 rank x 16 (the
+# counts per channel summed too, so the moments are the whole batch's).
+run --model "$res" --max-steps 12 --batch-size 16 --log-every 1 >bn1.tsv || fail "bn 1 rank"
+run --model "$res" --max-steps 12 --batch-size 8 --cpu-ranks 2 --log-every 1 >bn2.tsv ||
+	fail "bn 2 ranks"
+run --model "$res" --max-steps 12 --batch-size 8 --cpu-ranks 2 --log-every 1 --sync-bn \
+	>bn2s.tsv || fail "bn 2 ranks --sync-bn"
+paste -d ' ' <(losses bn1.tsv) <(losses bn2s.tsv) | awk '
+	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
+	END { exit bad }' || fail "--sync-bn: 2 ranks x 8 differ from 1 rank x 16"
+[ "$(losses bn1.tsv)" != "$(losses bn2.tsv)" ] ||
+	fail "without --sync-bn 2 ranks x 8 normalised as 1 rank x 16"
 
 # 1-D: a UEA/UCR directory of 3-channel series, 2 classes (a sine or a
 # ramp on channel 1); the spec file under models/ trains on it.
