@@ -27,10 +27,10 @@
 #include "ops/cuda_check.h" /* CU, LAUNCHED */
 #include "ops/elem.h"       /* mgpu_attn_causal_p, mgpu_attn_causal_pds */
 #include "ops/loops.h"      /* ops_check_flash */
-#include "ops/ops_cuda.h"   /* mgpu_cuda_attn_fwd, mgpu_cuda_stream */
+#include "ops/cuda_kern.h"  /* THREADS, WARP, stream_of, make_current */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_attn_fwd */
 
-#define THREADS 256
-#define WARPS (THREADS / 32)
+#define WARPS (THREADS / WARP)
 
 /* v summed (or maxed) over the block, in every thread: xor shuffles in
  * each warp, then warp 0 over the warps' values; a fixed order. red[]
@@ -122,7 +122,7 @@ k_rows_bwd(float *S, float *dP, const float *y, const float *dy, const float *ls
 static int rows_fwd(struct mgpu_dev *dev, float *S, float *lse, int nb, int T, float scale,
 		    int bf16)
 {
-	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+	cudaStream_t st = stream_of(dev);
 
 	k_rows_fwd<<<(unsigned)((size_t)nb * T), THREADS, (size_t)T * sizeof(float), st>>>(
 		S, lse, T, scale, bf16);
@@ -133,7 +133,7 @@ static int rows_fwd(struct mgpu_dev *dev, float *S, float *lse, int nb, int T, f
 static int rows_bwd(struct mgpu_dev *dev, float *S, float *dP, const float *y, const float *dy,
 		    const float *lse, int nb, int T, int Dh, float scale, int bf16)
 {
-	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+	cudaStream_t st = stream_of(dev);
 
 	k_rows_bwd<<<(unsigned)((size_t)nb * T), THREADS, 2 * (size_t)T * sizeof(float), st>>>(
 		S, dP, y, dy, lse, T, Dh, scale, bf16);
@@ -213,7 +213,7 @@ static int carve(struct mgpu_dev *dev, int BH, int T, int Dh, int bf16,
 {
 	void *p = NULL;
 
-	CU(cudaSetDevice(dev->index));
+	MGPU_TRY(make_current(dev));
 	MGPU_TRY(scratch(dev, mgpu_attn_gemm_scratch_bytes(BH, T, Dh, bf16), &p));
 	mgpu_attn_gemm_carve(sc, p, BH, T, Dh, bf16);
 	return 0;

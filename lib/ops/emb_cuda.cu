@@ -29,18 +29,16 @@
 
 #include "core/err.h"       /* MGPU_TRY */
 #include "ops/cuda_check.h" /* CU, LAUNCHED */
+#include "ops/cuda_kern.h"  /* THREADS, MAX_BLOCKS, GRID_STRIDE, blocks_for, stream_of */
 #include "ops/elem.h"       /* mgpu_acc_store */
-#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, the prototype */
+#include "ops/ops_cuda.h"   /* the prototype */
 
-#define THREADS 256
-#define WARPS (THREADS / 32)
+#define WARPS (THREADS / WARP)
 #define CPT 4 /* columns a thread sums per pass over the ids */
-#define MAX_BLOCKS 65535u
 
 static __global__ void k_emb_scale(float *dwte, size_t n, float acc)
 {
-	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-	     i += (size_t)gridDim.x * blockDim.x)
+	GRID_STRIDE(i, n)
 		mgpu_acc_store(&dwte[i], acc, 0.0f);
 }
 
@@ -131,13 +129,13 @@ k_emb_first(float *dwte, const float *dY, const int32_t *ids, size_t N, int V, i
 extern "C" int mgpu_cuda_emb_tok(struct mgpu_dev *dev, float *dwte, const float *dY,
 				 const int32_t *ids, size_t N, int V, int D, float acc)
 {
-	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
-	size_t n = (size_t)V * (size_t)D, b = (n + THREADS - 1) / THREADS;
+	cudaStream_t st = stream_of(dev);
+	size_t n = (size_t)V * (size_t)D;
 
 	if (n == 0)
 		return 0;
-	CU(cudaSetDevice(dev->index));
-	k_emb_scale<<<b < MAX_BLOCKS ? (unsigned)b : MAX_BLOCKS, THREADS, 0, st>>>(dwte, n, acc);
+	MGPU_TRY(make_current(dev));
+	k_emb_scale<<<blocks_for(n), THREADS, 0, st>>>(dwte, n, acc);
 	LAUNCHED();
 	if (N == 0)
 		return 0;

@@ -106,7 +106,14 @@ edges() {
 	[ -n "${2:-}" ] || return 0
 	# a missing folder (a made-up tree has no bench/) is no error
 	(cd "$1" && find lib tools bench -name '*.c' -o -name '*.cu' 2>/dev/null || :) >units.txt
-	(cd "$2" && find lib tools bench -name '*.o' -exec nm -gA {} + 2>/dev/null || :) |
+	# an object older than its source is stale (a CUDA build's objects
+	# left in a build directory that now builds without CUDA): not read
+	root=$(cd "$1" && pwd)
+	(cd "$2" && find lib tools bench -name '*.o' 2>/dev/null | while IFS= read -r o; do
+		s=${o%.o}
+		case $s in *.cu) ;; *) s=$s.c ;; esac
+		[ "$root/$s" -nt "$o" ] || echo "$o"
+	done | xargs -r nm -gA 2>/dev/null || :) |
 	awk 'FNR == NR { sub(/\.cu?$/, ""); src[$0] = 1; next }
 	     { f = $1; sub(/:.*/, "", f); sub(/\.o$/, "", f); sub(/\.cu$/, "", f)
 	       if (!(f in src)) next # the object of a source that is gone
@@ -155,7 +162,7 @@ cycles() {
 # the folder) and one of calls (mgpu-probe's main.c and system.c were
 # one); an internal header that includes the public one, a table naming
 # the entries that call its helpers, files of two folders and the object
-# of a source that is gone are no cycles.
+# of a source that is gone or older than its source are no cycles.
 mkdir -p cyc/lib/ops cyc/lib/gpu cyc/lib/nn cyc/tools/p cyc/tools/q gone
 mkdir -p obj/lib/nn obj/tools/p obj/tools/q
 printf '#include "ops/b.h"\n' >cyc/lib/ops/a.c
@@ -178,6 +185,14 @@ for f in tools/p/main tools/p/system tools/q/system lib/nn/sync lib/nn/sync_x; d
 	cc -w -c -o obj/$f.o cyc/$f.c || fail "cannot compile the made-up $f.c"
 done
 cc -w -c -o obj/lib/nn/old.o gone/old.c || fail "cannot compile the made-up old.c"
+# tools/q/system.o once called tools/q/main's out_open; both sources changed since
+printf 'void out_open(void);\nint report(void) { out_open(); return 0; }\n' >stale.c
+printf 'int report(void);\nvoid out_open(void) {}\nint main(void) { return report(); }\n' \
+	>stale_main.c
+cc -w -c -o obj/tools/q/system.o stale.c || fail "cannot compile the made-up stale.c"
+cc -w -c -o obj/tools/q/main.o stale_main.c || fail "cannot compile the made-up stale_main.c"
+touch -d '1 hour ago' obj/tools/q/system.o obj/tools/q/main.o
+printf 'int main(void) { return 0; }\n' >cyc/tools/q/main.c
 cycles cyc obj >cyc.txt
 cat >want.txt <<'EOF'
 lib/ops/a -> lib/ops/b: includes ops/b.h

@@ -8,6 +8,7 @@
 
 #include "../t.h"      /* T_RUN, T_CHECK, T_OK */
 #include "core/err.h"  /* mgpu_errmsg */
+#include "model/arch.h" /* mgpu_arch_mlp */
 #include "model/mm.h"  /* mgpu_mm, mgpu_mm_reuse, mgpu_mm_round_weights */
 #include "model/model.h" /* struct mgpu_model, MGPU_PREC_BF16 */
 #include "ops/ops.h"   /* mgpu_ops_cpu */
@@ -50,6 +51,7 @@ static void test_reuse(void)
 	ops.f32_to_bf16 = counting_f32_to_bf16;
 	T_OK(mgpu_dev_open(&dev, &ops, 0));
 	memset(&m, 0, sizeof m);
+	m.arch = &mgpu_arch_mlp; /* a family that takes bf16 */
 	m.dev = &dev;
 	m.w = w;
 	m.nparams = 6;
