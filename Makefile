@@ -44,7 +44,7 @@ CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
 # while this file is read, before the build is configured: configured first,
 # the first build of a fresh machine would lack every optional part whose
 # package deps installs (Open MPI) and keep that configuration.
-DEPS_GOALS := deps test demo demo-lm demo-cnn bench bench-torch bench-gpu gpu-check
+DEPS_GOALS := deps test demo demo-lm demo-cnn bench bench-torch bench-cnn bench-gpu gpu-check
 ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
 ifneq ($(shell sh mk/deps.sh >&2 && echo ok),ok)
 $(error mk/deps.sh failed; see the message above)
@@ -229,6 +229,13 @@ bench-torch: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/lm.sh $(B)
 
+# The conv net of models/resnet-fmnist.spec against PyTorch's own
+# implementation of that spec (bench/torch_resnet.py) on 1 and 2 CPU ranks,
+# fp32 and bf16 (bench/cnn.sh); PyTorch as for bench-torch.
+bench-cnn: deps
+	@$(MAKE) --no-print-directory all
+	@sh bench/cnn.sh $(B)
+
 # Issue 11's GPU comparisons on GPU 0 against PyTorch on the same GPU
 # (bench/gpu.sh): the MLP at large batches, a ~100M-parameter gpt at ctx 1024.
 bench-gpu: deps
@@ -257,11 +264,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, demo-cnn, data-basicmotions, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, demo-cnn, data-basicmotions, bench, bench-torch, bench-cnn, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins print-ldlibs demo demo-lm demo-cnn data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
+.PHONY: all deps test test-bins print-ldlibs demo demo-lm demo-cnn data-basicmotions bench bench-torch bench-cnn bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

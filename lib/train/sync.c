@@ -213,8 +213,7 @@ int mgpu_sync_bind_bn(struct mgpu_sync *s, struct mgpu_model *m)
 				"sync (no running_mean buffer)");
 	m->stat_sum = stat_hook;
 	m->stat_ctx = s;
-	/* the sums cover every rank's batch: the family scales its count */
-	m->stat_ranks = s->world;
+	m->stat_ranks = s->world; /* every rank's batch is as large (train/batch.h) */
 	return 0;
 }
 

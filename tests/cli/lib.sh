@@ -256,3 +256,29 @@ for name, n in (("train", ntr), ("t10k", nte)):
         f.write(struct.pack(">HBBI", 0, 8, 1, n) + lab)
 PY
 }
+
+# ckpt_maxdiff A B: the largest difference between the tensors of the last
+# checkpoints of save dirs A and B (every tensor of model.safetensors, a
+# cnn's BatchNorm running statistics included); fails when their names
+# differ or none is a running statistic.
+ckpt_maxdiff() {
+	python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+def load(d):
+    step = open(d + "/latest").read().strip()
+    b = open(f"{d}/{step}/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__": continue
+        assert v["dtype"] == "F32", (k, v["dtype"])
+        s, e = v["data_offsets"]
+        out[k] = struct.unpack(f"<{(e - s) // 4}f", b[8 + n + s:8 + n + e])
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a.keys() == b.keys(), (sorted(a), sorted(b))
+assert any(k.endswith("running_var") for k in a), sorted(a)
+print(max(abs(x - y) for k in a for x, y in zip(a[k], b[k])))
+PY
+}

@@ -556,17 +556,24 @@ static void check_sample(const struct train_opts *o)
 				    "vocab %d", (unsigned char)o->prompt[i], i, o->cfg.spec.vocab);
 }
 
-/* --sync-bn sums what BatchNorm layers compute; an mlp and a gpt have
- * none. A resumed run's model is the checkpoint's, which the ranks check
- * (mgpu_sync_bind_bn). */
+/* --sync-bn sums what BatchNorm layers compute: a conv net's bn lines and
+ * res blocks; an mlp and a gpt have none. A resumed run's model is the
+ * checkpoint's, which the ranks check (mgpu_sync_bind_bn). */
 static void check_sync_bn(const struct train_opts *o)
 {
 	const struct mgpu_spec *s = &o->cfg.spec;
+	int i;
 
-	if (o->cfg.sync_bn && !o->cfg.resume[0] &&
-	    (s->kind == MGPU_MODEL_MLP || s->kind == MGPU_MODEL_GPT))
+	if (!o->cfg.sync_bn || o->cfg.resume[0])
+		return;
+	if (s->kind == MGPU_MODEL_MLP || s->kind == MGPU_MODEL_GPT)
 		usage_error("--sync-bn: %s has no BatchNorm layer to sync",
 			    s->kind == MGPU_MODEL_MLP ? "an mlp" : "a gpt");
+	for (i = 0; i < s->ncnn; i++)
+		if (s->cnn[i].op == MGPU_CNN_BN || s->cnn[i].op == MGPU_CNN_RES)
+			return;
+	usage_error("--sync-bn: the conv net has no BatchNorm layer to sync (no bn line or "
+		    "res block)");
 }
 
 static void on_progress(void *ctx, const struct mgpu_step_info *s)
