@@ -44,7 +44,7 @@ CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
 # while this file is read, before the build is configured: configured first,
 # the first build of a fresh machine would lack every optional part whose
 # package deps installs (Open MPI) and keep that configuration.
-DEPS_GOALS := deps test demo demo-lm bench bench-torch bench-gpu gpu-check
+DEPS_GOALS := deps test demo demo-lm demo-cnn bench bench-torch bench-gpu gpu-check
 ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
 ifneq ($(shell sh mk/deps.sh >&2 && echo ok),ok)
 $(error mk/deps.sh failed; see the message above)
@@ -161,17 +161,27 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/bin/mgpu-train --epochs 10
 
-# A byte-level gpt on the fortune cookies of Debian's fortunes-min (make
-# deps installs it): text cut into samples of LM_CTX+1 bytes, shards, a
-# cache, then a minute or two of training (LM_STEPS steps) on one CPU rank.
-# The losses are in nats per byte, the *_bpb columns in bits per byte.
+# A byte-level gpt on the fortune cookies of Debian's fortunes and
+# fortunes-min (make deps installs them; 2.6 MB of text): text cut into
+# samples of LM_CTX+1 bytes, shards, a cache, then a minute or two of
+# training (LM_STEPS steps) on one CPU rank. The losses are in nats per
+# byte, the *_bpb columns in bits per byte.
 # LM_BPE=N learns a BPE of N merges on the training text instead (shards
-# of token ids, vocab 256+N; the *_bpb columns through the tokenizer), for
-# the same steps of the same batch and context.
-LM_TEXT ?= $(addprefix /usr/share/games/fortunes/,fortunes literature riddles)
+# of token ids, vocab 256+N; the *_bpb columns through the tokenizer, so
+# bits per byte of the same text) with the same model, batch and context.
+# A BPE step costs more (the head has 256+N rows: 2.0x to 2.2x a byte
+# step at N=2000 on this project's 2-core machine), so LM_BPE's default
+# steps, 1350, give N=2000 the byte model's training time (README: the
+# figures, make demo-lm against make demo-lm LM_BPE=2000).
+LM_FILES := art computers cookie debian definitions disclaimer drugs \
+	education ethnic food fortunes goedel humorists kids knghtbrd law linux \
+	linuxcookie literature love magic medicine men-women miscellaneous news \
+	paradoxum people perl pets platitudes politics pratchett riddles science \
+	songs-poems sports startrek tao translate-me wisdom work zippy
+LM_TEXT ?= $(addprefix /usr/share/games/fortunes/,$(LM_FILES))
 LM_CTX ?= 64
-LM_STEPS ?= 3000
 LM_BPE ?=
+LM_STEPS ?= $(if $(LM_BPE),1350,3000)
 LM_MODEL ?= gpt:layers=2,heads=4,dim=64,ctx=$(LM_CTX)$(if $(LM_BPE),$(comma)vocab=$(shell echo $$((256 + $(LM_BPE)))))
 LM_DIR := $(B)/demo-lm$(if $(LM_BPE),-bpe$(LM_BPE))
 demo-lm: deps
@@ -191,6 +201,23 @@ demo-lm: deps
 BASICMOTIONS := $(B)/data/BasicMotions
 data-basicmotions:
 	@sh mk/fetch-basicmotions.sh $(BASICMOTIONS)
+
+# Issue 21's conv nets on CPU ranks (man/mgpu-model.7): the small ResNet of
+# models/resnet-fmnist.spec on Fashion-MNIST (random crops and flips, SGD
+# with Nesterov momentum, weight decay, warmup then cosine) on CNN_RANKS
+# ranks, then the 1-D net of models/har-cnn1d.spec on UEA BasicMotions
+# (fetched as data-basicmotions does); each run's summary record gives its
+# test accuracy and wall_s, the seconds it took.
+CNN_EPOCHS ?= 8
+CNN_RANKS ?= 2
+demo-cnn: deps
+	@$(MAKE) --no-print-directory all
+	@sh mk/fetch-basicmotions.sh $(BASICMOTIONS)
+	$(B)/bin/mgpu-train --model models/resnet-fmnist.spec --epochs $(CNN_EPOCHS) \
+		--cpu-ranks $(CNN_RANKS) --batch-size $$((128 / $(CNN_RANKS))) --lr 0.1 --nesterov \
+		--weight-decay 5e-4 --warmup-epochs 0.5 --augment crop=2,flip --log-every 100
+	$(B)/bin/mgpu-train --data $(BASICMOTIONS) --model models/har-cnn1d.spec --epochs 30 \
+		--batch-size 8 --lr 0.05 --log-every 20
 
 bench: deps
 	@$(MAKE) --no-print-directory all
@@ -230,11 +257,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, data-basicmotions, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, demo-cnn, data-basicmotions, bench, bench-torch, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins print-ldlibs demo demo-lm data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
+.PHONY: all deps test test-bins print-ldlibs demo demo-lm demo-cnn data-basicmotions bench bench-torch bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -3,8 +3,8 @@
 # only those that are missing (idempotent; apt-get runs only when needed).
 # Open MPI is optional for the build (MPI=auto) but installed here so that the
 # mpi sync backend is built and its tests (over network namespaces: iproute2)
-# run. fortunes-min is the text corpus of make demo-lm
-# (/usr/share/games/fortunes). libdnnl-dev (oneDNN) runs the cpu backend's
+# run. fortunes and fortunes-min are the text corpus of make demo-lm
+# (/usr/share/games/fortunes, 2.6 MB together). libdnnl-dev (oneDNN) runs the cpu backend's
 # convolutions and pooling. libpcre2-dev (PCRE2) runs GPT-2's pre-tokenizer
 # pattern, whose Unicode classes POSIX regex lacks. libpng-dev and
 # libjpeg62-turbo-dev decode PNG and JPEG sources of mgpu-shard.
@@ -12,7 +12,7 @@ set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
 libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist mandoc python3 python3-numpy libarchive-tools zstd
 clang libclang-rt-14-dev libopenmpi-dev openmpi-bin iproute2 procps bsdutils
-fortunes-min libdnnl-dev libpcre2-dev"
+fortunes-min fortunes libdnnl-dev libpcre2-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

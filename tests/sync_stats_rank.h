@@ -4,14 +4,17 @@
  * backward, between the gradient buckets, as a conv net does; shared by
  * tests/unit/test_sync_stats.c (ranks forked on one host) and
  * tests/drv/stats_drv.c (ranks on the network-namespace hosts of
- * tests/cli/50b-sync-stats-nodes.sh).
+ * tests/cli/50b-sync-bn-nodes.sh).
  *
  * Every value is a small multiple of 1/16, so every sum is exact whatever
  * its order: a rank checks its sums for equality with the ones it computes
  * for the whole world, and, after each step, its weights against one SGD
  * step on the sum of the ranks' gradients (the buckets were reduced
- * correctly around the statistics). A mismatch is an MGPU_EINVAL error
- * naming the step, the call and the element.
+ * correctly around the statistics). The sums go through the model's hook
+ * as a BatchNorm's would (mgpu_model_sum_stats, bound by
+ * mgpu_sync_bind_bn), and the model has BatchNorm-like buffers, which
+ * every rank must hold as rank 0 set them once bound. A mismatch is an
+ * MGPU_EINVAL error naming the step, the call and the element.
  */
 #ifndef MGPU_TESTS_SYNC_STATS_RANK_H
 #define MGPU_TESTS_SYNC_STATS_RANK_H
@@ -21,10 +24,10 @@
 #include <string.h> /* memcpy, memset */
 #include <time.h>   /* nanosleep */
 
-#include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "core/err.h"    /* mgpu_err, MGPU_TRY */
 #include "model/model.h" /* struct mgpu_model */
-#include "train/optim.h" /* struct mgpu_optim */
 #include "model/spec.h"  /* mgpu_spec_parse */
+#include "train/optim.h" /* struct mgpu_optim */
 #include "train/sync.h"  /* mgpu_sync_* */
 
 #define SR_SPEC "mlp:4-3-3-3-2" /* four layers: four buckets */
@@ -69,7 +72,7 @@ static int sr_sum(struct sr_job *j, struct mgpu_sync *s, float *v, int t, int c)
 
 	for (i = 0; i < n; i++)
 		v[i] = sr_val(s->rank, t, c, i);
-	MGPU_TRY(mgpu_sync_stats(s, v, n));
+	MGPU_TRY(mgpu_model_sum_stats(s->model, c, v, n));
 	for (i = 0; i < n; i++) {
 		for (want = 0, r = 0; r < s->world; r++)
 			want += sr_val(r, t, c, i);
@@ -96,7 +99,7 @@ static void sr_nap(const struct sr_job *j, const struct mgpu_sync *s)
 static int sr_step(struct sr_job *j, struct mgpu_sync *s, struct mgpu_model *m, float *v,
 		   int t)
 {
-	int L = m->spec.nlayers, l, c = 0, r;
+	int L = m->nbuckets, l, c = 0, r;
 	float w0[SR_MAXP], want;
 	size_t i;
 
@@ -122,6 +125,43 @@ static int sr_step(struct sr_job *j, struct mgpu_sync *s, struct mgpu_model *m, 
 					"(the gradient sum around the statistics is wrong)",
 					s->rank, t, i, (double)m->w[i], (double)want);
 	}
+	return 0;
+}
+
+#define SR_NBUF 9 /* a BatchNorm of 4 channels: running_mean, running_var, count */
+
+/* Rank r's buffer values before binding. */
+static float sr_buf(int r, int i)
+{
+	return (float)(100 * r + i) / 4.0f;
+}
+
+/* The buffers of a BatchNorm, set to this rank's values. */
+static int sr_buffers(struct mgpu_model *m, int rank)
+{
+	float h[SR_NBUF];
+	int i;
+
+	mgpu_model_add_buffer(m, "0.bn.running_mean", 4, 0);
+	mgpu_model_add_buffer(m, "0.bn.running_var", 4, 0);
+	mgpu_model_add_buffer(m, "0.bn.num_batches_tracked", 1, 0);
+	MGPU_TRY(mgpu_model_alloc(m, &m->buf, m->nbufvals * sizeof(float)));
+	for (i = 0; i < SR_NBUF; i++)
+		h[i] = sr_buf(rank, i);
+	return mgpu_model_set_buffers(m, h);
+}
+
+/* After binding: rank 0's buffers on every rank. */
+static int sr_check_buffers(struct mgpu_model *m, int rank)
+{
+	float h[SR_NBUF];
+	int i;
+
+	MGPU_TRY(mgpu_model_get_buffers(m, h));
+	for (i = 0; i < SR_NBUF; i++)
+		if (h[i] != sr_buf(0, i))
+			return mgpu_err(MGPU_EINVAL, "rank %d: buffer value %d is %g, rank 0's %g",
+					rank, i, (double)h[i], (double)sr_buf(0, i));
 	return 0;
 }
 
@@ -155,12 +195,18 @@ static int sr_run(struct sr_job *j)
 		if ((rc = mgpu_model_create_ext(&m, &spec, &dev, 1, w, g)) == 0)
 			have_m = 1;
 	}
+	if (rc == 0)
+		rc = sr_buffers(&m, j->env.rank);
 	if (rc == 0 && (rc = mgpu_optim_create_ext(&o, &m, &oc, s0, s1)) == 0)
 		have_o = 1;
 	if (rc == 0 && mgpu_sync_loads_state(&s))
 		rc = mgpu_model_init(&m, 5);
 	if (rc == 0)
 		rc = mgpu_sync_bind(&s, &m, &o);
+	if (rc == 0)
+		rc = sr_check_buffers(&m, j->env.rank);
+	if (rc == 0)
+		rc = mgpu_sync_bind_bn(&s, &m);
 	for (t = 0; rc == 0 && t < j->steps; t++)
 		rc = sr_step(j, &s, &m, v, t);
 	if (rc < 0)

@@ -13,6 +13,7 @@
 #include "core/err.h"  /* mgpu_err */
 #include "gpu/gpu.h"   /* mgpu_gpu_cpu_simd, MGPU_SIMD_* */
 #include "model/model.h"  /* mgpu_model_count */
+#include "ops/attn_gemm.h"   /* a GPU attention's (T,T) scratch */
 #include "train/optim.h"  /* mgpu_optim_nstate_for */
 #include "train/train.h"  /* mgpu_train_defaults */
 
@@ -213,8 +214,14 @@ void mgpu_bench_lm_fill(struct mgpu_bench_trow *r, const struct mgpu_bench_workl
 		r->peak_flops = pk->flops;
 		r->mfu = r->tokens_per_s * r->flops_per_token / (r->devices * pk->flops);
 	}
-	if (!dp && r->effective_batch > 0 && r->effective_batch % per == 0)
+	if (!dp && r->effective_batch > 0 && r->effective_batch % per == 0) {
+		int B = (int)(r->effective_batch / per), H = w->spec.heads;
+
 		r->mem_est_bytes = mgpu_bench_gpt_mem_estimate(
-			&w->spec, (int)(r->effective_batch / per), w->nstate,
-			cpu && r->devices > 1 ? r->devices : 1, w->bf16);
+			&w->spec, B, w->nstate, cpu && r->devices > 1 ? r->devices : 1, w->bf16);
+		/* a GPU's attention over long contexts: (T,T) scratch (attn_gemm.h) */
+		if (!cpu && H > 0 && mgpu_attn_gemm_takes(B * H, w->spec.ctx))
+			r->mem_est_bytes += (int64_t)mgpu_attn_gemm_scratch_bytes(
+				B * H, w->spec.ctx, w->spec.dim / H, w->bf16);
+	}
 }

@@ -14,6 +14,8 @@
 #define MGPU_BENCH_PLAN_H
 
 #include "bench/sweep.h" /* struct mgpu_bench_trow, MGPU_BENCH_CMD */
+#include "ops/ops.h"     /* MGPU_PREC_FP16: the dtypes */
+#include "train/sync.h"  /* MGPU_SYNC_KINDS: the sync backends */
 
 /* The lists a sweep spans, words as mgpu-train takes them, and the words
  * of every run's command. */
@@ -31,9 +33,9 @@ struct mgpu_bench_plan {
 	double link_delay_ms;          /* nodes > 1: each host's added delay, or 0 */
 	const char *modes[2];          /* "ddp", "dp" */
 	int nmodes;
-	const char *syncs[4];          /* "auto", "cpu", "nccl", "mpi" */
+	const char *syncs[MGPU_SYNC_KINDS]; /* "auto", "cpu", "nccl", "mpi" */
 	int nsyncs;
-	const char *dtypes[3];         /* "fp32", "bf16", "fp16"; none: the workload's */
+	const char *dtypes[MGPU_PREC_FP16 + 1]; /* "fp32", "bf16", "fp16"; none: the workload's */
 	int ndtypes;
 };
 

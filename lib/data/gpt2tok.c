@@ -168,7 +168,6 @@ static int check_bytes(const struct mgpu_gpt2tok *t, const char *path)
 	return 0;
 }
 
-
 static int load_encoder(struct mgpu_gpt2tok *t, const char *buf, size_t len, const char *path,
 			const int dec[324], size_t *cap)
 {

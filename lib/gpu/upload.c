@@ -18,7 +18,7 @@
 #if MGPU_HAVE_CUDA
 #include "ops/cuda_check.h" /* CU; cuda_runtime.h */
 
-/* The cuda backend's compute stream of dev (ops_cuda.cu). */
+/* The cuda backend's compute stream of dev (dev_cuda.cu). */
 void *mgpu_cuda_stream(struct mgpu_dev *dev);
 
 struct upload_cuda {

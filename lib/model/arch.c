@@ -10,6 +10,7 @@
 static const struct mgpu_arch *const archs[MGPU_MODEL_KINDS] = {
 	[MGPU_MODEL_MLP] = &mgpu_arch_mlp,
 	[MGPU_MODEL_GPT] = &mgpu_arch_gpt,
+	[MGPU_MODEL_CNN] = &mgpu_arch_cnn,
 };
 
 const struct mgpu_arch *mgpu_arch_of(const struct mgpu_spec *s)

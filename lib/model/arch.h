@@ -30,6 +30,9 @@ enum mgpu_arch_flags {
 	 * token (bits per byte), rates in tokens, text generation; the data's
 	 * features are never normalised for it. */
 	MGPU_ARCH_TOKENS = 1,
+	/* Trains in fp32 only (its convolutions and norms are fp32 ops):
+	 * --dtype bf16 and fp16 are refused. */
+	MGPU_ARCH_FP32 = 2,
 };
 
 struct mgpu_arch {
@@ -95,6 +98,7 @@ struct mgpu_arch {
 
 extern const struct mgpu_arch mgpu_arch_mlp; /* model/mlp.c */
 extern const struct mgpu_arch mgpu_arch_gpt; /* model/gpt.c */
+extern const struct mgpu_arch mgpu_arch_cnn; /* model/cnn.c */
 
 /* The family of a spec (its kind), or of the prefix of text before ':'
  * (NULL when no family has that name). */

@@ -663,6 +663,7 @@ static int linear_bwd(struct mgpu_model *m, float *dX, const float *dY, const fl
 	MGPU_TRY(o->col_sum(m->dev, m->g + b->off, dY, N, out, acc));
 	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_T, in, out, N, 1.0f, X, in, dY, out, acc,
 			 m->g + w->off, in));
+	mgpu_mm_reuse(m); /* dY again, in the same operand slot */
 	return mgpu_mm(m, MGPU_N, MGPU_N, in, N, out, 1.0f, m->w + w->off, in, dY, out,
 		       0.0f, dX, in);
 }
@@ -746,6 +747,7 @@ static int head_backward(struct mgpu_model *m, int N, const float *x, float acc)
 
 	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_N, D, N, V, 1.0f, m->w + g->wte->off, D,
 			 m->dlogits, V, 0.0f, g->da, D));
+	mgpu_mm_reuse(m); /* the (N,V) dlogits again, in the same operand slot */
 	MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_T, D, V, N, 1.0f, g->xf, D, m->dlogits, V, acc,
 			 m->g + g->wte->off, D));
 	return o->ln_bwd(m->dev, g->dres, m->g + g->lnfg->off, m->g + g->lnfb->off, g->da, x,

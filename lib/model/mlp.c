@@ -500,10 +500,12 @@ static int backward(struct mgpu_model *m, int B, int accumulate)
 				 dlin, L->out, acc, m->g + L->w->off, L->in));
 		/* dY is dead once dlin exists, so dX may take its buffer. */
 		dX = other_buf(x, dlin);
-		if (l > 0)
+		if (l > 0) {
+			mgpu_mm_reuse(m); /* dlin again, in the same operand slot */
 			MGPU_TRY(mgpu_mm(m, MGPU_N, MGPU_N, L->in, B, L->out, 1.0f,
 					 m->w + L->w->off, L->in, dlin, L->out, 0.0f, dX,
 					 L->in));
+		}
 		if (m->grad_ready)
 			MGPU_TRY(m->grad_ready(m->grad_ctx, l, bk->off, bk->count));
 		dY = dX;

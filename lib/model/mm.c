@@ -7,11 +7,15 @@
 #include <stdint.h> /* uintptr_t, uint16_t */
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "model/arch.h" /* MGPU_ARCH_FP32 */
 
 int mgpu_model_set_prec(struct mgpu_model *m, int prec)
 {
 	if (prec != MGPU_PREC_FP32 && prec != MGPU_PREC_BF16 && prec != MGPU_PREC_FP16)
 		return mgpu_err(MGPU_EINVAL, "model: unknown precision %d", prec);
+	if (prec != MGPU_PREC_FP32 && (m->arch->flags & MGPU_ARCH_FP32))
+		return mgpu_err(MGPU_EINVAL, "model: a %s trains in fp32 only (--dtype fp32)",
+				m->arch->name);
 	if (prec != MGPU_PREC_FP32 && !m->w16)
 		MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)&m->w16, m->nparams * sizeof *m->w16));
 	m->prec = prec;
@@ -45,7 +49,13 @@ void mgpu_mm_free(struct mgpu_model *m)
 		mgpu_dev_free(m->dev, m->s16[i], m->s16_cap[i] * sizeof *m->s16[i]);
 		m->s16[i] = NULL;
 		m->s16_cap[i] = 0;
+		m->s16_src[i] = NULL;
 	}
+}
+
+void mgpu_mm_reuse(struct mgpu_model *m)
+{
+	m->s16_keep = 1;
 }
 
 /* Elements of `batch` column-major rows x cols matrices (leading
@@ -81,9 +91,17 @@ static int as_16(struct mgpu_model *m, int i, const float *X, size_t n, const ui
 		*out = m->w16 + (X - m->w);
 		return 0;
 	}
+	if (m->s16_keep && m->s16_src[i] == X && m->s16_n[i] == n) {
+		*out = m->s16[i];
+		return 0;
+	}
+	m->s16_src[i] = NULL; /* nothing valid until the rounding is queued */
 	MGPU_TRY(scratch(m, i, n));
 	*out = m->s16[i];
-	return round16(m, m->s16[i], X, n);
+	MGPU_TRY(round16(m, m->s16[i], X, n));
+	m->s16_src[i] = X;
+	m->s16_n[i] = n;
+	return 0;
 }
 
 int mgpu_mm_strided(struct mgpu_model *m, enum mgpu_trans ta, enum mgpu_trans tb, int M,
@@ -93,15 +111,22 @@ int mgpu_mm_strided(struct mgpu_model *m, enum mgpu_trans ta, enum mgpu_trans tb
 {
 	const struct mgpu_ops *o = m->dev->ops;
 	const uint16_t *a16, *b16;
+	int rc;
 
 	/* alpha == 0 or K == 0 reads neither A nor B: nothing to round */
-	if (m->prec == MGPU_PREC_FP32 || alpha == 0.0f || K == 0)
+	if (m->prec == MGPU_PREC_FP32 || alpha == 0.0f || K == 0) {
+		m->s16_keep = 0;
 		return o->gemm(m->dev, MGPU_PREC_FP32, ta, tb, M, N, K, alpha, A, lda, sa, Bm, ldb,
 			       sb, beta, C, ldc, sc, batch);
-	MGPU_TRY(as_16(m, 0, A, span(ta == MGPU_N ? M : K, ta == MGPU_N ? K : M, lda, sa, batch),
-		       &a16));
-	MGPU_TRY(as_16(m, 1, Bm, span(tb == MGPU_N ? K : N, tb == MGPU_N ? N : K, ldb, sb, batch),
-		       &b16));
+	}
+	rc = as_16(m, 0, A, span(ta == MGPU_N ? M : K, ta == MGPU_N ? K : M, lda, sa, batch),
+		   &a16);
+	if (rc == 0)
+		rc = as_16(m, 1, Bm,
+			   span(tb == MGPU_N ? K : N, tb == MGPU_N ? N : K, ldb, sb, batch), &b16);
+	m->s16_keep = 0; /* a promise covers one product */
+	if (rc < 0)
+		return rc;
 	return o->gemm(m->dev, m->prec, ta, tb, M, N, K, alpha, a16, lda, sa, b16, ldb, sb, beta,
 		       C, ldc, sc, batch);
 }

@@ -30,6 +30,12 @@ int mgpu_mm_strided(struct mgpu_model *m, enum mgpu_trans ta, enum mgpu_trans tb
 		    int N, int K, float alpha, const float *A, int lda, long long sa,
 		    const float *Bm, int ldb, long long sb, float beta, float *C, int ldc,
 		    long long sc, int batch);
+/* Promise that nothing has written the last product's non-weight operands
+ * since: the next product (only) reads an operand's rounded copy again
+ * where it is the same pointer and span in the same scratch slot, instead
+ * of rounding it anew (a linear layer's backward reads dY twice, the head's
+ * the (N,V) logits' gradient). No effect in fp32. */
+void mgpu_mm_reuse(struct mgpu_model *m);
 /* bf16, fp16: round m->w into m->w16 (a forward's first call); fp32: nothing. */
 int mgpu_mm_round_weights(struct mgpu_model *m);
 /* Release w16 and the scratch (the model's free). */

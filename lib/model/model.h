@@ -32,11 +32,12 @@
 
 struct mgpu_arch; /* model/arch.h */
 
-/* an mlp has 4 per layer, a gpt 12 per block and 4 more */
-#define MGPU_MAX_PARAMS (12 * MGPU_MAX_LAYERS)
+/* an mlp has 4 per layer, a gpt 12 per block and 4 more, a cnn up to 9
+ * per line (a res block) */
+#define MGPU_MAX_PARAMS (6 * MGPU_CNN_MAX_LINES)
 #define MGPU_MAX_BUCKETS MGPU_MAX_LAYERS
 /* a BatchNorm keeps 3 (running_mean, running_var, num_batches_tracked) */
-#define MGPU_MAX_BUFFERS (4 * MGPU_MAX_LAYERS)
+#define MGPU_MAX_BUFFERS (3 * MGPU_CNN_MAX_LINES)
 #define MGPU_PARAM_MAX_DIM 4
 
 struct mgpu_param {
@@ -92,12 +93,18 @@ struct mgpu_model {
 	void *grad_ctx;
 	mgpu_stat_sum_fn stat_sum;   /* NULL: each rank keeps its own statistics */
 	void *stat_ctx;
+	int stat_ranks;              /* the ranks stat_sum sums over (its setter sets
+				      * both); a training batch is the same size on
+				      * each, so a sum covers stat_ranks batches */
 	uint64_t dropout_seed;       /* set per step by the caller */
 	uint64_t row0;               /* global row of the batch's first row */
 	int prec;                    /* enum mgpu_prec of the products (model/mm.h) */
 	uint16_t *w16;               /* bf16: w rounded at each forward */
 	uint16_t *s16[2];            /* bf16: other product operands, rounded */
 	size_t s16_cap[2];           /* their sizes, in elements */
+	const float *s16_src[2];     /* what each holds rounded now (model/mm.h) */
+	size_t s16_n[2];             /* and its span, in elements */
+	int s16_keep;                /* mgpu_mm_reuse: the next product may reuse them */
 };
 
 /* The statistics a training step keeps on the device, in m->stats (zero

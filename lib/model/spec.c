@@ -83,10 +83,55 @@ static void normalise(const char *in, char *out, size_t cap)
 	out[o] = '\0';
 }
 
+/* A file whose first line (comments and blank lines aside) is a family's
+ * name alone holds one entry per line: text becomes "NAME:" and every line
+ * after the name joined by ';', comments dropped, blank lines kept empty,
+ * so that the family's "line N" is the file's line N. 0 when the file is
+ * not of that form (*out untouched); else *out is malloc'ed. */
+static int lines_form(const char *text, char **out)
+{
+	const char *p = text, *e = text, *first = NULL, *q;
+	size_t n, o;
+	char *buf, name[16];
+	int lines = 0;
+
+	for (; *p && !first; p = *e ? e + 1 : e) {
+		e = p + strcspn(p, "\n");
+		lines++;
+		first = p + strspn(p, " \t\r");
+		if (first >= e || *first == '#')
+			first = NULL;
+	}
+	if (!first)
+		return 0;
+	n = strcspn(first, " \t\r\n#");
+	q = first + n + strspn(first + n, " \t\r");
+	if (n + 2 > sizeof name || memchr(first, ':', n) || (*q && *q != '\n' && *q != '#'))
+		return 0;
+	memcpy(name, first, n);
+	memcpy(name + n, ":", 2);
+	if (!mgpu_arch_find(name, NULL) || !(buf = malloc(strlen(text) + (size_t)lines + n + 4)))
+		return 0;
+	memcpy(buf, name, n + 1);
+	o = n + 1;
+	while (lines-- > 0) /* the name's line and those above it: empty lines */
+		buf[o++] = ';';
+	for (; *p; p = *e ? e + 1 : e) {
+		e = p + strcspn(p, "\n");
+		n = strcspn(p, "#\n");
+		memcpy(buf + o, p, n);
+		o += n;
+		buf[o++] = ';';
+	}
+	buf[o] = '\0';
+	*out = buf;
+	return 1;
+}
+
 int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 {
 	unsigned char *data = NULL;
-	char *norm, origin[4200], names[128];
+	char *norm, *lines, origin[4200], names[128];
 	size_t len = 0;
 	int fd, rc;
 
@@ -111,9 +156,14 @@ int mgpu_spec_load(struct mgpu_spec *s, const char *arg)
 		free(data);
 		return mgpu_err(MGPU_EINVAL, "'%s': not a model spec file", arg);
 	}
-	normalise((char *)data, norm, len + 2);
-	free(data);
 	snprintf(origin, sizeof origin, "'%s'", arg);
+	if (lines_form((char *)data, &lines)) {
+		free(norm);
+		norm = lines;
+	} else {
+		normalise((char *)data, norm, len + 2);
+	}
+	free(data);
 	rc = mgpu_spec_parse(s, norm, origin);
 	free(norm);
 	return rc;

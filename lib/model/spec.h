@@ -14,11 +14,16 @@
  * given) is the rows of the token embedding, as llm.c pads GPT-2's 50257
  * to 50304: the rows past V are never a token and never a logit.
  *
+ * Or cnn:LINE; LINE; ... : a convolutional network, one layer or block per
+ * line (man/mgpu-model.7; model/cnn_spec.c parses it), its input shape and
+ * class count from the data unless the spec fixes them.
+ *
  * Each family parses, prints and fits its own grammar (model/arch.h); this
  * file finds the family by the prefix and reads spec files.
  *
- * A --model argument that starts with neither "mlp:" nor "gpt:" names a file
- * holding a spec: '#' starts a comment, and whitespace or newlines separate
+ * A --model argument that starts with no family's prefix names a file
+ * holding a spec: '#' starts a comment; a file whose first line is "cnn" is
+ * a conv net of one layer per line, else whitespace or newlines separate
  * the options like commas.
  */
 #ifndef MGPU_MODEL_SPEC_H
@@ -28,9 +33,38 @@
 
 #define MGPU_MAX_LAYERS 16
 #define MGPU_SPEC_FILE_MAX (1 << 20) /* bytes of a spec file, comments included */
+/* the longest printed spec (mgpu_spec_format), its NUL included */
+#define MGPU_SPEC_TEXT_MAX 4096
 
 /* A spec's family: its line in the table of model/arch.c. */
-enum mgpu_model_kind { MGPU_MODEL_MLP = 0, MGPU_MODEL_GPT = 1, MGPU_MODEL_KINDS };
+enum mgpu_model_kind { MGPU_MODEL_MLP = 0, MGPU_MODEL_GPT = 1, MGPU_MODEL_CNN = 2,
+		       MGPU_MODEL_KINDS };
+
+/* A conv net's lines (man/mgpu-model.7). */
+#define MGPU_CNN_MAX_LINES 64
+
+enum mgpu_cnn_op {
+	MGPU_CNN_CONV = 1, /* n channels, k s p g d, bias */
+	MGPU_CNN_BN,
+	MGPU_CNN_GN,       /* n groups */
+	MGPU_CNN_RELU,
+	MGPU_CNN_SILU,
+	MGPU_CNN_MAXPOOL,  /* k s p */
+	MGPU_CNN_AVGPOOL,  /* k s p */
+	MGPU_CNN_GAP,
+	MGPU_CNN_DROPOUT,  /* p_drop */
+	MGPU_CNN_RES,      /* n channels, s */
+	MGPU_CNN_FLATTEN,
+	MGPU_CNN_LINEAR,   /* n outputs (MGPU_SPEC_AUTO: the class count) */
+};
+
+struct mgpu_cnn_line {
+	int op;            /* enum mgpu_cnn_op */
+	int n;
+	int k, s, p, g, d;
+	int bias;
+	float p_drop;
+};
 
 /* The most transformer blocks (each is a gradient bucket, and so are the
  * embeddings and the final LayerNorm). */
@@ -47,6 +81,12 @@ struct mgpu_spec {
 	/* gpt */
 	int blocks, heads, dim, ctx, vocab; /* L, H, D, T, V */
 	int padded_vocab;             /* rows of wte (>= vocab) */
+	/* cnn */
+	int ncnn;                     /* its lines */
+	struct mgpu_cnn_line cnn[MGPU_CNN_MAX_LINES];
+	int in_c, in_h, in_w;         /* the sample (C,H,W), 0 until known */
+	int in_1d;                    /* the sample is a series (C,L): in_h 1 */
+	int nbuckets;                 /* its gradient buckets (model/cnn_spec.h) */
 };
 
 /* What a family is fitted to (mgpu_spec_fit): the data's samples. */

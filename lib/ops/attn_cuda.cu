@@ -1,7 +1,9 @@
 /*
  * attn_cuda.cu - the cuda backend's fused causal attention (attn_fwd and
- * attn_bwd of ops.h), flash-attention style: tiles of q, k, v pass through
- * shared memory and no (T,T) score or probability ever reaches memory.
+ * attn_bwd; ops.h states what they compute), flash-attention style: tiles
+ * of q, k, v pass through shared memory and no (T,T) score or probability
+ * ever reaches memory. What it shares with attn_wmma.cu (block positions,
+ * tile loads, row stores, shared-memory layouts) is attn_tile.h's.
  *
  * Three kernels, each a block of THREADS threads per (block of BH, tile):
  *   k_attn_fwd  per query tile of BR rows, over the key tiles it can see
@@ -28,8 +30,9 @@
  * Tiles in shared memory have rows Dh + 1 floats apart (score tiles BC +
  * 1): the 16 rows a half-warp reads at one column fall in 16 banks.
  *
- * Arithmetic: elem.h's (mgpu_attn_in, mgpu_exp_neg, mgpu_softmax_elem,
- * mgpu_attn_p, mgpu_attn_ds, mgpu_attn_lse), as ref and cpu; dot products
+ * Arithmetic: ops.h's definition in elem.h's functions (mgpu_attn_in,
+ * mgpu_exp_neg, mgpu_softmax_elem, mgpu_attn_p, mgpu_attn_ds,
+ * mgpu_attn_lse), as ref and cpu; dot products
  * and products accumulate in fp32 with explicit fused multiply-adds
  * (__fmaf_rn: the build's -fmad=false forbids only implicit contraction).
  * bf16: operands are rounded as they enter shared memory, p and ds before
@@ -43,17 +46,18 @@
  * on the block's tile, never on a thread's row, so the whole block
  * reaches each barrier; shuffles run with all 32 lanes of every warp.
  */
-#include <cuda_runtime.h> /* cudaFuncSetAttribute, cudaSetDevice */
+#include <cuda_runtime.h> /* kernel launches */
 #include <limits.h>       /* INT_MAX */
 #include <math.h>         /* INFINITY */
 
 #include "core/err.h"       /* mgpu_err, MGPU_TRY */
+#include "ops/attn_tile.h"  /* sees, attn_load, attn_row_dots, attn_carve, ... */
 #include "ops/cuda_check.h" /* CU, LAUNCHED */
+#include "ops/cuda_kern.h"  /* THREADS, stream_of, make_current */
 #include "ops/elem.h"       /* the per-element math */
 #include "ops/loops.h"      /* ops_check_flash */
-#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, the prototypes */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_smem_optin, mgpu_cuda_attn_tc, the prototypes */
 
-#define THREADS 256
 #define TX 16
 #define TY (THREADS / TX)
 #define RPT 4                          /* resident rows per thread */
@@ -62,7 +66,6 @@
 #define BC (TX * CPT)                  /* streamed tile: 32 rows */
 #define DPT (MGPU_ATTN_MAX_DH / TX)    /* head columns per thread: 8 */
 #define LDS (BC + 1)                   /* row stride of a score tile */
-#define FULL_MASK 0xffffffffu
 static_assert(TX * TY == THREADS && 32 % TX == 0, "a row's threads: half a warp");
 static_assert(MGPU_ATTN_MAX_DH % TX == 0, "head columns split evenly");
 static_assert(THREADS % BR == 0 && THREADS % BC == 0, "row_dots' groups");
@@ -70,46 +73,18 @@ static_assert(BR == MGPU_CUDA_ATTN_TC_ROWS, "attn_wmma.cu's kernels take this gr
 
 /* ---- shared-memory tiles ------------------------------------------------- */
 
+/* r(x) of a tile's elements: rounded to bf16 under bf16 (elem.h). */
+struct attn_round {
+	int bf16;
+	__device__ float operator()(float x) const { return mgpu_attn_in(x, bf16); }
+};
+
 /* dst (nrows, Dh; rows ld apart) = r(rows r0 .. r0 + nrows - 1 of the
- * (T,Dh) block src); rows at or past T are 0 (their p is 0, and 0 * 0
- * keeps a product finite where garbage could be NaN). */
+ * (T,Dh) block src), 0 past T. */
 static __device__ void load_tile(float *dst, const float *src, int r0, int nrows, int T,
 				 int Dh, int ld, int bf16)
 {
-	for (int e = threadIdx.x; e < nrows * Dh; e += THREADS) {
-		int r = e / Dh, d = e % Dh;
-		float x = 0.0f;
-
-		if (r0 + r < T)
-			x = mgpu_attn_in(src[(size_t)(r0 + r) * Dh + d], bf16);
-		dst[r * ld + d] = x;
-	}
-}
-
-/* D[r] = dy . y of rows r0 + r (THREADS / G rows, G threads a row, xor
- * shuffles inside aligned groups of G lanes: every lane of a group ends
- * with the same bits); 0 past T. All threads must call it. */
-template <int G>
-static __device__ void row_dots(float *D, const float *dy, const float *y, int r0, int T,
-				int Dh)
-{
-	int r = threadIdx.x / G, g = threadIdx.x % G;
-	float t = 0.0f;
-
-	if (r0 + r < T)
-		for (int d = g; d < Dh; d += G)
-			t = __fmaf_rn(dy[(size_t)(r0 + r) * Dh + d], y[(size_t)(r0 + r) * Dh + d], t);
-	for (int o = 1; o < G; o *= 2)
-		t += __shfl_xor_sync(FULL_MASK, t, o);
-	if (g == 0)
-		D[r] = t;
-}
-
-/* L[r] = lse of rows r0 + r, r < n (0 past T). */
-static __device__ void load_lse(float *L, const float *lse, int r0, int n, int T)
-{
-	for (int r = threadIdx.x; r < n; r += THREADS)
-		L[r] = r0 + r < T ? lse[r0 + r] : 0.0f;
+	attn_load<THREADS>(dst, src, r0, nrows, Dh, T, Dh, ld, attn_round{ bf16 });
 }
 
 /* s[a][u] = A_row . B_col over Dh: the thread's resident rows of A (BR
@@ -182,16 +157,36 @@ static __device__ void store_rows(float *out, const float acc[RPT][DPT], int r0,
 		int i = r0 + ty * RPT + a;
 #pragma unroll
 		for (int e = 0; e < DPT; e++)
-			if (i < T && tx + TX * e < Dh)
-				out[(size_t)i * Dh + tx + TX * e] = acc[a][e];
+			attn_store(out, i, tx + TX * e, T, Dh, acc[a][e]);
 	}
 }
 
-/* Query i sees key j: causal, and i a real row. */
-static __device__ bool sees(int i, int j, int T)
+/* ---- shared memory --------------------------------------------------------- */
+
+/* A kernel's tiles, rows Dh + 1 floats apart: R0, R1 resident (BR rows),
+ * S0, S1 streamed (BC rows), the score tile W (BR x LDS: p, or ds), and
+ * the lse and D of nl query rows; cut from the kernel's shared memory by
+ * the kernel and sized by the host alike (attn_tile.h). The forward has
+ * one resident tile (q) and no L, D. */
+struct fp32_tiles {
+	float *R0, *R1, *S0, *S1, *W, *L, *D;
+};
+
+static __host__ __device__ size_t layout(attn_carve c, int Dh, int nres, int nl, fp32_tiles *t)
 {
-	return j <= i && i < T;
+	t->R0 = c.take<float>((size_t)BR * (Dh + 1));
+	t->R1 = c.take<float>(nres > 1 ? (size_t)BR * (Dh + 1) : 0);
+	t->S0 = c.take<float>((size_t)BC * (Dh + 1));
+	t->S1 = c.take<float>((size_t)BC * (Dh + 1));
+	t->W = c.take<float>((size_t)BR * LDS);
+	t->L = c.take<float>((size_t)nl);
+	t->D = c.take<float>((size_t)nl);
+	return c.off;
 }
+
+#define FWD_LAYOUT 1, 0   /* q resident; k, v streamed */
+#define DKV_LAYOUT 2, BC  /* k, v resident; q, dy streamed, their L, D */
+#define DQ_LAYOUT 2, BR   /* q, dy resident, their L, D; k, v streamed */
 
 /* ---- forward --------------------------------------------------------------- */
 
@@ -231,11 +226,13 @@ static __global__ void __launch_bounds__(THREADS)
 		   int Dh, float scale, int bf16, int ntiles)
 {
 	extern __shared__ float sm[];
+	fp32_tiles t;
 	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-	float *Qs = sm, *Ks = Qs + BR * ld, *Vs = Ks + BC * ld, *Ps = Vs + BC * ld;
-	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
-	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * BR;
-	int kend = min(q0 + BR, T), i0 = q0 + ty * RPT;
+	(void)layout({ (unsigned char *)sm, 0 }, Dh, FWD_LAYOUT, &t);
+	float *Qs = t.R0, *Ks = t.S0, *Vs = t.S1, *Ps = t.W;
+	attn_block blk = attn_block_of(ntiles, BR, T, Dh, true);
+	size_t bh = blk.bh, off = blk.off;
+	int q0 = blk.r0, kend = min(q0 + BR, T), i0 = q0 + ty * RPT;
 	float mx[RPT], sum[RPT], s[RPT][CPT], acc[RPT][DPT];
 
 	load_tile(Qs, q + off, q0, BR, T, Dh, ld, bf16);
@@ -308,11 +305,13 @@ static __global__ void __launch_bounds__(THREADS)
 		   int bf16, int ntiles)
 {
 	extern __shared__ float sm[];
+	fp32_tiles t;
 	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-	float *Ks = sm, *Vs = Ks + BR * ld, *Qs = Vs + BR * ld, *dYs = Qs + BC * ld;
-	float *Ws = dYs + BC * ld, *Ls = Ws + BR * LDS, *Ds = Ls + BC;
-	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
-	int k0 = (int)(blockIdx.x % ntiles) * BR, j0 = k0 + ty * RPT;
+	(void)layout({ (unsigned char *)sm, 0 }, Dh, DKV_LAYOUT, &t);
+	float *Ks = t.R0, *Vs = t.R1, *Qs = t.S0, *dYs = t.S1, *Ws = t.W, *Ls = t.L, *Ds = t.D;
+	attn_block blk = attn_block_of(ntiles, BR, T, Dh, false);
+	size_t bh = blk.bh, off = blk.off;
+	int k0 = blk.r0, j0 = k0 + ty * RPT;
 	float s[RPT][CPT], dp[RPT][CPT], akk[RPT][DPT], avv[RPT][DPT];
 
 	load_tile(Ks, k + off, k0, BR, T, Dh, ld, bf16);
@@ -323,8 +322,8 @@ static __global__ void __launch_bounds__(THREADS)
 		__syncthreads(); /* Ks, Vs written; the last tile's readers done */
 		load_tile(Qs, q + off, q0, BC, T, Dh, ld, bf16);
 		load_tile(dYs, dy + off, q0, BC, T, Dh, ld, bf16);
-		load_lse(Ls, lse + bh * T, q0, BC, T);
-		row_dots<THREADS / BC>(Ds, dy + off, y + off, q0, T, Dh);
+		attn_load_lse<THREADS>(Ls, lse + bh * T, q0, BC, T);
+		attn_row_dots<THREADS, THREADS / BC>(Ds, dy + off, y + off, q0, T, Dh);
 		__syncthreads();
 		tile_dots(s, Ks, Qs, Dh, ld);
 		tile_dots(dp, Vs, dYs, Dh, ld);
@@ -362,18 +361,19 @@ static __global__ void __launch_bounds__(THREADS)
 		  int ntiles)
 {
 	extern __shared__ float sm[];
+	fp32_tiles t;
 	int ld = Dh + 1, tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-	float *Qs = sm, *dYs = Qs + BR * ld, *Ks = dYs + BR * ld, *Vs = Ks + BC * ld;
-	float *dSs = Vs + BC * ld, *Ls = dSs + BR * LDS, *Ds = Ls + BR;
-	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
-	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * BR;
-	int kend = min(q0 + BR, T), i0 = q0 + ty * RPT;
+	(void)layout({ (unsigned char *)sm, 0 }, Dh, DQ_LAYOUT, &t);
+	float *Qs = t.R0, *dYs = t.R1, *Ks = t.S0, *Vs = t.S1, *dSs = t.W, *Ls = t.L, *Ds = t.D;
+	attn_block blk = attn_block_of(ntiles, BR, T, Dh, true);
+	size_t bh = blk.bh, off = blk.off;
+	int q0 = blk.r0, kend = min(q0 + BR, T), i0 = q0 + ty * RPT;
 	float s[RPT][CPT], dp[RPT][CPT], acc[RPT][DPT], p;
 
 	load_tile(Qs, q + off, q0, BR, T, Dh, ld, bf16);
 	load_tile(dYs, dy + off, q0, BR, T, Dh, ld, bf16);
-	load_lse(Ls, lse + bh * T, q0, BR, T);
-	row_dots<THREADS / BR>(Ds, dy + off, y + off, q0, T, Dh);
+	attn_load_lse<THREADS>(Ls, lse + bh * T, q0, BR, T);
+	attn_row_dots<THREADS, THREADS / BR>(Ds, dy + off, y + off, q0, T, Dh);
 	zero_acc(acc);
 	for (int k0 = 0; k0 < kend; k0 += BC) {
 		__syncthreads(); /* Qs, dYs, Ls, Ds written; the last tile's readers done */
@@ -398,21 +398,11 @@ static __global__ void __launch_bounds__(THREADS)
 
 /* ---- launch ---------------------------------------------------------------- */
 
-/* Shared-memory bytes of each kernel at head dimension Dh. */
-static size_t fwd_bytes(int Dh)
+/* Shared-memory bytes of a kernel at head dimension Dh. */
+static size_t smem_bytes(int Dh, int nres, int nl)
 {
-	return ((size_t)(BR + 2 * BC) * (Dh + 1) + (size_t)BR * LDS) * sizeof(float);
-}
-
-static size_t dkv_bytes(int Dh)
-{
-	return ((size_t)(2 * BR + 2 * BC) * (Dh + 1) + (size_t)BR * LDS + 2 * BC) * sizeof(float);
-}
-
-static size_t dq_bytes(int Dh)
-{
-	return ((size_t)(2 * BR + 2 * BC) * (Dh + 1) + (size_t)BR * LDS + 2 * BR) *
-	       sizeof(float);
+	fp32_tiles t;
+	return layout({ nullptr, 0 }, Dh, nres, nl, &t);
 }
 
 /* dev current; fn may use `bytes` of dynamic shared memory (above the
@@ -427,8 +417,7 @@ static int smem_for(struct mgpu_dev *dev, const void *fn, size_t bytes, const ch
 				"%s: head dimension %d needs %zu bytes of shared memory per block, "
 				"cuda device %d allows %d",
 				op, Dh, bytes, dev->index, most);
-	CU(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-	return 0;
+	return attn_smem_set(fn, bytes);
 }
 
 /* Tiles of `rows` per block of BH, and the grid they make (one dimension). */
@@ -448,15 +437,15 @@ extern "C" int mgpu_cuda_attn_fwd(struct mgpu_dev *dev, float *y, float *lse, co
 				  const float *k, const float *v, int BH, int T, int Dh,
 				  float scale, enum mgpu_prec prec)
 {
-	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
-	size_t bytes = fwd_bytes(Dh);
+	cudaStream_t st = stream_of(dev);
+	size_t bytes = smem_bytes(Dh, FWD_LAYOUT);
 	unsigned blocks = 0;
 	int nt = 0, bf16 = prec == MGPU_PREC_BF16;
 
 	MGPU_TRY(ops_check_flash("attn_fwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
-	CU(cudaSetDevice(dev->index));
+	MGPU_TRY(make_current(dev));
 	MGPU_TRY(grid_of("attn_fwd", BH, T, BR, &nt, &blocks));
 	if (bf16 && mgpu_cuda_attn_tc(dev, Dh, 0))
 		return mgpu_cuda_attn_fwd_tc(dev, y, lse, q, k, v, T, Dh, scale, nt, blocks);
@@ -471,25 +460,25 @@ extern "C" int mgpu_cuda_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, fl
 				  const float *dy, const float *lse, int BH, int T, int Dh,
 				  float scale, enum mgpu_prec prec)
 {
-	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+	cudaStream_t st = stream_of(dev);
+	size_t dkv = smem_bytes(Dh, DKV_LAYOUT), dqb = smem_bytes(Dh, DQ_LAYOUT);
 	unsigned blocks = 0;
 	int nt = 0, bf16 = prec == MGPU_PREC_BF16;
 
 	MGPU_TRY(ops_check_flash("attn_bwd", BH, T, Dh, prec));
 	if ((size_t)BH * (size_t)T == 0)
 		return 0;
-	CU(cudaSetDevice(dev->index));
+	MGPU_TRY(make_current(dev));
 	MGPU_TRY(grid_of("attn_bwd", BH, T, BR, &nt, &blocks));
 	if (bf16 && mgpu_cuda_attn_tc(dev, Dh, 1))
 		return mgpu_cuda_attn_bwd_tc(dev, dq, dk, dv, q, k, v, y, dy, lse, T, Dh, scale,
 					     nt, blocks);
-	MGPU_TRY(smem_for(dev, (const void *)k_attn_dkv, dkv_bytes(Dh), "attn_bwd", Dh));
-	MGPU_TRY(smem_for(dev, (const void *)k_attn_dq, dq_bytes(Dh), "attn_bwd", Dh));
-	k_attn_dkv<<<blocks, THREADS, dkv_bytes(Dh), st>>>(dk, dv, q, k, v, y, dy, lse, T, Dh,
-							    scale, bf16, nt);
+	MGPU_TRY(smem_for(dev, (const void *)k_attn_dkv, dkv, "attn_bwd", Dh));
+	MGPU_TRY(smem_for(dev, (const void *)k_attn_dq, dqb, "attn_bwd", Dh));
+	k_attn_dkv<<<blocks, THREADS, dkv, st>>>(dk, dv, q, k, v, y, dy, lse, T, Dh, scale, bf16,
+						 nt);
 	LAUNCHED();
-	k_attn_dq<<<blocks, THREADS, dq_bytes(Dh), st>>>(dq, q, k, v, y, dy, lse, T, Dh, scale,
-							  bf16, nt);
+	k_attn_dq<<<blocks, THREADS, dqb, st>>>(dq, q, k, v, y, dy, lse, T, Dh, scale, bf16, nt);
 	LAUNCHED();
 	return 0;
 }

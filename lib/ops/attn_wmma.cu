@@ -1,8 +1,9 @@
 /*
  * attn_wmma.cu - the bf16 fused attention on tensor cores: the kernels
  * attn_cuda.cu launches instead of its fp32 ones for attn_fwd / attn_bwd
- * with bf16 != 0 on devices of compute capability 8.0 or newer (bf16 WMMA
- * needs sm_80). The same results as the fp32 kernels up to the fp32
+ * in bf16 on devices of compute capability 8.0 or newer (bf16 WMMA needs
+ * sm_80); ops.h states what they compute, attn_tile.h holds the
+ * scaffolding both families share. The same results as the fp32 kernels up to the fp32
  * sums: the operands (q, k, v, dy, p, ds) are rounded to bf16 with
  * elem.h's mgpu_bf16_from_f32 (round to nearest even, as
  * __float2bfloat16_rn), and a bf16 MMA multiplies such values exactly; it
@@ -59,9 +60,11 @@
 #include <mma.h>          /* nvcuda::wmma */
 
 #include "core/err.h"       /* mgpu_err, MGPU_TRY */
+#include "ops/attn_tile.h"  /* sees, attn_load, attn_row_dots, attn_carve, ... */
 #include "ops/cuda_check.h" /* CU, LAUNCHED */
+#include "ops/cuda_kern.h"  /* stream_of, FULL_MASK */
 #include "ops/elem.h"       /* the per-element math */
-#include "ops/ops_cuda.h"   /* mgpu_cuda_stream, mgpu_cuda_cc, the prototypes */
+#include "ops/ops_cuda.h"   /* mgpu_cuda_smem_optin, mgpu_cuda_cc, the prototypes */
 
 /* 1 where the bf16 WMMA API exists: sm_80 and newer device code, and the
  * host pass (which sees the kernels' bodies but never runs them). */
@@ -76,7 +79,6 @@
 #define TILE MGPU_CUDA_ATTN_TC_ROWS /* rows of a resident and of a streamed tile */
 #define LDF (TILE + 4)     /* row stride of an fp32 score tile */
 #define LDP (TILE + 8)     /* row stride of a bf16 p or ds tile */
-#define FULL_MASK 0xffffffffu
 static_assert(TILE == 16 * WARPS, "16 rows a warp");
 
 typedef __nv_bfloat16 bf16;
@@ -84,23 +86,42 @@ typedef __nv_bfloat16 bf16;
 /* Row stride of a bf16 operand tile NF fragments (16 NF columns) wide. */
 #define LDB(NF) (16 * (NF) + 8)
 
-/* Shared-memory bytes of each kernel at NF fragments a row. */
-static size_t fwd_bytes(int nf)
+/* A kernel's tiles, NF fragments a row: nop bf16 operand tiles A, B, C,
+ * E (rows LDB apart), the fp32 scores S and (backward) their gradients
+ * dP (LDF), the bf16 p tile P (np of them) and ds tile dS (nds, LDP),
+ * and the lse and D of nl query rows; cut from the kernel's shared memory
+ * by the kernel and sized by the host alike (attn_tile.h). Every region
+ * is a multiple of 32 bytes, so fragments stay 256-bit aligned. */
+struct tc_tiles {
+	bf16 *op[4];
+	float *S, *dP;
+	bf16 *P, *dS;
+	float *L, *D;
+};
+
+static __host__ __device__ size_t layout(attn_carve c, int nf, int nop, int np, int nds, int nl,
+					 tc_tiles *t)
 {
-	return (size_t)3 * TILE * LDB(nf) * sizeof(bf16) + (size_t)TILE * LDF * sizeof(float) +
-	       (size_t)TILE * LDP * sizeof(bf16);
+	for (int i = 0; i < 4; i++)
+		t->op[i] = c.take<bf16>(i < nop ? (size_t)TILE * LDB(nf) : 0);
+	t->S = c.take<float>((size_t)TILE * LDF);
+	t->dP = c.take<float>(nds ? (size_t)TILE * LDF : 0);
+	t->P = c.take<bf16>((size_t)np * TILE * LDP);
+	t->dS = c.take<bf16>((size_t)nds * TILE * LDP);
+	t->L = c.take<float>((size_t)nl);
+	t->D = c.take<float>((size_t)nl);
+	return c.off;
 }
 
-static size_t dkv_bytes(int nf)
-{
-	return (size_t)4 * TILE * LDB(nf) * sizeof(bf16) + (size_t)2 * TILE * LDF * sizeof(float) +
-	       (size_t)2 * TILE * LDP * sizeof(bf16) + (size_t)2 * TILE * sizeof(float);
-}
+#define FWD_LAYOUT 3, 1, 0, 0    /* q, k, v; S, P */
+#define DKV_LAYOUT 4, 1, 1, TILE /* k, v, q, dy; S, dP, P, dS; the queries' L, D */
+#define DQ_LAYOUT 4, 0, 1, TILE  /* q, dy, k, v; S, dP, dS; L, D */
 
-static size_t dq_bytes(int nf)
+/* Shared-memory bytes of a kernel at nf fragments a row. */
+static size_t smem_bytes(int nf, int nop, int np, int nds, int nl)
 {
-	return (size_t)4 * TILE * LDB(nf) * sizeof(bf16) + (size_t)2 * TILE * LDF * sizeof(float) +
-	       (size_t)TILE * LDP * sizeof(bf16) + (size_t)2 * TILE * sizeof(float);
+	tc_tiles t;
+	return layout({ nullptr, 0 }, nf, nop, np, nds, nl, &t);
 }
 
 /* Fragments a row for head dimension Dh (1..MGPU_ATTN_MAX_DH). */
@@ -126,12 +147,6 @@ static __device__ bf16 bf16_of(float x)
 	return bf16(r);
 }
 
-/* Query i sees key j: causal, and i a real row. */
-static __device__ bool sees(int i, int j, int T)
-{
-	return j <= i && i < T;
-}
-
 /* The column a lane visits at step c < 32: lane l owns row l / 2 of its
  * warp's 16 and half l % 2 of the TILE columns, visited in an order
  * skewed by row so that the 32 lanes read 32 different banks of a score
@@ -143,41 +158,27 @@ static __device__ int lane_col(int lane, int c)
 	return h * 32 + ((c + 2 * r + h) & 31);
 }
 
+/* x rounded to bf16 (attn_load's conversion). */
+struct to_bf16 {
+	__device__ bf16 operator()(float x) const { return bf16_of(x); }
+};
+
 /* dst (TILE, DP; rows LDB apart) = r(rows r0 .. r0 + TILE - 1 of the
  * (T,Dh) block src), 0 past T and past Dh. */
 template <int NF>
 static __device__ void load_tile(bf16 *dst, const float *src, int r0, int T, int Dh)
 {
-	const int DP = 16 * NF;
-
-	for (int e = threadIdx.x; e < TILE * DP; e += TC_THREADS) {
-		int r = e / DP, d = e % DP;
-		float x = 0.0f;
-
-		if (r0 + r < T && d < Dh)
-			x = src[(size_t)(r0 + r) * Dh + d];
-		dst[r * LDB(NF) + d] = bf16_of(x);
-	}
+	attn_load<TC_THREADS>(dst, src, r0, TILE, 16 * NF, T, Dh, LDB(NF), to_bf16{});
 }
 
-/* L[r] = lse of rows r0 + r; D[r] = dy . y of them (fp32, unrounded
- * operands, two threads a row in a fixed order); 0 past T. All threads
- * must call it. */
+/* L[r] = lse of rows r0 + r; D[r] = dy . y of them (two threads a row);
+ * 0 past T. All threads must call it. */
 static __device__ void load_rows(float *L, float *D, const float *lse, const float *dy,
 				 const float *y, int r0, int T, int Dh)
 {
-	int r = threadIdx.x / 2, g = threadIdx.x % 2;
-	float t = 0.0f;
-
 	static_assert(TC_THREADS == 2 * TILE, "two threads a row");
-	if (r0 + r < T)
-		for (int d = g; d < Dh; d += 2)
-			t = __fmaf_rn(dy[(size_t)(r0 + r) * Dh + d], y[(size_t)(r0 + r) * Dh + d], t);
-	t += __shfl_xor_sync(FULL_MASK, t, 1);
-	if (g == 0) {
-		D[r] = t;
-		L[r] = r0 + r < T ? lse[r0 + r] : 0.0f;
-	}
+	attn_row_dots<TC_THREADS, 2>(D, dy, y, r0, T, Dh);
+	attn_load_lse<TC_THREADS>(L, lse, r0, TILE, T);
 }
 
 /* Fw (16, TILE; rows LDF apart) = Aw B^T: the warp's 16 rows of an
@@ -249,9 +250,8 @@ static __device__ void store_rows(float *out, const frag_c (&acc)[NF], float *Fw
 		wmma::store_matrix_sync(Fw, acc[f], LDF, wmma::mem_row_major);
 		__syncwarp();
 		for (int e = lane; e < 16 * 16; e += 32) {
-			int r = e / 16, d = 16 * f + e % 16;
-			if (i0 + r < T && d < Dh)
-				out[(size_t)(i0 + r) * Dh + d] = Fw[r * LDF + e % 16];
+			int r = e / 16, d = e % 16;
+			attn_store(out, i0 + r, 16 * f + d, T, Dh, Fw[r * LDF + d]);
 		}
 		__syncwarp(); /* read before the next fragment overwrites */
 	}
@@ -289,15 +289,15 @@ static __global__ void __launch_bounds__(TC_THREADS)
 {
 #if TC
 	extern __shared__ __align__(128) unsigned char smem[];
-	bf16 *Qs = (bf16 *)smem, *Ks = Qs + TILE * LDB(NF), *Vs = Ks + TILE * LDB(NF);
-	float *F = (float *)(Vs + TILE * LDB(NF));
-	bf16 *P = (bf16 *)(F + TILE * LDF);
+	tc_tiles t;
+	(void)layout({ smem, 0 }, NF, FWD_LAYOUT, &t);
+	bf16 *Qs = t.op[0], *Ks = t.op[1], *Vs = t.op[2];
 	int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane >> 1;
-	float *Fw = F + 16 * w * LDF;
-	bf16 *Pw = P + 16 * w * LDP;
-	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
-	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * TILE;
-	int kend = min(q0 + TILE, T), i = q0 + 16 * w + r;
+	float *Fw = t.S + 16 * w * LDF;
+	bf16 *Pw = t.P + 16 * w * LDP;
+	attn_block blk = attn_block_of(ntiles, TILE, T, Dh, true);
+	size_t bh = blk.bh, off = blk.off;
+	int q0 = blk.r0, kend = min(q0 + TILE, T), i = q0 + 16 * w + r;
 	float mx = -INFINITY, sum = 0.0f;
 	frag_c acc[NF];
 
@@ -353,16 +353,16 @@ static __global__ void __launch_bounds__(TC_THREADS)
 {
 #if TC
 	extern __shared__ __align__(128) unsigned char smem[];
-	bf16 *Ks = (bf16 *)smem, *Vs = Ks + TILE * LDB(NF), *Qs = Vs + TILE * LDB(NF);
-	bf16 *dYs = Qs + TILE * LDB(NF);
-	float *S = (float *)(dYs + TILE * LDB(NF)), *dP = S + TILE * LDF;
-	bf16 *P = (bf16 *)(dP + TILE * LDF), *dS = P + TILE * LDP;
-	float *Ls = (float *)(dS + TILE * LDP), *Ds = Ls + TILE;
+	tc_tiles t;
+	(void)layout({ smem, 0 }, NF, DKV_LAYOUT, &t);
+	bf16 *Ks = t.op[0], *Vs = t.op[1], *Qs = t.op[2], *dYs = t.op[3];
+	float *Ls = t.L, *Ds = t.D;
 	int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane >> 1;
-	float *Sw = S + 16 * w * LDF, *dPw = dP + 16 * w * LDF;
-	bf16 *Pw = P + 16 * w * LDP, *dSw = dS + 16 * w * LDP;
-	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
-	int k0 = (int)(blockIdx.x % ntiles) * TILE, j = k0 + 16 * w + r;
+	float *Sw = t.S + 16 * w * LDF, *dPw = t.dP + 16 * w * LDF;
+	bf16 *Pw = t.P + 16 * w * LDP, *dSw = t.dS + 16 * w * LDP;
+	attn_block blk = attn_block_of(ntiles, TILE, T, Dh, false);
+	size_t bh = blk.bh, off = blk.off;
+	int k0 = blk.r0, j = k0 + 16 * w + r;
 	frag_c adk[NF], adv[NF];
 
 	load_tile<NF>(Ks, k + off, k0, T, Dh);
@@ -406,17 +406,16 @@ static __global__ void __launch_bounds__(TC_THREADS)
 {
 #if TC
 	extern __shared__ __align__(128) unsigned char smem[];
-	bf16 *Qs = (bf16 *)smem, *dYs = Qs + TILE * LDB(NF), *Ks = dYs + TILE * LDB(NF);
-	bf16 *Vs = Ks + TILE * LDB(NF);
-	float *S = (float *)(Vs + TILE * LDB(NF)), *dP = S + TILE * LDF;
-	bf16 *dS = (bf16 *)(dP + TILE * LDF);
-	float *Ls = (float *)(dS + TILE * LDP), *Ds = Ls + TILE;
+	tc_tiles t;
+	(void)layout({ smem, 0 }, NF, DQ_LAYOUT, &t);
+	bf16 *Qs = t.op[0], *dYs = t.op[1], *Ks = t.op[2], *Vs = t.op[3];
+	float *Ls = t.L, *Ds = t.D;
 	int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane >> 1;
-	float *Sw = S + 16 * w * LDF, *dPw = dP + 16 * w * LDF;
-	bf16 *dSw = dS + 16 * w * LDP;
-	size_t bh = blockIdx.x / ntiles, off = bh * T * Dh;
-	int q0 = (ntiles - 1 - (int)(blockIdx.x % ntiles)) * TILE;
-	int kend = min(q0 + TILE, T), i = q0 + 16 * w + r;
+	float *Sw = t.S + 16 * w * LDF, *dPw = t.dP + 16 * w * LDF;
+	bf16 *dSw = t.dS + 16 * w * LDP;
+	attn_block blk = attn_block_of(ntiles, TILE, T, Dh, true);
+	size_t bh = blk.bh, off = blk.off;
+	int q0 = blk.r0, kend = min(q0 + TILE, T), i = q0 + 16 * w + r;
 	frag_c acc[NF];
 
 	load_tile<NF>(Qs, q + off, q0, T, Dh);
@@ -449,22 +448,14 @@ static __global__ void __launch_bounds__(TC_THREADS)
 
 /* ---- launch ---------------------------------------------------------------- */
 
-/* fn may use `bytes` of dynamic shared memory (opting in above 48 KiB);
- * mgpu_cuda_attn_tc has checked the device allows it. */
-static int smem_set(const void *fn, size_t bytes)
-{
-	CU(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-	return 0;
-}
-
 template <int NF>
 static int fwd_launch(struct mgpu_dev *dev, float *y, float *lse, const float *q, const float *k,
 		      const float *v, int T, int Dh, float scale, int ntiles, unsigned blocks)
 {
-	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
-	size_t bytes = fwd_bytes(NF);
+	cudaStream_t st = stream_of(dev);
+	size_t bytes = smem_bytes(NF, FWD_LAYOUT);
 
-	MGPU_TRY(smem_set((const void *)k_fwd_tc<NF>, bytes));
+	MGPU_TRY(attn_smem_set((const void *)k_fwd_tc<NF>, bytes));
 	k_fwd_tc<NF><<<blocks, TC_THREADS, bytes, st>>>(y, lse, q, k, v, T, Dh, scale, ntiles);
 	LAUNCHED();
 	return 0;
@@ -475,15 +466,15 @@ static int bwd_launch(struct mgpu_dev *dev, float *dq, float *dk, float *dv, con
 		      const float *k, const float *v, const float *y, const float *dy,
 		      const float *lse, int T, int Dh, float scale, int ntiles, unsigned blocks)
 {
-	cudaStream_t st = (cudaStream_t)mgpu_cuda_stream(dev);
+	cudaStream_t st = stream_of(dev);
+	size_t dkv = smem_bytes(NF, DKV_LAYOUT), dqb = smem_bytes(NF, DQ_LAYOUT);
 
-	MGPU_TRY(smem_set((const void *)k_dkv_tc<NF>, dkv_bytes(NF)));
-	MGPU_TRY(smem_set((const void *)k_dq_tc<NF>, dq_bytes(NF)));
-	k_dkv_tc<NF><<<blocks, TC_THREADS, dkv_bytes(NF), st>>>(dk, dv, q, k, v, y, dy, lse, T,
-								 Dh, scale, ntiles);
+	MGPU_TRY(attn_smem_set((const void *)k_dkv_tc<NF>, dkv));
+	MGPU_TRY(attn_smem_set((const void *)k_dq_tc<NF>, dqb));
+	k_dkv_tc<NF><<<blocks, TC_THREADS, dkv, st>>>(dk, dv, q, k, v, y, dy, lse, T, Dh, scale,
+						      ntiles);
 	LAUNCHED();
-	k_dq_tc<NF><<<blocks, TC_THREADS, dq_bytes(NF), st>>>(dq, q, k, v, y, dy, lse, T, Dh,
-							       scale, ntiles);
+	k_dq_tc<NF><<<blocks, TC_THREADS, dqb, st>>>(dq, q, k, v, y, dy, lse, T, Dh, scale, ntiles);
 	LAUNCHED();
 	return 0;
 }
@@ -512,8 +503,8 @@ extern "C" int mgpu_cuda_attn_tc(struct mgpu_dev *dev, int Dh, int bwd)
 	if (mgpu_cuda_cc(dev) < 80 || !tc_code())
 		return 0;
 	if (!bwd)
-		return fwd_bytes(nf) <= most;
-	return dkv_bytes(nf) <= most && dq_bytes(nf) <= most;
+		return smem_bytes(nf, FWD_LAYOUT) <= most;
+	return smem_bytes(nf, DKV_LAYOUT) <= most && smem_bytes(nf, DQ_LAYOUT) <= most;
 }
 
 extern "C" int mgpu_cuda_attn_fwd_tc(struct mgpu_dev *dev, float *y, float *lse, const float *q,

@@ -1180,6 +1180,10 @@ static const struct mgpu_ops_case selftest[] = {
 	/* bf16 at a head width the tensor-core tiles pad (100 of 128 columns,
 	 * the widest tiles) and a T that leaves rows past it in both tiles */
 	{ .op = "flash", .m = 2, .n = 100, .k = 100, .scale = 0.1f, .prec = MGPU_PREC_BF16 },
+	/* a long context: cuda's GEMM form of attention (attn_gemm.cu, from
+	 * T = 512), fp32 and bf16, at gpt-2 small's head width */
+	{ .op = "flash", .m = 2, .n = 520, .k = 64, .scale = 0.125f },
+	{ .op = "flash", .m = 4, .n = 520, .k = 64, .scale = 0.125f, .prec = MGPU_PREC_BF16 },
 	/* the row ops at gpt-2 small's width (d 768) and a byte vocabulary, a
 	 * warp per row on cuda; xent's logits tie for the maximum */
 	{ .op = "ln", .m = 64, .n = 768, .acc = 1.0f },
@@ -1215,21 +1219,21 @@ static const struct mgpu_ops_case selftest[] = {
  * sensor window (H = 1), then pooling, upsampling, the norms, SiLU. */
 static const struct mgpu_ops_conv_case selftest_conv[] = {
 	{ .op = "conv", .cv = MGPU_CV(4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
-	{ .op = "conv", .flag = 3, .cv = MGPU_CV(4, 64, 28, 28, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1) },
-	{ .op = "conv", .flag = 1, .cv = MGPU_CV(4, 32, 15, 15, 32, 3, 3, 2, 2, 1, 1, 1, 1, 32) },
+	{ .op = "conv", .bias = 1, .acc = 1, .cv = MGPU_CV(4, 64, 28, 28, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1) },
+	{ .op = "conv", .bias = 1, .cv = MGPU_CV(4, 32, 15, 15, 32, 3, 3, 2, 2, 1, 1, 1, 1, 32) },
 	{ .op = "conv", .cv = MGPU_CV(2, 16, 13, 11, 24, 3, 3, 1, 1, 2, 2, 2, 2, 2) },
-	{ .op = "conv", .flag = 1, .cv = MGPU_CV(8, 6, 1, 100, 32, 1, 5, 1, 2, 0, 2, 1, 1, 1) },
+	{ .op = "conv", .bias = 1, .cv = MGPU_CV(8, 6, 1, 100, 32, 1, 5, 1, 2, 0, 2, 1, 1, 1) },
 	{ .op = "im2col", .cv = MGPU_CV(1, 8, 9, 7, 4, 3, 3, 2, 1, 1, 1, 1, 2, 1) },
-	{ .op = "pool", .flag = MGPU_POOL_MAX, .cv = MGPU_CV(4, 64, 28, 28, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(4, 32, 14, 14, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
-	{ .op = "pool", .flag = MGPU_POOL_AVG, .cv = MGPU_CV(8, 128, 7, 7, 0, 7, 7, 1, 1, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_MAX, .cv = MGPU_CV(4, 64, 28, 28, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_AVG, .cv = MGPU_CV(4, 32, 14, 14, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },
+	{ .op = "pool", .mode = MGPU_POOL_AVG, .cv = MGPU_CV(8, 128, 7, 7, 0, 7, 7, 1, 1, 0, 0, 0, 0, 0) },
 	{ .op = "upsample", .cv = MGPU_CV(2, 32, 14, 14, 0, 0, 0, 2, 2, 0, 0, 0, 0, 0) },
-	{ .op = "bn", .flag = 3, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
-	{ .op = "bn", .flag = 0, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .train = 1, .shift = 1, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "bn", .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 	{ .op = "gn", .cv = MGPU_CV(4, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8) },
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_SILU },
 	{ .op = "act_fwd", .n = 65536, .act = MGPU_ACT_RELU },
-	{ .op = "chan", .flag = 4, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
+	{ .op = "chan", .acc = 1, .cv = MGPU_CV(8, 64, 14, 14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) },
 };
 
 int mgpu_ops_compare(const struct mgpu_ops *ops, int index, const struct mgpu_ops *ref,

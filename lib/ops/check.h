@@ -102,24 +102,27 @@ struct mgpu_ops_case {
 
 /*
  * A case of the conv-net ops (check_conv.c), by op:
- *   conv      cv; flag bit 0 = bias, bit 1 = acc 1 (rows "conv_fwd",
+ *   conv      cv, bias, acc (rows "conv_fwd",
  *             "conv_bwd_data", "conv_bwd_weight")
  *   im2col    cv, one sample (rows "im2col", "col2im")
- *   pool      cv's N C H W KH KW sh sw ph pw, flag = enum mgpu_pool_mode
+ *   pool      cv's N C H W KH KW sh sw ph pw, mode
  *             (rows "pool_fwd", "pool_bwd")
  *   upsample  cv's N C H W and factors sh sw (rows "upsample_fwd", "_bwd")
- *   bn        cv's N C, HW = H W; flag bit 0 = train, bit 1 = a shift,
- *             bit 2 = acc 1; x centred at 3 (rows "bn_stats" (train only),
+ *   bn        cv's N C, HW = H W; train, shift (a shift given), acc;
+ *             x centred at 3 (rows "bn_stats" (train only),
  *             "bn_fwd", "bn_bwd_stats", "bn_bwd_data"; each op gets the
  *             reference's outputs of the one before)
  *   gn        cv's N C, HW = H W, G = groups (rows "gn_fwd", "gn_bwd")
  *   act_fwd   n, act
- *   chan      cv's N C, HW = H W; flag bit 2 = acc 1 (rows "chan_bias",
+ *   chan      cv's N C, HW = H W; acc (rows "chan_bias",
  *             "chan_sum")
  */
 struct mgpu_ops_conv_case {
 	const char *op;
-	int flag;
+	int bias;                  /* conv: with a bias */
+	int acc;                   /* conv, bn, chan: gradients added to (acc 1), else 0 */
+	enum mgpu_pool_mode mode;  /* pool */
+	int train, shift;          /* bn */
 	struct mgpu_conv cv;
 	size_t n;
 	enum mgpu_act act;

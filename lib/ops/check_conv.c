@@ -173,8 +173,8 @@ static int case_conv(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	int OW = MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
 	size_t nx = (size_t)g->N * g->C * g->H * g->W, ny = (size_t)g->N * g->K * OH * OW;
 	size_t nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW;
-	int bias = c->flag & 1, ix, iw, ib = -1, iy, idx, idy, idw, idb = -1;
-	float acc = (c->flag & 2) ? 1.0f : 0.0f;
+	int bias = c->bias, ix, iw, ib = -1, iy, idx, idy, idw, idb = -1;
+	float acc = c->acc ? 1.0f : 0.0f;
 	double e;
 	char shape[64];
 
@@ -263,7 +263,7 @@ static int case_pool(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	g.sw = c->cv.sw;
 	g.ph = c->cv.ph;
 	g.pw = c->cv.pw;
-	g.mode = (enum mgpu_pool_mode)c->flag;
+	g.mode = c->mode;
 	nx = (size_t)g.N * g.C * g.H * g.W;
 	ny = (size_t)g.N * g.C * MGPU_CONV_OUT(g.H, g.KH, g.sh, g.ph, 1) *
 	     MGPU_CONV_OUT(g.W, g.KW, g.sw, g.pw, 1);
@@ -272,7 +272,7 @@ static int case_pool(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	BOTH(pool_fwd(D, &g, dp(b, iy, S), dp(b, ix, S)));
 	snprintf(shape, sizeof shape, "N%d C%d %dx%d k%dx%d s%d,%d p%d,%d %s", g.N, g.C, g.H,
 		 g.W, g.KH, g.KW, g.sh, g.sw, g.ph, g.pw,
-		 c->flag >= 0 && c->flag < 3 ? mode[c->flag] : "?");
+		 c->mode >= 0 && c->mode < 3 ? mode[c->mode] : "?");
 	MGPU_TRY(cmp(b, iy, &e, NULL));
 	mgpu_ops_report_add(b->p, "pool_fwd", shape, e);
 	MGPU_TRY(in(b, ny, -1.0f, 1.0f, &idy));
@@ -315,7 +315,7 @@ static int case_bn(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	size_t nx, C;
 	int ix, ish = -1, ist, ig, ibe, irm, irv, iy, im, ir, idy, ids, idg, idb, idx,
 	    ist2 = -1, im2, ir2, ids2;
-	float acc = (c->flag & 4) ? 1.0f : 0.0f, *stats, *mean, *rstd, *dstats;
+	float acc = c->acc ? 1.0f : 0.0f, *stats, *mean, *rstd, *dstats;
 	double e;
 	char shape[64];
 
@@ -326,14 +326,14 @@ static int case_bn(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	bn.eps = 1e-5f;
 	bn.momentum = 0.1f;
 	bn.count = (double)bn.N * bn.HW;
-	bn.train = c->flag & 1;
+	bn.train = c->train;
 	nx = (size_t)bn.N * bn.C * bn.HW;
 	C = (size_t)bn.C;
 	snprintf(shape, sizeof shape, "N%d C%d HW%d %s%s%s", bn.N, bn.C, bn.HW,
-		 bn.train ? "train" : "eval", (c->flag & 2) ? " shift" : "",
+		 bn.train ? "train" : "eval", c->shift ? " shift" : "",
 		 acc != 0.0f ? " acc" : "");
 	MGPU_TRY(in(b, nx, 2.0f, 4.0f, &ix)); /* centred at 3: the sums must not cancel */
-	if (c->flag & 2)
+	if (c->shift)
 		MGPU_TRY(in(b, C, 2.5f, 3.5f, &ish));
 	MGPU_TRY(in(b, C, 0.5f, 1.5f, &ig));
 	MGPU_TRY(in(b, C, -0.5f, 0.5f, &ibe));
@@ -434,7 +434,7 @@ static int case_chan(struct bufs *b, const struct mgpu_ops_conv_case *c)
 {
 	int N = c->cv.N, C = c->cv.C, HW = c->cv.H * c->cv.W, iy, ib, idy, idb;
 	size_t n = (size_t)N * C * HW;
-	float acc = (c->flag & 4) ? 1.0f : 0.0f;
+	float acc = c->acc ? 1.0f : 0.0f;
 	double e = 0.0;
 	char shape[64];
 

@@ -385,6 +385,28 @@ MGPU_HD static inline void mgpu_attn_merge(float *mx, float *sum, float mx2, flo
 	*mx = m;
 }
 
+/* The row passes of attention's GEMM form (attn_gemm.c, attn_gemm.cu):
+ * element j of row i, 0 above the diagonal (the keys row i never sees), so
+ * the full (T,T) products that follow add nothing there. Forward: the
+ * definition's p from the row's max and sum of exponentials. Backward: p
+ * recomputed from the saved lse and ds = scale p (dp - D). */
+MGPU_HD static inline float mgpu_attn_causal_p(float s, float scale, float mx, float sum,
+					       int i, int j)
+{
+	return j > i ? 0.0f : mgpu_exp_neg(scale * s - mx) / sum;
+}
+
+MGPU_HD static inline void mgpu_attn_causal_pds(float s, float dp, float lse, float D,
+						float scale, int i, int j, float *p, float *ds)
+{
+	if (j > i) {
+		*p = *ds = 0.0f;
+		return;
+	}
+	*p = mgpu_attn_p(s, scale, lse);
+	*ds = mgpu_attn_ds(*p, dp, D, scale);
+}
+
 /* Element idx of the embedding output Y (B*T rows, D columns): the token's
  * row of wte plus the position's row of wpe. ids (B*T) are in [0, V). */
 MGPU_HD static inline float mgpu_emb_elem(const int32_t *ids, const float *wte,

@@ -104,6 +104,7 @@ static void cuda_fini(struct mgpu_dev *dev)
 	if (!im)
 		return;
 	mgpu_cuda_conv_release(dev);
+	mgpu_cuda_attn_gemm_release(dev);
 	/* fini cannot fail: errors are ignored, as close() ignores them */
 	(void)cudaSetDevice(dev->index);
 	if (im->part)
@@ -526,8 +527,8 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.add = mgpu_cuda_add,
 	.emb_fwd = mgpu_cuda_emb_fwd,
 	.emb_bwd = mgpu_cuda_emb_bwd,
-	.attn_fwd = mgpu_cuda_attn_fwd, /* attn_cuda.cu */
-	.attn_bwd = mgpu_cuda_attn_bwd,
+	.attn_fwd = mgpu_cuda_attn_any_fwd, /* attn_gemm.cu, or attn_cuda.cu's */
+	.attn_bwd = mgpu_cuda_attn_any_bwd,
 	.heads_split = mgpu_cuda_heads_split,
 	.heads_merge = mgpu_cuda_heads_merge,
 	.f32_to_bf16 = mgpu_cuda_f32_to_bf16,
@@ -554,24 +555,3 @@ extern "C" const struct mgpu_ops mgpu_ops_cuda = {
 	.chan_bias = mgpu_cuda_chan_bias,
 	.chan_sum = mgpu_cuda_chan_sum,
 };
-
-/* The stream of a cuda device, for the NCCL code that runs beside it. */
-extern "C" void **mgpu_cuda_conv_slot(struct mgpu_dev *dev)
-{
-	return &impl_of(dev)->conv;
-}
-
-extern "C" void *mgpu_cuda_stream(struct mgpu_dev *dev)
-{
-	return dev->impl ? (void *)stream_of(dev) : NULL;
-}
-
-extern "C" int mgpu_cuda_cc(struct mgpu_dev *dev)
-{
-	return dev->impl ? impl_of(dev)->cc : 0;
-}
-
-extern "C" int mgpu_cuda_smem_optin(struct mgpu_dev *dev)
-{
-	return dev->impl ? impl_of(dev)->smem_optin : 0;
-}

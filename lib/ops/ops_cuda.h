@@ -64,14 +64,31 @@ int mgpu_cuda_attn_bwd_tc(struct mgpu_dev *dev, float *dq, float *dk, float *dv,
 			  const float *k, const float *v, const float *y, const float *dy,
 			  const float *lse, int T, int Dh, float scale, int ntiles, unsigned blocks);
 
-/* ops_cuda.cu: the stream every op of dev is queued on; the device's
+/* emb_cuda.cu: emb_bwd's token table dwte (V,D) from dY (N,D) and ids (N),
+ * ref's sums bit for bit (checked arguments; dev need not be current). */
+int mgpu_cuda_emb_tok(struct mgpu_dev *dev, float *dwte, const float *dY, const int32_t *ids,
+		      size_t N, int V, int D, float acc);
+
+/* attn_gemm.cu: attn_fwd and attn_bwd of the table: attn_gemm.c's cuBLAS
+ * form where mgpu_attn_gemm_takes says so, else the fused kernels above;
+ * mgpu_cuda_attn_gemm_release frees dev's scratch (dev's close). */
+int mgpu_cuda_attn_any_fwd(struct mgpu_dev *dev, float *y, float *lse, const float *q,
+			   const float *k, const float *v, int BH, int T, int Dh, float scale,
+			   enum mgpu_prec prec);
+int mgpu_cuda_attn_any_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv,
+			   const float *q, const float *k, const float *v, const float *y,
+			   const float *dy, const float *lse, int BH, int T, int Dh, float scale,
+			   enum mgpu_prec prec);
+void mgpu_cuda_attn_gemm_release(struct mgpu_dev *dev);
+
+/* dev_cuda.cu: the stream every op of dev is queued on; the device's
  * compute capability (10 major + minor) and the shared memory a block may
  * opt in to, both asked once when dev opens. */
 void *mgpu_cuda_stream(struct mgpu_dev *dev);
 int mgpu_cuda_cc(struct mgpu_dev *dev);
 int mgpu_cuda_smem_optin(struct mgpu_dev *dev);
 
-/* ops_cuda.cu: where conv_cuda.cu keeps dev's cuDNN state (NULL until the
+/* dev_cuda.cu: where conv_cuda.cu keeps dev's cuDNN state (NULL until the
  * first conv-net op); conv_cuda.cu frees it when dev closes. */
 void **mgpu_cuda_conv_slot(struct mgpu_dev *dev);
 void mgpu_cuda_conv_release(struct mgpu_dev *dev);

@@ -610,7 +610,7 @@ static int load_into(const struct mgpu_st *st, const char *path, const struct mg
 static int same_spec(const struct mgpu_st *st, const char *path, const struct mgpu_model *m)
 {
 	const char *saved = mgpu_st_meta(st, "mgpu_spec");
-	char spec[512];
+	char spec[MGPU_SPEC_TEXT_MAX];
 
 	if (!saved) /* weights from elsewhere: their shapes are checked */
 		return 0;

@@ -1,7 +1,8 @@
 /*
  * ckpt.h - checkpoints: a directory per save, made whole before it appears.
  *
- * SAVE_DIR/step-NNNNNNNN/ holds model.safetensors (weights, loadable by
+ * SAVE_DIR/step-NNNNNNNN/ holds model.safetensors (weights, and a cnn's
+ * BatchNorm running statistics, rank 0's, as torch names them; loadable by
  * safetensors.torch.load_file), optim.safetensors (optimizer state under
  * "<param>.momentum" or "<param>.exp_avg"/"<param>.exp_avg_sq") and
  * state.json (step, epoch, position in the epoch, seeds, world size, data
@@ -30,7 +31,7 @@ struct mgpu_ckpt_state {
 	int world_size;
 	int64_t global_batch; /* samples per optimizer step when saved */
 	double norm_scale, norm_shift;
-	char spec[512];
+	char spec[MGPU_SPEC_TEXT_MAX];
 	/* --dtype fp16: the loss scale (0: none saved), clean steps since it
 	 * last changed, steps skipped so far */
 	double loss_scale;

@@ -11,7 +11,7 @@
 
 #include <math.h>   /* sqrt */
 #include <stdlib.h> /* getenv */
-#include <string.h> /* memset, strcmp */
+#include <string.h> /* memset, strcmp, strstr */
 #include <unistd.h> /* close */
 
 #include "comm/mpi.h"    /* mgpu_mpi_in_build */
@@ -160,6 +160,21 @@ static int hook(void *ctx, int layer, size_t off, size_t cnt)
 	return s->st->reduce_bucket(s, layer, off, cnt);
 }
 
+/* Rank 0's buffers (BatchNorm's running statistics) to every rank, as
+ * torch DDP's constructor broadcasts them: the other ranks may not have
+ * initialised or loaded theirs (the strategies that share the weights let
+ * rank 0 alone do that), and a BatchNorm's sums are taken around its
+ * running mean, which --sync-bn needs to be the same on every rank. A sum
+ * with zeros from the others: exact. */
+static int share_buffers(struct mgpu_sync *s, struct mgpu_model *m)
+{
+	if (s->world == 1 || m->nbufvals == 0)
+		return 0;
+	if (s->rank != 0)
+		MGPU_TRY(m->dev->ops->zero(m->dev, m->buf, m->nbufvals * sizeof(float)));
+	return mgpu_sync_stats(s, m->buf, m->nbufvals);
+}
+
 int mgpu_sync_bind(struct mgpu_sync *s, struct mgpu_model *m, struct mgpu_optim *o)
 {
 	int l;
@@ -174,7 +189,31 @@ int mgpu_sync_bind(struct mgpu_sync *s, struct mgpu_model *m, struct mgpu_optim 
 	m->grad_ready = hook;
 	m->grad_ctx = s;
 	o->norm2_dev = m->stats + MGPU_STAT_NORM2; /* read with the step's statistics */
-	return s->st->bind ? s->st->bind(s) : 0;
+	if (s->st->bind)
+		MGPU_TRY(s->st->bind(s));
+	return share_buffers(s, m);
+}
+
+/* The model's stat_sum under --sync-bn (model/model.h). */
+static int stat_hook(void *ctx, int layer, float *sums, size_t count)
+{
+	(void)layer;
+	return mgpu_sync_stats(ctx, sums, count);
+}
+
+int mgpu_sync_bind_bn(struct mgpu_sync *s, struct mgpu_model *m)
+{
+	int i;
+
+	for (i = 0; i < m->nbuffer; i++)
+		if (strstr(m->buffers[i].name, "running_mean"))
+			break;
+	if (i == m->nbuffer)
+		return mgpu_err(MGPU_EINVAL, "--sync-bn: the model has no BatchNorm layer to "
+				"sync (no running_mean buffer)");
+	m->stat_sum = stat_hook;
+	m->stat_ctx = s;
+	return 0;
 }
 
 void mgpu_sync_micro(struct mgpu_sync *s, int last, float lr)

@@ -104,10 +104,18 @@ const char *mgpu_mode_name(int mode);
  * built: in bf16 a cpu rank's model keeps its own fp32 gradient. */
 int mgpu_sync_set_grad_prec(struct mgpu_sync *s, int prec);
 /* Bind a built model and optimizer to the strategy: buckets, hooks, and
- * for cpu the shared buffers (rank 0's initial weights are published). The
+ * for cpu the shared buffers (rank 0's initial weights are published);
+ * every rank takes rank 0's model buffers (BatchNorm's running
+ * statistics, m->buf), as torch DDP does at its start. The
  * model and optimizer must have been created with the buffers from
  * mgpu_sync_model_buffers(). */
 int mgpu_sync_bind(struct mgpu_sync *s, struct mgpu_model *m, struct mgpu_optim *o);
+/* --sync-bn: the model's stat_sum hook (model/model.h, which a family's
+ * BatchNorm calls with its per-channel sums) becomes mgpu_sync_stats, so
+ * each BatchNorm normalises with the statistics of every rank's batch.
+ * After mgpu_sync_bind. MGPU_EINVAL when the model has no BatchNorm (no
+ * running_mean buffer). */
+int mgpu_sync_bind_bn(struct mgpu_sync *s, struct mgpu_model *m);
 /* Buffers the model and optimizer of this rank must use (NULL: their own). */
 void mgpu_sync_model_buffers(const struct mgpu_sync *s, int host_memory, float **w,
 			     float **g, float **state0, float **state1);

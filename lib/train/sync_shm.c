@@ -432,7 +432,7 @@ int mgpu_sync_shm_sum_f32(struct mgpu_dev *dev, struct mgpu_shm *shm, float *v, 
 	float buf[MGPU_SHM_MAX_FLOATS];
 	size_t k;
 
-	if (dev->ops->host_memory)
+	if (mgpu_ops_can(dev->ops, MGPU_CAP_HOST_MEMORY))
 		return mgpu_shm_allreduce_f32(shm, v, n);
 	for (; n > 0; n -= k, v += k) {
 		k = n < MGPU_SHM_MAX_FLOATS ? n : MGPU_SHM_MAX_FLOATS;

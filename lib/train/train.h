@@ -35,6 +35,7 @@ struct mgpu_train_cfg {
 	struct mgpu_spec spec;
 	int prec;                     /* enum mgpu_prec of the products (--dtype) */
 	int grad_prec;                /* enum mgpu_prec of the all-reduce (--grad-dtype) */
+	int sync_bn;                  /* --sync-bn: BatchNorm's statistics summed over ranks */
 	char backend[16];             /* "cpu", "ref" or "cuda" */
 	int ndevices;                 /* devices listed (--gpus); 0: CPU ranks */
 	int devices[MGPU_MAX_DEVICES];/* backend device of each local rank */

@@ -112,7 +112,7 @@ static int resume_state(const struct mgpu_train_cfg *c, char *dir, size_t len,
 {
 	const struct mgpu_batch_plan *p = &c->plan;
 	struct mgpu_spec s = c->spec, ck;
-	char spec[512], split[128];
+	char spec[MGPU_SPEC_TEXT_MAX], split[128];
 
 	MGPU_TRY(mgpu_ckpt_resolve(c->resume, dir, len));
 	MGPU_TRY(mgpu_ckpt_load_state(dir, st, NULL, NULL));
@@ -242,6 +242,8 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	if (c->resume[0])
 		MGPU_TRY(resume(r));
 	MGPU_TRY(mgpu_sync_bind(&r->sync, &r->model, &r->opt));
+	if (c->sync_bn)
+		MGPU_TRY(mgpu_sync_bind_bn(&r->sync, &r->model));
 	r->order = malloc((r->d->ntrain + 1) * sizeof *r->order);
 	r->rank_order = malloc(((size_t)r->steps_per_epoch * (size_t)r->plan->accum *
 				(size_t)r->plan->batch + 1) * sizeof *r->rank_order);

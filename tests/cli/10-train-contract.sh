@@ -17,7 +17,7 @@ expect 2 "--epochs: 0 is out of range" "$BIN/mgpu-train" --epochs 0
 expect 2 "--optimizer: 'adam' is not one of sgd|adamw" "$BIN/mgpu-train" --optimizer adam
 expect 2 "unexpected argument 'extra'" "$BIN/mgpu-train" extra
 expect 2 "--model: an mlp needs at least two sizes" "$BIN/mgpu-train" --model mlp:10
-expect 2 "--model: not a spec (mlp:... or gpt:...) and 'no.spec': cannot open" "$BIN/mgpu-train" --model no.spec
+expect 2 "--model: not a spec (mlp:..., gpt:... or cnn:...) and 'no.spec': cannot open" "$BIN/mgpu-train" --model no.spec
 expect 2 "--format: 'xml' is not one of tsv|json|markdown" "$BIN/mgpu-train" --format xml
 expect 2 "--json and --format tsv: choose one" "$BIN/mgpu-train" --json --format tsv
 expect 2 "--output: empty file name" "$BIN/mgpu-train" -o ''

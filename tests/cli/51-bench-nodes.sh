@@ -21,9 +21,13 @@ fi
 
 . "$SRC/tests/netns.sh"
 netns_up 1 # skips (77) with the reason where namespaces cannot be made
+# mgpu-bench, its pid kept: its hosts are mgpub-PID-*, and another test
+# run on this machine may hold hosts of its own meanwhile
+bench() { sh -c 'echo $$ >bench.pid; exec "$0" "$@"' "$B" "$@"; }
+left() { ip netns list | grep "^mgpub-$(cat bench.pid)-" || true; }
 mpi=cpu
 "$BIN/mgpu-train" -V -v | grep -q 'mpi=1' && command -v mpirun >/dev/null && mpi=cpu,mpi
-"$B" train --cpu-ranks 1 --nodes 1,2 --sync-backends $mpi --link-rate 50mbit --repeat 1 \
+bench train --cpu-ranks 1 --nodes 1,2 --sync-backends $mpi --link-rate 50mbit --repeat 1 \
 	--warmup-steps 4 -- $w >out.tsv 2>err.txt || fail "sweep: $(cat err.txt)"
 python3 - out.tsv "$mpi" <<'PY' || fail "table: $(cat out.tsv)"
 import csv, sys
@@ -44,16 +48,16 @@ for r in rows[1:]:
     assert ("--nnodes 2" in r["command"]) == (r["sync_backend"] == "cpu"), r
     assert "--node-rank" not in r["command"], r
 PY
-ip netns list | grep -q "^mgpub-" && fail "namespaces left behind: $(ip netns list)"
+[ -z "$(left)" ] || fail "namespaces left behind: $(left)"
 
 # a delay: netem where the kernel has it, else an error saying so
 if ip netns exec "$NETNS_PFX-h1" tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
-	"$B" train --cpu-ranks 1 --nodes 2 --link-delay 2 --repeat 1 --warmup-steps 4 -- $w \
+	bench train --cpu-ranks 1 --nodes 2 --link-delay 2 --repeat 1 --warmup-steps 4 -- $w \
 		>out.tsv 2>err.txt || fail "--link-delay: $(cat err.txt)"
 	grep -q "2 nodes x 1 CPU rank (DDP, +2ms)" out.tsv || fail "delay row: $(cat out.tsv)"
 else
 	expect 1 "--link-delay: this kernel has no netem qdisc" \
-		"$B" train --cpu-ranks 1 --nodes 2 --link-delay 2 -- $w
+		bench train --cpu-ranks 1 --nodes 2 --link-delay 2 -- $w
 fi
-ip netns list | grep -q "^mgpub-" && fail "namespaces left behind: $(ip netns list)"
+[ -z "$(left)" ] || fail "namespaces left behind: $(left)"
 exit 0

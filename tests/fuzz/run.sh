@@ -124,7 +124,8 @@ if kind == "npy":
     open(c + "/pgm", "wb").write(pgm)
 else:
     with tarfile.open(c + "/t", "w", format=tarfile.USTAR_FORMAT) as t:
-        for name, d in (("a.npy", npy("|u1", "(2, 3)", bytes(6))), ("a.cls", b"3"),
+        # the .npy has the .pgm's shape (1x2x3), so the cache seeds build
+        for name, d in (("a.npy", npy("|u1", "(1, 2, 3)", bytes(6))), ("a.cls", b"3"),
                         ("b.x.pgm", pgm), ("b.cls", b"1")):
             m = tarfile.TarInfo(name); m.size = len(d); t.addfile(m, io.BytesIO(d))
 PY

@@ -761,6 +761,36 @@ static void test_lm_model(void)
 	T_CHECK(mgpu_bench_workload_parse(bad, &w) < 0, "a bad spec parsed");
 }
 
+/* A GPU row at a context of 512 or more adds the (T,T) scratch of
+ * attention's GEMM form (one chunk of B*H heads: S and dP, and in bf16 the
+ * four operands); a CPU row at the same shape does not. */
+static void test_lm_attn_scratch(void)
+{
+	static struct mgpu_bench_trow rows[2];
+	static const char *const argv[] = { "mgpu-train", "--model",
+				"gpt:layers=1,heads=2,dim=8,ctx=512,vocab=16", "--dtype", "bf16",
+				NULL };
+	struct mgpu_bench_peak pk = { 1e9, "a test peak" };
+	struct mgpu_bench_workload w;
+	int64_t base;
+
+	T_OK(mgpu_bench_workload_parse(argv, &w));
+	snprintf(rows[0].kind, sizeof rows[0].kind, "cpu");
+	snprintf(rows[0].mode, sizeof rows[0].mode, "ddp");
+	rows[0].devices = rows[0].ndev = 1;
+	rows[0].samples_per_s = 10;
+	rows[0].effective_batch = 3;
+	rows[1] = rows[0];
+	snprintf(rows[1].kind, sizeof rows[1].kind, "gpu");
+	mgpu_bench_lm_fill(&rows[0], &w, &pk);
+	mgpu_bench_lm_fill(&rows[1], &w, &pk);
+	base = mgpu_bench_gpt_mem_estimate(&w.spec, 3, w.nstate, 1, 1);
+	T_CHECK(rows[0].mem_est_bytes == base, "cpu %lld vs %lld",
+		(long long)rows[0].mem_est_bytes, (long long)base);
+	T_CHECK(rows[1].mem_est_bytes == base + 2LL * 6 * 512 * 512 * 4 + 4LL * 6 * 512 * 4 * 2,
+		"gpu %lld, base %lld", (long long)rows[1].mem_est_bytes, (long long)base);
+}
+
 static void test_lm_rows(void)
 {
 	static struct mgpu_bench_trow rows[2];
@@ -989,6 +1019,7 @@ int main(void)
 	T_RUN(test_lm_peaks);
 	T_RUN(test_lm_model);
 	T_RUN(test_lm_rows);
+	T_RUN(test_lm_attn_scratch);
 	T_RUN(test_lm_bf16_operands);
 	T_RUN(test_dtype_labels);
 	T_RUN(test_dtype_rows);

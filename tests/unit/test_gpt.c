@@ -380,7 +380,7 @@ static void test_spec(void)
 		{ "gpt:layers=2,,heads=2,dim=8,ctx=4", "empty option" },
 		{ "gpt:layers=2,heads=2,dim=8,ctx=4,", "empty option" },
 		{ "gpt:layers", "lacks '=VALUE'" },
-		{ "rnn:4", "does not start with 'mlp:' or 'gpt:'" },
+		{ "rnn:4", "does not start with 'mlp:', 'gpt:' or 'cnn:'" },
 		{ "gpt:layers=2,heads=2,dim=8,ctx=4,vocab=2147483648", "vocab '2147483648'" },
 		{ "gpt:layers=2,heads=2,dim=8,ctx=4,vocab=300,padded_vocab=299",
 		  "padded_vocab 299 is below vocab 300" },

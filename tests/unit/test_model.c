@@ -379,7 +379,7 @@ static void test_spec(void)
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784", "t"), MGPU_EINVAL, "at least two");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784-x-10", "t"), MGPU_EINVAL, "bad layer size");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:784-0-10", "t"), MGPU_EINVAL, "bad layer size");
-	T_FAILS(mgpu_spec_parse(&s, "cnn:1-2", "t"), MGPU_EINVAL, "does not start with");
+	T_FAILS(mgpu_spec_parse(&s, "rnn:1-2", "t"), MGPU_EINVAL, "does not start with");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:4-2,act=swish", "t"), MGPU_EINVAL, "act 'swish'");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:4-2,dropout=1", "t"), MGPU_EINVAL, "dropout");
 	T_FAILS(mgpu_spec_parse(&s, "mlp:4-2,colour=red", "t"), MGPU_EINVAL, "unknown option");

@@ -6,8 +6,10 @@
  * leaders meet over TCP on the loopback, with node 1's second rank late
  * at every bucket so that the leaders meet a sum with different buckets
  * in hand (tests/sync_stats_rank.h does the rank's part and checks every
- * sum and the step's weights). Two network-namespace nodes and mpirun:
- * tests/cli/50b-sync-stats-nodes.sh.
+ * sum and the step's weights, and that every rank took rank 0's BatchNorm
+ * buffers when binding); a model without BatchNorm refuses the hook. Two
+ * network-namespace nodes and mpirun:
+ * tests/cli/50b-sync-bn-nodes.sh.
  */
 #include <pthread.h>  /* pthread_create */
 #include <stdio.h>    /* snprintf, fflush */
@@ -70,6 +72,33 @@ static void test_one_rank(void)
 
 	T_OK(sr_run(&j));
 	T_CHECK(j.sums == STEPS * 7, "%ld sums", j.sums);
+}
+
+/* The hook needs a BatchNorm to serve: a model without buffers is refused. */
+static void test_no_bn(void)
+{
+	struct mgpu_rank_env env = { .world = 1, .local_world = 1, .nnodes = 1,
+				     .listen_fd = -1 };
+	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_SGD };
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	struct mgpu_optim o;
+	struct mgpu_sync s;
+
+	T_OK(mgpu_spec_parse(&spec, SR_SPEC, "test"));
+	T_OK(mgpu_dev_open(&dev, mgpu_ops_find("cpu"), 0));
+	T_OK(mgpu_sync_open(&s, &env, MGPU_SYNC_CPU, mgpu_model_count(&spec), 0, &dev, 1000));
+	T_OK(mgpu_model_create(&m, &spec, &dev, 1));
+	T_OK(mgpu_optim_create(&o, &m, &oc));
+	T_OK(mgpu_sync_bind(&s, &m, &o));
+	T_FAILS(mgpu_sync_bind_bn(&s, &m), MGPU_EINVAL,
+		"--sync-bn: the model has no BatchNorm layer to sync");
+	T_CHECK(m.stat_sum == NULL, "hook set anyway");
+	mgpu_optim_free(&o);
+	mgpu_model_free(&m);
+	mgpu_sync_close(&s);
+	mgpu_dev_close(&dev);
 }
 
 static void test_ddp(void)
@@ -145,6 +174,7 @@ static void test_dp(void)
 int main(void)
 {
 	T_RUN(test_one_rank);
+	T_RUN(test_no_bn);
 	T_RUN(test_ddp);
 	T_RUN(test_staged);
 	T_RUN(test_dp);

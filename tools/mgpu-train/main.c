@@ -24,6 +24,7 @@
 #include "data/source.h"   /* mgpu_source_* */
 #include "comm/launch.h"   /* mgpu_launch_env, mgpu_launch_run */
 #include "comm/mpi.h"      /* mgpu_mpi_in_build */
+#include "model/arch.h"      /* mgpu_arch_of: a family's flags */
 #include "model/hf_gpt2.h"    /* mgpu_hf_gpt2_export */
 #include "model/model.h"      /* mgpu_model_generate */
 #include "train/sync.h"       /* mgpu_sync_name */
@@ -290,7 +291,7 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = out->cfg;
 	const struct mgpu_batch_plan *p = &c->plan;
-	char spec[512], nodes[32] = "", shape[64];
+	char spec[MGPU_SPEC_TEXT_MAX], nodes[32] = "", shape[64];
 
 	if (out->quiet)
 		return;
@@ -541,6 +542,9 @@ static void check_sample(const struct train_opts *o)
 	if (o->sample && !mgpu_spec_is_lm(&o->cfg.spec))
 		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
 			    "does not generate text");
+	if (o->cfg.prec != MGPU_PREC_FP32 && (mgpu_arch_of(&o->cfg.spec)->flags & MGPU_ARCH_FP32))
+		usage_error("--dtype %s: a %s trains in fp32 only (its convolutions and norms are "
+			    "fp32 ops)", mgpu_prec_name(o->cfg.prec), mgpu_arch_of(&o->cfg.spec)->name);
 	if ((o->export_hf[0] || o->cfg.init[0]) && !mgpu_hf_gpt2_supports(&o->cfg.spec))
 		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
 	if (o->cfg.init[0] && o->cfg.resume[0])
@@ -550,6 +554,19 @@ static void check_sample(const struct train_opts *o)
 		if ((unsigned char)o->prompt[i] >= o->cfg.spec.vocab)
 			usage_error("--prompt: byte %d at position %zu is not below the model's "
 				    "vocab %d", (unsigned char)o->prompt[i], i, o->cfg.spec.vocab);
+}
+
+/* --sync-bn sums what BatchNorm layers compute; an mlp and a gpt have
+ * none. A resumed run's model is the checkpoint's, which the ranks check
+ * (mgpu_sync_bind_bn). */
+static void check_sync_bn(const struct train_opts *o)
+{
+	const struct mgpu_spec *s = &o->cfg.spec;
+
+	if (o->cfg.sync_bn && !o->cfg.resume[0] &&
+	    (s->kind == MGPU_MODEL_MLP || s->kind == MGPU_MODEL_GPT))
+		usage_error("--sync-bn: %s has no BatchNorm layer to sync",
+			    s->kind == MGPU_MODEL_MLP ? "an mlp" : "a gpt");
 }
 
 static void on_progress(void *ctx, const struct mgpu_step_info *s)
@@ -785,6 +802,7 @@ int cmd_main(int argc, char **argv)
 	if (o.selftest)
 		return selftest(&o);
 	check_sample(&o);
+	check_sync_bn(&o);
 	check_evaluate(&o);
 	resolve_gpus(&o);
 	resolve_world(&o);

@@ -170,6 +170,9 @@ static const struct mgpu_opt options[] = {
 		       "gradient all-reduce", 0),
 	MGPU_OPT_WORDS_N("grad-dtype", O, cfg.grad_prec, mgpu_prec_words, MGPU_PREC_BF16 + 1,
 			 "fp32|bf16", "all-reduce gradients in bf16 (half the bytes)", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_FLAG, "sync-bn", 0, O, cfg.sync_bn, 0, 0, NULL,
+		     "BatchNorm with the whole global batch's statistics (torch's "
+		     "SyncBatchNorm); without it each rank normalises its own", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "nnodes", 0, O, nnodes, 1, MGPU_MAX_NODES, "N",
 		     "nodes, one launcher each (MASTER_ADDR, MASTER_PORT name node 0)", 0),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "node-rank", 0, O, node_rank, 0, MGPU_MAX_NODES - 1, "I",
