@@ -37,6 +37,10 @@ int mgpu_model_alloc_params(struct mgpu_model *m)
 {
 	size_t nbytes = m->nparams * sizeof(float);
 
+	if (m->buffers_failed == MGPU_ENOMEM)
+		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
+	if (m->buffers_failed)
+		return mgpu_err(MGPU_EINVAL, "model: more than %d buffers", MGPU_MAX_BUFFERS);
 	if (!m->ext_w)
 		MGPU_TRY(mgpu_model_alloc(m, &m->w, nbytes));
 	if (!m->ext_g)
@@ -71,13 +75,11 @@ struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name,
 {
 	struct mgpu_param *p;
 
-	if (m->nbuffer == MGPU_MAX_BUFFERS) {
-		mgpu_err(MGPU_EINVAL, "model: more than %d buffers", MGPU_MAX_BUFFERS);
-		return NULL;
-	}
-	if (!m->buffers && !(m->buffers = calloc(MGPU_MAX_BUFFERS, sizeof *m->buffers))) {
-		mgpu_err(MGPU_ENOMEM, "model: out of host memory");
-		return NULL;
+	if (!m->buffers)
+		m->buffers = calloc(MGPU_MAX_BUFFERS, sizeof *m->buffers);
+	if (!m->buffers || m->nbuffer == MGPU_MAX_BUFFERS) {
+		m->buffers_failed = m->buffers ? MGPU_EINVAL : MGPU_ENOMEM;
+		return &m->buffer_lost;
 	}
 	p = &m->buffers[m->nbuffer++];
 	describe_param(p, name, rows, cols, &m->nbufvals);

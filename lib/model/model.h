@@ -80,6 +80,8 @@ struct mgpu_model {
 	float *buf;
 	int nbuffer;                 /* at most MGPU_MAX_BUFFERS */
 	struct mgpu_param *buffers;  /* host array the model owns; NULL: none */
+	int buffers_failed;          /* an add_buffer failed: alloc_params says so */
+	struct mgpu_param buffer_lost; /* what a failed add_buffer returned */
 	int32_t *labels;             /* (B) labels, or a gpt's (B*T) targets */
 	float *dlogits, *row_loss, *row_correct;
 	double *stats;               /* (MGPU_STATS) a step's statistics (device) */
@@ -206,9 +208,9 @@ int mgpu_model_alloc(struct mgpu_model *m, void *pp, size_t nbytes);
 /* w and g (unless the caller gave them), g zeroed, and buf: a create's
  * first call after its layout. */
 int mgpu_model_alloc_params(struct mgpu_model *m);
-/* The next buffer (m->buffers): name, shape (ndim 1 or 2: rows, cols);
- * NULL (with a message) when there are MGPU_MAX_BUFFERS already or no
- * host memory. */
+/* The next buffer (m->buffers): name, shape (ndim 1 or 2: rows, cols).
+ * Past MGPU_MAX_BUFFERS or out of host memory it returns a stand-in (never
+ * NULL, so a layout need not check) and mgpu_model_alloc_params fails. */
 struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name, int rows,
 					 int cols);
 /* A layer's per-channel batch statistics (sums, count floats, device)
