@@ -6,9 +6,8 @@
  */
 #include "model/model.h"
 
-#include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* malloc, free */
-#include <string.h> /* memcpy, memset */
+#include <stdlib.h> /* malloc, realloc, calloc, free */
+#include <string.h> /* memcpy, memset, strlen */
 
 #include "core/err.h"     /* mgpu_err, MGPU_TRY */
 #include "data/samples.h" /* enum mgpu_dtype */
@@ -17,9 +16,17 @@
 
 int mgpu_model_alloc(struct mgpu_model *m, void *pp, size_t nbytes)
 {
-	if (m->nallocs == MGPU_MODEL_MAX_ALLOCS)
-		return mgpu_err(MGPU_EINVAL, "model: more than %d device buffers",
-				MGPU_MODEL_MAX_ALLOCS);
+	void **a;
+	int cap;
+
+	if (m->nallocs == m->allocs_cap) {
+		cap = m->allocs_cap ? 2 * m->allocs_cap : 64;
+		a = realloc(m->allocs, (size_t)cap * sizeof *a);
+		if (!a)
+			return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
+		m->allocs = a;
+		m->allocs_cap = cap;
+	}
 	MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)pp, nbytes));
 	m->allocs[m->nallocs++] = *(void **)pp;
 	m->dev_bytes += nbytes;
@@ -30,6 +37,10 @@ int mgpu_model_alloc_params(struct mgpu_model *m)
 {
 	size_t nbytes = m->nparams * sizeof(float);
 
+	if (m->buffers_failed == MGPU_ENOMEM)
+		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
+	if (m->buffers_failed)
+		return mgpu_err(MGPU_EINVAL, "model: more than %d buffers", MGPU_MAX_BUFFERS);
 	if (!m->ext_w)
 		MGPU_TRY(mgpu_model_alloc(m, &m->w, nbytes));
 	if (!m->ext_g)
@@ -45,7 +56,12 @@ int mgpu_model_alloc_params(struct mgpu_model *m)
 static void describe_param(struct mgpu_param *p, const char *name, int rows, int cols,
 			   size_t *total)
 {
-	snprintf(p->name, sizeof p->name, "%s", name);
+	size_t n = strlen(name);
+
+	if (n >= sizeof p->name) /* names are made to fit; a long one is cut */
+		n = sizeof p->name - 1;
+	memcpy(p->name, name, n);
+	p->name[n] = '\0';
 	p->off = *total;
 	p->ndim = cols ? 2 : 1;
 	p->shape[0] = rows;
@@ -57,8 +73,15 @@ static void describe_param(struct mgpu_param *p, const char *name, int rows, int
 struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name, int rows,
 					 int cols)
 {
-	struct mgpu_param *p = &m->buffers[m->nbuffer++];
+	struct mgpu_param *p;
 
+	if (!m->buffers)
+		m->buffers = calloc(MGPU_MAX_BUFFERS, sizeof *m->buffers);
+	if (!m->buffers || m->nbuffer == MGPU_MAX_BUFFERS) {
+		m->buffers_failed = m->buffers ? MGPU_EINVAL : MGPU_ENOMEM;
+		return &m->buffer_lost;
+	}
+	p = &m->buffers[m->nbuffer++];
 	describe_param(p, name, rows, cols, &m->nbufvals);
 	return p;
 }
@@ -155,6 +178,8 @@ void mgpu_model_free(struct mgpu_model *m)
 	/* w and g are in allocs only when this model allocated them */
 	for (i = 0; i < m->nallocs; i++)
 		m->dev->ops->release(m->dev, m->allocs[i]);
+	free(m->allocs);
+	free(m->buffers);
 	/* sizes are only needed for accounting: the total is released at once */
 	m->dev->bytes_cur -= m->dev_bytes;
 	memset(m, 0, sizeof *m);
@@ -248,10 +273,17 @@ int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes,
 	return mgpu_model_load(m, &in);
 }
 
-int mgpu_model_check_row(const struct mgpu_model *m, const void *row, int dtype, size_t *pos,
-			 uint32_t *id)
+int mgpu_model_check_rows(const struct mgpu_model *m, const void *rows, size_t n,
+			  size_t row_nbytes, int dtype, size_t *row, size_t *pos, uint32_t *id)
 {
-	return m->arch->check_row ? m->arch->check_row(m, row, dtype, pos, id) : 0;
+	size_t i;
+
+	for (i = 0; m->arch->check_row && i < n; i++)
+		if (m->arch->check_row(m, (const char *)rows + i * row_nbytes, dtype, pos, id)) {
+			*row = i;
+			return MGPU_ERANGE;
+		}
+	return 0;
 }
 
 int mgpu_model_forward(struct mgpu_model *m, int B, int train)

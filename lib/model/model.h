@@ -38,8 +38,6 @@ struct mgpu_arch; /* model/arch.h */
 #define MGPU_MAX_BUCKETS MGPU_MAX_LAYERS
 /* a BatchNorm keeps 3 (running_mean, running_var, num_batches_tracked) */
 #define MGPU_MAX_BUFFERS (3 * MGPU_CNN_MAX_LINES)
-/* device buffers a model may hold (a gpt: 15 per block and a few more) */
-#define MGPU_MODEL_MAX_ALLOCS (12 * MGPU_CNN_MAX_LINES + 32)
 #define MGPU_PARAM_MAX_DIM 4
 
 struct mgpu_param {
@@ -80,16 +78,18 @@ struct mgpu_model {
 	 * or all-reduce. Each rank has its own (rank 0's is saved). */
 	size_t nbufvals;
 	float *buf;
-	int nbuffer;
-	struct mgpu_param buffers[MGPU_MAX_BUFFERS];
+	int nbuffer;                 /* at most MGPU_MAX_BUFFERS */
+	struct mgpu_param *buffers;  /* host array the model owns; NULL: none */
+	int buffers_failed;          /* an add_buffer failed: alloc_params says so */
+	struct mgpu_param buffer_lost; /* what a failed add_buffer returned */
 	int32_t *labels;             /* (B) labels, or a gpt's (B*T) targets */
 	float *dlogits, *row_loss, *row_correct;
 	double *stats;               /* (MGPU_STATS) a step's statistics (device) */
 	double *lstats;              /* (2) mgpu_model_loss's sums (device) */
 	struct mgpu_upload up;       /* page-locked staging of input batches */
 	size_t dev_bytes;            /* what this model allocated */
-	int nallocs;                 /* ... in these buffers, released together */
-	void *allocs[MGPU_MODEL_MAX_ALLOCS];
+	int nallocs, allocs_cap;     /* ... in these buffers, released together */
+	void **allocs;               /* (host array, grown as needed) */
 	int ext_w, ext_g;            /* w, g belong to the caller */
 	mgpu_grad_ready_fn grad_ready;
 	void *grad_ctx;
@@ -195,11 +195,12 @@ int mgpu_model_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size
 			       size_t n, double temperature, uint64_t seed, int32_t *out);
 /* mgpu_model_load of B samples of token ids, nbytes (1, 2, 4) each. */
 int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes, int B);
-/* 0, or MGPU_ERANGE with *pos and *id of the first value of one stored row
- * of dtype the model cannot take (a token id at or above a gpt's vocab);
- * sets no message. */
-int mgpu_model_check_row(const struct mgpu_model *m, const void *row, int dtype, size_t *pos,
-			 uint32_t *id);
+/* 0, or MGPU_ERANGE with the row *row (of n stored rows of row_nbytes and
+ * dtype), *pos and *id of the first value the model cannot take (a token
+ * id at or above a gpt's vocab); sets no message. A family that takes
+ * every value (an mlp) does not look at the rows. */
+int mgpu_model_check_rows(const struct mgpu_model *m, const void *rows, size_t n,
+			  size_t row_nbytes, int dtype, size_t *row, size_t *pos, uint32_t *id);
 
 /* For the families (model/arch.h). A device buffer of nbytes into *pp, owned
  * by the model (released by mgpu_model_free). */
@@ -207,7 +208,9 @@ int mgpu_model_alloc(struct mgpu_model *m, void *pp, size_t nbytes);
 /* w and g (unless the caller gave them), g zeroed, and buf: a create's
  * first call after its layout. */
 int mgpu_model_alloc_params(struct mgpu_model *m);
-/* The next buffer (m->buffers): name, shape (ndim 1 or 2: rows, cols). */
+/* The next buffer (m->buffers): name, shape (ndim 1 or 2: rows, cols).
+ * Past MGPU_MAX_BUFFERS or out of host memory it returns a stand-in (never
+ * NULL, so a layout need not check) and mgpu_model_alloc_params fails. */
 struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name, int rows,
 					 int cols);
 /* A layer's per-channel batch statistics (sums, count floats, device)

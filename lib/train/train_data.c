@@ -83,13 +83,13 @@ int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cf
 	 * sample and position (a cache is checked batch by batch as it is read) */
 	if (d->src.kind != MGPU_SOURCE_MEMORY)
 		return 0;
-	for (k = 0; k < MGPU_NSPLITS; k++)
-		for (x = &d->src.mem[k], i = 0; i < x->n; i++)
-			if (mgpu_model_check_row(m, x->x + i * x->row_nbytes, x->dtype, &pos, &id))
-				return mgpu_err(MGPU_ERANGE, "'%s': %s sample %zu, position %zu: "
-						"token %u is not below vocab %d", cfg->data,
-						mgpu_split_name(k), i, pos, id,
-						mgpu_spec_classes(&m->spec));
+	for (k = 0; k < MGPU_NSPLITS; k++) {
+		x = &d->src.mem[k];
+		if (mgpu_model_check_rows(m, x->x, x->n, x->row_nbytes, x->dtype, &i, &pos, &id))
+			return mgpu_err(MGPU_ERANGE, "'%s': %s sample %zu, position %zu: token %u "
+					"is not below vocab %d", cfg->data, mgpu_split_name(k), i,
+					pos, id, mgpu_spec_classes(&m->spec));
+	}
 	return 0;
 }
 
