@@ -8,12 +8,13 @@
 # convolutions and pooling. libpcre2-dev (PCRE2) runs GPT-2's pre-tokenizer
 # pattern, whose Unicode classes POSIX regex lacks. libpng-dev and
 # libjpeg62-turbo-dev decode PNG and JPEG sources of mgpu-shard. python3-pil
-# (Pillow) draws the pose data set of examples/make_pose_data.py.
+# (Pillow) draws the pose data set of examples/make_pose_data.py. libomp-dev
+# gives clang omp.h: the fuzz harnesses build all of lib/ with clang.
 set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
 libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist mandoc python3 python3-numpy python3-pil
 libarchive-tools zstd
-clang libclang-rt-14-dev libopenmpi-dev openmpi-bin iproute2 procps bsdutils
+clang libclang-rt-14-dev libomp-dev libopenmpi-dev openmpi-bin iproute2 procps bsdutils
 fortunes-min fortunes libdnnl-dev libpcre2-dev"
 missing=
 for p in $pkgs; do

@@ -39,7 +39,7 @@ static void test_reuse(void)
 	static struct mgpu_ops ops;
 	static struct mgpu_model m;
 	float w[6] = { 0.3f, -1.7f, 2.1f, 0.01f, 5.5f, -0.25f };
-	float X[12], dY[8], dY2[8], dW[2][6], dX[2][12];
+	float X[12], dY[8], dY2[11] = { 0 }, dW[2][6], dX[2][12]; /* dY2: ld 3 spans 11 */
 	struct mgpu_dev dev;
 	int i;
 
