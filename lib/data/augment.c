@@ -75,7 +75,7 @@ int mgpu_augment_parse(const char *text, struct mgpu_augment *a, const char *wha
 	if (!r.crop && !r.flip && !r.rotate)
 		return mgpu_err(MGPU_EINVAL, "%s: '%s' asks for nothing (none turns it off)",
 				what, text);
-done: /* the symmetry pairs are --flip-pairs', kept */
+done: /* the symmetry pairs are mgpu_augment_parse_pairs', kept */
 	a->crop = r.crop;
 	a->flip = r.flip;
 	a->rotate = r.rotate;
@@ -282,7 +282,7 @@ void mgpu_augment_rows_t(const struct mgpu_augment *a, uint64_t seed, uint64_t e
 	size_t esz = dtype == MGPU_DTYPE_U8 ? 1 : 4;
 	unsigned char *row, *src, *tr, *sc = scratch, *turned = sc + d * esz;
 	int dy, dx, flip, rot;
-	float ang, cs = 1.0f, sn = 0.0f;
+	float ang, cs, sn;
 
 	if (!mgpu_augment_on(a))
 		return;
@@ -292,10 +292,9 @@ void mgpu_augment_rows_t(const struct mgpu_augment *a, uint64_t seed, uint64_t e
 		rot = ang != 0.0f;
 		if (dy == a->crop && dx == a->crop && !flip && !rot)
 			continue; /* the window at the centre, unflipped: the row itself */
-		if (rot) {
-			cs = cosf(ang * (float)(M_PI / 180.0));
-			sn = sinf(ang * (float)(M_PI / 180.0));
-		}
+		/* a row drawn unturned after a turned one must not keep its angle */
+		cs = rot ? cosf(ang * (float)(M_PI / 180.0)) : 1.0f;
+		sn = rot ? sinf(ang * (float)(M_PI / 180.0)) : 0.0f;
 		row = (unsigned char *)x + i * d * esz;
 		memcpy(scratch, row, d * esz);
 		src = sc;

@@ -19,8 +19,8 @@
  * Targets move with their image (mgpu_augment_rows_t): a mask (H,W) takes
  * the same pixels (its padding 255, ignored); keypoints (P,2) the same
  * geometry, a part that leaves the image becoming missing (NaN), and a
- * flip swaps the parts of each symmetry pair (--flip-pairs: a left wrist
- * is the right one in the mirror). A vector target does not move.
+ * flip swaps the parts of each symmetry pair (mgpu_augment_parse_pairs; no
+ * tool flag yet: a left wrist is the right one in the mirror). A vector target does not move.
  */
 #ifndef MGPU_DATA_AUGMENT_H
 #define MGPU_DATA_AUGMENT_H
@@ -37,7 +37,7 @@ struct mgpu_augment {
 	int crop;   /* padding P in pixels; 0: no crop */
 	int flip;   /* 1: horizontal flip with probability 1/2 */
 	int rotate; /* D: rotation drawn in [-D, D] degrees; 0: none */
-	int npairs; /* symmetry pairs given (--flip-pairs); 0: parts keep their index */
+	int npairs; /* symmetry pairs given (mgpu_augment_parse_pairs); 0: parts keep their index */
 	uint8_t mirror[MGPU_AUGMENT_MAX_PARTS]; /* part p's mirror image (p when unpaired) */
 };
 

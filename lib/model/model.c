@@ -37,6 +37,8 @@ int mgpu_model_alloc_params(struct mgpu_model *m)
 {
 	size_t nbytes = m->nparams * sizeof(float);
 
+	if (m->params_failed)
+		return mgpu_err(MGPU_EINVAL, "model: more than %d parameter tensors", MGPU_MAX_PARAMS);
 	if (m->buffers_failed == MGPU_ENOMEM)
 		return mgpu_err(MGPU_ENOMEM, "model: out of host memory");
 	if (m->buffers_failed)
@@ -94,8 +96,13 @@ int mgpu_model_sum_stats(struct mgpu_model *m, int layer, float *sums, size_t co
 struct mgpu_param *mgpu_model_add_param(struct mgpu_model *m, const char *name, int rows,
 					int cols, int decay)
 {
-	struct mgpu_param *p = &m->params[m->nparam++];
+	struct mgpu_param *p;
 
+	if (m->nparam == MGPU_MAX_PARAMS) {
+		m->params_failed = 1;
+		return &m->param_lost;
+	}
+	p = &m->params[m->nparam++];
 	describe_param(p, name, rows, cols, &m->nparams);
 	p->decay = decay;
 	return p;
@@ -268,7 +275,8 @@ int mgpu_model_load_tokens(struct mgpu_model *m, const void *x_host, int nbytes,
 	default: return mgpu_err(MGPU_EINVAL, "model: tokens of %d bytes", nbytes);
 	}
 	if (!(m->arch->flags & MGPU_ARCH_TOKENS))
-		return mgpu_err(MGPU_EINVAL, "model: token ids need a gpt; an %s reads features",
+		return mgpu_err(MGPU_EINVAL,
+				"model: token ids need a gpt; the %s family reads features",
 				m->arch->name);
 	return mgpu_model_load(m, &in);
 }
@@ -357,7 +365,7 @@ int mgpu_model_generate_tokens(struct mgpu_model *m, const int32_t *prompt, size
 			       size_t n, double temperature, uint64_t seed, int32_t *out)
 {
 	if (!m->arch->generate)
-		return mgpu_err(MGPU_EINVAL, "model: only a gpt generates text; an %s "
+		return mgpu_err(MGPU_EINVAL, "model: only a gpt generates text; the %s family "
 				"classifies", m->arch->name);
 	return m->arch->generate(m, prompt, plen, n, temperature, seed, out);
 }

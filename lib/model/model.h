@@ -34,10 +34,11 @@ struct mgpu_arch; /* model/arch.h */
 
 /* an mlp has 4 per layer, a gpt 12 per block and 4 more, a cnn up to 9
  * per line (a res block) */
-#define MGPU_MAX_PARAMS (6 * MGPU_CNN_MAX_LINES)
+#define MGPU_MAX_PARAMS (9 * MGPU_CNN_MAX_LINES)
 #define MGPU_MAX_BUCKETS MGPU_MAX_LAYERS
-/* a BatchNorm keeps 3 (running_mean, running_var, num_batches_tracked) */
-#define MGPU_MAX_BUFFERS (3 * MGPU_CNN_MAX_LINES)
+/* a BatchNorm keeps 3 (running_mean, running_var, num_batches_tracked),
+ * a res block with a projection has 3 BatchNorms */
+#define MGPU_MAX_BUFFERS (9 * MGPU_CNN_MAX_LINES)
 #define MGPU_PARAM_MAX_DIM 4
 
 struct mgpu_param {
@@ -80,6 +81,8 @@ struct mgpu_model {
 	float *buf;
 	int nbuffer;                 /* at most MGPU_MAX_BUFFERS */
 	struct mgpu_param *buffers;  /* host array the model owns; NULL: none */
+	int params_failed;           /* an add_param found no room: alloc_params says so */
+	struct mgpu_param param_lost; /* what it returned instead */
 	int buffers_failed;          /* an add_buffer failed: alloc_params says so */
 	struct mgpu_param buffer_lost; /* what a failed add_buffer returned */
 	int32_t *labels;             /* (B) labels, or a gpt's (B*T) targets */

@@ -262,6 +262,34 @@ static void test_buffers_fresh(void)
 	mgpu_dev_close(&dev);
 }
 
+/* The most parameters and buffers a spec may ask for: lines of res blocks
+ * with a projection each (9 tensors and 9 buffers a line) up to the line
+ * limit. The arrays once held 6 and 3 a line, and the 43rd such line wrote
+ * past them into the buckets. */
+static void test_deepest(void)
+{
+	char text[MGPU_CNN_MAX_LINES * 8 + 16] = "cnn:";
+	struct mgpu_spec spec;
+	struct mgpu_dev dev;
+	struct mgpu_model m;
+	int i;
+
+	for (i = 0; i < MGPU_CNN_MAX_LINES - 1; i++)
+		strcat(text, i % 2 ? "res 4; " : "res 6; ");
+	strcat(text, "linear 3");
+	T_OK(mgpu_spec_parse(&spec, text, "t"));
+	T_OK(fit_shape(&spec, 2, series, 3, "d"));
+	T_OK(mgpu_dev_open(&dev, &mgpu_ops_cpu, 0));
+	T_OK(mgpu_model_create(&m, &spec, &dev, 2));
+	if (t_cur_failed)
+		return;
+	T_CHECK(m.nparam == 9 * (MGPU_CNN_MAX_LINES - 1) + 2, "%d tensors", m.nparam);
+	T_CHECK(m.nbuffer == 9 * (MGPU_CNN_MAX_LINES - 1), "%d buffers", m.nbuffer);
+	T_CHECK(m.nbuckets > 0 && m.nbuckets <= MGPU_MAX_BUCKETS, "%d buckets", m.nbuckets);
+	mgpu_model_free(&m);
+	mgpu_dev_close(&dev);
+}
+
 /* Training moves the running statistics as torch (momentum 0.1, the
  * unbiased variance); evaluation normalises with them. */
 static void test_bn_running(void)
@@ -553,6 +581,7 @@ int main(void)
 	T_RUN(test_bn_running);
 	T_RUN(test_bn_sync_hook);
 	T_RUN(test_ckpt);
+	T_RUN(test_deepest);
 	t_tmpdir_remove();
 	return T_DONE();
 }

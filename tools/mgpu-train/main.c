@@ -540,8 +540,8 @@ static void check_sample(const struct train_opts *o)
 		usage_error("--%s needs --sample N", train_opts_given(o, "prompt") ? "prompt" :
 			    "temperature");
 	if (o->sample && !mgpu_spec_is_lm(&o->cfg.spec))
-		usage_error("--sample needs a gpt model (--model gpt:...); an mlp classifies, it "
-			    "does not generate text");
+		usage_error("--sample needs a gpt model (--model gpt:...); the %s family "
+			    "classifies, it does not generate text", mgpu_arch_of(&o->cfg.spec)->name);
 	if (o->cfg.prec != MGPU_PREC_FP32 && (mgpu_arch_of(&o->cfg.spec)->flags & MGPU_ARCH_FP32))
 		usage_error("--dtype %s: a %s trains in fp32 only (its convolutions and norms are "
 			    "fp32 ops)", mgpu_prec_name(o->cfg.prec), mgpu_arch_of(&o->cfg.spec)->name);

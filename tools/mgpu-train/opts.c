@@ -103,7 +103,8 @@ static const struct mgpu_opt options[] = {
 		      "epoch and sample", "none", FIXED),
 	MGPU_OPT_CALL("model", 0, set_model, show_model, "SPEC|FILE",
 		      "mlp:D0-D1-...-Dn[,act=relu|gelu|tanh][,dropout=P][,layernorm]; "
-		      "gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]", NULL, FIXED),
+		      "gpt:layers=L,heads=H,dim=D,ctx=T[,vocab=V][,dropout=P]; "
+		      "cnn:LAYER; LAYER; ... (mgpu-model(7))", NULL, FIXED),
 	/* fp16 comes with dynamic loss scaling (the --loss-scale rows); bf16
 	 * has fp32's range and needs none */
 	MGPU_OPT_WORDS("dtype", O, cfg.prec, mgpu_prec_words, "fp32|bf16|fp16",
