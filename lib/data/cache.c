@@ -139,7 +139,8 @@ static int check_hdr(const struct mgpu_cache_hdr *h, const char *path, size_t fs
 		if (h->tndim > 4 || mgpu_samples_set_target(&t, (int)h->tkind, (int)h->tndim,
 							    h->tshape) < 0 || !h->tkind ||
 		    (uint32_t)t.tdtype != h->tdtype || t.t_nbytes != h->t_nbytes ||
-		    (h->tkind == MGPU_TARGET_KEYPOINTS && h->tshape[1] != 2))
+		    (h->tkind == MGPU_TARGET_MASK && h->ndim == 3 &&
+		     (h->tshape[0] != h->shape[1] || h->tshape[1] != h->shape[2])))
 			return bad(path, "target layout");
 	}
 	ixn = chunks * MGPU_CACHE_INDEX_ENTRY + (h->norm_off ? 8 * h->d : 0);

@@ -171,8 +171,11 @@ int mgpu_samples_set_target(struct mgpu_samples *s, int kind, int ndim, const ui
 	memset(s->tshape, 0, sizeof s->tshape);
 	if (kind == MGPU_TARGET_NONE)
 		return 0;
-	if (kind < MGPU_TARGET_VECTOR || kind > MGPU_TARGET_KEYPOINTS || ndim < 1 ||
-	    ndim > (kind == MGPU_TARGET_VECTOR ? 1 : 2))
+	/* a vector is (K), a mask (H,W), keypoints (P,2): what every reader of
+	 * a row assumes, so a cache header must not say otherwise */
+	if (kind < MGPU_TARGET_VECTOR || kind > MGPU_TARGET_KEYPOINTS ||
+	    ndim != (kind == MGPU_TARGET_VECTOR ? 1 : 2) ||
+	    (kind == MGPU_TARGET_KEYPOINTS && shape[1] != 2))
 		return mgpu_err(MGPU_EINVAL, "bad target kind %d or %d dimensions", kind, ndim);
 	for (i = 0; i < ndim; i++) {
 		count *= shape[i];

@@ -3,6 +3,7 @@
  * the confidence maps rendered from it (data/target.h).
  */
 #include <math.h>   /* isnan, expf */
+#include <stdio.h>  /* FILE: a crafted header */
 #include <string.h> /* strlen, memcmp, memset */
 
 #include "../t.h"        /* T_RUN, T_CHECK, T_FAILS */
@@ -12,6 +13,7 @@
 #include "data/shard.h"  /* mgpu_shard_write */
 #include "data/target.h" /* mgpu_keypoints_parse, mgpu_keypoints_render */
 #include "data/wds.h"    /* mgpu_wds_read */
+#include "data/xxh64.h"  /* mgpu_xxh64: a crafted header's checksum */
 
 static int parse(const char *t, float *kp, int *np)
 {
@@ -148,6 +150,51 @@ static void test_roundtrip(void)
 	}
 }
 
+static void put_le(unsigned char *p, uint64_t v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A cache whose header rewrites its target layout, checksum made good:
+ * (tkind, tndim, tshape[0], tshape[1], t_nbytes). Every reader of a row
+ * takes keypoints as (P,2) and a mask as the image's (H,W), so a header
+ * that says otherwise would send them past each row. */
+static void crafted(int kind, uint32_t tndim, uint32_t t0, uint32_t t1, uint64_t nbytes)
+{
+	struct mgpu_cache_opts o = { .level = 3, .threads = 1, .chunk_nbytes = 100 };
+	struct mgpu_samples a, *sp[3] = { &a, NULL, NULL };
+	struct mgpu_cache_stats st;
+	struct mgpu_cache c;
+	unsigned char b[4096];
+	FILE *f;
+
+	make_set(&a, kind, 4);
+	T_OK(mgpu_cache_write(tpath("x.cache"), sp, &o, &st));
+	mgpu_samples_free(&a);
+	f = fopen(tpath("x.cache"), "r+b");
+	T_CHECK(f && fread(b, 1, sizeof b, f) == sizeof b, "read the header");
+	if (!f)
+		return;
+	put_le(b + MGPU_CACHE_TARGET_OFF + 8, tndim, 4);
+	put_le(b + MGPU_CACHE_TARGET_OFF + 12, t0, 4);
+	put_le(b + MGPU_CACHE_TARGET_OFF + 16, t1, 4);
+	put_le(b + MGPU_CACHE_TARGET_OFF + 32, nbytes, 8);
+	put_le(b + 4088, mgpu_xxh64(b, 4088, 0), 8);
+	T_CHECK(fseek(f, 0, SEEK_SET) == 0 && fwrite(b, 1, sizeof b, f) == sizeof b,
+		"write the header");
+	fclose(f);
+	T_FAILS(mgpu_cache_open(&c, tpath("x.cache")), MGPU_EFORMAT, "target layout");
+}
+
+static void test_crafted_layout(void)
+{
+	crafted(MGPU_TARGET_KEYPOINTS, 1, 3, 2, 12); /* 3 floats a row, read as 3 (x, y) */
+	crafted(MGPU_TARGET_MASK, 2, 2, 6, 12);      /* a 2x6 mask on a 4x6 image */
+}
+
 int main(void)
 {
 	T_RUN(test_forms);
@@ -156,6 +203,7 @@ int main(void)
 	if (t_tmpdir_make("target") < 0)
 		return 1;
 	T_RUN(test_roundtrip);
+	T_RUN(test_crafted_layout);
 	t_tmpdir_remove();
 	return T_DONE();
 }
