@@ -65,9 +65,11 @@ struct mgpu_arch {
 	 * activations through mgpu_model_alloc; m->spec, dev, max_batch and
 	 * w, g (or NULL: allocate them here) are set. Host state in m->fam. */
 	int (*create)(struct mgpu_model *m);
-	/* Host state only (device buffers are the model's to release). */
+	/* Host state other than m->fam, which the model frees (device
+	 * buffers are the model's to release); NULL: none. */
 	void (*free)(struct mgpu_model *m);
-	/* Bytes of a batch in an upload buffer: labels, then rows. */
+	/* Bytes of a batch in an upload buffer: labels, then rows. NULL
+	 * labels_nbytes: one int32 class id a row. */
 	size_t (*labels_nbytes)(const struct mgpu_spec *s, int max_batch);
 	size_t (*rows_nbytes)(const struct mgpu_spec *s, int max_batch);
 	/* Seeded initial weights (and buffers). */

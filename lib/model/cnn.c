@@ -392,19 +392,8 @@ static int create(struct mgpu_model *m)
 	return reset_buffers(m);
 }
 
-static void destroy(struct mgpu_model *m)
-{
-	free(m->fam);
-	m->fam = NULL;
-}
-
-/* Upload buffers: B labels, then B rows of float32 at most. */
-static size_t labels_nbytes(const struct mgpu_spec *s, int max_batch)
-{
-	(void)s;
-	return (size_t)max_batch * sizeof(int32_t);
-}
-
+/* Upload buffers: B labels (the model's default), then B rows of float32 at
+ * most. */
 static size_t rows_nbytes(const struct mgpu_spec *s, int max_batch)
 {
 	return (size_t)max_batch * (size_t)s->in_c * (size_t)s->in_h * (size_t)s->in_w *
@@ -412,22 +401,6 @@ static size_t rows_nbytes(const struct mgpu_spec *s, int max_batch)
 }
 
 /* ---- init -------------------------------------------------------------- */
-
-static void fill_uniform(struct mgpu_rng *r, float *x, size_t n, float bound)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		x[i] = (2.0f * mgpu_rng_float(r) - 1.0f) * bound;
-}
-
-static void fill_val(float *x, size_t n, float v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		x[i] = v;
-}
 
 /* Fan-in of a weight: every dimension but the first. */
 static float fan_bound(const struct mgpu_param *w)
@@ -451,13 +424,13 @@ static int init(struct mgpu_model *m, uint64_t seed)
 		const struct mgpu_param *p = &m->params[i];
 		if (p->decay) {
 			bound = fan_bound(p);
-			fill_uniform(&r, h + p->off, p->count, bound);
+			mgpu_model_fill_uniform(&r, h + p->off, p->count, bound);
 		} else if (i > 0 && m->params[i - 1].decay &&
 			   strstr(p->name, ".bias") && p->ndim == 1 &&
 			   p->shape[0] == m->params[i - 1].shape[0]) {
-			fill_uniform(&r, h + p->off, p->count, bound);
+			mgpu_model_fill_uniform(&r, h + p->off, p->count, bound);
 		} else {
-			fill_val(h + p->off, p->count, strstr(p->name, ".weight") ? 1.0f : 0.0f);
+			mgpu_model_fill(h + p->off, p->count, strstr(p->name, ".weight") ? 1.0f : 0.0f);
 		}
 	}
 	rc = mgpu_model_set(m, h);
@@ -813,8 +786,6 @@ const struct mgpu_arch mgpu_arch_cnn = {
 	.classes = mgpu_cnn_classes,
 	.count = mgpu_cnn_count,
 	.create = create,
-	.free = destroy,
-	.labels_nbytes = labels_nbytes,
 	.rows_nbytes = rows_nbytes,
 	.init = init,
 	.load = load,

@@ -385,12 +385,6 @@ static int create(struct mgpu_model *m)
 	return alloc_all(m, g);
 }
 
-static void destroy(struct mgpu_model *m)
-{
-	free(m->fam);
-	m->fam = NULL;
-}
-
 /* Upload buffers: the targets (B*T ids), then the inputs (B*T ids). */
 static size_t labels_nbytes(const struct mgpu_spec *s, int max_batch)
 {
@@ -407,19 +401,7 @@ static size_t rows_nbytes(const struct mgpu_spec *s, int max_batch)
 /* Uniform draws with standard deviation sd: U(-sd*sqrt(3), sd*sqrt(3)). */
 static void fill_sd(struct mgpu_rng *r, float *x, size_t n, float sd)
 {
-	float a = sd * 1.7320508f;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		x[i] = (2.0f * mgpu_rng_float(r) - 1.0f) * a;
-}
-
-static void fill_val(float *x, size_t n, float v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		x[i] = v;
+	mgpu_model_fill_uniform(r, x, n, sd * 1.7320508f);
 }
 
 /* ln1.weight, ln2.weight, ln_f.weight: LayerNorm gains start at 1. */
@@ -447,10 +429,10 @@ static int init(struct mgpu_model *m, uint64_t seed)
 			fill_sd(&r, h + p->off, p->count,
 				strstr(p->name, ".proj.weight") ? sd_out : 0.02f);
 		else
-			fill_val(h + p->off, p->count, is_ln_gain(p->name) ? 1.0f : 0.0f);
+			mgpu_model_fill(h + p->off, p->count, is_ln_gain(p->name) ? 1.0f : 0.0f);
 	}
 	/* padding rows are no token: zero, and no gradient ever moves them */
-	fill_val(h + g->wte->off + (size_t)g->V * g->D, (size_t)(g->Vp - g->V) * g->D, 0.0f);
+	mgpu_model_fill(h + g->wte->off + (size_t)g->V * g->D, (size_t)(g->Vp - g->V) * g->D, 0.0f);
 	rc = mgpu_model_set(m, h);
 	free(h);
 	return rc;
@@ -894,7 +876,6 @@ const struct mgpu_arch mgpu_arch_gpt = {
 	.classes = classes,
 	.count = count,
 	.create = create,
-	.free = destroy,
 	.labels_nbytes = labels_nbytes,
 	.rows_nbytes = rows_nbytes,
 	.init = init,

@@ -311,19 +311,8 @@ static int create(struct mgpu_model *m)
 	return alloc_all(m, x);
 }
 
-static void destroy(struct mgpu_model *m)
-{
-	free(m->fam);
-	m->fam = NULL;
-}
-
-/* Upload buffers: B labels, then B rows of float32 at most. */
-static size_t labels_nbytes(const struct mgpu_spec *s, int max_batch)
-{
-	(void)s;
-	return (size_t)max_batch * sizeof(int32_t);
-}
-
+/* Upload buffers: B labels (the model's default), then B rows of float32 at
+ * most. */
 static size_t rows_nbytes(const struct mgpu_spec *s, int max_batch)
 {
 	return (size_t)max_batch * (size_t)s->dims[0] * sizeof(float);
@@ -337,7 +326,6 @@ static int init(struct mgpu_model *m, uint64_t seed)
 	struct mgpu_mlp *x = m->fam;
 	struct mgpu_rng r;
 	float *h, bound;
-	size_t i;
 	int l, rc;
 
 	h = malloc(m->nparams * sizeof(float));
@@ -347,13 +335,11 @@ static int init(struct mgpu_model *m, uint64_t seed)
 	for (l = 0; l < m->spec.nlayers; l++) {
 		struct mgpu_layer *L = &x->layers[l];
 		bound = 1.0f / sqrtf((float)L->in);
-		for (i = 0; i < L->w->count; i++)
-			h[L->w->off + i] = (2.0f * mgpu_rng_float(&r) - 1.0f) * bound;
-		for (i = 0; i < L->b->count; i++)
-			h[L->b->off + i] = (2.0f * mgpu_rng_float(&r) - 1.0f) * bound;
-		for (i = 0; L->gamma && i < L->gamma->count; i++) {
-			h[L->gamma->off + i] = 1.0f;
-			h[L->beta->off + i] = 0.0f;
+		mgpu_model_fill_uniform(&r, h + L->w->off, L->w->count, bound);
+		mgpu_model_fill_uniform(&r, h + L->b->off, L->b->count, bound);
+		if (L->gamma) {
+			mgpu_model_fill(h + L->gamma->off, L->gamma->count, 1.0f);
+			mgpu_model_fill(h + L->beta->off, L->beta->count, 0.0f);
 		}
 	}
 	rc = mgpu_model_set(m, h);
@@ -524,8 +510,6 @@ const struct mgpu_arch mgpu_arch_mlp = {
 	.classes = classes,
 	.count = count,
 	.create = create,
-	.free = destroy,
-	.labels_nbytes = labels_nbytes,
 	.rows_nbytes = rows_nbytes,
 	.init = init,
 	.load = load,

@@ -10,6 +10,7 @@
 #include <string.h> /* memcpy, memset, strlen */
 
 #include "core/err.h"     /* mgpu_err, MGPU_TRY */
+#include "core/rng.h"     /* mgpu_rng_float */
 #include "data/samples.h" /* enum mgpu_dtype */
 #include "model/arch.h"      /* struct mgpu_arch: the family */
 #include "model/mm.h"        /* mgpu_mm_round_weights, mgpu_mm_free */
@@ -72,6 +73,22 @@ static void describe_param(struct mgpu_param *p, const char *name, int rows, int
 	*total += p->count;
 }
 
+void mgpu_model_fill_uniform(struct mgpu_rng *r, float *x, size_t n, float bound)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = (2.0f * mgpu_rng_float(r) - 1.0f) * bound;
+}
+
+void mgpu_model_fill(float *x, size_t n, float v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = v;
+}
+
 struct mgpu_param *mgpu_model_add_buffer(struct mgpu_model *m, const char *name, int rows,
 					 int cols)
 {
@@ -132,7 +149,8 @@ static int alloc_stats(struct mgpu_model *m)
  * gpt's targets) first, rows (float32 at most, or a gpt's ids) after. */
 size_t mgpu_model_rows_off(const struct mgpu_model *m)
 {
-	size_t n = m->arch->labels_nbytes(&m->spec, m->max_batch);
+	size_t n = m->arch->labels_nbytes ? m->arch->labels_nbytes(&m->spec, m->max_batch) :
+						    (size_t)m->max_batch * sizeof(int32_t);
 
 	return (n + 63) / 64 * 64;
 }
@@ -181,7 +199,10 @@ void mgpu_model_free(struct mgpu_model *m)
 		return;
 	mgpu_mm_free(m);
 	mgpu_upload_close(&m->up);
-	m->arch->free(m);
+	if (m->arch->free)
+		m->arch->free(m);
+	free(m->fam);
+	m->fam = NULL;
 	/* w and g are in allocs only when this model allocated them */
 	for (i = 0; i < m->nallocs; i++)
 		m->dev->ops->release(m->dev, m->allocs[i]);

@@ -211,6 +211,11 @@ int mgpu_model_alloc(struct mgpu_model *m, void *pp, size_t nbytes);
 /* w and g (unless the caller gave them), g zeroed, and buf: a create's
  * first call after its layout. */
 int mgpu_model_alloc_params(struct mgpu_model *m);
+/* Host initial values for a family's init: n draws of U(-bound, bound)
+ * from r, or n copies of v. */
+struct mgpu_rng;
+void mgpu_model_fill_uniform(struct mgpu_rng *r, float *x, size_t n, float bound);
+void mgpu_model_fill(float *x, size_t n, float v);
 /* The next buffer (m->buffers): name, shape (ndim 1 or 2: rows, cols).
  * Past MGPU_MAX_BUFFERS or out of host memory it returns a stand-in (never
  * NULL, so a layout need not check) and mgpu_model_alloc_params fails. */
