@@ -1,41 +1,13 @@
 /*
  * fuzz_jpeg.c - libFuzzer harness for the JPEG decoder's wrapper around
- * its library (data/image.h): any bytes give an image or an error, never a
- * crash, a leak (the library's longjmp out of a failed decode must free
- * everything) or a read past the input; a decoded image's every element is
- * readable, and so is a resize of it.
+ * its library: image_check.h's checks over mgpu_image_decode_jpeg.
  */
-#include <stddef.h> /* size_t */
-#include <stdint.h> /* uint8_t */
-#include <stdlib.h> /* abort */
-
-#include "data/image.h"   /* mgpu_image_decode_jpeg */
-#include "data/samples.h" /* MGPU_DTYPE_U8 */
+#include "data/image.h"  /* mgpu_image_decode_jpeg */
+#include "image_check.h" /* image_check */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct mgpu_image im;
-	volatile double sink = 0;
-	size_t n, i;
-
-	if (mgpu_image_decode_jpeg(data, size, &im) != 0) {
-		if (im.data)
-			abort();
-		return 0;
-	}
-	if ((im.channels != 1 && im.channels != 3) || !im.height || !im.width)
-		abort();
-	n = (size_t)im.channels * im.height * im.width;
-	for (i = 0; i < n; i++)
-		sink += im.dtype == MGPU_DTYPE_U8 ? ((const uint8_t *)im.data)[i] :
-			((const float *)im.data)[i];
-	if (mgpu_image_resize(&im, 3, 5) == 0)
-		for (i = 0; i < (size_t)im.channels * 15; i++)
-			sink += im.dtype == MGPU_DTYPE_U8 ? ((const uint8_t *)im.data)[i] :
-				((const float *)im.data)[i];
-	mgpu_image_free(&im);
-	(void)sink;
-	return 0;
+	return image_check(data, size, mgpu_image_decode_jpeg);
 }
