@@ -208,7 +208,7 @@ data-basicmotions:
 # ranks, then the 1-D net of models/har-cnn1d.spec on UEA BasicMotions
 # (fetched as data-basicmotions does); each run's summary record gives its
 # test accuracy and wall_s, the seconds it took.
-CNN_EPOCHS ?= 15
+CNN_EPOCHS ?= 30
 CNN_RANKS ?= 2
 demo-cnn: deps
 	@$(MAKE) --no-print-directory all

@@ -57,7 +57,7 @@ PY
 echo "# $(basename "$SPEC"), batch $BATCH per rank, SGD, $STEPS steps ($WARMUP left out), median of $REPEAT, 1 thread per rank"
 "$B/bin/mgpu-bench" train -q --cpu-ranks "$RANKS" --modes ddp --dtypes "$DTYPES" \
 	--repeat "$REPEAT" --warmup-steps "$WARMUP" --format tsv -- --data "$W/fmnist" --model "$SPEC" \
-	--batch-size "$BATCH" --max-steps "$STEPS" >"$W/mgpu.tsv" ||
+	--batch-size "$BATCH" --max-steps "$STEPS" --epochs 100 >"$W/mgpu.tsv" ||
 	[ -s "$W/mgpu.tsv" ] || exit 1 # a configuration that failed is a row saying why
 PYT=$(torch_python) || PYT=
 for r in $(seq "$REPEAT"); do
