@@ -10,6 +10,7 @@
  *
  * Parameters (m->w, torch.nn.Sequential's names, one module per spec
  * line i): conv i.weight (K, C/g, kh, kw) (1-D: (K, C/g, k)) [i.bias];
+ * tconv, torch's ConvTranspose2d, i.weight (C, K/g, kh, kw) [i.bias (K)];
  * bn and gn i.weight, i.bias (C); linear i.weight (N, in), i.bias (N); a
  * res block i.conv1, i.bn1, i.conv2, i.bn2 [i.downsample.0 (1x1 conv),
  * i.downsample.1 (bn)] as torchvision's BasicBlock. Buffers (m->buf,
@@ -29,6 +30,14 @@
  * (y > 0 exactly where the sum was). The backward runs in four scratch
  * tensors of the widest activation: a ping-pong pair (dy in, dx out) and
  * two for a block's insides.
+ *
+ * Skip connections (a U-Net's): a save line passes its input on and
+ * names it; a cat line's y is (B, C + Cs, H, W), its input's channels
+ * then the save's, per sample (torch.cat(dim=1)). Backward, a cat hands
+ * the saved channels' gradient to its save's dsave (the last cat of a
+ * save writes it, earlier ones add), and the save adds dsave to the
+ * gradient passing through it. A transposed convolution is conv_bwd_data
+ * of the convolution it transposes (ops.h), whose output is its input.
  *
  * The linear head is row-major (B, in) x W (N, in)^T, by ops.h's identity:
  *   Y = X W^T   -> sgemm(T, N, N_, B, in, 1, W, in, X, in, 0, Y, N_)
@@ -81,6 +90,10 @@ struct cnn_line {
 	float *y;                          /* (B, out) */
 	const float *x_in, *out_p;         /* this forward's input and output */
 	float *c1, *b1, *r1, *c2, *b2, *pc, *pb; /* res */
+	float *dsave;                      /* save: its cats' gradient (B, in) */
+	int ref;                           /* cat: its save's line */
+	int first_bwd;                     /* cat: the save's last cat (its backward's first) */
+	int up;                            /* up: the factor */
 	int ready;                         /* bucket complete after this line's backward, or -1 */
 };
 
@@ -149,6 +162,23 @@ static void lay_conv(struct mgpu_model *m, struct cnn_conv *cv, const char *pre,
 				    .groups = g };
 }
 
+/* A transposed conv from in to out (K channels): the convolution it
+ * transposes runs from out (C = K) to in (K = in.c), so its weight
+ * (in.c, K/g, k, k) is torch's ConvTranspose2d's. */
+static void lay_tconv(struct mgpu_model *m, struct cnn_conv *cv, const char *pre,
+		      struct mgpu_cnn_shape in, struct mgpu_cnn_shape out,
+		      const struct mgpu_cnn_line *sl, int oned)
+{
+	int shape[4] = { in.c, out.c / sl->g, sl->k, sl->k }, k = sl->k;
+
+	cv->w = param(m, pre, "weight", oned ? 3 : 4, shape, 1);
+	cv->b = sl->bias ? param(m, pre, "bias", 1, &out.c, 0) : NULL;
+	cv->g = (struct mgpu_conv){ .N = 0, .C = out.c, .H = out.h, .W = out.w, .K = in.c,
+				    .KH = oned ? 1 : k, .KW = k, .sh = oned ? 1 : sl->s,
+				    .sw = sl->s, .ph = oned ? 0 : sl->p, .pw = sl->p,
+				    .dh = oned ? 1 : sl->d, .dw = sl->d, .groups = sl->g };
+}
+
 static void lay_norm(struct mgpu_model *m, struct cnn_norm *nm, const char *pre, int C,
 		     int G, int bn)
 {
@@ -209,6 +239,15 @@ static void lay_line(struct mgpu_model *m, struct cnn_line *L, const struct mgpu
 	case MGPU_CNN_RES:
 		lay_res(m, L, sl, pre, oned);
 		break;
+	case MGPU_CNN_TCONV:
+		lay_tconv(m, &L->conv, pre, L->in, L->out, sl, oned);
+		break;
+	case MGPU_CNN_UP:
+		L->up = sl->k;
+		break;
+	case MGPU_CNN_CAT:
+		L->ref = sl->ref;
+		break;
 	case MGPU_CNN_LINEAR:
 		shape[0] = sl->n;
 		shape[1] = (int)vol(L->in);
@@ -258,6 +297,21 @@ static void lay_buckets(struct mgpu_model *m, struct mgpu_cnn *c, const int *fir
 	}
 }
 
+/* Each save's last cat, the first to reach it backward, writes its dsave. */
+static void mark_cats(struct mgpu_cnn *c)
+{
+	int i, j;
+
+	for (i = 0; i < c->n; i++) {
+		if (c->L[i].op != MGPU_CNN_CAT)
+			continue;
+		c->L[i].first_bwd = 1;
+		for (j = i + 1; j < c->n; j++)
+			if (c->L[j].op == MGPU_CNN_CAT && c->L[j].ref == c->L[i].ref)
+				c->L[i].first_bwd = 0;
+	}
+}
+
 static int layout(struct mgpu_model *m, struct mgpu_cnn *c)
 {
 	struct mgpu_cnn_shape sh[MGPU_CNN_MAX_LINES + 1];
@@ -280,6 +334,7 @@ static int layout(struct mgpu_model *m, struct mgpu_cnn *c)
 		np[i] = m->nparam - first[i];
 	}
 	lay_buckets(m, c, first, np);
+	mark_cats(c);
 	return 0;
 }
 
@@ -312,6 +367,8 @@ static int alloc_line(struct mgpu_model *m, struct cnn_line *L, size_t B)
 
 	if (L->op == MGPU_CNN_FLATTEN)
 		return 0;
+	if (L->op == MGPU_CNN_SAVE)
+		return dalloc(m, &L->dsave, B * vol(L->in), F);
 	MGPU_TRY(dalloc(m, &L->y, out, F));
 	if (L->op == MGPU_CNN_BN || L->op == MGPU_CNN_GN)
 		return alloc_norm(m, &L->nm, B);
@@ -335,7 +392,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_cnn *c)
 {
 	const struct mgpu_spec *s = &m->spec;
 	size_t B = (size_t)m->max_batch, D0 = (size_t)s->in_c * s->in_h * s->in_w;
-	size_t C = (size_t)mgpu_cnn_classes(s);
+	size_t C = vol(c->L[c->n - 1].out); /* class logits, or maps */
 	int i;
 
 	MGPU_TRY(mgpu_model_alloc_params(m));
@@ -408,6 +465,15 @@ static float fan_bound(const struct mgpu_param *w)
 	return 1.0f / sqrtf((float)(w->count / (size_t)w->shape[0]));
 }
 
+/* p is w's module's bias: "X.bias" after "X.weight". */
+static int bias_of(const struct mgpu_param *p, const struct mgpu_param *w)
+{
+	size_t n = strlen(p->name);
+
+	return n > 5 && strcmp(p->name + n - 5, ".bias") == 0 &&
+	       strncmp(p->name, w->name, n - 5) == 0 && strcmp(w->name + n - 5, ".weight") == 0;
+}
+
 static int init(struct mgpu_model *m, uint64_t seed)
 {
 	float *h = malloc(m->nparams * sizeof(float) + 1), bound = 1.0f;
@@ -418,16 +484,14 @@ static int init(struct mgpu_model *m, uint64_t seed)
 		return mgpu_err(MGPU_ENOMEM, "cnn: out of host memory");
 	mgpu_rng_seed(&r, seed, 1);
 	/* torch.nn's defaults: a weight's bias shares its U(+-1/sqrt(fan_in));
-	 * norms start at weight 1, bias 0 (their ndim 1 params without decay
-	 * that follow no weight) */
+	 * norms start at weight 1, bias 0 (their params without decay that
+	 * follow no weight of their module) */
 	for (i = 0; i < m->nparam; i++) {
 		const struct mgpu_param *p = &m->params[i];
 		if (p->decay) {
 			bound = fan_bound(p);
 			mgpu_model_fill_uniform(&r, h + p->off, p->count, bound);
-		} else if (i > 0 && m->params[i - 1].decay &&
-			   strstr(p->name, ".bias") && p->ndim == 1 &&
-			   p->shape[0] == m->params[i - 1].shape[0]) {
+		} else if (i > 0 && m->params[i - 1].decay && bias_of(p, &m->params[i - 1])) {
 			mgpu_model_fill_uniform(&r, h + p->off, p->count, bound);
 		} else {
 			mgpu_model_fill(h + p->off, p->count, strstr(p->name, ".weight") ? 1.0f : 0.0f);
@@ -555,6 +619,48 @@ static int pool_fwd(struct mgpu_model *m, struct cnn_line *L, int B, const float
 	return m->dev->ops->pool_fwd(m->dev, &g, L->y, x);
 }
 
+/* A transposed conv: y (B, K, H, W) from x (B, C, OH, OW) of the
+ * convolution it transposes, plus its bias. */
+static int tconv_fwd(struct mgpu_model *m, struct cnn_line *L, int B, const float *x)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_conv g = L->conv.g;
+
+	g.N = B;
+	MGPU_TRY(o->conv_bwd_data(m->dev, &g, L->y, x, m->w + L->conv.w->off));
+	return L->conv.b ? o->chan_bias(m->dev, B, g.C, g.H * g.W, L->y,
+					m->w + L->conv.b->off) : 0;
+}
+
+/*
+ * Per-sample channel blocks: dst's rows (B of them, ld floats apart, from
+ * dst) get n floats of each of src's rows (packed), or (split) dst's
+ * packed rows get n floats of src's rows ld apart. heads_merge and
+ * heads_split with one head and one position are just those copies.
+ */
+static int rows_merge(struct mgpu_model *m, float *dst, int ld, const float *src, int B,
+		      size_t n)
+{
+	return m->dev->ops->heads_merge(m->dev, dst, ld, src, B, 1, 1, (int)n);
+}
+
+static int rows_split(struct mgpu_model *m, float *dst, const float *src, int ld, int B,
+		      size_t n)
+{
+	return m->dev->ops->heads_split(m->dev, dst, src, ld, B, 1, 1, (int)n);
+}
+
+/* cat: y (B, C + Cs, HW) = x (B, C, HW), then the save's (B, Cs, HW). */
+static int cat_fwd(struct mgpu_model *m, struct cnn_line *L, int B, const float *x)
+{
+	const struct cnn_line *sv = &((struct mgpu_cnn *)m->fam)->L[L->ref];
+	size_t a = vol(L->in), b = vol(sv->in);
+	int ld = (int)vol(L->out);
+
+	MGPU_TRY(rows_merge(m, L->y, ld, x, B, a));
+	return rows_merge(m, L->y + a, ld, sv->x_in, B, b);
+}
+
 static int line_fwd(struct mgpu_model *m, int i, int B, int train, const float *x)
 {
 	const struct mgpu_ops *o = m->dev->ops;
@@ -595,8 +701,19 @@ static int line_fwd(struct mgpu_model *m, int i, int B, int train, const float *
 		MGPU_TRY(res_fwd(m, L, B, train, x));
 		break;
 	case MGPU_CNN_FLATTEN:
+	case MGPU_CNN_SAVE: /* its cats read x_in */
 		L->out_p = x;
 		return 0;
+	case MGPU_CNN_UP:
+		MGPU_TRY(o->upsample_fwd(m->dev, B, L->in.c, L->in.h, L->in.w,
+					 L->out.h / L->in.h, L->up, L->y, x));
+		break;
+	case MGPU_CNN_TCONV:
+		MGPU_TRY(tconv_fwd(m, L, B, x));
+		break;
+	case MGPU_CNN_CAT:
+		MGPU_TRY(cat_fwd(m, L, B, x));
+		break;
 	case MGPU_CNN_LINEAR:
 		MGPU_TRY(mgpu_mm(m, MGPU_T, MGPU_N, N_, B, in, 1.0f, m->w + L->lw->off, in, x, in,
 				 0.0f, L->y, N_));
@@ -628,7 +745,13 @@ static int loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale
 {
 	const struct mgpu_cnn *c = m->fam;
 	const struct mgpu_ops *o = m->dev->ops;
+	struct mgpu_cnn_shape out = c->L[c->n - 1].out;
 
+	if (out.h * out.w != 1)
+		return mgpu_err(MGPU_EINVAL, "cnn: the model outputs %d x %d x %d maps a sample, "
+				"not a row of class logits: class labels need a head that ends "
+				"in 1 x 1 (gap; linear auto), maps need targets", out.c, out.h,
+				out.w);
 	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
 			 c->L[c->n - 1].y, m->labels, B, mgpu_cnn_classes(&m->spec),
 			 mgpu_cnn_classes(&m->spec), grad_scale));
@@ -641,7 +764,8 @@ static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *
 {
 	const struct mgpu_cnn *c = m->fam;
 
-	*per_row = *width = *ld = (size_t)mgpu_cnn_classes(&m->spec);
+	/* class logits, or a fully convolutional net's maps (C, H, W) */
+	*per_row = *width = *ld = vol(c->L[c->n - 1].out);
 	return c->L[c->n - 1].y;
 }
 
@@ -705,6 +829,39 @@ static int res_bwd(struct mgpu_model *m, struct cnn_line *L, int B, float *dx, f
 	return o->add(m->dev, dx, t2, L->proj.w ? dx : dy, nin);
 }
 
+/* A transposed conv's backward: its weight's gradient is the transposed
+ * convolution's with x and dy swapped, its dx that convolution forward. */
+static int tconv_bwd(struct mgpu_model *m, struct cnn_line *L, int B, float *dx,
+		     const float *dy, float acc)
+{
+	const struct mgpu_ops *o = m->dev->ops;
+	struct cnn_conv *cv = &L->conv;
+	struct mgpu_conv g = cv->g;
+
+	g.N = B;
+	MGPU_TRY(o->conv_bwd_weight(m->dev, &g, m->g + cv->w->off, NULL, dy, L->x_in, acc));
+	if (cv->b)
+		MGPU_TRY(o->chan_sum(m->dev, B, g.C, g.H * g.W, m->g + cv->b->off, dy, acc));
+	return dx ? o->conv_fwd(m->dev, &g, dx, dy, m->w + cv->w->off, NULL) : 0;
+}
+
+/* cat: dx gets the input's channels of dy; the save's dsave its own
+ * (written by the save's last cat, added by earlier ones through t). */
+static int cat_bwd(struct mgpu_model *m, struct cnn_line *L, int B, float *dx,
+		   const float *dy, float *t)
+{
+	struct cnn_line *sv = &((struct mgpu_cnn *)m->fam)->L[L->ref];
+	size_t a = vol(L->in), b = vol(sv->in);
+	int ld = (int)vol(L->out);
+
+	if (dx)
+		MGPU_TRY(rows_split(m, dx, dy, ld, B, a));
+	if (L->first_bwd)
+		return rows_split(m, sv->dsave, dy + a, ld, B, b);
+	MGPU_TRY(rows_split(m, t, dy + a, ld, B, b));
+	return m->dev->ops->add(m->dev, sv->dsave, sv->dsave, t, (size_t)B * b);
+}
+
 /* Line i's backward: dy -> dx (NULL for the first line). */
 static int line_bwd(struct mgpu_model *m, int i, int B, float *dx, float *dy, float acc)
 {
@@ -739,7 +896,15 @@ static int line_bwd(struct mgpu_model *m, int i, int B, float *dx, float *dy, fl
 				       m->row0 * (uint64_t)vol(L->out)) : 0;
 	case MGPU_CNN_RES:
 		return res_bwd(m, L, B, dx, dy, c->scr[2], c->scr[3], acc);
+	case MGPU_CNN_UP:
+		return dx ? o->upsample_bwd(m->dev, B, L->in.c, L->in.h, L->in.w,
+					    L->out.h / L->in.h, L->up, dx, dy) : 0;
+	case MGPU_CNN_TCONV:
+		return tconv_bwd(m, L, B, dx, dy, acc);
+	case MGPU_CNN_CAT:
+		return cat_bwd(m, L, B, dx, dy, c->scr[2]);
 	case MGPU_CNN_FLATTEN:
+	case MGPU_CNN_SAVE:
 		return 0; /* not reached: the backward passes dy on */
 	case MGPU_CNN_LINEAR:
 		MGPU_TRY(o->col_sum(m->dev, m->g + L->lb->off, dy, B, N_, acc));
@@ -760,10 +925,13 @@ static int backward(struct mgpu_model *m, int B, int accumulate)
 	for (i = c->n - 1; i >= 0; i--) {
 		struct cnn_line *L = &c->L[i];
 		const struct mgpu_bucket *b = L->ready >= 0 ? &m->buckets[L->ready] : NULL;
-		/* passes dy on: flatten, and a dropout that dropped nothing */
-		int pass = L->op == MGPU_CNN_FLATTEN ||
+		/* passes dy on: flatten, a save (with its cats' gradient added),
+		 * and a dropout that dropped nothing */
+		int pass = L->op == MGPU_CNN_FLATTEN || L->op == MGPU_CNN_SAVE ||
 			   (L->op == MGPU_CNN_DROPOUT && L->p_drop == 0.0f);
 
+		if (L->op == MGPU_CNN_SAVE && i > 0)
+			MGPU_TRY(m->dev->ops->add(m->dev, dy, dy, L->dsave, (size_t)B * vol(L->in)));
 		dx = i == 0 || pass ? NULL : (dy == c->scr[0] ? c->scr[1] : c->scr[0]);
 		if (!pass)
 			MGPU_TRY(line_bwd(m, i, B, dx, dy, acc));

@@ -6,6 +6,7 @@
 
 #include <ctype.h>  /* isspace */
 #include <errno.h>  /* errno */
+#include <limits.h> /* INT_MAX */
 #include <stdarg.h> /* va_list */
 #include <stdio.h>  /* vsnprintf */
 #include <stdlib.h> /* strtol, strtof */
@@ -27,6 +28,8 @@ static const char *const op_names[] = {
 	[MGPU_CNN_AVGPOOL] = "avgpool", [MGPU_CNN_GAP] = "gap",
 	[MGPU_CNN_DROPOUT] = "dropout", [MGPU_CNN_RES] = "res",
 	[MGPU_CNN_FLATTEN] = "flatten", [MGPU_CNN_LINEAR] = "linear",
+	[MGPU_CNN_UP] = "up",           [MGPU_CNN_TCONV] = "tconv",
+	[MGPU_CNN_SAVE] = "save",       [MGPU_CNN_CAT] = "cat",
 };
 #define NOPS ((int)(sizeof op_names / sizeof op_names[0]))
 
@@ -49,7 +52,13 @@ struct at {
 int mgpu_cnn_has_params(int op)
 {
 	return op == MGPU_CNN_CONV || op == MGPU_CNN_BN || op == MGPU_CNN_GN ||
-	       op == MGPU_CNN_RES || op == MGPU_CNN_LINEAR;
+	       op == MGPU_CNN_RES || op == MGPU_CNN_LINEAR || op == MGPU_CNN_TCONV;
+}
+
+/* The lines a net may end with: their outputs are the model's. */
+static int is_head(int op)
+{
+	return op == MGPU_CNN_LINEAR || op == MGPU_CNN_CONV || op == MGPU_CNN_TCONV;
 }
 
 static int split_words(struct words *w, const char *line, const struct at *a)
@@ -127,15 +136,20 @@ static int read_args(const struct words *w, int minpos, int maxpos, const char *
 	return 0;
 }
 
+/* conv and tconv: K (or auto: the class count), k s p g d, a tconv's o. */
 static int parse_conv(struct mgpu_cnn_line *L, const struct words *w, const struct at *a)
 {
-	const char *pos[1], *kv[5] = { 0 };
-	int np;
+	const char *pos[1], *kv[6] = { 0 };
+	int np, tconv = L->op == MGPU_CNN_TCONV;
 
-	MGPU_TRY(read_args(w, 1, 1, "kspgd", 1, pos, &np, kv, &L->bias, a));
-	MGPU_TRY(int_in(pos[0], 1, MAX_CHANNELS, "channel count", &L->n, a));
+	MGPU_TRY(read_args(w, 1, 1, tconv ? "kspgdo" : "kspgd", 1, pos, &np, kv, &L->bias, a));
+	if (strcmp(pos[0], "auto") == 0)
+		L->n = MGPU_SPEC_AUTO;
+	else
+		MGPU_TRY(int_in(pos[0], 1, MAX_CHANNELS, "channel count", &L->n, a));
 	if (!kv[0])
-		return mgpu_err(MGPU_EINVAL, AT_FMT ": conv needs its kernel size, k=K", AT_ARGS(a));
+		return mgpu_err(MGPU_EINVAL, AT_FMT ": %s needs its kernel size, k=K", AT_ARGS(a),
+				w->w[0]);
 	MGPU_TRY(int_in(kv[0], 1, MAX_KERNEL, "kernel size k", &L->k, a));
 	L->s = 1, L->p = 0, L->g = 1, L->d = 1;
 	if (kv[1])
@@ -146,6 +160,10 @@ static int parse_conv(struct mgpu_cnn_line *L, const struct words *w, const stru
 		MGPU_TRY(int_in(kv[3], 1, MAX_CHANNELS, "groups g", &L->g, a));
 	if (kv[4])
 		MGPU_TRY(int_in(kv[4], 1, MAX_KERNEL, "dilation d", &L->d, a));
+	/* torch's rule: the output padding is below the stride or the dilation */
+	if (kv[5])
+		MGPU_TRY(int_in(kv[5], 0, (L->s > L->d ? L->s : L->d) - 1,
+				"output padding o (below the stride or the dilation)", &L->o, a));
 	if (L->n % L->g)
 		return mgpu_err(MGPU_EINVAL, AT_FMT ": groups %d do not divide %d channels",
 				AT_ARGS(a), L->g, L->n);
@@ -177,6 +195,34 @@ static int parse_pool(struct mgpu_cnn_line *L, const struct words *w, const stru
 	return 0;
 }
 
+/* save NAME (a new name) or cat NAME (a saved one: ref is its line). */
+static int parse_name(struct mgpu_spec *s, struct mgpu_cnn_line *L, const struct words *w,
+		      const struct at *a)
+{
+	const char *pos[1], *kv[1] = { 0 }, *c;
+	int np, bias = 0, i;
+
+	MGPU_TRY(read_args(w, 1, 1, "", 0, pos, &np, kv, &bias, a));
+	for (c = pos[0]; *c && (isalnum((unsigned char)*c) || *c == '_'); c++)
+		;
+	if (*c || !isalpha((unsigned char)pos[0][0]) || c - pos[0] >= MGPU_CNN_NAME_MAX)
+		return mgpu_err(MGPU_EINVAL, AT_FMT ": '%s' is no name (a letter, then letters, "
+				"digits or '_', at most %d)", AT_ARGS(a), pos[0],
+				MGPU_CNN_NAME_MAX - 1);
+	strcpy(L->name, pos[0]);
+	for (i = 0; i < s->ncnn; i++)
+		if (s->cnn[i].op == MGPU_CNN_SAVE && strcmp(s->cnn[i].name, L->name) == 0)
+			break;
+	if (L->op == MGPU_CNN_SAVE && i < s->ncnn)
+		return mgpu_err(MGPU_EINVAL, AT_FMT ": '%s' is saved already on line %d",
+				AT_ARGS(a), L->name, s->cnn[i].line);
+	if (L->op == MGPU_CNN_CAT && i == s->ncnn)
+		return mgpu_err(MGPU_EINVAL, AT_FMT ": no 'save %s' before it", AT_ARGS(a),
+				L->name);
+	L->ref = i;
+	return 0;
+}
+
 static int parse_line(struct mgpu_spec *s, const struct words *w, const struct at *a)
 {
 	struct mgpu_cnn_line *L = &s->cnn[s->ncnn];
@@ -199,17 +245,27 @@ static int parse_line(struct mgpu_spec *s, const struct words *w, const struct a
 	for (op = 1; op < NOPS && strcmp(w->w[0], op_names[op]) != 0; op++)
 		;
 	if (op == NOPS)
-		return mgpu_err(MGPU_EINVAL, AT_FMT ": unknown layer '%s' (conv, bn, gn, relu, "
-				"silu, maxpool, avgpool, gap, dropout, res, flatten, linear)",
-				AT_ARGS(a), w->w[0]);
+		return mgpu_err(MGPU_EINVAL, AT_FMT ": unknown layer '%s' (conv, tconv, bn, gn, "
+				"relu, silu, maxpool, avgpool, gap, up, dropout, res, save, cat, "
+				"flatten, linear)", AT_ARGS(a), w->w[0]);
 	if (s->ncnn == MGPU_CNN_MAX_LINES)
 		return mgpu_err(MGPU_EINVAL, "%s: more than %d lines", a->origin,
 				MGPU_CNN_MAX_LINES);
 	memset(L, 0, sizeof *L);
 	L->op = op;
+	L->line = a->line;
 	switch (op) {
 	case MGPU_CNN_CONV:
+	case MGPU_CNN_TCONV:
 		MGPU_TRY(parse_conv(L, w, a));
+		break;
+	case MGPU_CNN_UP:
+		MGPU_TRY(read_args(w, 1, 1, "", 0, pos, &np, kv, &bias, a));
+		MGPU_TRY(int_in(pos[0], 1, MAX_KERNEL, "scale factor", &L->k, a));
+		break;
+	case MGPU_CNN_SAVE:
+	case MGPU_CNN_CAT:
+		MGPU_TRY(parse_name(s, L, w, a));
 		break;
 	case MGPU_CNN_MAXPOOL:
 	case MGPU_CNN_AVGPOOL:
@@ -249,18 +305,36 @@ static int parse_line(struct mgpu_spec *s, const struct words *w, const struct a
 	return 0;
 }
 
-/* After the last line: a linear last, auto only there; the buckets. */
+/* Whether a later cat reads line i's save. */
+static int is_used(const struct mgpu_spec *s, int i)
+{
+	int j;
+
+	for (j = i + 1; j < s->ncnn; j++)
+		if (s->cnn[j].op == MGPU_CNN_CAT && s->cnn[j].ref == i)
+			return 1;
+	return 0;
+}
+
+/* After the last line: a head last (linear: class logits; conv or tconv:
+ * maps), auto only there, every save read; the buckets. */
 static int finish(struct mgpu_spec *s, const char *origin)
 {
 	int i;
 
-	if (s->ncnn == 0 || s->cnn[s->ncnn - 1].op != MGPU_CNN_LINEAR)
+	if (s->ncnn == 0 || !is_head(s->cnn[s->ncnn - 1].op))
 		return mgpu_err(MGPU_EINVAL, "%s: a conv net ends with a 'linear' line (its "
-				"outputs are the class logits)", origin);
-	for (i = 0; i + 1 < s->ncnn; i++)
-		if (s->cnn[i].op == MGPU_CNN_LINEAR && s->cnn[i].n == MGPU_SPEC_AUTO)
-			return mgpu_err(MGPU_EINVAL, "%s: line %d: only the last linear may be "
-					"'auto' (the class count)", origin, i + 1);
+				"outputs are the class logits) or a 'conv' or 'tconv' (maps of "
+				"C x H x W)", origin);
+	for (i = 0; i + 1 < s->ncnn; i++) {
+		const struct mgpu_cnn_line *L = &s->cnn[i];
+		if (is_head(L->op) && L->n == MGPU_SPEC_AUTO)
+			return mgpu_err(MGPU_EINVAL, "%s: line %d: only the last line may be "
+					"'auto' (the class count)", origin, L->line);
+		if (L->op == MGPU_CNN_SAVE && !is_used(s, i))
+			return mgpu_err(MGPU_EINVAL, "%s: line %d: 'save %s' is never read by a "
+					"'cat %s'", origin, L->line, L->name, L->name);
+	}
 	s->nbuckets = mgpu_cnn_nbuckets(s);
 	return 0;
 }
@@ -276,6 +350,7 @@ int mgpu_cnn_spec_parse(struct mgpu_spec *s, const char *body, const char *text,
 
 	(void)text;
 	s->act = MGPU_ACT_RELU;
+	snprintf(s->origin, sizeof s->origin, "%s", origin);
 	for (; *p; p = *e ? e + 1 : e) {
 		e = strchr(p, ';');
 		if (!e)
@@ -321,12 +396,24 @@ static int format_line(const struct mgpu_cnn_line *L, char *buf, size_t len, siz
 	MGPU_TRY(put(buf, len, o, "%s", op_names[L->op]));
 	switch (L->op) {
 	case MGPU_CNN_CONV:
-		MGPU_TRY(put(buf, len, o, " %d k=%d s=%d p=%d", L->n, L->k, L->s, L->p));
+	case MGPU_CNN_TCONV:
+		if (L->n == MGPU_SPEC_AUTO)
+			MGPU_TRY(put(buf, len, o, " auto"));
+		else
+			MGPU_TRY(put(buf, len, o, " %d", L->n));
+		MGPU_TRY(put(buf, len, o, " k=%d s=%d p=%d", L->k, L->s, L->p));
 		if (L->g != 1)
 			MGPU_TRY(put(buf, len, o, " g=%d", L->g));
 		if (L->d != 1)
 			MGPU_TRY(put(buf, len, o, " d=%d", L->d));
+		if (L->o)
+			MGPU_TRY(put(buf, len, o, " o=%d", L->o));
 		return L->bias ? put(buf, len, o, " bias") : 0;
+	case MGPU_CNN_UP:
+		return put(buf, len, o, " %d", L->k);
+	case MGPU_CNN_SAVE:
+	case MGPU_CNN_CAT:
+		return put(buf, len, o, " %s", L->name);
 	case MGPU_CNN_MAXPOOL:
 	case MGPU_CNN_AVGPOOL:
 		MGPU_TRY(put(buf, len, o, " k=%d s=%d", L->k, L->s));
@@ -367,61 +454,147 @@ int mgpu_cnn_spec_format(const struct mgpu_spec *s, char *buf, size_t len)
 	return 0;
 }
 
-static int out_extent(int in, int k, int st, int p, int d)
+/* A shape while it is walked: wide enough that no product overflows. */
+struct big {
+	long long c, h, w;
+};
+
+static long long out_extent(long long in, int k, int st, int p, int d)
 {
-	return in + 2 * p < d * (k - 1) + 1 ? 0 : MGPU_CONV_OUT(in, k, st, p, d);
+	return in + 2 * p < (long long)d * (k - 1) + 1 ? 0 : MGPU_CONV_OUT(in, k, st, p, d);
+}
+
+/* torch's ConvTranspose2d: (in - 1) s - 2 p + d (k - 1) + o + 1 (0: empty). */
+static long long tconv_extent(long long in, const struct mgpu_cnn_line *L)
+{
+	long long e = (in - 1) * L->s - 2LL * L->p + (long long)L->d * (L->k - 1) + L->o + 1;
+
+	return e > 0 ? e : 0;
+}
+
+static int line_no(const struct mgpu_cnn_line *L, int i)
+{
+	return L->line ? L->line : i + 1;
+}
+
+/* The spec's own name for messages about its lines. */
+static const char *spec_origin(const struct mgpu_spec *s, const char *origin)
+{
+	return s->origin[0] ? s->origin : origin;
+}
+
+/* Floats per row of a line's weight (every dimension but the first). */
+static long long weight_row(const struct mgpu_cnn_line *L, struct big x, int oned)
+{
+	long long k2 = (long long)L->k * (oned ? 1 : L->k);
+
+	switch (L->op) {
+	case MGPU_CNN_CONV:
+		return x.c / L->g * k2;
+	case MGPU_CNN_TCONV:
+		return (long long)L->n / L->g * k2;
+	case MGPU_CNN_RES:
+		return (x.c > L->n ? x.c : L->n) * 9LL;
+	case MGPU_CNN_LINEAR:
+		return x.c * x.h * x.w;
+	default:
+		return 0;
+	}
+}
+
+/* Line i's output y from its input x (out[] holds the earlier shapes: a
+ * cat reads its save's); the checks that need the input's shape. */
+static int line_shape(const struct mgpu_spec *s, int i, const struct mgpu_cnn_shape *out,
+		      struct big x, struct big *y, const char *origin)
+{
+	const struct mgpu_cnn_line *L = &s->cnn[i];
+	int oned = s->in_1d || s->in_h == 1, ln = line_no(L, i);
+	struct mgpu_cnn_shape sv;
+
+	*y = x;
+	switch (L->op) {
+	case MGPU_CNN_CONV:
+	case MGPU_CNN_TCONV:
+		if (x.c % L->g || L->n % L->g)
+			return mgpu_err(MGPU_EINVAL, "%s: line %d (%s): groups %d do not divide its "
+					"%lld input channels or its %d output ones", origin, ln,
+					op_names[L->op], L->g, x.c, L->n);
+		y->c = L->n;
+		if (L->op == MGPU_CNN_TCONV) {
+			y->h = oned ? 1 : tconv_extent(x.h, L);
+			y->w = tconv_extent(x.w, L);
+		} else {
+			y->h = oned ? 1 : out_extent(x.h, L->k, L->s, L->p, L->d);
+			y->w = out_extent(x.w, L->k, L->s, L->p, L->d);
+		}
+		break;
+	case MGPU_CNN_GN:
+		if (x.c % L->n)
+			return mgpu_err(MGPU_EINVAL, "%s: line %d (gn): %d groups do not divide "
+					"%lld channels", origin, ln, L->n, x.c);
+		break;
+	case MGPU_CNN_MAXPOOL:
+	case MGPU_CNN_AVGPOOL:
+		y->h = oned ? 1 : out_extent(x.h, L->k, L->s, L->p, 1);
+		y->w = out_extent(x.w, L->k, L->s, L->p, 1);
+		break;
+	case MGPU_CNN_GAP:
+		y->h = y->w = 1;
+		break;
+	case MGPU_CNN_UP:
+		y->h = oned ? 1 : x.h * L->k;
+		y->w = x.w * L->k;
+		break;
+	case MGPU_CNN_CAT:
+		sv = out[L->ref];
+		if (sv.h != x.h || sv.w != x.w)
+			return mgpu_err(MGPU_EINVAL, "%s: line %d ('cat %s') gets %lld x %lld x %lld "
+					"but line %d saved %d x %d x %d there: their heights and "
+					"widths differ (samples of %s)", spec_origin(s, origin), ln,
+					L->name, x.c, x.h, x.w, s->cnn[L->ref].line, sv.c, sv.h,
+					sv.w, origin);
+		y->c = x.c + sv.c;
+		break;
+	case MGPU_CNN_RES:
+		y->c = L->n;
+		y->h = oned ? 1 : out_extent(x.h, 3, L->s, 1, 1);
+		y->w = out_extent(x.w, 3, L->s, 1, 1);
+		break;
+	case MGPU_CNN_FLATTEN:
+		*y = (struct big){ x.c * x.h * x.w, 1, 1 };
+		break;
+	case MGPU_CNN_LINEAR:
+		*y = (struct big){ L->n ? L->n : 1, 1, 1 };
+		break;
+	default:
+		break;
+	}
+	if (y->h < 1 || y->w < 1)
+		return mgpu_err(MGPU_EINVAL, "%s: line %d (%s) gets %lld x %lld x %lld: its output "
+				"would be empty", origin, ln, op_names[L->op], x.c, x.h, x.w);
+	/* every size of a layer (its values a sample, a weight's row) is an int */
+	if (y->h > INT_MAX / y->w || y->c > INT_MAX / (y->h * y->w) ||
+	    weight_row(L, x, oned) > INT_MAX)
+		return mgpu_err(MGPU_EINVAL, "%s: line %d (%s) gets %lld x %lld x %lld (samples of "
+				"%s): its output or weights would hold more than %d values a "
+				"sample or a row", spec_origin(s, origin), ln, op_names[L->op],
+				x.c, x.h, x.w, origin, INT_MAX);
+	return 0;
 }
 
 int mgpu_cnn_walk(const struct mgpu_spec *s, struct mgpu_cnn_shape *out, const char *origin)
 {
-	int i, oned = s->in_1d || s->in_h == 1;
+	struct big x = { s->in_c, s->in_h, s->in_w }, y;
+	int i;
 
+	if (x.h > INT_MAX / x.w || x.c > INT_MAX / (x.h * x.w))
+		return mgpu_err(MGPU_EINVAL, "%s: samples of %lld x %lld x %lld hold more than %d "
+				"values", origin, x.c, x.h, x.w, INT_MAX);
 	out[0] = (struct mgpu_cnn_shape){ s->in_c, s->in_h, s->in_w };
 	for (i = 0; i < s->ncnn; i++) {
-		const struct mgpu_cnn_line *L = &s->cnn[i];
-		struct mgpu_cnn_shape x = out[i], y = x;
-		switch (L->op) {
-		case MGPU_CNN_CONV:
-			if (x.c % L->g)
-				return mgpu_err(MGPU_EINVAL, "%s: line %d (conv): groups %d do not "
-						"divide its %d input channels", origin, i + 1, L->g,
-						x.c);
-			y.c = L->n;
-			y.h = oned ? 1 : out_extent(x.h, L->k, L->s, L->p, L->d);
-			y.w = out_extent(x.w, L->k, L->s, L->p, L->d);
-			break;
-		case MGPU_CNN_GN:
-			if (x.c % L->n)
-				return mgpu_err(MGPU_EINVAL, "%s: line %d (gn): %d groups do not "
-						"divide %d channels", origin, i + 1, L->n, x.c);
-			break;
-		case MGPU_CNN_MAXPOOL:
-		case MGPU_CNN_AVGPOOL:
-			y.h = oned ? 1 : out_extent(x.h, L->k, L->s, L->p, 1);
-			y.w = out_extent(x.w, L->k, L->s, L->p, 1);
-			break;
-		case MGPU_CNN_GAP:
-			y.h = y.w = 1;
-			break;
-		case MGPU_CNN_RES:
-			y.c = L->n;
-			y.h = oned ? 1 : out_extent(x.h, 3, L->s, 1, 1);
-			y.w = out_extent(x.w, 3, L->s, 1, 1);
-			break;
-		case MGPU_CNN_FLATTEN:
-			y = (struct mgpu_cnn_shape){ x.c * x.h * x.w, 1, 1 };
-			break;
-		case MGPU_CNN_LINEAR:
-			y = (struct mgpu_cnn_shape){ L->n ? L->n : 1, 1, 1 };
-			break;
-		default:
-			break;
-		}
-		if (y.h < 1 || y.w < 1)
-			return mgpu_err(MGPU_EINVAL, "%s: line %d (%s) gets %d x %d x %d: its output "
-					"would be empty", origin, i + 1, op_names[L->op], x.c, x.h,
-					x.w);
-		out[i + 1] = y;
+		MGPU_TRY(line_shape(s, i, out, x, &y, origin));
+		out[i + 1] = (struct mgpu_cnn_shape){ (int)y.c, (int)y.h, (int)y.w };
+		x = y;
 	}
 	return 0;
 }
@@ -460,6 +633,7 @@ size_t mgpu_cnn_count(const struct mgpu_spec *s)
 		int C = sh[i].c, K = L->n;
 		switch (L->op) {
 		case MGPU_CNN_CONV:
+		case MGPU_CNN_TCONV: /* (C, K/g, k, k): as many as a conv's */
 			n += conv_count(K, C, L->g, L->k, oned, L->bias);
 			break;
 		case MGPU_CNN_BN:
@@ -501,8 +675,11 @@ int mgpu_cnn_spec_fit(struct mgpu_spec *s, const struct mgpu_data_desc *dd, cons
 	want.in_c = ndim == 1 ? 1 : (int)shape[0];
 	want.in_h = ndim == 3 ? (int)shape[1] : 1;
 	want.in_w = (int)shape[ndim - 1];
-	if (top->n == MGPU_SPEC_AUTO)
+	/* a linear's logits are at least 2; maps as many as asked */
+	if (top->n == MGPU_SPEC_AUTO && top->op == MGPU_CNN_LINEAR)
 		top->n = classes > 1 ? classes : 2;
+	else if (top->n == MGPU_SPEC_AUTO)
+		top->n = classes > 0 ? classes : 1;
 	else if (top->n < classes)
 		top->n = classes;
 	if (mgpu_cnn_spec_format(&want, fit, sizeof fit) < 0)

@@ -56,14 +56,25 @@ enum mgpu_cnn_op {
 	MGPU_CNN_RES,      /* n channels, s */
 	MGPU_CNN_FLATTEN,
 	MGPU_CNN_LINEAR,   /* n outputs (MGPU_SPEC_AUTO: the class count) */
+	MGPU_CNN_UP,       /* nearest upsampling by k */
+	MGPU_CNN_TCONV,    /* transposed conv: n channels, k s p g d o, bias */
+	MGPU_CNN_SAVE,     /* name: keep its input for a later cat */
+	MGPU_CNN_CAT,      /* name: append the saved channels (ref: the save's line) */
 };
+
+/* A save's name: a letter, then letters, digits or '_'. */
+#define MGPU_CNN_NAME_MAX 16
 
 struct mgpu_cnn_line {
 	int op;            /* enum mgpu_cnn_op */
 	int n;
 	int k, s, p, g, d;
+	int o;             /* tconv: output padding */
 	int bias;
 	float p_drop;
+	int ref;           /* cat: the index of its save line */
+	int line;          /* the line of the spec text it came from (messages) */
+	char name[MGPU_CNN_NAME_MAX]; /* save, cat */
 };
 
 /* The most transformer blocks (each is a gradient bucket, and so are the
@@ -87,6 +98,7 @@ struct mgpu_spec {
 	int in_c, in_h, in_w;         /* the sample (C,H,W), 0 until known */
 	int in_1d;                    /* the sample is a series (C,L): in_h 1 */
 	int nbuckets;                 /* its gradient buckets (model/cnn_spec.h) */
+	char origin[128];             /* where the spec came from (messages) */
 };
 
 /* What a family is fitted to (mgpu_spec_fit): the data's samples. */

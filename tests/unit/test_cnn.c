@@ -474,7 +474,7 @@ static void test_spec_errors(void)
 		{ "cnn:conv 16; linear 2", "line 1 ('conv 16'): conv needs its kernel size, k=K" },
 		{ "cnn:conv 16 k=3; pool 2 ; linear 2", "line 2 ('pool 2'): unknown layer 'pool'" },
 		{ "cnn:conv 16 k=3; relu", "a conv net ends with a 'linear' line" },
-		{ "cnn:linear auto; linear 3", "line 1: only the last linear may be 'auto'" },
+		{ "cnn:linear auto; linear 3", "line 1: only the last line may be 'auto'" },
 		{ "cnn:conv 16 k=0; linear 2", "kernel size k '0' is not an integer in [1, 255]" },
 		{ "cnn:conv 16 k=3 q=1; linear 2", "unknown option 'q=1'" },
 		{ "cnn:conv 16 k=3 k=5; linear 2", "option 'k' given twice" },
