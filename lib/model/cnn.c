@@ -392,7 +392,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_cnn *c)
 {
 	const struct mgpu_spec *s = &m->spec;
 	size_t B = (size_t)m->max_batch, D0 = (size_t)s->in_c * s->in_h * s->in_w;
-	size_t C = vol(c->L[c->n - 1].out); /* class logits, or maps */
+	size_t C = vol(c->L[c->n - 1].out); /* outputs a sample: logits or maps */
 	int i;
 
 	MGPU_TRY(mgpu_model_alloc_params(m));
@@ -764,7 +764,7 @@ static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *
 {
 	const struct mgpu_cnn *c = m->fam;
 
-	/* class logits, or a fully convolutional net's maps (C, H, W) */
+	/* a linear's logits, or a conv's maps (c, h, w) taken whole */
 	*per_row = *width = *ld = vol(c->L[c->n - 1].out);
 	return c->L[c->n - 1].y;
 }
