@@ -19,105 +19,16 @@ run --model "$res" --epochs 3 --batch-size 32 --save-dir ck >train.tsv || fail "
 acc=$(awk -F '\t' '$1 == "summary" { print $12 }' train.tsv)
 awk -v a="$acc" 'BEGIN { exit !(a >= 0.9) }' || fail "test accuracy $acc: $(cat train.tsv)"
 
-# numpy forward of a checkpoint: the spec it records (metadata mgpu_spec),
-# read line by line; evaluation-mode BatchNorm with the saved running
-# statistics; the inputs normalised as its metadata says.
-cat >fwd.py <<'PY'
-import json, struct, sys
-import numpy as np
-path, data, want, nbatches = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
-raw = open(path, "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-hdr = json.loads(raw[8:8 + n])
-meta = hdr.pop("__metadata__")
-W = {}
-for k, v in hdr.items():
-    assert v["dtype"] == "F32", (k, v)
-    a, b = v["data_offsets"]
-    W[k] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.float32).reshape(v["shape"]).astype(np.float64)
-spec = meta["mgpu_spec"]
-assert spec.startswith("cnn:input "), spec
-lines = [l.split() for l in spec[4:].split("; ")]
-shape = [int(v) for v in lines[0][1:]]
-oned = len(shape) == 2
-kw = lambda w: {a.split("=")[0]: int(a.split("=")[1]) for a in w if "=" in a}
-def w4(t):  # Conv1d weights (K, C, k) as (K, C, 1, k)
-    return t[:, :, None, :] if t.ndim == 3 else t
-def conv(x, w, b, s, p, g=1, d=1):
-    w = w4(w)
-    N, C, H, Wd = x.shape
-    K, Cg, kh, kwd = w.shape
-    ph, sh, dh = (0, 1, 1) if oned else (p, s, d)
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (p, p)))
-    OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    OW = (Wd + 2 * p - d * (kwd - 1) - 1) // s + 1
-    out = np.zeros((N, K, OH, OW))
-    Kg = K // g
-    for i in range(kh):
-        for j in range(kwd):
-            patch = xp[:, :, i * dh:i * dh + sh * (OH - 1) + 1:sh, j * d:j * d + s * (OW - 1) + 1:s]
-            for gi in range(g):
-                out[:, gi * Kg:(gi + 1) * Kg] += np.einsum("nchw,kc->nkhw", patch[:, gi * Cg:(gi + 1) * Cg],
-                                                           w[gi * Kg:(gi + 1) * Kg, :, i, j])
-    return out if b is None else out + b[None, :, None, None]
-def bn(x, pre):
-    assert W[pre + ".num_batches_tracked"].shape == () and W[pre + ".num_batches_tracked"] == nbatches
-    sc = W[pre + ".weight"] / np.sqrt(W[pre + ".running_var"] + 1e-5)
-    return (x - W[pre + ".running_mean"][None, :, None, None]) * sc[None, :, None, None] + W[pre + ".bias"][None, :, None, None]
-def pool(x, k, s, p, mx):
-    kh, sh, ph = (1, 1, 0) if oned else (k, s, p)
-    N, C, H, Wd = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (p, p)), constant_values=-np.inf if mx else 0)
-    OH, OW = (H + 2 * ph - kh) // sh + 1, (Wd + 2 * p - k) // s + 1
-    wins = [xp[:, :, i:i + sh * (OH - 1) + 1:sh, j:j + s * (OW - 1) + 1:s] for i in range(kh) for j in range(k)]
-    return np.max(wins, 0) if mx else np.sum(wins, 0) / (kh * k)
-relu = lambda v: np.maximum(v, 0)
-img = open(data, "rb").read() if data.endswith("ubyte") else None
-if img is not None:
-    cnt = struct.unpack(">I", img[4:8])[0]
-    x = np.frombuffer(img[-cnt * int(np.prod(shape)):], dtype=np.uint8).astype(np.float64)
-    labels = np.frombuffer(open(sys.argv[5], "rb").read()[8:], dtype=np.uint8).astype(np.int64)
-else:
-    z = np.load(data)
-    x, labels = z["x"].astype(np.float32).astype(np.float64), z["y"]
-x = x * float(meta["mgpu_norm_scale"]) + float(meta["mgpu_norm_shift"])
-h = x.reshape([-1] + ([shape[0], 1, shape[1]] if oned else shape))
-for i, w in enumerate(lines[1:]):
-    op, a, pre = w[0], kw(w), str(i)
-    if op == "conv":
-        h = conv(h, W[pre + ".weight"], W.get(pre + ".bias"), a["s"], a["p"], a.get("g", 1), a.get("d", 1))
-    elif op == "bn":
-        h = bn(h, pre)
-    elif op == "relu":
-        h = relu(h)
-    elif op in ("maxpool", "avgpool"):
-        h = pool(h, a["k"], a["s"], a.get("p", 0), op == "maxpool")
-    elif op == "gap":
-        h = h.mean((2, 3), keepdims=True)
-    elif op == "dropout":
-        pass
-    elif op == "res":
-        s = a.get("s", 1)
-        y = relu(bn(conv(h, W[pre + ".conv1.weight"], None, s, 1), pre + ".bn1"))
-        y = bn(conv(y, W[pre + ".conv2.weight"], None, 1, 1), pre + ".bn2")
-        if pre + ".downsample.0.weight" in W:
-            h = bn(conv(h, W[pre + ".downsample.0.weight"], None, s, 0), pre + ".downsample.1")
-        h = relu(y + h)
-    elif op == "linear":
-        h = h.reshape(h.shape[0], -1) @ W[pre + ".weight"].T + W[pre + ".bias"]
-    else:
-        raise SystemExit(f"op {op}")
-h -= h.max(-1, keepdims=True)
-lp = h - np.log(np.exp(h).sum(-1, keepdims=True))
-got = -lp[np.arange(len(labels)), labels].mean()
-print(f"numpy test loss {got:.6f}, mgpu-train {want:.6f}")
-sys.exit(0 if abs(got - want) <= 1e-4 * max(1.0, abs(want)) else 1)
-PY
+# numpy forward of a checkpoint (tests/cli/cnn_fwd.py): the spec it
+# records (metadata mgpu_spec), read line by line; evaluation-mode
+# BatchNorm with the saved running statistics; the inputs normalised as
+# its metadata says.
 gunzip -k d/t10k-images-idx3-ubyte.gz d/t10k-labels-idx1-ubyte.gz
 test_loss=$(awk -F '\t' '$1 == "summary" { print $11 }' train.tsv)
 steps=$(awk -F '\t' '$1 == "summary" { print $2 }' train.tsv)
-"$PY" fwd.py "ck/$(cat ck/latest)/model.safetensors" d/t10k-images-idx3-ubyte "$test_loss" \
-	"$steps" d/t10k-labels-idx1-ubyte >fwd.txt 2>&1 || fail "numpy forward: $(cat fwd.txt)"
+"$PY" "$SRC/tests/cli/cnn_fwd.py" "ck/$(cat ck/latest)/model.safetensors" \
+	d/t10k-images-idx3-ubyte "$test_loss" "$steps" --labels d/t10k-labels-idx1-ubyte \
+	>fwd.txt 2>&1 || fail "numpy forward: $(cat fwd.txt)"
 
 # Names and layouts as torch.nn: conv (out, in/groups, kh, kw), torchvision
 # BasicBlock's names, the running statistics beside the weights, no
@@ -204,7 +115,7 @@ grep -q "model cnn:input 3 40; conv 32 k=7 s=1 p=3; bn; relu; " info.txt ||
 	fail "1-D spec line: $(cat info.txt)"
 test_loss=$(awk -F '\t' '$1 == "summary" { print $11 }' ts.tsv)
 steps=$(awk -F '\t' '$1 == "summary" { print $2 }' ts.tsv)
-"$PY" fwd.py "ck1/$(cat ck1/latest)/model.safetensors" waves_test.npz "$test_loss" "$steps" \
+"$PY" "$SRC/tests/cli/cnn_fwd.py" "ck1/$(cat ck1/latest)/model.safetensors" waves_test.npz "$test_loss" "$steps" \
 	>fwd1.txt 2>&1 || fail "numpy forward of the 1-D net: $(cat fwd1.txt)"
 
 # The ResNet spec file loads and runs on 28x28 images.
