@@ -3,7 +3,8 @@
 # upsampling learns 8x8 images through a class head; an independent numpy
 # forward of its checkpoint (tests/cli/cnn_fwd.py, from the recorded spec)
 # reproduces mgpu's test loss and every logit of --predict; 2 ranks x 8
-# match 1 rank x 16 through the skips; models/unet-pose.spec fits 96x96
+# match 1 rank x 16 through the skips (with BatchNorm under --sync-bn);
+# models/unet-pose.spec fits 96x96
 # RGB frames and, its outputs being maps, is refused on class labels;
 # bad skips and sizes that overflow are refused naming the spec.
 . tests/cli/lib.sh
@@ -55,6 +56,14 @@ losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
 paste -d ' ' <(losses one.tsv) <(losses two.tsv) | awk '
 	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
 	END { exit bad }' || fail "2 ranks x 8 differ from 1 rank x 16"
+# With BatchNorm on both sides of the skips, --sync-bn makes 2 ranks x 8
+# train as 1 rank x 16 too (the norms meet the ranks in the same order).
+run --model "$unet" --max-steps 8 --batch-size 16 --log-every 1 >bn1.tsv || fail "bn 1 rank"
+run --model "$unet" --max-steps 8 --batch-size 8 --cpu-ranks 2 --log-every 1 --sync-bn \
+	>bn2.tsv || fail "bn 2 ranks --sync-bn"
+paste -d ' ' <(losses bn1.tsv) <(losses bn2.tsv) | awk '
+	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
+	END { exit bad }' || fail "--sync-bn: 2 ranks x 8 differ from 1 rank x 16"
 
 # models/unet-pose.spec on 96x96 RGB frames: conv auto takes the class
 # count, the outputs are maps (3 x 24 x 24), and class labels are refused.
