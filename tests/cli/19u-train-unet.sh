@@ -4,9 +4,9 @@
 # forward of its checkpoint (tests/cli/cnn_fwd.py, from the recorded spec)
 # reproduces mgpu's test loss and every logit of --predict; 2 ranks x 8
 # match 1 rank x 16 through the skips (with BatchNorm under --sync-bn);
-# models/unet-pose.spec fits 96x96
-# RGB frames and, its outputs being maps, is refused on class labels;
-# bad skips and sizes that overflow are refused naming the spec.
+# models/unet-pose.spec fits 96x96 RGB frames and, its outputs being
+# maps, is refused on class labels; bad skips and sizes that overflow are
+# refused naming the spec.
 . tests/cli/lib.sh
 need_numpy
 mkidx d 600 120 8 4
