@@ -20,7 +20,7 @@
 #include "core/clock.h"   /* mgpu_now_ms */
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/hash.h"    /* mgpu_hash64 */
-#include "data/samples.h" /* MGPU_DTYPE_U8 */
+#include "data/samples.h" /* MGPU_DTYPE_U8, MGPU_TARGET_KEYPOINTS */
 #include "model/arch.h"   /* struct mgpu_arch: the outputs' device pointer */
 #include "model/model.h"  /* struct mgpu_model */
 #include "train/optim.h"  /* struct mgpu_optim */
@@ -94,6 +94,9 @@ int main(int argc, char **argv)
 	D = (size_t)d.shape[0] * d.shape[1] * d.shape[2];
 	d.d = (int)D;
 	TRY(mgpu_spec_load(&spec, spec_s));
+	/* a net of maps is fitted to a target of CLASSES maps, as keypoints */
+	if (spec.kind == MGPU_MODEL_CNN && spec.cnn[spec.ncnn - 1].op != MGPU_CNN_LINEAR)
+		d.target = MGPU_TARGET_KEYPOINTS;
 	TRY(mgpu_spec_fit(&spec, &d, argv[2]));
 	TRY(mgpu_dev_open(&dev, mgpu_ops_find(backend), 0));
 	TRY(mgpu_model_create(&m, &spec, &dev, B));

@@ -675,21 +675,23 @@ int mgpu_cnn_spec_fit(struct mgpu_spec *s, const struct mgpu_data_desc *dd, cons
 	want.in_c = ndim == 1 ? 1 : (int)shape[0];
 	want.in_h = ndim == 3 ? (int)shape[1] : 1;
 	want.in_w = (int)shape[ndim - 1];
-	/* a linear's logits are at least 2; maps as many as asked */
-	if (top->n == MGPU_SPEC_AUTO && top->op == MGPU_CNN_LINEAR)
-		top->n = classes > 1 ? classes : 2;
-	else if (top->n == MGPU_SPEC_AUTO)
-		top->n = classes > 0 ? classes : 1;
-	else if (top->n < classes)
+	/* a target's channels exactly (one map for one part); logits at least 2 */
+	if (top->n == MGPU_SPEC_AUTO)
+		top->n = dd->target || classes > 1 ? classes : 2;
+	else if (top->n < classes && !dd->target)
 		top->n = classes;
 	if (mgpu_cnn_spec_format(&want, fit, sizeof fit) < 0)
 		fit[0] = '\0';
+	if (!dd->target && top->op != MGPU_CNN_LINEAR)
+		return mgpu_err(MGPU_EINVAL, "'%s': class labels need a conv net that ends with "
+				"'linear' (a 'conv' last gives maps, for targets)", path);
 	if (s->in_c && (s->in_c != want.in_c || s->in_h != want.in_h || s->in_w != want.in_w ||
 			s->in_1d != want.in_1d))
 		return mgpu_err(MGPU_EINVAL, "'%s': samples are %d x %d x %d but the model's input "
 				"line says %d x %d x %d: write --model '%s'", path, want.in_c,
 				want.in_h, want.in_w, s->in_c, s->in_h, s->in_w, fit);
-	if (s->cnn[s->ncnn - 1].n != MGPU_SPEC_AUTO && s->cnn[s->ncnn - 1].n < classes)
+	if (s->cnn[s->ncnn - 1].n != MGPU_SPEC_AUTO && s->cnn[s->ncnn - 1].n < classes &&
+	    !dd->target)
 		return mgpu_err(MGPU_ERANGE, "'%s': labels go up to %d but the model has %d "
 				"classes: write --model '%s' (linear auto takes the class count "
 				"from the data)", path, classes - 1, s->cnn[s->ncnn - 1].n, fit);

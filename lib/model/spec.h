@@ -107,7 +107,11 @@ struct mgpu_data_desc {
 	int d;                        /* values per sample (features, or T+1 ids) */
 	int ndim;                     /* data/source.h's mgpu_source_shape: */
 	unsigned shape[4];            /* (C,H,W), (C,L) or (D) */
-	int classes;                  /* labels are below this */
+	int classes;                  /* labels are below this; with a target, its
+				       * output channels (data/target.h: a vector's
+				       * K, keypoints' P maps, a mask's classes) */
+	int target;                   /* enum mgpu_target_kind of the samples' target
+				       * (0: class labels) */
 };
 
 /* An mlp size taken from the data (dims[0] or dims[nlayers]). */

@@ -65,8 +65,8 @@ paste -d ' ' <(losses bn1.tsv) <(losses bn2.tsv) | awk '
 	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
 	END { exit bad }' || fail "--sync-bn: 2 ranks x 8 differ from 1 rank x 16"
 
-# models/unet-pose.spec on 96x96 RGB frames: conv auto takes the class
-# count, the outputs are maps (3 x 24 x 24), and class labels are refused.
+# models/unet-pose.spec on 96x96 RGB frames: its outputs are maps, and
+# class labels are refused.
 "$PY" - <<'PY'
 import numpy as np
 r = np.random.default_rng(3)
@@ -74,7 +74,7 @@ np.save("frames.npy", r.integers(0, 255, (12, 3, 96, 96), dtype=np.uint8))
 np.save("lab.npy", np.arange(12) % 3)
 PY
 "$BIN/mgpu-shard" -q -o sh/m.tsv --labels lab.npy frames.npy >/dev/null || fail "shard frames"
-expect 1 "cnn: the model outputs 3 x 24 x 24 maps a sample, not a row of class logits" \
+expect 1 "'sh/m.tsv': class labels need a conv net that ends with 'linear' (a 'conv' last gives maps, for targets)" \
 	"$BIN/mgpu-train" --data sh/m.tsv --model "$SRC/models/unet-pose.spec" --batch-size 4 \
 	--max-steps 1 -q
 

@@ -14,7 +14,7 @@
 
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/hash.h"    /* mgpu_hash64 */
-#include "data/samples.h" /* MGPU_DTYPE_F32 */
+#include "data/samples.h" /* MGPU_DTYPE_F32, MGPU_TARGET_KEYPOINTS */
 #include "model/model.h"  /* struct mgpu_model */
 #include "model/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
@@ -28,11 +28,16 @@ static float val(uint64_t seed, size_t i)
 	return (float)((double)(mgpu_hash64(seed, (uint64_t)i) % 2001) / 1000.0 - 1.0);
 }
 
+/* Fit s to float32 samples of shape[0..ndim): class labels for a net that
+ * ends in a linear, else a target of `classes` maps (keypoints). */
 static int fit_shape(struct mgpu_spec *s, int ndim, const uint32_t *shape, int classes)
 {
 	struct mgpu_data_desc d = { .dtype = MGPU_DTYPE_F32, .ndim = ndim, .classes = classes,
 				    .d = 1 };
 	int i;
+
+	if (s->ncnn && s->cnn[s->ncnn - 1].op != MGPU_CNN_LINEAR)
+		d.target = MGPU_TARGET_KEYPOINTS;
 
 	for (i = 0; i < ndim; i++) {
 		d.shape[i] = shape[i];
@@ -313,7 +318,7 @@ static void test_spec(void)
 	T_CHECK(strcmp(buf, buf2) == 0, "%s -> %s", buf, buf2);
 	T_CHECK(mgpu_spec_has_auto(&s), "auto");
 	T_OK(fit_shape(&s, 3, img, 1));
-	T_CHECK(mgpu_spec_classes(&s) == 1, "one map for one class, got %d",
+	T_CHECK(mgpu_spec_classes(&s) == 1, "one map for one part, got %d",
 		mgpu_spec_classes(&s));
 	T_OK(mgpu_spec_parse(&s, tconv2d, "t"));
 	T_OK(mgpu_spec_format(&s, buf, sizeof buf));
@@ -341,12 +346,22 @@ static void test_spec(void)
 	net_close(&n);
 }
 
-/* Class labels need a row of logits: a net of maps is refused at the loss. */
+/* Class labels need a row of logits: a net of maps is refused when fitted
+ * to them, and at the loss when it has no targets to take. */
 static void test_maps_refuse_labels(void)
 {
+	struct mgpu_data_desc d = { .dtype = MGPU_DTYPE_F32, .ndim = 3, .shape = { 2, 8, 4 },
+				    .classes = 2, .d = 64 };
+	struct mgpu_spec s;
 	struct net n;
 	double l, c;
 
+	T_OK(mgpu_spec_parse(&s, unet2d, "t"));
+	T_FAILS(mgpu_spec_fit(&s, &d, "lab"), MGPU_EINVAL,
+		"'lab': class labels need a conv net that ends with 'linear'");
+	T_OK(mgpu_spec_parse(&s, "cnn:conv 2 k=3; tconv 3 k=3", "t"));
+	T_FAILS(mgpu_spec_fit(&s, &d, "lab"), MGPU_EINVAL,
+		"'lab': class labels need a conv net that ends with 'linear'");
 	T_OK(net_open(&n, unet2d, "cpu", 3, img, 2));
 	if (t_cur_failed)
 		return;
