@@ -31,6 +31,11 @@
  * tensors of the widest activation: a ping-pong pair (dy in, dx out) and
  * two for a block's insides.
  *
+ * The linear head is row-major (B, in) x W (N, in)^T, by ops.h's identity:
+ *   Y = X W^T   -> sgemm(T, N, N_, B, in, 1, W, in, X, in, 0, Y, N_)
+ *   dX = dY W   -> sgemm(N, N, in, B, N_, 1, W, in, dY, N_, 0, dX, in)
+ *   dW += dY^T X-> sgemm(N, T, in, N_, B, 1, X, in, dY, N_, acc, dW, in)
+ *
  * Skip connections (a U-Net's): a save line passes its input on and
  * names it; a cat line's y is (B, C + Cs, H, W), its input's channels
  * then the save's, per sample (torch.cat(dim=1)). Backward, a cat hands
@@ -38,11 +43,6 @@
  * save writes it, earlier ones add), and the save adds dsave to the
  * gradient passing through it. A transposed convolution is conv_bwd_data
  * of the convolution it transposes (ops.h), whose output is its input.
- *
- * The linear head is row-major (B, in) x W (N, in)^T, by ops.h's identity:
- *   Y = X W^T   -> sgemm(T, N, N_, B, in, 1, W, in, X, in, 0, Y, N_)
- *   dX = dY W   -> sgemm(N, N, in, B, N_, 1, W, in, dY, N_, 0, dX, in)
- *   dW += dY^T X-> sgemm(N, T, in, N_, B, 1, X, in, dY, N_, acc, dW, in)
  */
 #include <math.h>   /* sqrtf */
 #include <stdint.h> /* int32_t, uint8_t, uint64_t */
