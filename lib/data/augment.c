@@ -8,6 +8,7 @@
 
 #include <errno.h>  /* errno */
 #include <math.h>   /* cosf, sinf, floorf, isnan, NAN, M_PI */
+#include <stddef.h> /* max_align_t */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* strtol */
 #include <string.h> /* memcpy, strcmp, strncmp, strlen */
@@ -24,6 +25,8 @@
 /* The rotation's draw, apart from the crop and flip's (which stay what
  * they were before rotations existed). */
 #define STREAM_ROTATE 0x726f7431ull
+/* malloc's alignment, which the scratch's two halves both keep. */
+#define SCRATCH_ALIGN _Alignof(max_align_t)
 
 int mgpu_augment_parse(const char *text, struct mgpu_augment *a, const char *what)
 {
@@ -187,9 +190,16 @@ float mgpu_augment_angle(const struct mgpu_augment *a, uint64_t seed, uint64_t e
 	return a->rotate ? (2.0f * u - 1.0f) * (float)a->rotate : 0.0f;
 }
 
+/* Where the scratch's second half begins: float rows and keypoints are
+ * read as floats there, and a uint8 row may have any size (3x5x5). */
+static size_t second_half(size_t row_nbytes)
+{
+	return (row_nbytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
+}
+
 size_t mgpu_augment_scratch_nbytes(size_t row_nbytes, size_t t_nbytes)
 {
-	return 2 * row_nbytes + t_nbytes + 1;
+	return second_half(row_nbytes) + row_nbytes + t_nbytes + 1;
 }
 
 /* One channel plane: out(i, j) = in(i + dy - P, jj + dx - P), jj = j or
@@ -280,7 +290,7 @@ void mgpu_augment_rows_t(const struct mgpu_augment *a, uint64_t seed, uint64_t e
 {
 	size_t hw = (size_t)shape[1] * shape[2], d = hw * shape[0], i, c;
 	size_t esz = dtype == MGPU_DTYPE_U8 ? 1 : 4;
-	unsigned char *row, *src, *tr, *sc = scratch, *turned = sc + d * esz;
+	unsigned char *row, *src, *tr, *sc = scratch, *turned = sc + second_half(d * esz);
 	int dy, dx, flip, rot;
 	float ang, cs, sn;
 
