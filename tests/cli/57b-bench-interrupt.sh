@@ -1,0 +1,56 @@
+# mgpu-bench train stopped mid-run: SIGTERM exits 143 and SIGINT 130
+# (128 + the signal, as every tool), saying it was interrupted, only
+# after the run's mgpu-train processes (the launcher and its ranks; with
+# --nodes every node's) are stopped and reaped, and it writes no table,
+# --save file or plot. It used to exit 130 for both. Every mgpu-bench is
+# bounded by timeout(1), so one that ignores the signal fails as 124.
+. tests/cli/lib.sh
+B=$BIN/mgpu-bench
+mkidx d 1200 100 8 4
+# the data's absolute path marks this test's mgpu-train processes
+w="--data $PWD/d --model mlp:64-16-4 --max-steps 100000 --epochs 1000 --batch-size 16"
+trains() { pgrep -f -- "bin/mgpu-train .*--data $PWD/d" || true; }
+
+# stop SIG WANT N ARGS...: mgpu-bench train ARGS, sent SIG once N
+# mgpu-train processes of its run are up, exits WANT and leaves nothing
+stop() {
+	sig=$1 want=$2 n=$3
+	shift 3
+	timeout -k 5 120 "$B" train -o table.tsv --save saved.tsv --plot plot.svg "$@" \
+		-- $w 2>err.txt &
+	p=$!
+	for _ in $(seq 1200); do
+		[ "$(trains | wc -l)" -ge "$n" ] && break
+		sleep 0.05
+	done
+	[ "$(trains | wc -l)" -ge "$n" ] || fail "$*: $n mgpu-train processes never ran: $(cat err.txt)"
+	sleep 0.5 # into training
+	bp=$(pgrep -P $p)
+	kill -"$sig" "$bp"
+	set +e
+	wait $p
+	rc=$?
+	set -e
+	[ "$rc" = "$want" ] || fail "$* after SIG$sig: exit $rc, want $want: $(cat err.txt)"
+	grep -q "^mgpu-bench: interrupted by SIG$sig" err.txt || fail "$*: $(cat err.txt)"
+	left=$(trains)
+	[ -z "$left" ] || fail "$* after SIG$sig: mgpu-train left running: $(ps -o pid,args -p "$(echo $left | tr ' ' ,)")"
+	[ "$(ls -A)" = "$(printf 'd\nerr.txt')" ] || fail "$* after SIG$sig: files left: $(ls -A)"
+	rm err.txt
+}
+
+# the launcher and its two ranks
+stop TERM 143 3 --cpu-ranks 2 --repeat 1
+stop INT 130 3 --cpu-ranks 2 --repeat 1
+
+# two nodes, each a launcher and its rank, over the namespace hosts that
+# mgpu-bench makes as root; none of them may stay
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && command -v unshare >/dev/null &&
+	ip netns add "mgpu-$$-probe" 2>/dev/null; then
+	ip netns del "mgpu-$$-probe"
+	stop TERM 143 4 --cpu-ranks 1 --nodes 2 --repeat 1
+	[ -z "$(ip netns list | grep "^mgpub-$bp-")" ] || fail "namespaces left: $(ip netns list)"
+else
+	echo "note: --nodes not checked (needs root and network namespaces)"
+fi
+exit 0
