@@ -1,9 +1,10 @@
-# mgpu-bench train stopped mid-run: SIGTERM exits 143 and SIGINT 130
-# (128 + the signal, as every tool), saying it was interrupted, only
-# after the run's mgpu-train processes (the launcher and its ranks; with
-# --nodes every node's) are stopped and reaped, and it writes no table,
-# --save file or plot. It used to exit 130 for both. Every mgpu-bench is
-# bounded by timeout(1), so one that ignores the signal fails as 124.
+# mgpu-bench stopped mid-run: SIGTERM exits 143 and SIGINT 130 (128 + the
+# signal, as every tool), saying it was interrupted, only after the
+# processes it started are stopped and reaped (train: each run's mgpu-train
+# launcher and ranks, with --nodes every node's; allreduce: its ranks), and
+# it writes no table, --save file or plot. It used to exit 130 for both.
+# Every mgpu-bench is bounded by timeout(1), so one that ignores the signal
+# fails as 124.
 . tests/cli/lib.sh
 B=$BIN/mgpu-bench
 mkidx d 1200 100 8 4
@@ -42,6 +43,34 @@ stop() {
 # the launcher and its two ranks
 stop TERM 143 3 --cpu-ranks 2 --repeat 1
 stop INT 130 3 --cpu-ranks 2 --repeat 1
+
+# mgpu-bench allreduce: its forked ranks (which a signal to it alone does
+# not reach) stop with it, at once rather than at --timeout, and no table
+# is written (it used to wait out the sweep, write the rows so far and
+# exit 130)
+timeout -k 5 120 "$B" allreduce --ranks 3 --sizes 1M:16M --iters 1000 -o ar.tsv 2>err.txt &
+p=$!
+for _ in $(seq 1200); do
+	bp=$(pgrep -P $p || true)
+	[ -n "$bp" ] && [ "$(pgrep -P "$bp" | wc -l)" -ge 2 ] && break
+	sleep 0.05
+done
+ranks=$(pgrep -P "$bp" | tr '\n' ' ')
+[ -n "$ranks" ] || fail "allreduce: no ranks ran: $(cat err.txt)"
+sleep 0.5 # into the sweep
+kill -TERM "$bp"
+set +e
+wait $p
+rc=$?
+set -e
+[ "$rc" = 143 ] || fail "allreduce after SIGTERM: exit $rc, want 143: $(cat err.txt)"
+[ "$(cat err.txt)" = "mgpu-bench: interrupted by SIGTERM; partial output removed" ] ||
+	fail "allreduce after SIGTERM: $(cat err.txt)"
+for r in $ranks; do
+	! kill -0 "$r" 2>/dev/null || fail "allreduce: rank process $r left running"
+done
+[ ! -e ar.tsv ] || fail "allreduce: a table written: $(cat ar.tsv)"
+rm err.txt
 
 # two nodes, each a launcher and its rank, over the namespace hosts that
 # mgpu-bench makes as root; none of them may stay
