@@ -3,6 +3,7 @@
 # processes it started are stopped and reaped (train: each run's mgpu-train
 # launcher and ranks, with --nodes every node's; allreduce: its ranks), and
 # it writes no table, --save file or plot. It used to exit 130 for both.
+# A multi-node run whose node 0 fails stops the other nodes at once.
 # Every mgpu-bench is bounded by timeout(1), so one that ignores the signal
 # fails as 124.
 . tests/cli/lib.sh
@@ -79,6 +80,31 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && command -v unshare >/dev/nu
 	ip netns del "mgpu-$$-probe"
 	stop TERM 143 4 --cpu-ranks 1 --nodes 2 --repeat 1
 	[ -z "$(ip netns list | grep "^mgpub-$bp-")" ] || fail "namespaces left: $(ip netns list)"
+
+	# node 0 fails at once: the other nodes have nobody to meet and are
+	# stopped (SIGTERM) and reaped, not left to run their course (they used
+	# to get 30 s). A stand-in mgpu-train beside a copy of mgpu-bench, which
+	# runs the one in its own directory: node 0 fails, node 1 would run 10 s.
+	mkdir fake
+	cp "$B" fake/mgpu-bench
+	cat >fake/mgpu-train <<-EOF
+	#!/bin/sh
+	case " \$* " in
+	*" --node-rank 0 "*) echo "mgpu-train: error: node 0 cannot start" >&2; exit 1 ;;
+	esac
+	echo \$\$ >>"$PWD/others.pid"
+	trap 'echo stopped >>"$PWD/others.how"; exit 143' TERM
+	for i in \$(seq 100); do sleep 0.1; done
+	echo ran >>"$PWD/others.how"
+	EOF
+	chmod +x fake/mgpu-train
+	expect 1 "2 nodes x 1 CPU rank (DDP): mgpu-train: error: node 0 cannot start" \
+		fake/mgpu-bench train -o /dev/null --cpu-ranks 1 --nodes 2 --repeat 1 -- --data d
+	# (the SIGTERM may come before its trap is set: only "ran" tells)
+	! grep -q ran others.how 2>/dev/null || fail "node 1 ran on after node 0 failed"
+	for q in $(cat others.pid 2>/dev/null); do
+		! kill -0 "$q" 2>/dev/null || fail "node 1 left running"
+	done
 else
 	echo "note: --nodes not checked (needs root and network namespaces)"
 fi

@@ -215,12 +215,17 @@ static _Noreturn void child_rank(const char *name, int r, const struct aopts *o,
 {
 	struct mgpu_shm c;
 	int64_t wrong;
+	int rc;
 
 	snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", r);
-	if (mgpu_shm_attach(&c, name, r, o->ranks, mgpu_bench_ar_nparams(cfg), 0,
-			    1000 * o->timeout_s) < 0 ||
-	    mgpu_bench_ar_rank(&c, cfg, &wrong) < 0) {
-		if (!mgpu_interrupted) /* stopped by rank 0, which says why */
+	rc = mgpu_shm_attach(&c, name, r, o->ranks, mgpu_bench_ar_nparams(cfg), 0,
+			     1000 * o->timeout_s);
+	if (rc == 0)
+		rc = mgpu_bench_ar_rank(&c, cfg, &wrong);
+	if (rc < 0) {
+		/* stopped, or a peer failed: rank 0 says why (rank 0 itself, as
+		 * its failure shows here first, or the peer it waited for) */
+		if (!mgpu_interrupted && rc != MGPU_EPEER)
 			error_msg("%s", mgpu_errmsg());
 		_exit(1);
 	}
