@@ -2,7 +2,8 @@
 # signal, as every tool), saying it was interrupted, only after the
 # processes it started are stopped and reaped (train: each run's mgpu-train
 # launcher and ranks, with --nodes every node's; allreduce: its ranks), and
-# it writes no table, --save file or plot. It used to exit 130 for both.
+# it writes no table, --save file or plot (data neither). It used to exit
+# 130 for both.
 # A multi-node run whose node 0 fails stops the other nodes at once.
 # Every mgpu-bench is bounded by timeout(1), so one that ignores the signal
 # fails as 124.
@@ -72,6 +73,30 @@ for r in $ranks; do
 done
 [ ! -e ar.tsv ] || fail "allreduce: a table written: $(cat ar.tsv)"
 rm err.txt
+
+# mgpu-bench data: stopped in the middle of its loader passes (its loader
+# threads running), it writes no table either (it wrote the rows so far
+# and exited 130)
+mkidx_big big 60000
+timeout -k 5 120 "$B" data --prefetch 2 --repeat 100 -o data.tsv big 2>err.txt &
+p=$!
+threads() { awk '/^Threads:/ {print $2}' /proc/"$1"/status 2>/dev/null || echo 0; }
+for _ in $(seq 1200); do
+	bp=$(pgrep -P $p || true)
+	[ -n "$bp" ] && [ "$(threads "$bp")" -ge 3 ] && break
+	sleep 0.05
+done
+[ -n "$bp" ] && [ "$(threads "$bp")" -ge 3 ] || fail "data: its loader threads never ran: $(cat err.txt)"
+kill -TERM "$bp"
+set +e
+wait $p
+rc=$?
+set -e
+[ "$rc" = 143 ] || fail "data after SIGTERM: exit $rc, want 143: $(cat err.txt)"
+grep -q "^mgpu-bench: interrupted by SIGTERM; partial output removed" err.txt ||
+	fail "data after SIGTERM: $(cat err.txt)"
+[ ! -e data.tsv ] || fail "data: a table written: $(cat data.tsv)"
+rm -r err.txt big
 
 # two nodes, each a launcher and its rank, over the namespace hosts that
 # mgpu-bench makes as root; none of them may stay
