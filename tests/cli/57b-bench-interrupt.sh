@@ -14,37 +14,53 @@ mkidx d 1200 100 8 4
 w="--data $PWD/d --model mlp:64-16-4 --max-steps 100000 --epochs 1000 --batch-size 16"
 trains() { pgrep -f -- "bin/mgpu-train .*--data $PWD/d" || true; }
 
-# stop SIG WANT N ARGS...: mgpu-bench train ARGS, sent SIG once N
-# mgpu-train processes of its run are up, exits WANT and leaves nothing
-stop() {
-	sig=$1 want=$2 n=$3
-	shift 3
-	timeout -k 5 120 "$B" train -o table.tsv --save saved.tsv --plot plot.svg "$@" \
-		-- $w 2>err.txt &
-	p=$!
+# await WHAT CMD...: until CMD succeeds (polled), else fail naming WHAT
+await() {
+	what=$1
+	shift
 	for _ in $(seq 1200); do
-		[ "$(trains | wc -l)" -ge "$n" ] && break
+		"$@" && return 0
 		sleep 0.05
 	done
-	[ "$(trains | wc -l)" -ge "$n" ] || fail "$*: $n mgpu-train processes never ran: $(cat err.txt)"
-	sleep 0.5 # into training
+	fail "$what never happened: $(cat err.txt)"
+}
+# interrupt WHAT SIG: send SIG to the mgpu-bench that timeout(1) $p runs
+# (kept in $bp); it exits 128 + SIG saying so, and writes nothing
+interrupt() {
 	bp=$(pgrep -P $p)
-	kill -"$sig" "$bp"
+	kill -"$2" "$bp"
 	set +e
 	wait $p
 	rc=$?
 	set -e
-	[ "$rc" = "$want" ] || fail "$* after SIG$sig: exit $rc, want $want: $(cat err.txt)"
-	grep -q "^mgpu-bench: interrupted by SIG$sig" err.txt || fail "$*: $(cat err.txt)"
-	left=$(trains)
-	[ -z "$left" ] || fail "$* after SIG$sig: mgpu-train left running: $(ps -o pid,args -p "$(echo $left | tr ' ' ,)")"
-	[ "$(ls -A)" = "$(printf 'd\nerr.txt')" ] || fail "$* after SIG$sig: files left: $(ls -A)"
+	want=$((128 + $(kill -l "$2")))
+	[ "$rc" = "$want" ] || fail "$1 after SIG$2: exit $rc, want $want: $(cat err.txt)"
+	grep -q "^mgpu-bench: interrupted by SIG$2; partial output removed" err.txt ||
+		fail "$1 after SIG$2: $(cat err.txt)"
+	[ "$(ls -A | grep -v -e '^d$' -e '^err.txt$' -e '^big$')" = "" ] ||
+		fail "$1 after SIG$2: files left: $(ls -A)"
 	rm err.txt
 }
 
+# stop SIG N ARGS...: mgpu-bench train ARGS, sent SIG once N mgpu-train
+# processes of its run are up, into training; none of them stays
+enough() { [ "$(trains | wc -l)" -ge "$1" ]; }
+stop() {
+	sig=$1 n=$2
+	shift 2
+	timeout -k 5 120 "$B" train -o table.tsv --save saved.tsv --plot plot.svg "$@" \
+		-- $w 2>err.txt &
+	p=$!
+	await "$n mgpu-train processes of train $*" enough "$n"
+	sleep 0.5 # into training
+	interrupt "train $*" "$sig"
+	left=$(trains)
+	[ -z "$left" ] || fail "train $* after SIG$sig: mgpu-train left running: $(ps -o pid,args -p "$(echo $left | tr ' ' ,)")"
+}
+
 # the launcher and its two ranks
-stop TERM 143 3 --cpu-ranks 2 --repeat 1
-stop INT 130 3 --cpu-ranks 2 --repeat 1
+stop TERM 3 --cpu-ranks 2 --repeat 1
+stop INT 3 --cpu-ranks 2 --repeat 1
 
 # mgpu-bench allreduce: its forked ranks (which a signal to it alone does
 # not reach) stop with it, at once rather than at --timeout, and no table
@@ -52,27 +68,14 @@ stop INT 130 3 --cpu-ranks 2 --repeat 1
 # exit 130)
 timeout -k 5 120 "$B" allreduce --ranks 3 --sizes 1M:16M --iters 1000 -o ar.tsv 2>err.txt &
 p=$!
-for _ in $(seq 1200); do
-	bp=$(pgrep -P $p || true)
-	[ -n "$bp" ] && [ "$(pgrep -P "$bp" | wc -l)" -ge 2 ] && break
-	sleep 0.05
-done
+two_ranks() { bp=$(pgrep -P $p) && [ "$(pgrep -P "$bp" | wc -l)" -ge 2 ]; }
+await "allreduce's ranks" two_ranks
 ranks=$(pgrep -P "$bp" | tr '\n' ' ')
-[ -n "$ranks" ] || fail "allreduce: no ranks ran: $(cat err.txt)"
 sleep 0.5 # into the sweep
-kill -TERM "$bp"
-set +e
-wait $p
-rc=$?
-set -e
-[ "$rc" = 143 ] || fail "allreduce after SIGTERM: exit $rc, want 143: $(cat err.txt)"
-[ "$(cat err.txt)" = "mgpu-bench: interrupted by SIGTERM; partial output removed" ] ||
-	fail "allreduce after SIGTERM: $(cat err.txt)"
+interrupt allreduce TERM
 for r in $ranks; do
 	! kill -0 "$r" 2>/dev/null || fail "allreduce: rank process $r left running"
 done
-[ ! -e ar.tsv ] || fail "allreduce: a table written: $(cat ar.tsv)"
-rm err.txt
 
 # mgpu-bench data: stopped in the middle of its loader passes (its loader
 # threads running), it writes no table either (it wrote the rows so far
@@ -80,30 +83,17 @@ rm err.txt
 mkidx_big big 60000
 timeout -k 5 120 "$B" data --prefetch 2 --repeat 100 -o data.tsv big 2>err.txt &
 p=$!
-threads() { awk '/^Threads:/ {print $2}' /proc/"$1"/status 2>/dev/null || echo 0; }
-for _ in $(seq 1200); do
-	bp=$(pgrep -P $p || true)
-	[ -n "$bp" ] && [ "$(threads "$bp")" -ge 3 ] && break
-	sleep 0.05
-done
-[ -n "$bp" ] && [ "$(threads "$bp")" -ge 3 ] || fail "data: its loader threads never ran: $(cat err.txt)"
-kill -TERM "$bp"
-set +e
-wait $p
-rc=$?
-set -e
-[ "$rc" = 143 ] || fail "data after SIGTERM: exit $rc, want 143: $(cat err.txt)"
-grep -q "^mgpu-bench: interrupted by SIGTERM; partial output removed" err.txt ||
-	fail "data after SIGTERM: $(cat err.txt)"
-[ ! -e data.tsv ] || fail "data: a table written: $(cat data.tsv)"
-rm -r err.txt big
+threads() { bp=$(pgrep -P $p) && [ "$(awk '/^Threads:/ {print $2}' /proc/"$bp"/status 2>/dev/null)" -ge 3 ]; }
+await "data's loader threads" threads
+interrupt data TERM
+rm -r big
 
 # two nodes, each a launcher and its rank, over the namespace hosts that
 # mgpu-bench makes as root; none of them may stay
 if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && command -v unshare >/dev/null &&
 	ip netns add "mgpu-$$-probe" 2>/dev/null; then
 	ip netns del "mgpu-$$-probe"
-	stop TERM 143 4 --cpu-ranks 1 --nodes 2 --repeat 1
+	stop TERM 4 --cpu-ranks 1 --nodes 2 --repeat 1
 	[ -z "$(ip netns list | grep "^mgpub-$bp-")" ] || fail "namespaces left: $(ip netns list)"
 
 	# node 0 fails at once: the other nodes have nobody to meet and are
