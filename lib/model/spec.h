@@ -98,7 +98,7 @@ struct mgpu_spec {
 	int in_c, in_h, in_w;         /* the sample (C,H,W), 0 until known */
 	int in_1d;                    /* the sample is a series (C,L): in_h 1 */
 	int nbuckets;                 /* its gradient buckets (model/cnn_spec.h) */
-	char origin[128];             /* where the spec came from (messages) */
+	char origin[512];             /* where the spec came from (messages) */
 };
 
 /* What a family is fitted to (mgpu_spec_fit): the data's samples. */
