@@ -162,6 +162,10 @@ static int targets(struct train_data *d, const struct mgpu_train_cfg *cfg)
 		return mgpu_err(MGPU_EINVAL, "'%s': --per-class counts class labels, and its "
 				"samples carry %s targets", cfg->data,
 				mgpu_target_kind_name(d->tkind));
+	if (cfg->predict_class && d->tkind != MGPU_TARGET_MASK)
+		return mgpu_err(MGPU_EINVAL, "'%s': --predict-as class gives class ids, and its "
+				"samples carry %s targets (--predict writes their values)",
+				cfg->data, mgpu_target_kind_name(d->tkind));
 	d->stride = 1;
 	d->h = d->w = 1;
 	switch (d->tkind) {
