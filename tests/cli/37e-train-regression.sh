@@ -48,6 +48,13 @@ got = dict(zip(rows[0], rows[1]))
 for k in ("val_rmse", "test_rmse", "val_loss", "test_loss"):
     assert abs(float(got[k]) - want[k]) <= 1e-6 * max(1, abs(want[k])), (k, got[k], want[k])
 PY
+# --resume from the middle (the checkpoint of step 48) ends where the
+# uninterrupted run ended, bit for bit
+[ -d ck/step-00000048 ] || fail "no checkpoint of step 48: $(ls ck)"
+"$TR" -q --resume ck/step-00000048 --save-dir ck2 --json >res.json 2>err.txt || fail "--resume: $(cat err.txt)"
+[ "$(grep '"summary"' res.json | sed 's/"wall_s":[^,]*,//; s/"samples_per_s":[^,]*,//; s/"rss_bytes":.*//')" = \
+  "$(grep '"summary"' run.json | sed 's/"wall_s":[^,]*,//; s/"samples_per_s":[^,]*,//; s/"rss_bytes":.*//')" ] ||
+	fail "resumed: $(grep summary res.json) vs $(grep summary run.json)"
 # a conv net over the 4 values as a series, linear auto: K outputs
 "$TR" -q --data c --model 'cnn:conv 4 k=3 p=1; relu; flatten; linear auto' --epochs 1 \
 	--batch-size 16 >cnn.tsv 2>err.txt || fail "cnn: $(cat err.txt)"

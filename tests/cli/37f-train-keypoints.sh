@@ -112,6 +112,12 @@ sb = [r for r in b if r["kind"] == "summary"][0]
 for k in ("val_loss", "val_kp_err_px", "test_kp_err_px"):
     assert abs(float(sa[k]) - float(sb[k])) <= 1e-4 * max(1, abs(float(sa[k]))), (k, sa[k], sb[k])
 PY
+# --resume from the middle of an augmented run ends where it ended
+"$TR" -q --data c --model "$NET" --output-stride 2 --epochs 2 --batch-size 16 $AUG \
+	--save-dir ka >a.tsv 2>err.txt || fail "augmented: $(cat err.txt)"
+"$TR" -q --resume ka/step-00000010 >b.tsv 2>err.txt || fail "--resume: $(cat err.txt)"
+[ "$(grep '^summary' a.tsv | cut -f 9-12,26-)" = "$(grep '^summary' b.tsv | cut -f 9-12,26-)" ] ||
+	fail "resumed: $(grep '^summary' b.tsv) vs $(grep '^summary' a.tsv)"
 # the flip swaps the pair: without --flip-pairs the same run trains otherwise
 "$TR" -q --data c --model "$NET" --output-stride 2 --epochs 1 --max-steps 8 --batch-size 8 \
 	--log-every 1 --augment crop=2,flip,rotate=10 >w3.tsv 2>err.txt || fail "no pairs: $(cat err.txt)"

@@ -367,7 +367,11 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 		c->resume);
 	if (out->o->com.verbose) {
 		mgpu_samples_shape_str(r->sample_ndim, r->sample_shape, shape, sizeof shape);
-		note("data %s: samples %s, %d classes", c->data, shape, r->classes);
+		if (r->target)
+			note("data %s: samples %s, %s targets: the model gives %d output channels",
+			     c->data, shape, mgpu_target_kind_name(r->target), r->classes);
+		else
+			note("data %s: samples %s, %d classes", c->data, shape, r->classes);
 	}
 	if (out->resume_note[0])
 		note("%s", out->resume_note);

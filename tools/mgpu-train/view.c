@@ -350,6 +350,20 @@ static void say_checkpoint(const struct view *v, const struct mgpu_record *r)
 	say(v, "train on:   %s%s", cmd, where(v, how, sizeof how));
 }
 
+/* A split's metrics of a target, on one summary line. */
+static void target_summary(const struct view *v, const struct mgpu_record *r, const char *what,
+			   double loss, double acc, const struct mgpu_target_scores *s)
+{
+	if (r->target == MGPU_TARGET_KEYPOINTS)
+		say(v, "%-11s keypoint error %.3f px, PCK %.2f%% within %g px, loss %.6f", what,
+		    s->kp_err_px, 100 * s->pck, r->pck_px, loss);
+	else if (r->target == MGPU_TARGET_MASK)
+		say(v, "%-11s mean IoU %.2f%%, pixel accuracy %.2f%%, loss %.4f", what,
+		    100 * s->miou, 100 * acc, loss);
+	else
+		say(v, "%-11s RMSE %.6g, loss %.6g", what, s->rmse, loss);
+}
+
 static void summary(struct view *v, const struct mgpu_record *r)
 {
 	char t[32], rate[32], peak[32], rss[32];
@@ -374,6 +388,8 @@ static void summary(struct view *v, const struct mgpu_record *r)
 	else if (v->gpt)
 		say(v, "test:       loss %.4f nats per token; validation %.4f", r->test_loss,
 		    r->val_loss);
+	else if (r->target && !isfinite(r->test_loss)) /* no test split */
+		target_summary(v, r, "validation:", r->val_loss, r->val_acc, &r->val_t);
 	else if (r->target == MGPU_TARGET_KEYPOINTS)
 		say(v, "test:       keypoint error %.3f px, PCK %.2f%% within %g px, loss %.6f; "
 		    "validation %.3f px, PCK %.2f%%", r->test_t.kp_err_px, 100 * r->test_t.pck,
