@@ -16,6 +16,10 @@
  * model.h): per bn i.running_mean, i.running_var (C) and
  * i.num_batches_tracked (a scalar, the count of training forwards).
  *
+ * Outputs: the last line's y, a linear's class logits (xent on the
+ * labels) or a conv's maps (c, h, w) taken whole; with targets (m->tgt)
+ * the loss is theirs (model/target_loss.h) over either.
+ *
  * Gradient buckets: the lines with parameters in at most MGPU_MAX_LAYERS
  * groups of consecutive lines (cnn_spec.h); backward reports a bucket
  * through grad_ready once its lowest line is done, weights read no more.

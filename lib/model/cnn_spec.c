@@ -249,7 +249,9 @@ static int parse_line(struct mgpu_spec *s, const struct words *w, const struct a
 	return 0;
 }
 
-/* After the last line: a linear last, auto only there; the buckets. */
+/* After the last line: a linear last (class logits) or a conv (a
+ * target's maps; class labels refuse it in fit), auto only on the last
+ * linear; the buckets. */
 static int finish(struct mgpu_spec *s, const char *origin)
 {
 	int i;
