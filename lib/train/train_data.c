@@ -299,32 +299,39 @@ int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int s
 	return mgpu_train_put_batch(r, r->xb, r->yb, B);
 }
 
-/* A digest of up to 16 rows spread over each split, labels included:
- * cheap, and enough to tell two data sets (or two versions of one) apart. */
+/* A digest of up to 16 rows spread over each split, labels and targets
+ * included: cheap, and enough to tell two data sets (or two versions of
+ * one) apart. */
 static int rows_digest(struct train_data *d, char hex[MGPU_SHA256_HEX])
 {
 	struct mgpu_sha256 h;
 	uint8_t dig[MGPU_SHA256_NBYTES];
 	uint8_t *x = malloc(d->src.row_nbytes ? d->src.row_nbytes : 1);
+	uint8_t *t = malloc(d->src.t_nbytes + 1);
 	uint32_t idx;
 	int32_t y;
 	size_t n, i, k;
 	int sp, rc = 0;
 
-	if (!x)
+	if (!x || !t) {
+		free(x);
+		free(t);
 		return mgpu_err(MGPU_ENOMEM, "out of memory for a row");
+	}
 	mgpu_sha256_init(&h);
 	for (sp = 0; sp < MGPU_NSPLITS && rc == 0; sp++) {
 		n = d->src.n[sp];
 		k = n < 16 ? n : 16;
 		for (i = 0; i < k && rc == 0; i++) {
 			idx = (uint32_t)(k > 1 ? i * (n - 1) / (k - 1) : 0);
-			rc = mgpu_source_rows(&d->src, sp, &idx, 1, x, &y);
+			rc = mgpu_source_rows_t(&d->src, sp, &idx, 1, x, &y, t);
 			mgpu_sha256_update(&h, x, d->src.row_nbytes);
 			mgpu_sha256_update(&h, &y, sizeof y);
+			mgpu_sha256_update(&h, t, d->src.t_nbytes);
 		}
 	}
 	free(x);
+	free(t);
 	mgpu_sha256_final(&h, dig);
 	mgpu_sha256_hex(dig, hex);
 	return rc;

@@ -98,9 +98,15 @@ static int build_model(struct train_rank *r)
 		MGPU_TRY(mgpu_optim_create_ext(&r->opt, &r->model, &c->optim, s0, s1));
 	else
 		MGPU_TRY(mgpu_optim_create(&r->opt, &r->model, &c->optim));
-	if (r->d->tkind)
+	if (r->d->tkind) {
 		MGPU_TRY(mgpu_model_set_targets(&r->model, r->d->tkind, r->d->K, r->d->P, r->d->h,
 						r->d->w, r->d->classes));
+		/* what the data's check read from the spec, the built model gives */
+		if (mgpu_model_logits_per_row(&r->model) != mgpu_target_outputs(&r->model.tgt))
+			return mgpu_err(MGPU_EINVAL, "model: %zu outputs a sample, the target takes "
+					"%zu", mgpu_model_logits_per_row(&r->model),
+					mgpu_target_outputs(&r->model.tgt));
+	}
 	if (mgpu_sync_loads_state(&r->sync)) {
 		MGPU_TRY(mgpu_model_init(&r->model, c->seed));
 		if (c->init[0]) /* weights only: the optimizer starts fresh */
