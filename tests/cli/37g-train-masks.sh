@@ -5,7 +5,8 @@
 # test_miou), which rises, and the pixel accuracy; --predict-as class gives
 # each test pixel's class, whose IoU against the masks is the summary's;
 # the class count comes from the data or --mask-classes; 1 rank x 8 and
-# 2 ranks x 4 train alike with augmentation moving the masks.
+# 2 ranks x 4 (mode ddp and dp) train alike with augmentation moving the
+# masks.
 . tests/cli/lib.sh
 TR=$BIN/mgpu-train
 python3 - <<'PY'
@@ -92,13 +93,17 @@ expect 1 "'c': the model 'cnn:input 1 16 16; conv 3 k=1 s=1 p=0' gives 3x16x16 o
 	"$TR" -q --data c --model 'cnn:conv 3 k=1' --mask-classes 4 --epochs 1
 expect 1 "'c': mask labels go up to 2, beyond --mask-classes 2" \
 	"$TR" -q --data c --model 'cnn:conv 2 k=1' --mask-classes 2 --epochs 1
-# 1 rank x 8 and 2 ranks x 4, the masks cropped and flipped with the images
+# 1 rank x 8 and 2 ranks x 4 (ddp, and dp's threads), the masks cropped and
+# flipped with the images
 AUG="--augment crop=2,flip"
 "$TR" -q --data c --model "$NET" --epochs 1 --max-steps 6 --batch-size 8 --log-every 1 $AUG \
 	>w1.tsv 2>err.txt || fail "1 rank: $(cat err.txt)"
 "$TR" -q --data c --model "$NET" --epochs 1 --max-steps 6 --batch-size 4 --cpu-ranks 2 \
 	--log-every 1 $AUG >w2.tsv 2>err.txt || fail "2 ranks: $(cat err.txt)"
-python3 - w1.tsv w2.tsv <<'PY' || fail "world sizes differ: $(cut -f 1-4 w1.tsv) vs $(cut -f 1-4 w2.tsv)"
+"$TR" -q --data c --model "$NET" --epochs 1 --max-steps 6 --batch-size 4 --cpu-ranks 2 \
+	--mode dp --log-every 1 $AUG >w3.tsv 2>err.txt || fail "mode dp: $(cat err.txt)"
+for w in w2 w3; do
+python3 - w1.tsv $w.tsv <<'PY' || fail "world sizes differ: $(cut -f 1-4 w1.tsv) vs $(cut -f 1-4 $w.tsv)"
 import sys
 def rows(p):
     r = [l.rstrip("\n").split("\t") for l in open(p)]
@@ -112,4 +117,5 @@ sb = [r for r in b if r["kind"] == "summary"][0]
 for k in ("val_loss", "val_miou", "test_miou", "test_acc"):
     assert abs(float(sa[k]) - float(sb[k])) <= 1e-4, (k, sa[k], sb[k])
 PY
+done
 exit 0
