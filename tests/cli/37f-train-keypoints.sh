@@ -122,6 +122,9 @@ PY
 "$TR" -q --data c --model "$NET" --output-stride 2 --epochs 1 --max-steps 8 --batch-size 8 \
 	--log-every 1 --augment crop=2,flip,rotate=10 >w3.tsv 2>err.txt || fail "no pairs: $(cat err.txt)"
 ! cmp -s w1.tsv w3.tsv || fail "--flip-pairs 0:1 changed nothing"
+# the example spec of models/ trains on them at stride 2
+"$TR" -q --data c --model "$SRC/models/pose-fcn.spec" --output-stride 2 --max-steps 2 \
+	--batch-size 8 >fcn.tsv 2>err.txt || fail "models/pose-fcn.spec: $(cat err.txt)"
 # errors name the model and both shapes, or the part
 expect 1 "'c': the model 'cnn:input 1 24 24; conv 8 k=3 s=1 p=1; relu; conv 16 k=3 s=2 p=1; relu; conv 16 k=3 s=1 p=1; relu; conv 2 k=1 s=1 p=0' gives 2x12x12 outputs a sample, its keypoints target takes 2x24x24 (2 maps of 24x24 at --output-stride 1)" \
 	"$TR" -q --data c --model "$NET" --epochs 1
