@@ -322,24 +322,24 @@ static int eval_batch_t(struct train_rank *r, struct mgpu_metrics *met, int *B)
  * counts and sums as doubles (exact far past any evaluation's counts). */
 static int sum_metrics(struct train_rank *r, struct mgpu_metrics *met)
 {
-	int C = r->d->tkind == MGPU_TARGET_MASK ? r->d->classes : 0, n = 5 + 2 * C, k, j;
+	int C = r->d->tkind == MGPU_TARGET_MASK ? r->d->classes : 0, n = 6 + 2 * C, k, j;
 	double *v = malloc((size_t)n * sizeof *v);
 	int rc = 0;
 
 	if (!v)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
 	v[0] = met->kp_err_sum, v[1] = (double)met->kp_count, v[2] = (double)met->kp_within;
-	v[3] = met->sq_sum, v[4] = (double)met->sq_count;
+	v[3] = met->sq_sum, v[4] = (double)met->sq_count, v[5] = (double)met->pix_count;
 	for (k = 0; k < C; k++)
-		v[5 + k] = (double)met->inter[k], v[5 + C + k] = (double)met->uni[k];
+		v[6 + k] = (double)met->inter[k], v[6 + C + k] = (double)met->uni[k];
 	for (k = 0; k < n && rc == 0; k += j) {
 		j = n - k < MGPU_SHM_MAX_VALS ? n - k : MGPU_SHM_MAX_VALS;
 		rc = mgpu_sync_allreduce_f64(&r->sync, v + k, j);
 	}
 	met->kp_err_sum = v[0], met->kp_count = (uint64_t)v[1], met->kp_within = (uint64_t)v[2];
-	met->sq_sum = v[3], met->sq_count = (uint64_t)v[4];
+	met->sq_sum = v[3], met->sq_count = (uint64_t)v[4], met->pix_count = (uint64_t)v[5];
 	for (k = 0; k < C; k++)
-		met->inter[k] = (uint64_t)v[5 + k], met->uni[k] = (uint64_t)v[5 + C + k];
+		met->inter[k] = (uint64_t)v[6 + k], met->uni[k] = (uint64_t)v[6 + C + k];
 	free(v);
 	return rc;
 }
@@ -350,7 +350,8 @@ static int sum_metrics(struct train_rank *r, struct mgpu_metrics *met)
  * leaves its slice at once; the sum that every rank reaches says whether
  * any did, and then all return MGPU_EINTR together. Data with targets
  * also give their metrics in *ts (NULL: not wanted); their accuracy is a
- * mask's pixel accuracy, NaN for a mean squared error. */
+ * mask's pixel accuracy over its labelled pixels, NaN for a mean squared
+ * error. */
 static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
 		    size_t n, double *loss, double *acc, struct mgpu_target_scores *ts)
 {
@@ -386,6 +387,8 @@ static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
 	if (!r->d->tkind || !ts)
 		return 0;
 	MGPU_TRY(sum_metrics(r, &met));
+	if (r->d->tkind == MGPU_TARGET_MASK) /* over the labelled pixels alone */
+		*acc = mgpu_metrics_pixel_acc(&met);
 	ts->kp_err_px = mgpu_metrics_kp_error(&met);
 	ts->pck = mgpu_metrics_pck(&met);
 	ts->miou = mgpu_metrics_miou(&met);

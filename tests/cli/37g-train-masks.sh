@@ -50,18 +50,17 @@ s = [r for r in recs if r["kind"] == "summary"][0]
 assert steps[-1]["loss"] < 0.5 * steps[0]["loss"], (steps[0], steps[-1])
 miou = [e["val_miou"] for e in evals]
 assert miou[-1] > miou[0] + 0.2 and miou[-1] > 0.8, miou
-# the pixel accuracy counts the 60 ignored border pixels of 256 as wrong
-assert 0.8 < s["test_miou"] <= 1 and 0.6 < s["test_acc"] <= 196 / 256 and s["val_miou"] == miou[-1], s
+assert 0.8 < s["test_miou"] <= 1 and 0.8 < s["test_acc"] <= 1 and s["val_miou"] == miou[-1], s
 assert "val_kp_err_px" not in s and "val_rmse" not in s, s
 PY
-# --predict-as class: (16, 16, 16) ids whose IoU against the test masks
-# (255 left out) is the summary's test_miou
+# --predict-as class: (16, 16, 16) ids whose IoU and accuracy against the
+# test masks (255 left out) are the summary's test_miou and test_acc
 "$TR" -q --evaluate --resume ck --predict ids.npy --predict-as class >e.tsv 2>err.txt ||
 	fail "--predict: $(cat err.txt)"
 head -n 1 e.tsv | tr '\t' '\n' | tail -n 2 | tr '\n' ' ' | grep -qx 'val_miou test_miou ' ||
 	fail "TSV columns: $(head -n 1 e.tsv)"
-miou=$(awk -F '\t' 'NR == 1 { for (i = 1; i <= NF; i++) k[$i] = i } $1 == "summary" { print $k["test_miou"] }' e.tsv)
-python3 - ids.npy s "$miou" <<'PY' || fail "IoU of the predicted ids"
+col() { awk -F '\t' -v c="$1" 'NR == 1 { for (i = 1; i <= NF; i++) k[$i] = i } $1 == "summary" { print $k[c] }' e.tsv; }
+python3 - ids.npy s "$(col test_miou)" "$(col test_acc)" <<'PY' || fail "IoU of the predicted ids"
 import os, struct, sys, tarfile, zlib, ast
 raw = open(sys.argv[1], "rb").read()
 n = struct.unpack("<H", raw[8:10])[0]
@@ -74,17 +73,19 @@ def npy_u8(b):  # the shard's KEY.mask.npy
 t = tarfile.open(os.path.join(sys.argv[2], "test-000000.tar"))
 masks = [npy_u8(t.extractfile(m).read()) for m in t.getmembers() if m.name.endswith(".mask.npy")]
 assert len(masks) == 16
-inter, uni = [0] * 3, [0] * 3
+inter, uni, ok, n = [0] * 3, [0] * 3, 0, 0
 for i, m in enumerate(masks):
     for p in range(256):
         y, g = ids[i * 256 + p], m[p]
         if g == 255:
             continue
+        ok, n = ok + (y == g), n + 1
         for c in range(3):
             inter[c] += y == c and g == c
             uni[c] += y == c or g == c
 got = sum(a / b for a, b in zip(inter, uni) if b) / sum(1 for b in uni if b)
 assert abs(got - float(sys.argv[3])) < 1e-5, (got, sys.argv[3])
+assert n == 16 * 196 and abs(ok / n - float(sys.argv[4])) < 1e-5, (ok / n, sys.argv[4])
 PY
 # --mask-classes: more than the data's 3 needs 4 channels; fewer is an error
 "$TR" -q --data c --model 'cnn:conv 4 k=1' --mask-classes 4 --max-steps 2 >/dev/null 2>err.txt ||
