@@ -40,7 +40,7 @@
 #pragma weak cblas_sbgemm
 
 /* oneDNN's matmul takes products of at least this many multiply-adds
- * (m n k) under auto: its call costs about 0.45 us on one thread of the
+ * (m n k, times the batch) under auto: its call costs about 0.45 us on one thread of the
  * AVX512-BF16 machine here, which the fallback beat on 20x20x20 and
  * 64x32x4 and matched on 16x16x48 and 32x32x12; from 24x24x24 on oneDNN
  * was 1.5-2.9x faster. */
@@ -266,8 +266,8 @@ static int dnnl_mm(void *ctx, enum mgpu_trans ta, enum mgpu_trans tb, int m, int
 {
 	int done;
 
-	MGPU_TRY(mgpu_cpu_mm_bf16((void **)ctx, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb, beta, C,
-				  ldc, sc, batch, &done));
+	MGPU_TRY(mgpu_cpu_mm_bf16((void **)ctx, ta, tb, m, n, k, alpha, A, lda, sa, Bm, ldb, sb,
+				  beta, C, ldc, sc, batch, &done));
 	return !done;
 }
 
@@ -362,7 +362,9 @@ int mgpu_cpu_gemm16(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans t
 		if (bad_env)
 			return mgpu_err(MGPU_EINVAL, "MGPU_CPU_BF16_GEMM: '%s' is not one of "
 					"auto|onednn|sbgemm|sgemm", bad_env);
-		if (use_dnnl && (long long)m * n * k >= dnnl_min_macs) {
+		/* a batch is one 3-D primitive, one call's cost, wherever the
+		 * matrices lie apart (bf16_dnnl.c) */
+		if (use_dnnl && (long long)m * n * k * batch >= dnnl_min_macs) {
 			MGPU_TRY(mgpu_cpu_mm_bf16(&s->mm, ta, tb, m, n, k, alpha, A, lda, sa, Bm,
 						  ldb, sb, beta, C, ldc, sc, batch, &done));
 			if (done)
