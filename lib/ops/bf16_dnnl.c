@@ -17,7 +17,9 @@
  * Primitives, declined shapes included, are made once per device and key
  * (shape, strides, alpha, beta) and kept in a small cache (struct state,
  * dev's scratch), so a training step pays only for setting three data
- * handles; the scratchpad is ours, one buffer per device grown on demand.
+ * handles: about 0.45 us a call here, where making the descriptor again
+ * to hit oneDNN's own primitive cache cost 1.4 us more. The scratchpad is
+ * ours, one buffer per device grown on demand.
  * One thread per device: oneDNN runs on OpenMP, one thread for the
  * calling thread (cpu's init). The engine is this file's own, not
  * conv_cpu.c's: a CPU engine is a handle, and the two caches stay
