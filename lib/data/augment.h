@@ -19,8 +19,9 @@
  * Targets move with their image (mgpu_augment_rows_t): a mask (H,W) takes
  * the same pixels (its padding 255, ignored); keypoints (P,2) the same
  * geometry, a part that leaves the image becoming missing (NaN), and a
- * flip swaps the parts of each symmetry pair (mgpu_augment_parse_pairs; no
- * tool flag yet: a left wrist is the right one in the mirror). A vector target does not move.
+ * flip swaps the parts of each symmetry pair (mgpu_augment_parse_pairs;
+ * mgpu-train's --flip-pairs: a left wrist is the right one in the mirror).
+ * A vector target does not move.
  */
 #ifndef MGPU_DATA_AUGMENT_H
 #define MGPU_DATA_AUGMENT_H

@@ -17,6 +17,10 @@
  * model.h): per bn i.running_mean, i.running_var (C) and
  * i.num_batches_tracked (a scalar, the count of training forwards).
  *
+ * Outputs: the last line's y, a linear's class logits (xent on the
+ * labels) or a conv's or tconv's maps (c, h, w) taken whole; with targets
+ * (m->tgt) the loss is theirs (model/target_loss.h) over either.
+ *
  * Gradient buckets: the lines with parameters in at most MGPU_MAX_LAYERS
  * groups of consecutive lines (cnn_spec.h); backward reports a bucket
  * through grad_ready once its lowest line is done, weights read no more.
@@ -747,6 +751,9 @@ static int loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale
 	const struct mgpu_ops *o = m->dev->ops;
 	struct mgpu_cnn_shape out = c->L[c->n - 1].out;
 
+	if (m->tgt.kind) /* a target's loss (model/target_loss.h) over the outputs */
+		return mgpu_target_loss_acc(&m->tgt, m->dev, c->L[c->n - 1].y,
+					    want_grad ? m->dlogits : NULL, B, grad_scale, acc);
 	if (out.h * out.w != 1)
 		return mgpu_err(MGPU_EINVAL, "cnn: the model outputs %d x %d x %d maps a sample, "
 				"not a row of class logits: class labels need a head that ends "
@@ -764,9 +771,21 @@ static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *
 {
 	const struct mgpu_cnn *c = m->fam;
 
-	/* a linear's logits, or a conv's maps (c, h, w) taken whole */
+	/* a linear's logits, or a conv's or tconv's maps (c, h, w) taken whole */
 	*per_row = *width = *ld = vol(c->L[c->n - 1].out);
 	return c->L[c->n - 1].y;
+}
+
+static void out_shape(const struct mgpu_spec *s, int shape[3])
+{
+	struct mgpu_cnn_shape sh[MGPU_CNN_MAX_LINES + 1];
+
+	shape[0] = shape[1] = shape[2] = 0;
+	if (mgpu_cnn_walk(s, sh, "cnn") == 0) {
+		shape[0] = sh[s->ncnn].c;
+		shape[1] = sh[s->ncnn].h;
+		shape[2] = sh[s->ncnn].w;
+	}
 }
 
 /* ---- backward ---------------------------------------------------------- */
@@ -953,6 +972,7 @@ const struct mgpu_arch mgpu_arch_cnn = {
 	.take_auto = mgpu_cnn_take_auto,
 	.classes = mgpu_cnn_classes,
 	.count = mgpu_cnn_count,
+	.out_shape = out_shape,
 	.create = create,
 	.rows_nbytes = rows_nbytes,
 	.init = init,

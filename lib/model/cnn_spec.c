@@ -675,9 +675,8 @@ int mgpu_cnn_spec_fit(struct mgpu_spec *s, const struct mgpu_data_desc *dd, cons
 	want.in_c = ndim == 1 ? 1 : (int)shape[0];
 	want.in_h = ndim == 3 ? (int)shape[1] : 1;
 	want.in_w = (int)shape[ndim - 1];
-	/* a target's channels exactly (one map for one part); logits at least 2 */
 	if (top->n == MGPU_SPEC_AUTO)
-		top->n = dd->target || classes > 1 ? classes : 2;
+		top->n = mgpu_spec_auto_classes(dd);
 	else if (top->n < classes && !dd->target)
 		top->n = classes;
 	if (mgpu_cnn_spec_format(&want, fit, sizeof fit) < 0)
