@@ -3,13 +3,17 @@
 # mgpu_spec), read line by line; evaluation-mode BatchNorm with the saved
 # running statistics; the inputs normalised as its metadata says. Prints
 # the test loss and exits 0 when it is mgpu-train's within 1e-4 (and,
-# with --predict, when every logit of mgpu-train --predict's file is
+# with --predict, when every output of mgpu-train --predict's file is
 # within 1e-4 of numpy's).
 #
 # usage: cnn_fwd.py MODEL.safetensors DATA WANT_LOSS NUM_BATCHES
-#            [--labels IDX_LABELS] [--predict PRED.npy]
-# DATA is IDX images (with --labels) or an .npz of x and y.
-import argparse, json, struct, sys
+#            [--labels IDX_LABELS] [--predict PRED.npy] [--stride N --sigma S]
+# DATA is IDX images (with --labels), an .npz of x and y, or a shard
+# manifest whose test split holds images (.npy) with keypoints (.json):
+# then the loss is the MSE of the net's maps against the keypoints'
+# Gaussian maps (mgpu_keypoints_render: sigma in map cells, a part's map
+# centred on its (x, y) / stride; a missing part's map weighs 0).
+import argparse, io, json, os, struct, sys, tarfile
 import numpy as np
 
 ap = argparse.ArgumentParser()
@@ -19,6 +23,8 @@ ap.add_argument("want", type=float)
 ap.add_argument("nbatches", type=int)
 ap.add_argument("--labels")
 ap.add_argument("--predict")
+ap.add_argument("--stride", type=int, default=1)
+ap.add_argument("--sigma", type=float, default=2.0)
 arg = ap.parse_args()
 
 raw = open(arg.path, "rb").read()
@@ -108,7 +114,21 @@ def pool(x, k, s, p, mx):
 relu = lambda v: np.maximum(v, 0)
 silu = lambda v: v / (1 + np.exp(-v))
 
-if arg.labels:
+kps = None
+if arg.data.endswith(".tsv"):  # a shard manifest: the test split's images and keypoints
+    xs, kps = [], []
+    rows = [l.rstrip("\n").split("\t") for l in open(arg.data)][1:]
+    for r in rows:
+        if r[0] != "test":
+            continue
+        t = tarfile.open(os.path.join(os.path.dirname(arg.data), r[1]))
+        for m in t.getmembers():
+            if m.name.endswith(".npy"):
+                xs.append(np.load(io.BytesIO(t.extractfile(m).read())))
+            elif m.name.endswith(".json"):
+                kps.append(json.loads(t.extractfile(m).read()))
+    x = np.array(xs).astype(np.float64)
+elif arg.labels:
     img = open(arg.data, "rb").read()
     cnt = struct.unpack(">I", img[4:8])[0]
     x = np.frombuffer(img[-cnt * int(np.prod(shape)):], dtype=np.uint8).astype(np.float64)
@@ -161,10 +181,23 @@ ok = True
 if arg.predict:
     got = np.load(arg.predict)
     err = np.abs(got - h).max()
-    print(f"--predict: {got.shape} logits, largest difference from numpy {err:.3g}")
+    print(f"--predict: {got.shape} outputs, largest difference from numpy {err:.3g}")
     ok = got.shape == h.shape and err <= 1e-4 * max(1.0, np.abs(h).max())
-h = h - h.max(-1, keepdims=True)
-lp = h - np.log(np.exp(h).sum(-1, keepdims=True))
-loss = -lp[np.arange(len(labels)), labels].mean()
+if kps is not None:  # keypoints: MSE against their Gaussian maps
+    N, P, mh, mw = h.shape
+    t, wt = np.zeros(h.shape), np.ones((N, P))
+    jj, ii = np.arange(mw)[None, :], np.arange(mh)[:, None]
+    for n, kp in enumerate(kps):
+        for p, pt in enumerate(kp):
+            if pt is None:
+                wt[n, p] = 0
+                continue
+            u, v = pt[0] / arg.stride, pt[1] / arg.stride
+            t[n, p] = np.exp(-((jj - u) ** 2 + (ii - v) ** 2) / (2 * arg.sigma ** 2))
+    loss = ((h - t) ** 2 * wt[:, :, None, None]).mean((1, 2, 3)).mean()
+else:
+    h = h - h.max(-1, keepdims=True)
+    lp = h - np.log(np.exp(h).sum(-1, keepdims=True))
+    loss = -lp[np.arange(len(labels)), labels].mean()
 print(f"numpy test loss {loss:.6f}, mgpu-train {arg.want:.6f}")
 sys.exit(0 if ok and abs(loss - arg.want) <= 1e-4 * max(1.0, abs(arg.want)) else 1)
