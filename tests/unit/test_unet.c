@@ -332,6 +332,11 @@ static void test_spec(void)
 		"t: line 4 ('cat a') gets 4 x 10 x 6 but line 2 saved 4 x 8 x 4 there: their "
 		"heights and widths differ (samples of data)");
 
+	/* auto's channels must suit the groups */
+	T_OK(mgpu_spec_parse(&s, "cnn:conv 4 k=3; conv auto k=1 g=2", "t"));
+	T_FAILS(fit_shape(&s, 3, img, 3), MGPU_EINVAL,
+		"line 2 (conv): groups 2 do not divide its 4 input channels or its 3 output ones");
+
 	T_OK(net_open(&n, unet2d, "ref", 3, img, 2));
 	if (t_cur_failed)
 		return;
