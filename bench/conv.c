@@ -255,7 +255,8 @@ int main(int argc, char **argv)
 
 	reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
 	c.g = (struct mgpu_conv){ argc > 1 ? atoi(argv[1]) : 32, argc > 2 ? atoi(argv[2]) : 64, HW,
-				  HW, argc > 2 ? atoi(argv[2]) : 64, 3, 3, 1, 1, 1, 1, 1, 1, 1 };
+				  HW, argc > 2 ? atoi(argv[2]) : 64, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+				  MGPU_PREC_FP32 };
 	nx = (size_t)c.g.N * c.g.C * HW * HW;
 	ny = (size_t)c.g.N * c.g.K * HW * HW;
 	nw = (size_t)c.g.K * c.g.C * 9;
