@@ -3,8 +3,9 @@
  * convolution (forward, backward data, backward weights) on oneDNN (the
  * cpu backend), on im2col + OpenBLAS (conv_gemm.c over cpu's table) and on
  * ref's loops; BatchNorm's training passes over its output; and oneDNN's
- * matmul primitive against OpenBLAS's sgemm on the MLP's products
- * (forward Y = X W, dW = X^T dY, dX = dY W^T).
+ * matmul primitive against OpenBLAS's sgemm on the MLP's products and a
+ * gpt block's widest (forward Y = X W, dW = X^T dY, dX = dY W^T), in fp32
+ * and with bf16 inputs (oneDNN's bf16 matmul; the cpu backend's gemm).
  *
  * usage: conv [N [C [HW [REPEATS]]]]   (default 32 64 28 5; ref runs once)
  * Prints TSV: what, shape, impl, ms (median of REPEATS after one warm-up),
@@ -14,6 +15,7 @@
  */
 #include <dnnl.h>   /* dnnl_matmul_desc_init, ... */
 #include <omp.h>    /* omp_set_num_threads */
+#include <stdint.h> /* uint16_t */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* atoi, calloc, qsort */
 #include <time.h>   /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID */
@@ -21,6 +23,7 @@
 #include "core/err.h"      /* mgpu_errmsg */
 #include "core/hash.h"     /* mgpu_hash64 */
 #include "ops/conv_host.h" /* mgpu_gemm_conv_* */
+#include "ops/elem.h"      /* mgpu_bf16_from_f32 */
 #include "ops/ops.h"       /* mgpu_ops_cpu, mgpu_ops_ref */
 
 /* CPU milliseconds of this process (one thread does the work). */
@@ -139,8 +142,8 @@ static int bench_bn(struct mgpu_dev *dev, struct convbuf *c, int reps)
 
 /* Row-major dst (M,N) = op(A) (M,K) op(B) (K,N) as a oneDNN matmul, with a
  * transposed operand given by its memory layout (ba). */
-static int dnnl_mm(dnnl_engine_t eng, dnnl_stream_t st, int M, int N, int K, int ta, int tb,
-		   float *A, float *Bm, float *C, int reps, double *ms)
+static int dnnl_mm(dnnl_engine_t eng, dnnl_stream_t st, dnnl_data_type_t dt, int M, int N, int K,
+		   int ta, int tb, void *A, void *Bm, float *C, int reps, double *ms)
 {
 	dnnl_memory_desc_t a, b, c;
 	dnnl_dims_t da = { M, K }, db = { K, N }, dc = { M, N };
@@ -152,8 +155,8 @@ static int dnnl_mm(dnnl_engine_t eng, dnnl_stream_t st, int M, int N, int K, int
 	double ts[256], t0;
 	int r;
 
-	dnnl_memory_desc_init_by_tag(&a, 2, da, dnnl_f32, ta ? dnnl_ba : dnnl_ab);
-	dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_f32, tb ? dnnl_ba : dnnl_ab);
+	dnnl_memory_desc_init_by_tag(&a, 2, da, dt, ta ? dnnl_ba : dnnl_ab);
+	dnnl_memory_desc_init_by_tag(&b, 2, db, dt, tb ? dnnl_ba : dnnl_ab);
 	dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab);
 	if (dnnl_matmul_desc_init(&d, &a, &b, NULL, &c) != dnnl_success ||
 	    dnnl_primitive_desc_create(&pd, &d, NULL, eng, NULL) != dnnl_success)
@@ -185,15 +188,15 @@ static int dnnl_mm(dnnl_engine_t eng, dnnl_stream_t st, int M, int N, int K, int
 
 /* The same product through the cpu backend's sgemm (OpenBLAS), row-major
  * as column-major C^T = op(B)^T op(A)^T (ops.h). */
-static int blas_mm(struct mgpu_dev *dev, int M, int N, int K, int ta, int tb, float *A,
-		   float *Bm, float *C, int reps, double *ms)
+static int blas_mm(struct mgpu_dev *dev, enum mgpu_prec prec, int M, int N, int K, int ta, int tb,
+		   const void *A, const void *Bm, float *C, int reps, double *ms)
 {
 	double ts[256], t0;
 	int r;
 
 	for (r = -1; r < reps; r++) {
 		t0 = cpu_ms();
-		if (dev->ops->gemm(dev, MGPU_PREC_FP32, tb ? MGPU_T : MGPU_N, ta ? MGPU_T : MGPU_N, N,
+		if (dev->ops->gemm(dev, prec, tb ? MGPU_T : MGPU_N, ta ? MGPU_T : MGPU_N, N,
 				   M, K, 1.0f, Bm, tb ? K : N, 0, A, ta ? M : K, 0, 0.0f, C, N, 0,
 				   1) < 0)
 			return -1;
@@ -205,40 +208,64 @@ static int blas_mm(struct mgpu_dev *dev, int M, int N, int K, int ta, int tb, fl
 	return 0;
 }
 
+/* One product in fp32 (OpenBLAS's sgemm; oneDNN) and with bf16 inputs
+ * (the cpu backend's widening to sgemm, bf16_cpu.c; oneDNN's bf16 matmul,
+ * AVX512-BF16 or AMX where the CPU has them), fp32 out. */
+static int bench_mm1(dnnl_engine_t eng, dnnl_stream_t st, struct mgpu_dev *dev, const char *what,
+		     const int *s, int reps)
+{
+	int M = s[0], N = s[1], K = s[2], ta = s[3], tb = s[4], rc = -1;
+	float *A = rnd((size_t)M * K), *Bm = rnd((size_t)K * N), *C = rnd((size_t)M * N);
+	uint16_t *Ah = calloc((size_t)M * K, 2), *Bh = calloc((size_t)K * N, 2);
+	double t[4], fl = 2.0 * M * N * K;
+	static const char *const impl[] = { "onednn", "openblas", "onednn-bf16", "cpu-bf16" };
+	size_t i;
+
+	if (!A || !Bm || !C || !Ah || !Bh)
+		goto out;
+	for (i = 0; i < (size_t)M * K; i++)
+		Ah[i] = mgpu_bf16_from_f32(A[i]);
+	for (i = 0; i < (size_t)K * N; i++)
+		Bh[i] = mgpu_bf16_from_f32(Bm[i]);
+	if (dnnl_mm(eng, st, dnnl_f32, M, N, K, ta, tb, A, Bm, C, reps, &t[0]) < 0 ||
+	    blas_mm(dev, MGPU_PREC_FP32, M, N, K, ta, tb, A, Bm, C, reps, &t[1]) < 0 ||
+	    dnnl_mm(eng, st, dnnl_bf16, M, N, K, ta, tb, Ah, Bh, C, reps, &t[2]) < 0 ||
+	    blas_mm(dev, MGPU_PREC_BF16, M, N, K, ta, tb, Ah, Bh, C, reps, &t[3]) < 0)
+		goto out;
+	for (i = 0; i < 4; i++)
+		printf("matmul %s\tM%d N%d K%d\t%s\t%.3f\t%.2f\n", what, M, N, K, impl[i], t[i],
+		       fl / (t[i] * 1e6));
+	rc = 0;
+out:
+	free(A);
+	free(Bm);
+	free(C);
+	free(Ah);
+	free(Bh);
+	return rc;
+}
+
 static int bench_mm(struct mgpu_dev *dev, int reps)
 {
-	/* mlp:784-512-256-10 at batch 128: each layer's forward, dW, dX */
-	static const int layers[][2] = { { 784, 512 }, { 512, 256 } };
+	/* mlp:784-512-256-10 at batch 128, then a gpt block's widest product
+	 * (d 768, 4d MLP) over 512 tokens: each layer's forward, dW, dX */
+	static const int layers[][3] = { { 784, 512, 128 }, { 512, 256, 128 }, { 768, 3072, 512 } };
 	static const char *const what[] = { "Y=XW", "dW=X^TdY", "dX=dYW^T" };
 	dnnl_engine_t eng;
 	dnnl_stream_t st;
-	int l, k, B = 128;
+	int l, k;
 
 	if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
 	    dnnl_stream_create(&st, eng, dnnl_stream_default_flags) != dnnl_success)
 		return -1;
-	for (l = 0; l < 2; l++) {
-		int Din = layers[l][0], Dout = layers[l][1];
+	for (l = 0; l < 3; l++) {
+		int Din = layers[l][0], Dout = layers[l][1], B = layers[l][2];
 		/* (M, N, K, transA, transB) of the three products */
 		int s[3][5] = { { B, Dout, Din, 0, 0 }, { Din, Dout, B, 1, 0 }, { B, Din, Dout, 0, 1 } };
 
-		for (k = 0; k < 3; k++) {
-			int M = s[k][0], N = s[k][1], K = s[k][2];
-			float *A = rnd((size_t)M * K), *Bm = rnd((size_t)K * N), *C = rnd((size_t)M * N);
-			double t_dnnl, t_blas, fl = 2.0 * M * N * K;
-
-			if (!A || !Bm || !C || dnnl_mm(eng, st, M, N, K, s[k][3], s[k][4], A, Bm, C, reps,
-						      &t_dnnl) < 0 ||
-			    blas_mm(dev, M, N, K, s[k][3], s[k][4], A, Bm, C, reps, &t_blas) < 0)
+		for (k = 0; k < 3; k++)
+			if (bench_mm1(eng, st, dev, what[k], s[k], reps) < 0)
 				return -1;
-			printf("matmul %s\tM%d N%d K%d\tonednn\t%.3f\t%.2f\n", what[k], M, N, K, t_dnnl,
-			       fl / (t_dnnl * 1e6));
-			printf("matmul %s\tM%d N%d K%d\topenblas\t%.3f\t%.2f\n", what[k], M, N, K,
-			       t_blas, fl / (t_blas * 1e6));
-			free(A);
-			free(Bm);
-			free(C);
-		}
 	}
 	dnnl_stream_destroy(st);
 	dnnl_engine_destroy(eng);

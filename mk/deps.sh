@@ -10,9 +10,11 @@
 # libjpeg62-turbo-dev decode PNG and JPEG sources of mgpu-shard. python3-pil
 # (Pillow) draws the pose data set of examples/make_pose_data.py. libomp-dev
 # gives clang omp.h: the fuzz harnesses build all of lib/ with clang.
+# python3-pip fetches UEA BasicMotions (pip download of the aeon wheel,
+# which installs nothing) for make demo-cnn and data-basicmotions.
 set -eu
 pkgs="build-essential libopenblas-dev libzstd-dev libarchive-dev zlib1g-dev
-libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist mandoc python3 python3-numpy python3-pil
+libpng-dev libjpeg62-turbo-dev dataset-fashion-mnist mandoc python3 python3-numpy python3-pil python3-pip
 libarchive-tools zstd
 clang libclang-rt-14-dev libomp-dev libopenmpi-dev openmpi-bin iproute2 procps bsdutils
 fortunes-min fortunes libdnnl-dev libpcre2-dev"

@@ -281,26 +281,38 @@ WIDE_CLONES static void gelu_bwd(float *dz, const float *dy, const float *restri
 }
 
 /* dZ, dY, Z: n elements; dZ may equal dY. */
-/* act_fwd (Y may equal X): ReLU as a branch-free select in blocks of W
- * that compiles to vector maxes (ref's loop, a switch per element, took
- * a mispredicted branch at every sign change: a sixth of a ResNet step);
- * the others through elem.h per element, the activation chosen once. */
+/* ReLU as a branch-free select in blocks of W that compiles to vector
+ * maxes (ref's loop, a switch per element, took a mispredicted branch at
+ * every sign change: a sixth of a ResNet step). Each block is read whole
+ * before it is written: with one loop gcc guards its vector code by an
+ * overlap test that the in-place calls (Y == X, most of a conv net's)
+ * fail, and they ran the scalar copy, 12% of a ResNet step. */
+WIDE_CLONES static void relu_fwd(float *Y, const float *X, size_t n)
+{
+	float t[W];
+	size_t i = 0, k;
+
+	for (; i + W <= n; i += W) {
+		for (k = 0; k < W; k++)
+			t[k] = X[i + k] > 0.0f ? X[i + k] : 0.0f;
+		for (k = 0; k < W; k++)
+			Y[i + k] = t[k];
+	}
+	for (; i < n; i++)
+		Y[i] = X[i] > 0.0f ? X[i] : 0.0f;
+}
+
+/* act_fwd (Y may equal X): the others through elem.h per element, the
+ * activation chosen once. */
 static int cpu_act_fwd(struct mgpu_dev *dev, enum mgpu_act act, float *Y, const float *X,
 		       size_t n)
 {
-	size_t i = 0, k;
-	float v;
+	size_t i = 0;
 
 	(void)dev;
 	MGPU_TRY(ops_check_act("act_fwd", act));
 	if (act == MGPU_ACT_RELU) {
-		for (; i + W <= n; i += W)
-			for (k = 0; k < W; k++) {
-				v = X[i + k];
-				Y[i + k] = v > 0.0f ? v : 0.0f;
-			}
-		for (; i < n; i++)
-			Y[i] = X[i] > 0.0f ? X[i] : 0.0f;
+		relu_fwd(Y, X, n);
 	} else if (act == MGPU_ACT_SILU) {
 		for (; i < n; i++)
 			Y[i] = mgpu_act_f(MGPU_ACT_SILU, X[i]);
