@@ -345,8 +345,9 @@ static int conv_entry(struct state *s, struct entry *e)
 		return 0;
 	}
 	if (!pd)
-		return mgpu_err(MGPU_EDEVICE, "oneDNN: no %s convolution for %dx%d kernel, groups "
-				"%d: %s", mgpu_prec_name(g->prec), g->KH, g->KW, g->groups,
+		return mgpu_err(rc == dnnl_out_of_memory ? MGPU_ENOMEM : MGPU_EDEVICE,
+				"oneDNN: no %s convolution for %dx%d kernel, groups %d: %s",
+				mgpu_prec_name(g->prec), g->KH, g->KW, g->groups,
 				dnnl_status2str((dnnl_status_t)rc));
 	rc = make_prim(&e->prim, pd);
 	if (rc == 0)
