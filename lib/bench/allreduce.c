@@ -10,7 +10,8 @@
 #include "bench/stats.h" /* mgpu_bench_median, mgpu_bench_busbw_factor */
 #include "comm/mpi.h"    /* mgpu_mpi_* */
 #include "comm/nccl.h"   /* mgpu_nccl_* */
-#include "core/clock.h" /* mgpu_now_us */
+#include "core/cancel.h" /* mgpu_cancel_check */
+#include "core/clock.h"  /* mgpu_now_us */
 #include "core/err.h"    /* mgpu_err */
 #include "ops/ops.h"     /* mgpu_ops_find, struct mgpu_dev */
 
@@ -167,6 +168,9 @@ static int one_size(struct ar_ctx *x, const struct mgpu_bench_ar_cfg *c, size_t 
 
 	iters = iters > MAX_ITERS ? MAX_ITERS : iters;
 	for (k = -WARMUP_OPS; k < iters; k++) {
+		/* a signal stops this rank between ops, and its failure the
+		 * others (the waits only see it when a peer is slow to come) */
+		MGPU_TRY(mgpu_cancel_check());
 		MGPU_TRY(load(x, n));
 		MGPU_TRY(op(x, n, &us));
 		if (k >= 0)

@@ -11,7 +11,9 @@
  * After the last op each rank counts the elements that differ from the
  * exact sum; the counts are summed over the ranks. Rank 0 reports each
  * size through on_row: the median time per op, algbw = bytes / time and
- * busbw = algbw x 2(n-1)/n.
+ * busbw = algbw x 2(n-1)/n. A pending signal (core/cancel.h) ends a
+ * rank's sweep before its next op with MGPU_EINTR, and its failure the
+ * other ranks' (mgpu_shm_abort).
  *
  * Test hook: corrupt makes the last rank change one element of its result
  * before the check, so the wrong-element count (and the caller's exit

@@ -75,14 +75,24 @@ static int with2(char **args, const char *a, const char *b, char **out, int max)
 	return 0;
 }
 
+/* Did a run end well? */
+static int run_ok(const struct mgpu_spawn_result *res)
+{
+	return res->exited && res->status == 0 && !res->timed_out;
+}
+
 /* One launcher per node on hosts 1..nodes; node 0's output in res, and a
- * failure of another node when node 0 itself did not fail. */
+ * failure of another node when node 0 itself did not fail. Whatever goes
+ * wrong, no launcher outlives the call: when node 0 cannot start, fails
+ * or is stopped, the others have nobody to meet and are stopped (SIGTERM)
+ * and reaped at once. */
 static int run_launchers(struct mgpu_bench_runner *rn, const struct mgpu_bench_trow *r,
 			 char **args, struct mgpu_spawn_result *res)
 {
 	struct mgpu_spawn_result other;
 	char addr[32], envs[3][96], *env[4], ranks[MGPU_NETNS_MAX_HOSTS][12], *argv[300];
-	int k, rc;
+	struct mgpu_spawn_bg *bg = rn->bg + 1;
+	int k, rc = 0, wrc, nbg = r->nodes - 1;
 
 	mgpu_netns_addr(1, addr, sizeof addr);
 	snprintf(envs[0], sizeof envs[0], "MASTER_ADDR=%s", addr);
@@ -91,30 +101,39 @@ static int run_launchers(struct mgpu_bench_runner *rn, const struct mgpu_bench_t
 	snprintf(envs[2], sizeof envs[2], "MGPU_JOB_TOKEN=mgpu-bench-%d-%u", (int)getpid(),
 		 ++rn->job);
 	env[0] = envs[0], env[1] = envs[1], env[2] = envs[2], env[3] = NULL;
-	for (k = r->nodes - 1; k >= 0; k--) {
+	for (k = 0; k < nbg; k++)
+		bg[k].pid = 0, bg[k].err_fd = -1;
+	for (k = r->nodes - 1; k >= 0 && rc == 0; k--) {
 		snprintf(ranks[k], sizeof ranks[k], "%d", k);
-		MGPU_TRY(with2(args, "--node-rank", ranks[k], argv, 300));
-		MGPU_TRY(mgpu_netns_wrap(&rn->hosts, k + 1, env, argv, &rn->cmd[k]));
-		if (k > 0)
-			MGPU_TRY(mgpu_spawn_bg_start(rn->cmd[k].argv, &rn->bg[k]));
+		rc = with2(args, "--node-rank", ranks[k], argv, 300);
+		if (rc == 0)
+			rc = mgpu_netns_wrap(&rn->hosts, k + 1, env, argv, &rn->cmd[k]);
+		if (rc == 0 && k > 0)
+			rc = mgpu_spawn_bg_start(rn->cmd[k].argv, &rn->bg[k]);
 	}
-	rc = mgpu_spawn_capture(rn->cmd[0].argv, 1000 * rn->timeout_s, rn->stop, res);
-	for (k = 1; k < r->nodes; k++) {
-		int wrc = mgpu_spawn_bg_wait(&rn->bg[k], NODES_GRACE_MS, rn->stop, &other);
-
-		if (wrc < 0) {
-			if (rc == 0)
-				free(res->out);
+	if (rc == 0)
+		rc = mgpu_spawn_capture(rn->cmd[0].argv, 1000 * rn->timeout_s, rn->stop, res);
+	if (rc < 0 || !run_ok(res) || (rn->stop && *rn->stop)) {
+		mgpu_spawn_bg_stop(bg, nbg);
+		return rc;
+	}
+	for (k = 0; k < nbg; k++) {
+		if (rn->stop && *rn->stop) { /* while waiting for one: the rest at once */
+			mgpu_spawn_bg_stop(bg + k, nbg - k);
+			break;
+		}
+		if ((wrc = mgpu_spawn_bg_wait(&bg[k], NODES_GRACE_MS, rn->stop, &other)) < 0) {
+			mgpu_spawn_bg_stop(bg + k, nbg - k);
+			free(res->out);
 			return wrc;
 		}
 		free(other.out);
-		if (rc == 0 && res->exited && res->status == 0 && !res->timed_out &&
-		    (!other.exited || other.status != 0 || other.timed_out)) {
+		if (run_ok(res) && !run_ok(&other)) {
 			other.out = res->out; /* node 0's metrics go with the verdict */
 			*res = other;
 		}
 	}
-	return rc;
+	return 0;
 }
 
 /* mpirun on host 1, onto hosts 1..nodes through the namespaces' remote
@@ -311,7 +330,7 @@ int mgpu_bench_measure(struct mgpu_bench_runner *rn, struct mgpu_bench_trow *r, 
 				sampler_stop(&smp, &runs[k]);
 			goto out;
 		}
-		if (!res.exited || res.status != 0 || res.timed_out)
+		if (!run_ok(&res))
 			run_failed(r, &res, rn->timeout_s);
 		else if (mgpu_bench_run_parse(res.out, res.out_len, r->warmup_steps,
 					      "mgpu-train output", &runs[k]) < 0)

@@ -12,7 +12,9 @@
  * node 0 itself did not fail. GPU rows are sampled through NVML while
  * they run (bench/gpumon.h); a gpt's tokens/s, MFU and memory estimate
  * are filled from its command (bench/lm.h). A run that fails or times out
- * fills the row's error and ends its repeats, never a hang.
+ * fills the row's error and ends its repeats, never a hang; no launcher
+ * of a run outlives it, whether it ends, fails, cannot start every node
+ * or is stopped (by stop).
  *
  * Nothing here prints or exits: what the caller may say (progress, a row
  * measured without GPU sampling, a warm-up longer than the runs) comes back

@@ -72,14 +72,18 @@ static int read_err(int fd, struct mgpu_spawn_result *res)
 	return 1;
 }
 
-/* SIGTERM, up to 5 s for it to exit, then SIGKILL; the caller reaps it. */
+/* How long a child may take to end after SIGTERM before SIGKILL. */
+#define KILL_GRACE_MS 5000
+
+/* SIGTERM, up to KILL_GRACE_MS for it to exit, then SIGKILL; the caller
+ * reaps it. */
 static void kill_child(pid_t pid)
 {
 	siginfo_t si;
 	int i;
 
 	kill(pid, SIGTERM);
-	for (i = 0; i < 50; i++) {
+	for (i = 0; i < KILL_GRACE_MS / 100; i++) {
 		si.si_pid = 0;
 		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
 		    si.si_pid == pid)
@@ -193,6 +197,48 @@ int mgpu_spawn_bg_start(char *const *argv, struct mgpu_spawn_bg *bg)
 	bg->pid = pid;
 	bg->err_fd = fd;
 	return 0;
+}
+
+/* Reap b when it has ended (options 0: wait for it); 1 when reaped. */
+static int reap_bg(struct mgpu_spawn_bg *b, int options)
+{
+	pid_t got;
+	int st;
+
+	while ((got = waitpid(b->pid, &st, options)) < 0 && errno == EINTR)
+		;
+	if (got == 0)
+		return 0;
+	close(b->err_fd);
+	b->pid = 0;
+	b->err_fd = -1;
+	return 1;
+}
+
+void mgpu_spawn_bg_stop(struct mgpu_spawn_bg *bg, int n)
+{
+	double t0 = mgpu_now_ms();
+	int i, left = 1;
+
+	/* all at once: a launcher stopped alone would wait for the others at
+	 * its next collective, and each would pay the wait in turn */
+	for (i = 0; i < n; i++)
+		if (bg[i].pid > 0)
+			kill(bg[i].pid, SIGTERM);
+	while (left) {
+		for (left = 0, i = 0; i < n; i++)
+			left += bg[i].pid > 0 && !reap_bg(&bg[i], WNOHANG);
+		if (left && mgpu_now_ms() - t0 > KILL_GRACE_MS) {
+			for (i = 0; i < n; i++)
+				if (bg[i].pid > 0) {
+					kill(bg[i].pid, SIGKILL);
+					reap_bg(&bg[i], 0);
+				}
+			return;
+		}
+		if (left)
+			usleep(20000);
+	}
 }
 
 /* The last sizeof res->err - 1 bytes of the file fd. */

@@ -41,6 +41,10 @@ int mgpu_spawn_bg_start(char *const *argv, struct mgpu_spawn_bg *bg);
  * res gets its status and the tail of its stderr (no stdout). */
 int mgpu_spawn_bg_wait(struct mgpu_spawn_bg *bg, int timeout_ms, volatile sig_atomic_t *stop,
 		       struct mgpu_spawn_result *res);
+/* Stop the running ones of bg[0..n) and reap them: SIGTERM to every one at
+ * once, up to 5 s for all to end, then SIGKILL; their stderr is dropped.
+ * For the other nodes of a run that failed, or was stopped, on its way. */
+void mgpu_spawn_bg_stop(struct mgpu_spawn_bg *bg, int n);
 
 /* The first line of res->err containing "error:" (else the last line, or
  * the reason above a usage error's closing "Try ..." line), in buf. */

@@ -386,19 +386,26 @@ static int put_trow(struct mgpu_tab *t, size_t i, const struct mgpu_bench_trow *
 	return mgpu_tab_set(t, i, "command", r->command);
 }
 
-int mgpu_bench_trows_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+/* A row of the made table t per rows[i], through put; t is freed on failure. */
+static int put_rows(struct mgpu_tab *t, const struct mgpu_bench_trow *rows, int n,
+		    int (*put)(struct mgpu_tab *, size_t, const struct mgpu_bench_trow *))
 {
 	int i, rc;
 
-	MGPU_TRY(mgpu_tab_init(t, tcols, ttypes, (int)(sizeof tcols / sizeof tcols[0])));
 	for (i = 0; i < n; i++) {
 		MGPU_CHECK(mgpu_tab_add_row(t));
-		MGPU_CHECK(put_trow(t, t->nrows - 1, &rows[i]));
+		MGPU_CHECK(put(t, t->nrows - 1, &rows[i]));
 	}
 	return 0;
 out:
 	mgpu_tab_free(t);
 	return rc;
+}
+
+int mgpu_bench_trows_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
+{
+	MGPU_TRY(mgpu_tab_init(t, tcols, ttypes, (int)(sizeof tcols / sizeof tcols[0])));
+	return put_rows(t, rows, n, put_trow);
 }
 
 /* A comma list of integers >= min (-1 marks an unknown value where allowed). */
@@ -636,18 +643,9 @@ static int put_speedup_row(struct mgpu_tab *t, size_t i, const struct mgpu_bench
 
 int mgpu_bench_speedup_tab(const struct mgpu_bench_trow *rows, int n, struct mgpu_tab *t)
 {
-	int i, rc;
-
 	name_time_col(rows, n);
 	MGPU_TRY(mgpu_tab_init(t, scols, stypes, any_lm(rows, n) ? 7 : 5));
-	for (i = 0; i < n; i++) {
-		MGPU_CHECK(mgpu_tab_add_row(t));
-		MGPU_CHECK(put_speedup_row(t, t->nrows - 1, &rows[i]));
-	}
-	return 0;
-out:
-	mgpu_tab_free(t);
-	return rc;
+	return put_rows(t, rows, n, put_speedup_row);
 }
 
 /* The memory table's estimate column: whether any row has one. */

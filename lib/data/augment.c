@@ -8,6 +8,7 @@
 
 #include <errno.h>  /* errno */
 #include <math.h>   /* cosf, sinf, floorf, isnan, NAN, M_PI */
+#include <stddef.h> /* max_align_t */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* strtol */
 #include <string.h> /* memcpy, strcmp, strncmp, strlen */
@@ -24,53 +25,47 @@
 /* The rotation's draw, apart from the crop and flip's (which stay what
  * they were before rotations existed). */
 #define STREAM_ROTATE 0x726f7431ull
+/* malloc's alignment, which the scratch's two halves both keep. */
+#define SCRATCH_ALIGN _Alignof(max_align_t)
+
+/* Item p..e is KEY=V with V a whole number from 1 to max: V, else 0. */
+static int int_item(const char *p, const char *e, const char *key, long max)
+{
+	size_t k = strlen(key);
+	char *end;
+	long v;
+
+	if ((size_t)(e - p) <= k || strncmp(p, key, k) != 0 || p[k] < '0' || p[k] > '9')
+		return 0;
+	errno = 0;
+	v = strtol(p + k, &end, 10);
+	return end == e && !errno && v >= 1 && v <= max ? (int)v : 0;
+}
 
 int mgpu_augment_parse(const char *text, struct mgpu_augment *a, const char *what)
 {
 	struct mgpu_augment r;
-	const char *p = text, *e;
-	char *end;
-	size_t n;
-	long v;
+	const char *p, *e;
+	int v;
 
 	r.crop = r.flip = r.rotate = 0;
 	if (strcmp(text, "none") == 0)
 		goto done;
-	for (; *text; p = e + 1) { /* each comma-separated item, none empty */
+	for (p = text; *text; p = e + 1) { /* each comma-separated item, none empty or twice */
 		e = strchr(p, ',');
 		e = e ? e : p + strlen(p);
-		n = (size_t)(e - p);
-		if (n == 4 && strncmp(p, "flip", 4) == 0 && !r.flip) {
+		if (e - p == 4 && strncmp(p, "flip", 4) == 0 && !r.flip)
 			r.flip = 1;
-			if (!*e)
-				break;
-			continue;
-		}
-		if (n > 7 && strncmp(p, "rotate=", 7) == 0 && !r.rotate) {
-			errno = 0;
-			v = strtol(p + 7, &end, 10);
-			if (end == e && !errno && v >= 1 && v <= MGPU_AUGMENT_MAX_ROTATE &&
-			    p[7] >= '0' && p[7] <= '9') {
-				r.rotate = (int)v;
-				if (!*e)
-					break;
-				continue;
-			}
-		}
-		if (n > 5 && strncmp(p, "crop=", 5) == 0 && !r.crop) {
-			errno = 0;
-			v = strtol(p + 5, &end, 10);
-			if (end == e && !errno && v >= 1 && v <= MGPU_AUGMENT_MAX_CROP &&
-			    p[5] >= '0' && p[5] <= '9') {
-				r.crop = (int)v;
-				if (!*e)
-					break;
-				continue;
-			}
-		}
-		return mgpu_err(MGPU_EINVAL, "%s: '%s' is not crop=P (1 to %d pixels), flip, "
-				"rotate=D (1 to %d degrees), some joined by commas, or none", what,
-				text, MGPU_AUGMENT_MAX_CROP, MGPU_AUGMENT_MAX_ROTATE);
+		else if ((v = int_item(p, e, "rotate=", MGPU_AUGMENT_MAX_ROTATE)) && !r.rotate)
+			r.rotate = v;
+		else if ((v = int_item(p, e, "crop=", MGPU_AUGMENT_MAX_CROP)) && !r.crop)
+			r.crop = v;
+		else
+			return mgpu_err(MGPU_EINVAL, "%s: '%s' is not crop=P (1 to %d pixels), flip, "
+					"rotate=D (1 to %d degrees), some joined by commas, or none",
+					what, text, MGPU_AUGMENT_MAX_CROP, MGPU_AUGMENT_MAX_ROTATE);
+		if (!*e)
+			break;
 	}
 	if (!r.crop && !r.flip && !r.rotate)
 		return mgpu_err(MGPU_EINVAL, "%s: '%s' asks for nothing (none turns it off)",
@@ -187,9 +182,16 @@ float mgpu_augment_angle(const struct mgpu_augment *a, uint64_t seed, uint64_t e
 	return a->rotate ? (2.0f * u - 1.0f) * (float)a->rotate : 0.0f;
 }
 
+/* Where the scratch's second half begins: float rows and keypoints are
+ * read as floats there, and a uint8 row may have any size (3x5x5). */
+static size_t second_half(size_t row_nbytes)
+{
+	return (row_nbytes + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN;
+}
+
 size_t mgpu_augment_scratch_nbytes(size_t row_nbytes, size_t t_nbytes)
 {
-	return 2 * row_nbytes + t_nbytes + 1;
+	return second_half(row_nbytes) + row_nbytes + t_nbytes + 1;
 }
 
 /* One channel plane: out(i, j) = in(i + dy - P, jj + dx - P), jj = j or
@@ -280,7 +282,7 @@ void mgpu_augment_rows_t(const struct mgpu_augment *a, uint64_t seed, uint64_t e
 {
 	size_t hw = (size_t)shape[1] * shape[2], d = hw * shape[0], i, c;
 	size_t esz = dtype == MGPU_DTYPE_U8 ? 1 : 4;
-	unsigned char *row, *src, *tr, *sc = scratch, *turned = sc + d * esz;
+	unsigned char *row, *src, *tr, *sc = scratch, *turned = sc + second_half(d * esz);
 	int dy, dx, flip, rot;
 	float ang, cs, sn;
 

@@ -19,8 +19,9 @@
  * Targets move with their image (mgpu_augment_rows_t): a mask (H,W) takes
  * the same pixels (its padding 255, ignored); keypoints (P,2) the same
  * geometry, a part that leaves the image becoming missing (NaN), and a
- * flip swaps the parts of each symmetry pair (mgpu_augment_parse_pairs; no
- * tool flag yet: a left wrist is the right one in the mirror). A vector target does not move.
+ * flip swaps the parts of each symmetry pair (mgpu_augment_parse_pairs;
+ * mgpu-train's --flip-pairs: a left wrist is the right one in the mirror).
+ * A vector target does not move.
  */
 #ifndef MGPU_DATA_AUGMENT_H
 #define MGPU_DATA_AUGMENT_H
@@ -60,7 +61,8 @@ int mgpu_augment_check(const struct mgpu_augment *a, int ndim, const uint32_t *s
  * Augment rows x[0..n) in place, row i being row idx[i] of its split:
  * dtype MGPU_DTYPE_U8 or MGPU_DTYPE_F32, shape (C,H,W); pad is the value
  * of padding pixels (a float32 row's normalised zero). scratch holds one
- * row's bytes.
+ * row's bytes, or mgpu_augment_scratch_nbytes(row bytes, 0) with rotate=D,
+ * aligned as malloc's.
  */
 void mgpu_augment_rows(const struct mgpu_augment *a, uint64_t seed, uint64_t epoch,
 		       const uint32_t *idx, size_t n, void *x, int dtype, const uint32_t *shape,
@@ -77,7 +79,8 @@ size_t mgpu_augment_scratch_nbytes(size_t row_nbytes, size_t t_nbytes);
 /*
  * mgpu_augment_rows, moving each row's target with it: tkind (enum
  * mgpu_target_kind; 0: none), tshape its shape, t the n targets of
- * t_nbytes each, in place. scratch holds mgpu_augment_scratch_nbytes.
+ * t_nbytes each, in place. scratch holds mgpu_augment_scratch_nbytes,
+ * aligned as malloc's (float rows and keypoints are worked on in it).
  * Keypoint (x, y) is a pixel position (pixel centres at whole numbers);
  * a part more than half a pixel outside the image after the move becomes
  * NaN.

@@ -401,31 +401,38 @@ int mgpu_bpe_encode(const struct mgpu_bpe *b, const unsigned char *text, size_t 
 	return 0;
 }
 
-int mgpu_bpe_decode(const struct mgpu_bpe *b, const int32_t *ids, size_t n,
-		    unsigned char **text, size_t *len)
+int mgpu_bpe_join(const unsigned char *pool, const uint32_t *off, const uint32_t *len,
+		  int vocab, const int32_t *ids, size_t n, const char *who, unsigned char **text,
+		  size_t *nbytes)
 {
 	size_t i, total = 0;
-	int V = mgpu_bpe_vocab(b);
 	unsigned char *out;
 
 	*text = NULL;
-	*len = 0;
+	*nbytes = 0;
 	for (i = 0; i < n; i++) {
-		if (ids[i] < 0 || ids[i] >= V)
-			return mgpu_err(MGPU_ERANGE, "bpe: token %d at position %zu is not below "
-					"the tokenizer's vocab %d", (int)ids[i], i, V);
-		total += b->len[ids[i]];
+		if (ids[i] < 0 || ids[i] >= vocab)
+			return mgpu_err(MGPU_ERANGE, "%s: token %d at position %zu is not below its "
+					"vocab %d", who, (int)ids[i], i, vocab);
+		total += len[ids[i]];
 	}
 	out = malloc(total + 1);
 	if (!out)
-		return mgpu_err(MGPU_ENOMEM, "bpe: out of memory to decode");
+		return mgpu_err(MGPU_ENOMEM, "%s: out of memory to decode", who);
 	for (i = 0; i < n; i++) {
-		memcpy(out + *len, b->bytes + b->off[ids[i]], b->len[ids[i]]);
-		*len += b->len[ids[i]];
+		memcpy(out + *nbytes, pool + off[ids[i]], len[ids[i]]);
+		*nbytes += len[ids[i]];
 	}
-	out[*len] = '\0';
+	out[*nbytes] = '\0';
 	*text = out;
 	return 0;
+}
+
+int mgpu_bpe_decode(const struct mgpu_bpe *b, const int32_t *ids, size_t n,
+		    unsigned char **text, size_t *len)
+{
+	return mgpu_bpe_join(b->bytes, b->off, b->len, mgpu_bpe_vocab(b), ids, n, "bpe", text,
+			     len);
 }
 
 /* ---- the file -------------------------------------------------------------------- */

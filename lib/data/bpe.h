@@ -50,6 +50,13 @@ int mgpu_bpe_encode(const struct mgpu_bpe *b, const unsigned char *text, size_t 
  * bytes); an id outside the vocabulary is MGPU_ERANGE naming it. */
 int mgpu_bpe_decode(const struct mgpu_bpe *b, const int32_t *ids, size_t n,
 		    unsigned char **text, size_t *len);
+/* The decoding of every byte-level tokenizer (this one, GPT-2's): ids[0..n)
+ * joined into *text (malloc'ed, NUL-terminated, *nbytes bytes), token t
+ * being pool[off[t] .. off[t] + len[t]); an id not below vocab is
+ * MGPU_ERANGE, its message starting with who. */
+int mgpu_bpe_join(const unsigned char *pool, const uint32_t *off, const uint32_t *len,
+		  int vocab, const int32_t *ids, size_t n, const char *who, unsigned char **text,
+		  size_t *nbytes);
 /* Write the file at path atomically; read one back. */
 int mgpu_bpe_save(const struct mgpu_bpe *b, const char *path);
 int mgpu_bpe_load(struct mgpu_bpe *b, const char *path);

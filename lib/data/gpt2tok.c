@@ -16,6 +16,7 @@
 #include "core/err.h"  /* mgpu_err */
 #include "core/io.h"   /* mgpu_read_file */
 #include "core/json.h" /* mgpu_json_* */
+#include "data/bpe.h"  /* mgpu_bpe_join */
 
 static const char pattern[] =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
@@ -626,25 +627,6 @@ out:
 int mgpu_gpt2tok_decode(const struct mgpu_gpt2tok *t, const int32_t *ids, size_t n,
 			unsigned char **text, size_t *len)
 {
-	size_t i, total = 0;
-	unsigned char *out;
-
-	*text = NULL;
-	*len = 0;
-	for (i = 0; i < n; i++) {
-		if (ids[i] < 0 || ids[i] >= t->vocab)
-			return mgpu_err(MGPU_ERANGE, "gpt-2 tokenizer: token %d at position %zu is "
-					"not below its vocab %d", (int)ids[i], i, t->vocab);
-		total += t->len[ids[i]];
-	}
-	out = malloc(total + 1);
-	if (!out)
-		return mgpu_err(MGPU_ENOMEM, "gpt-2 tokenizer: out of memory to decode");
-	for (i = 0; i < n; i++) {
-		memcpy(out + *len, t->pool + t->off[ids[i]], t->len[ids[i]]);
-		*len += t->len[ids[i]];
-	}
-	out[*len] = '\0';
-	*text = out;
-	return 0;
+	return mgpu_bpe_join(t->pool, t->off, t->len, t->vocab, ids, n, "gpt-2 tokenizer", text,
+			     len);
 }

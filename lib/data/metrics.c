@@ -25,6 +25,7 @@ void mgpu_metrics_merge(struct mgpu_metrics *dst, const struct mgpu_metrics *src
 		dst->inter[c] += src->inter[c];
 		dst->uni[c] += src->uni[c];
 	}
+	dst->pix_count += src->pix_count;
 }
 
 /* The parabola's vertex through (-1, l), (0, c), (1, r), within half a
@@ -86,6 +87,7 @@ void mgpu_metrics_mask(struct mgpu_metrics *m, const float *logits, int C, size_
 	for (i = 0; i < HW; i++) {
 		if (labels[i] < 0 || labels[i] >= MGPU_SAMPLES_MAX_CLASSES)
 			continue;
+		m->pix_count++;
 		for (arg = 0, c = 1; c < C; c++)
 			if (logits[(size_t)c * HW + i] > logits[(size_t)arg * HW + i])
 				arg = c;
@@ -133,6 +135,16 @@ double mgpu_metrics_miou(const struct mgpu_metrics *m)
 			n++;
 		}
 	return n ? s / n : NAN;
+}
+
+double mgpu_metrics_pixel_acc(const struct mgpu_metrics *m)
+{
+	uint64_t ok = 0;
+	int c;
+
+	for (c = 0; c < MGPU_SAMPLES_MAX_CLASSES; c++)
+		ok += m->inter[c];
+	return m->pix_count ? (double)ok / (double)m->pix_count : NAN;
 }
 
 double mgpu_metrics_rmse(const struct mgpu_metrics *m)

@@ -5,7 +5,8 @@
  *     part's true position and the peak of its predicted confidence map,
  *     and PCK, the fraction of visible parts within a threshold of pixels;
  *   - masks: mean IoU over the classes present in the labels or the
- *     predictions (per-pixel argmax of the logits; ignored pixels left out);
+ *     predictions (per-pixel argmax of the logits; ignored pixels left out),
+ *     and the pixel accuracy over the labelled pixels;
  *   - regression: RMSE over every value.
  * Host memory only; an accumulator is one thread's.
  *
@@ -38,6 +39,7 @@ struct mgpu_metrics {
 	uint64_t sq_count;
 	uint64_t inter[MGPU_SAMPLES_MAX_CLASSES]; /* masks: per class */
 	uint64_t uni[MGPU_SAMPLES_MAX_CLASSES];
+	uint64_t pix_count;    /* masks: labelled pixels (the correct: sum of inter) */
 };
 
 /* Zero the sums; PCK counts parts within pck_px pixels. */
@@ -68,6 +70,9 @@ void mgpu_metrics_regression(struct mgpu_metrics *m, const float *pred, const fl
 double mgpu_metrics_kp_error(const struct mgpu_metrics *m); /* pixels */
 double mgpu_metrics_pck(const struct mgpu_metrics *m);      /* in [0, 1] */
 double mgpu_metrics_miou(const struct mgpu_metrics *m);     /* in [0, 1] */
+/* masks: the share of labelled pixels (ignored ones left out) whose
+ * argmax is their label */
+double mgpu_metrics_pixel_acc(const struct mgpu_metrics *m);
 double mgpu_metrics_rmse(const struct mgpu_metrics *m);
 
 #endif

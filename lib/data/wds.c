@@ -182,17 +182,18 @@ static int set_label(struct rd *r)
 	return 0;
 }
 
-static int grow_row(struct rd *r, size_t nbytes)
+/* Make *buf, of *cap bytes, hold nbytes (a row's or a target's). */
+static int grow(struct rd *r, unsigned char **buf, size_t *cap, size_t nbytes)
 {
 	unsigned char *nb;
 
-	if (nbytes <= r->row_cap)
+	if (nbytes <= *cap)
 		return 0;
-	nb = realloc(r->row, nbytes);
+	nb = realloc(*buf, nbytes);
 	if (!nb)
 		return fail(r, MGPU_ENOMEM, "out of memory");
-	r->row = nb;
-	r->row_cap = nbytes;
+	*buf = nb;
+	*cap = nbytes;
 	return 0;
 }
 
@@ -220,7 +221,7 @@ static int npy_input(struct rd *r)
 	for (k = 0; k < a.ndim; k++)
 		r->shape[k] = (uint32_t)a.dims[k];
 	r->dtype = mgpu_dtype_from_npy(a.kind, a.elem_nbytes);
-	MGPU_TRY(grow_row(r, a.count * mgpu_dtype_nbytes(r->dtype)));
+	MGPU_TRY(grow(r, &r->row, &r->row_cap, a.count * mgpu_dtype_nbytes(r->dtype)));
 	f = (float *)(void *)r->row;
 	if (a.kind == 'u' || a.elem_nbytes == 4)
 		memcpy(r->row, a.data, a.count * a.elem_nbytes);
@@ -250,7 +251,7 @@ static int pbm_input(struct rd *r)
 	r->shape[0] = (uint32_t)im.channels;
 	r->shape[1] = im.height;
 	r->shape[2] = im.width;
-	MGPU_TRY(grow_row(r, hw * (size_t)im.channels));
+	MGPU_TRY(grow(r, &r->row, &r->row_cap, hw * (size_t)im.channels));
 	for (c = 0; c < im.channels; c++)
 		for (i = 0; i < hw; i++)
 			r->row[(size_t)c * hw + i] = im.data[i * (size_t)im.channels + (size_t)c];
@@ -286,8 +287,8 @@ static int image_input(struct rd *r)
 	r->shape[0] = im.channels;
 	r->shape[1] = im.height;
 	r->shape[2] = im.width;
-	rc = grow_row(r, (size_t)im.channels * im.height * im.width *
-		      mgpu_dtype_nbytes(im.dtype));
+	rc = grow(r, &r->row, &r->row_cap, (size_t)im.channels * im.height * im.width *
+						   mgpu_dtype_nbytes(im.dtype));
 	if (rc == 0)
 		memcpy(r->row, im.data, (size_t)im.channels * im.height * im.width *
 		       mgpu_dtype_nbytes(im.dtype));
@@ -315,20 +316,6 @@ static int check_input(struct rd *r)
 	return 0;
 }
 
-static int grow_trow(struct rd *r, size_t nbytes)
-{
-	unsigned char *nb;
-
-	if (nbytes <= r->trow_cap)
-		return 0;
-	nb = realloc(r->trow, nbytes);
-	if (!nb)
-		return fail(r, MGPU_ENOMEM, "out of memory");
-	r->trow = nb;
-	r->trow_cap = nbytes;
-	return 0;
-}
-
 /* KEY.json: keypoints, (P,2) float32 with NaN for missing parts. */
 static int keypoints_target(struct rd *r)
 {
@@ -345,7 +332,7 @@ static int keypoints_target(struct rd *r)
 	r->tndim = 2;
 	r->tshape[0] = (uint32_t)np;
 	r->tshape[1] = 2;
-	MGPU_TRY(grow_trow(r, (size_t)np * 2 * sizeof(float)));
+	MGPU_TRY(grow(r, &r->trow, &r->trow_cap, (size_t)np * 2 * sizeof(float)));
 	memcpy(r->trow, kp, (size_t)np * 2 * sizeof(float));
 	return 0;
 }
@@ -364,7 +351,7 @@ static int vector_target(struct rd *r)
 		return mgpu_err_prefix(rc, "'%s': entry '%s': ", r->name, r->entry);
 	if (a.count == 0 || a.count > MGPU_TARGET_MAX_VECTOR)
 		return fail(r, MGPU_EFORMAT, "a target vector must hold 1 to 65536 values");
-	MGPU_TRY(grow_trow(r, a.count * sizeof(float)));
+	MGPU_TRY(grow(r, &r->trow, &r->trow_cap, a.count * sizeof(float)));
 	f = (float *)(void *)r->trow;
 	for (i = 0; i < a.count; i++)
 		f[i] = (float)mgpu_npy_value(&a, i);
@@ -411,7 +398,7 @@ static int mask_target(struct rd *r, int png)
 	}
 	r->tkind = MGPU_TARGET_MASK;
 	r->tndim = 2;
-	rc = grow_trow(r, (size_t)r->tshape[0] * r->tshape[1]);
+	rc = grow(r, &r->trow, &r->trow_cap, (size_t)r->tshape[0] * r->tshape[1]);
 	if (rc == 0)
 		memcpy(r->trow, png ? im.data : a.data, (size_t)r->tshape[0] * r->tshape[1]);
 	mgpu_image_free(&im);

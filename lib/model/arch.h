@@ -59,6 +59,10 @@ struct mgpu_arch {
 	int (*classes)(const struct mgpu_spec *s);
 	/* Parameters, without building the model. */
 	size_t (*count)(const struct mgpu_spec *s);
+	/* One sample's outputs (c, h, w) of a fitted spec, what a target's
+	 * loss takes (model/target_loss.h); NULL: the family trains on class
+	 * labels or tokens only. */
+	void (*out_shape)(const struct mgpu_spec *s, int shape[3]);
 
 	/* ---- the model (model.h) ---- */
 	/* Lay out m->params, m->buckets (and m->buffers), allocate the

@@ -16,6 +16,10 @@
  * model.h): per bn i.running_mean, i.running_var (C) and
  * i.num_batches_tracked (a scalar, the count of training forwards).
  *
+ * Outputs: the last line's y, a linear's class logits (xent on the
+ * labels) or a conv's maps (c, h, w) taken whole; with targets (m->tgt)
+ * the loss is theirs (model/target_loss.h) over either.
+ *
  * Gradient buckets: the lines with parameters in at most MGPU_MAX_LAYERS
  * groups of consecutive lines (cnn_spec.h); backward reports a bucket
  * through grad_ready once its lowest line is done, weights read no more.
@@ -340,7 +344,7 @@ static int alloc_all(struct mgpu_model *m, struct mgpu_cnn *c)
 {
 	const struct mgpu_spec *s = &m->spec;
 	size_t B = (size_t)m->max_batch, D0 = (size_t)s->in_c * s->in_h * s->in_w;
-	size_t C = (size_t)mgpu_cnn_classes(s);
+	size_t C = vol(c->L[c->n - 1].out); /* outputs a sample: logits or maps */
 	int i;
 
 	MGPU_TRY(mgpu_model_alloc_params(m));
@@ -635,6 +639,9 @@ static int loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale
 	const struct mgpu_cnn *c = m->fam;
 	const struct mgpu_ops *o = m->dev->ops;
 
+	if (m->tgt.kind) /* a target's loss (model/target_loss.h) over the outputs */
+		return mgpu_target_loss_acc(&m->tgt, m->dev, c->L[c->n - 1].y,
+					    want_grad ? m->dlogits : NULL, B, grad_scale, acc);
 	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
 			 c->L[c->n - 1].y, m->labels, B, mgpu_cnn_classes(&m->spec),
 			 mgpu_cnn_classes(&m->spec), grad_scale));
@@ -647,8 +654,21 @@ static const float *logits(const struct mgpu_model *m, size_t *per_row, size_t *
 {
 	const struct mgpu_cnn *c = m->fam;
 
-	*per_row = *width = *ld = (size_t)mgpu_cnn_classes(&m->spec);
+	/* a linear's logits, or a conv's maps (c, h, w) taken whole */
+	*per_row = *width = *ld = vol(c->L[c->n - 1].out);
 	return c->L[c->n - 1].y;
+}
+
+static void out_shape(const struct mgpu_spec *s, int shape[3])
+{
+	struct mgpu_cnn_shape sh[MGPU_CNN_MAX_LINES + 1];
+
+	shape[0] = shape[1] = shape[2] = 0;
+	if (mgpu_cnn_walk(s, sh, "cnn") == 0) {
+		shape[0] = sh[s->ncnn].c;
+		shape[1] = sh[s->ncnn].h;
+		shape[2] = sh[s->ncnn].w;
+	}
 }
 
 /* ---- backward ---------------------------------------------------------- */
@@ -792,6 +812,7 @@ const struct mgpu_arch mgpu_arch_cnn = {
 	.take_auto = mgpu_cnn_take_auto,
 	.classes = mgpu_cnn_classes,
 	.count = mgpu_cnn_count,
+	.out_shape = out_shape,
 	.create = create,
 	.rows_nbytes = rows_nbytes,
 	.init = init,

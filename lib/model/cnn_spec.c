@@ -249,14 +249,18 @@ static int parse_line(struct mgpu_spec *s, const struct words *w, const struct a
 	return 0;
 }
 
-/* After the last line: a linear last, auto only there; the buckets. */
+/* After the last line: a linear last (class logits) or a conv (a
+ * target's maps; class labels refuse it in fit), auto only on the last
+ * linear; the buckets. */
 static int finish(struct mgpu_spec *s, const char *origin)
 {
 	int i;
 
-	if (s->ncnn == 0 || s->cnn[s->ncnn - 1].op != MGPU_CNN_LINEAR)
+	if (s->ncnn == 0 || (s->cnn[s->ncnn - 1].op != MGPU_CNN_LINEAR &&
+			     s->cnn[s->ncnn - 1].op != MGPU_CNN_CONV))
 		return mgpu_err(MGPU_EINVAL, "%s: a conv net ends with a 'linear' line (its "
-				"outputs are the class logits)", origin);
+				"outputs are the class logits) or a 'conv' (maps a target "
+				"takes)", origin);
 	for (i = 0; i + 1 < s->ncnn; i++)
 		if (s->cnn[i].op == MGPU_CNN_LINEAR && s->cnn[i].n == MGPU_SPEC_AUTO)
 			return mgpu_err(MGPU_EINVAL, "%s: line %d: only the last linear may be "
@@ -502,17 +506,21 @@ int mgpu_cnn_spec_fit(struct mgpu_spec *s, const struct mgpu_data_desc *dd, cons
 	want.in_h = ndim == 3 ? (int)shape[1] : 1;
 	want.in_w = (int)shape[ndim - 1];
 	if (top->n == MGPU_SPEC_AUTO)
-		top->n = classes > 1 ? classes : 2;
-	else if (top->n < classes)
+		top->n = mgpu_spec_auto_classes(dd);
+	else if (top->n < classes && !dd->target)
 		top->n = classes;
 	if (mgpu_cnn_spec_format(&want, fit, sizeof fit) < 0)
 		fit[0] = '\0';
+	if (!dd->target && top->op != MGPU_CNN_LINEAR)
+		return mgpu_err(MGPU_EINVAL, "'%s': class labels need a conv net that ends with "
+				"'linear' (a 'conv' last gives maps, for targets)", path);
 	if (s->in_c && (s->in_c != want.in_c || s->in_h != want.in_h || s->in_w != want.in_w ||
 			s->in_1d != want.in_1d))
 		return mgpu_err(MGPU_EINVAL, "'%s': samples are %d x %d x %d but the model's input "
 				"line says %d x %d x %d: write --model '%s'", path, want.in_c,
 				want.in_h, want.in_w, s->in_c, s->in_h, s->in_w, fit);
-	if (s->cnn[s->ncnn - 1].n != MGPU_SPEC_AUTO && s->cnn[s->ncnn - 1].n < classes)
+	if (s->cnn[s->ncnn - 1].n != MGPU_SPEC_AUTO && s->cnn[s->ncnn - 1].n < classes &&
+	    !dd->target)
 		return mgpu_err(MGPU_ERANGE, "'%s': labels go up to %d but the model has %d "
 				"classes: write --model '%s' (linear auto takes the class count "
 				"from the data)", path, classes - 1, s->cnn[s->ncnn - 1].n, fit);

@@ -185,8 +185,9 @@ static int fit(struct mgpu_spec *s, const struct mgpu_data_desc *dd, const char 
 	if (want.dims[0] == MGPU_SPEC_AUTO)
 		want.dims[0] = d;
 	if (*C == MGPU_SPEC_AUTO)
-		*C = ncls > 1 ? ncls : 2;
-	if (want.dims[0] == d && *C >= ncls) {
+		*C = mgpu_spec_auto_classes(dd);
+	/* a target's outputs are checked against it once the data knows them */
+	if (want.dims[0] == d && (*C >= ncls || dd->target)) {
 		*s = want;
 		return 0;
 	}
@@ -202,6 +203,12 @@ static int fit(struct mgpu_spec *s, const struct mgpu_data_desc *dd, const char 
 	return mgpu_err(MGPU_ERANGE, "'%s': labels go up to %d but the model has %d classes: "
 			"write --model %s (auto takes a size from the data)", path, ncls - 1,
 			s->dims[n], fitted);
+}
+
+static void out_shape(const struct mgpu_spec *s, int shape[3])
+{
+	shape[0] = s->dims[s->nlayers];
+	shape[1] = shape[2] = 1;
 }
 
 static size_t count(const struct mgpu_spec *spec)
@@ -421,6 +428,9 @@ static int loss_acc(struct mgpu_model *m, int B, int want_grad, float grad_scale
 	const struct mgpu_layer *top = &x->layers[m->spec.nlayers - 1];
 	const struct mgpu_ops *o = m->dev->ops;
 
+	if (m->tgt.kind) /* a target's loss (model/target_loss.h) over the outputs */
+		return mgpu_target_loss_acc(&m->tgt, m->dev, top->lin,
+					    want_grad ? m->dlogits : NULL, B, grad_scale, acc);
 	MGPU_TRY(o->xent(m->dev, want_grad ? m->dlogits : NULL, m->row_loss, m->row_correct,
 			 top->lin, m->labels, B, top->out, top->out, grad_scale));
 	MGPU_TRY(o->sum_acc(m->dev, acc, m->row_loss, (size_t)B, 0, 1.0));
@@ -509,6 +519,7 @@ const struct mgpu_arch mgpu_arch_mlp = {
 	.take_auto = take_auto,
 	.classes = classes,
 	.count = count,
+	.out_shape = out_shape,
 	.create = create,
 	.rows_nbytes = rows_nbytes,
 	.init = init,

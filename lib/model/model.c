@@ -198,6 +198,7 @@ void mgpu_model_free(struct mgpu_model *m)
 	if (!m->dev)
 		return;
 	mgpu_mm_free(m);
+	mgpu_target_dev_free(&m->tgt, m->dev);
 	mgpu_upload_close(&m->up);
 	if (m->arch->free)
 		m->arch->free(m);
@@ -211,6 +212,18 @@ void mgpu_model_free(struct mgpu_model *m)
 	/* sizes are only needed for accounting: the total is released at once */
 	m->dev->bytes_cur -= m->dev_bytes;
 	memset(m, 0, sizeof *m);
+}
+
+int mgpu_model_set_targets(struct mgpu_model *m, int kind, int K, int P, int h, int w,
+			   int classes)
+{
+	mgpu_target_dev_free(&m->tgt, m->dev);
+	return mgpu_target_dev_alloc(&m->tgt, m->dev, kind, K, P, h, w, classes, m->max_batch);
+}
+
+int mgpu_model_load_targets(struct mgpu_model *m, const struct mgpu_target_batch *tb, int B)
+{
+	return mgpu_target_dev_load(&m->tgt, m->dev, tb, B);
 }
 
 int mgpu_model_init(struct mgpu_model *m, uint64_t seed)

@@ -28,6 +28,7 @@
 
 #include "gpu/upload.h" /* struct mgpu_upload */
 #include "model/spec.h"    /* struct mgpu_spec */
+#include "model/target_loss.h" /* struct mgpu_target_dev */
 #include "ops/ops.h"    /* struct mgpu_dev, enum mgpu_prec */
 
 struct mgpu_arch; /* model/arch.h */
@@ -86,6 +87,10 @@ struct mgpu_model {
 	int buffers_failed;          /* an add_buffer failed: alloc_params says so */
 	struct mgpu_param buffer_lost; /* what a failed add_buffer returned */
 	int32_t *labels;             /* (B) labels, or a gpt's (B*T) targets */
+	/* A target beyond a class id (kind 0: none, the labels count): the
+	 * batch's targets on the device, which a family's loss takes in
+	 * place of xent's (mgpu_model_set_targets) */
+	struct mgpu_target_dev tgt;
 	float *dlogits, *row_loss, *row_correct;
 	double *stats;               /* (MGPU_STATS) a step's statistics (device) */
 	double *lstats;              /* (2) mgpu_model_loss's sums (device) */
@@ -245,6 +250,16 @@ int mgpu_model_set(struct mgpu_model *m, const float *w_host);
 /* The same for the buffers (nbufvals floats; nothing when there are none). */
 int mgpu_model_get_buffers(struct mgpu_model *m, float *host);
 int mgpu_model_set_buffers(struct mgpu_model *m, const float *host);
+
+/* Train on targets of kind (enum mgpu_target_kind; model/target_loss.h
+ * says the sizes) instead of the labels: device room for max_batch of
+ * them, and the loss becomes the target's. The model's outputs per sample
+ * must be mgpu_target_outputs (the caller checks the spec). */
+int mgpu_model_set_targets(struct mgpu_model *m, int kind, int K, int P, int h, int w,
+			   int classes);
+/* A batch's targets (the loader's) to the device, queued after what the
+ * device runs now (the loss of an earlier batch still reads the old). */
+int mgpu_model_load_targets(struct mgpu_model *m, const struct mgpu_target_batch *tb, int B);
 
 /* Copy a batch of B float32 rows (already normalised) and labels in. */
 int mgpu_model_load_batch_f32(struct mgpu_model *m, const float *x_host,

@@ -202,6 +202,23 @@ int mgpu_spec_fit(struct mgpu_spec *s, const struct mgpu_data_desc *d, const cha
 	return mgpu_arch_of(s)->fit(s, d, path);
 }
 
+int mgpu_spec_auto_classes(const struct mgpu_data_desc *d)
+{
+	return d->target || d->classes > 1 ? d->classes : 2;
+}
+
+int mgpu_spec_out_shape(const struct mgpu_spec *s, int shape[3])
+{
+	const struct mgpu_arch *a = mgpu_arch_of(s);
+
+	if (!a->out_shape)
+		return mgpu_err(MGPU_EINVAL, "a %s model trains on %s, not on targets", a->name,
+				a->flags & MGPU_ARCH_TOKENS ? "token ids" : "class labels");
+	if (shape)
+		a->out_shape(s, shape);
+	return 0;
+}
+
 int mgpu_spec_classes(const struct mgpu_spec *s)
 {
 	return mgpu_arch_of(s)->classes(s);

@@ -95,8 +95,16 @@ struct mgpu_data_desc {
 	int d;                        /* values per sample (features, or T+1 ids) */
 	int ndim;                     /* data/source.h's mgpu_source_shape: */
 	unsigned shape[4];            /* (C,H,W), (C,L) or (D) */
-	int classes;                  /* labels are below this */
+	int classes;                  /* labels are below this; with a target, its
+				       * output channels (data/target.h: a vector's
+				       * K, keypoints' P maps, a mask's classes) */
+	int target;                   /* enum mgpu_target_kind of the samples' target
+				       * (0: class labels) */
 };
+
+/* The class count an auto size takes from d: a target's channels exactly
+ * (a regression of one value has one output), else at least 2. */
+int mgpu_spec_auto_classes(const struct mgpu_data_desc *d);
 
 /* An mlp size taken from the data (dims[0] or dims[nlayers]). */
 #define MGPU_SPEC_AUTO 0
@@ -113,6 +121,10 @@ int mgpu_spec_has_auto(const struct mgpu_spec *s);
 void mgpu_spec_take_auto(struct mgpu_spec *s, const struct mgpu_spec *ck);
 /* The classes a model's labels may take (0 for a language model). */
 int mgpu_spec_classes(const struct mgpu_spec *s);
+/* One sample's outputs (c, h, w) of a fitted spec (an mlp's (n, 1, 1), a
+ * conv net's last line's); MGPU_EINVAL for a family whose outputs are no
+ * such tensor (a gpt's are per token), naming it; shape NULL: only that. */
+int mgpu_spec_out_shape(const struct mgpu_spec *s, int shape[3]);
 /* 1 for a language model over token ids (model/arch.h's MGPU_ARCH_TOKENS):
  * a loss per token, bits per byte, generation. */
 int mgpu_spec_is_lm(const struct mgpu_spec *s);

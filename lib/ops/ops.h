@@ -172,8 +172,8 @@ struct mgpu_ops {
 	 * product of two 16-bit values is exact in fp32). The same arguments
 	 * go to cuBLAS (cublasGemm[StridedBatched]Ex, CUDA_R_32F, _16BF or
 	 * _16F inputs, CUBLAS_COMPUTE_32F: no TF32) and to cblas_sgemm (16-bit
-	 * inputs widened to fp32, which is exact, or OpenBLAS's cblas_sbgemm
-	 * where it passes a probe).
+	 * inputs widened to fp32, which is exact, or for bf16 oneDNN's matmul
+	 * or OpenBLAS's cblas_sbgemm where they pass a probe).
 	 */
 	int (*gemm)(struct mgpu_dev *dev, enum mgpu_prec prec, enum mgpu_trans ta,
 		    enum mgpu_trans tb, int m, int n, int k, float alpha, const void *A, int lda,

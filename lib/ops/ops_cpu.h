@@ -1,7 +1,8 @@
 /*
  * ops_cpu.h - internal to the cpu backend: what its files (ops_cpu.c,
- * rows_cpu.c, bf16_cpu.c, attn_cpu.c, conv_cpu.c) share, and the one thing
- * the selftest asks of it (which bf16 GEMM this process runs on).
+ * rows_cpu.c, bf16_cpu.c, bf16_dnnl.c, attn_cpu.c, conv_cpu.c) share, and
+ * the two things tests ask of it (which bf16 GEMM this process runs on,
+ * and the probe that decides it).
  */
 #ifndef MGPU_OPS_OPS_CPU_H
 #define MGPU_OPS_OPS_CPU_H
@@ -40,6 +41,7 @@ struct mgpu_cpu_scratch {
 	float *r;            /* attention: a block's rounded q, k, v, dy; D */
 	size_t cap_r;
 	void *dnnl;          /* conv_cpu.c: oneDNN's engine, stream and primitives */
+	void *mm;            /* bf16_dnnl.c: its engine, stream and matmul primitives */
 };
 
 /* dev's scratch, created empty on first use. */
@@ -80,8 +82,36 @@ int mgpu_cpu_attn_bwd(struct mgpu_dev *dev, float *dq, float *dk, float *dv, con
 void mgpu_cpu_attn_fwd_rows(float *S, int R, int i0, float scale, float *lse, int bf16);
 void mgpu_cpu_attn_bwd_rows(float *S, float *dP, int R, int i0, float scale, const float *lse,
 			    const float *D, int bf16);
-/* What that GEMM runs on in this process: OpenBLAS's cblas_sbgemm where it
- * exists and passes a probe, else widened inputs through cblas_sgemm. */
+/* What that GEMM runs on in this process, in words: oneDNN's matmul, or
+ * OpenBLAS's cblas_sbgemm, where they work and pass a probe, else widened
+ * inputs through cblas_sgemm (bf16_cpu.c); MGPU_CPU_BF16_GEMM narrows it. */
 const char *mgpu_cpu_bf16_gemm_path(void);
+
+/* A bf16 GEMM with gemm's arguments (ops.h; bf16 bit patterns in, fp32 C,
+ * m, n, k, batch > 0): 0 when it ran, 1 when it declined the shape, < 0
+ * on an error. ctx is the implementation's own. */
+typedef int (*mgpu_cpu_gemm16_fn)(void *ctx, enum mgpu_trans ta, enum mgpu_trans tb, int m,
+				  int n, int k, float alpha, const uint16_t *A, int lda,
+				  long long sa, const uint16_t *Bm, int ldb, long long sb,
+				  float beta, float *C, int ldc, long long sc, int batch);
+/* The probe a bf16 GEMM must pass before the cpu backend uses it: cand
+ * against the widened cblas_sgemm on awkward shapes (every transpose pair,
+ * padded leading dimensions, beta 0 over NaN, long k, strided and shared
+ * batches, nothing written outside C). 1 when it agrees everywhere, 0
+ * when it differs or declines a case, < 0 on an error (out of memory). */
+int mgpu_cpu_bf16_probe(mgpu_cpu_gemm16_fn cand, void *ctx);
+
+/* bf16_dnnl.c: oneDNN's matmul. 2 where the CPU has AMX, 1 AVX512-BF16
+ * (without either, oneDNN would emulate bf16: slower than the fallback),
+ * else 0. */
+int mgpu_cpu_mm_isa(void);
+/* The bf16 GEMM (mgpu_cpu_gemm16_fn's arguments and meaning) on oneDNN's
+ * matmul, in *state (NULL at first; one per device, one thread at a time):
+ * *done = 0 where oneDNN has only a reference implementation for it. */
+int mgpu_cpu_mm_bf16(void **state, enum mgpu_trans ta, enum mgpu_trans tb, int m, int n, int k,
+		     float alpha, const uint16_t *A, int lda, long long sa, const uint16_t *Bm,
+		     int ldb, long long sb, float beta, float *C, int ldc, long long sc, int batch,
+		     int *done);
+void mgpu_cpu_mm_release(void *state);
 
 #endif

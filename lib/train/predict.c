@@ -6,7 +6,8 @@
  * The samples are the data's test split, or when it has none every row
  * of its training file, in the order of the data (not the shuffled
  * epoch order). Logits are float32 (N, C), or (N, T, V) for a gpt; class
- * ids int32 (N), or (N, T). Rank 0 alone runs it, after the summary, with
+ * ids int32 (N), or (N, T); with a target, its outputs as it takes
+ * them (write_header). Rank 0 alone runs it, after the summary, with
  * no collective call; the file is written atomically (core/io.h).
  */
 #include "train/train_int.h"
@@ -16,6 +17,7 @@
 #include "core/err.h"  /* mgpu_err */
 #include "core/io.h"   /* mgpu_afile */
 #include "data/npy.h"  /* mgpu_npy_header */
+#include "data/samples.h" /* MGPU_TARGET_* */
 
 /* The first largest of n values. */
 static int32_t argmax(const float *v, size_t n)
@@ -29,12 +31,14 @@ static int32_t argmax(const float *v, size_t n)
 }
 
 /* (n, per_row / width, width) logits or (n, per_row / width) ids, the
- * middle axis only for a language model (its T predictions a sample). */
-static int write_header(struct mgpu_afile *af, const struct mgpu_train_cfg *c, size_t n,
-			size_t per_row, size_t width)
+ * middle axis only for a language model (its T predictions a sample).
+ * Data with a target: (n, K) values, or maps and mask logits (n, C, h, w),
+ * a mask's class ids (n, h, w). */
+static int write_header(struct mgpu_afile *af, const struct train_data *d,
+			const struct mgpu_train_cfg *c, size_t n, size_t per_row, size_t width)
 {
 	char hdr[MGPU_NPY_HEADER_MAX];
-	uint32_t shape[3];
+	uint32_t shape[4];
 	int nd = 0;
 	size_t len;
 
@@ -43,8 +47,14 @@ static int write_header(struct mgpu_afile *af, const struct mgpu_train_cfg *c, s
 	shape[nd++] = (uint32_t)n;
 	if (mgpu_spec_is_lm(&c->spec))
 		shape[nd++] = (uint32_t)(per_row / width);
-	if (!c->predict_class)
+	if (d->tkind && d->tkind != MGPU_TARGET_VECTOR) {
+		if (!c->predict_class)
+			shape[nd++] = (uint32_t)d->classes;
+		shape[nd++] = (uint32_t)d->h;
+		shape[nd++] = (uint32_t)d->w;
+	} else if (!c->predict_class) {
 		shape[nd++] = (uint32_t)width;
+	}
 	len = mgpu_npy_header(hdr, c->predict_class ? "<i4" : "<f4", nd, shape);
 	if (fwrite(hdr, 1, len, af->fp) != len)
 		return mgpu_err_errno(MGPU_EIO, "'%s': cannot write", c->predict);
@@ -69,6 +79,28 @@ static int write_rows(struct mgpu_afile *af, const struct mgpu_train_cfg *c, con
 	return 0;
 }
 
+/* A mask's class ids: each pixel's first largest of C logits (a channel
+ * plane apart, NCHW). */
+static int write_mask_ids(struct mgpu_afile *af, const struct train_data *d,
+			  const struct mgpu_train_cfg *c, const float *out, int B, int32_t *ids)
+{
+	size_t hw = (size_t)d->h * (size_t)d->w, i, p;
+	int k;
+
+	for (i = 0; i < (size_t)B; i++)
+		for (p = 0; p < hw; p++) {
+			const float *l = out + i * (size_t)d->classes * hw + p;
+			int32_t best = 0;
+			for (k = 1; k < d->classes; k++)
+				if (l[(size_t)k * hw] > l[(size_t)best * hw])
+					best = k;
+			ids[i * hw + p] = best;
+		}
+	if (fwrite(ids, sizeof(int32_t), (size_t)B * hw, af->fp) != (size_t)B * hw)
+		return mgpu_err_errno(MGPU_EIO, "'%s': cannot write", c->predict);
+	return 0;
+}
+
 int mgpu_train_predict(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
@@ -79,7 +111,8 @@ int mgpu_train_predict(struct train_rank *r)
 	struct mgpu_afile af;
 	uint32_t *idx = malloc((size_t)Bmax * sizeof *idx);
 	float *out = malloc((size_t)Bmax * per_row * sizeof *out);
-	int32_t *ids = malloc((size_t)Bmax * (per_row / width) * sizeof *ids + 1);
+	size_t nid = r->d->tkind == MGPU_TARGET_MASK ? (size_t)r->d->h * r->d->w : per_row / width;
+	int32_t *ids = malloc((size_t)Bmax * nid * sizeof *ids + 1);
 
 	if (!idx || !out || !ids) {
 		rc = mgpu_err(MGPU_ENOMEM, "--predict: out of memory");
@@ -88,7 +121,7 @@ int mgpu_train_predict(struct train_rank *r)
 	rc = mgpu_afile_open(&af, c->predict);
 	if (rc < 0)
 		goto out;
-	rc = write_header(&af, c, n, per_row, width);
+	rc = write_header(&af, r->d, c, n, per_row, width);
 	for (i = 0; rc == 0 && i < n; i += (size_t)B) {
 		int k;
 		B = n - i < (size_t)Bmax ? (int)(n - i) : Bmax;
@@ -99,7 +132,9 @@ int mgpu_train_predict(struct train_rank *r)
 			rc = mgpu_model_forward(&r->model, B, 0);
 		if (rc == 0)
 			rc = mgpu_model_logits(&r->model, B, out, &got);
-		if (rc == 0)
+		if (rc == 0 && r->d->tkind == MGPU_TARGET_MASK && c->predict_class)
+			rc = write_mask_ids(&af, r->d, c, out, B, ids);
+		else if (rc == 0)
 			rc = write_rows(&af, c, out, B, per_row, width, ids);
 	}
 	if (rc == 0)

@@ -24,6 +24,8 @@
 #include "core/clock.h" /* mgpu_now_s */
 #include "core/err.h"      /* mgpu_err, MGPU_CHECK */
 #include "core/hash.h"     /* mgpu_hash64 */
+#include "data/metrics.h"  /* struct mgpu_metrics */
+#include "data/samples.h"  /* MGPU_TARGET_* */
 #include "train/ckpt.h"       /* mgpu_ckpt_save */
 #include "train/train_int.h"  /* struct train_rank */
 
@@ -45,6 +47,7 @@ void mgpu_train_defaults(struct mgpu_train_cfg *c)
 	c->step_epochs = 3;
 	c->seed = 42;
 	c->val_fraction = 0.1;
+	c->topt = (struct mgpu_target_opts){ .sigma = 2.0f, .stride = 1 };
 	c->keep = 3;
 	c->log_every = 50;
 	c->loss_scale_init = 65536.0; /* torch.cuda.amp.GradScaler's defaults */
@@ -155,18 +158,19 @@ static int begin_epoch_rows(struct train_rank *r)
 static int load_micro(struct train_rank *r, double *data_s)
 {
 	int B = r->plan->batch, got, rc;
+	struct mgpu_target_batch tb;
 	const int32_t *yb;
 	const void *xb;
 	double wait_ms;
 
-	rc = mgpu_loader_next(&r->loader, &xb, &yb, &got, &wait_ms);
+	rc = mgpu_loader_next_t(&r->loader, &xb, &yb, &tb, &got, &wait_ms);
 	if (rc == 1)
 		rc = mgpu_err(MGPU_EINVAL, "the epoch's rows ran out at step %lld",
 			      (long long)r->step);
 	if (rc == 0 && got != B)
 		rc = mgpu_err(MGPU_EINVAL, "the loader gave %d rows, want %d", got, B);
 	*data_s += wait_ms * 1e-3;
-	return rc < 0 ? rc : mgpu_train_put_batch(r, xb, yb, B);
+	return rc < 0 ? rc : mgpu_train_put_batch_t(r, xb, yb, &tb, B);
 }
 
 /* The factor of the loss's gradient: the plan's averaging, times the loss
@@ -291,22 +295,82 @@ static int stop_asked(const struct train_rank *r)
 	return r->cfg->stop && *r->cfg->stop;
 }
 
+/* One batch of an evaluation of data with targets, from the evaluation's
+ * loader (it renders the targets and never augments): its loss summed on
+ * the device, its outputs read back for the host's metrics (one read a
+ * batch: the metrics look at every map's peak). */
+static int eval_batch_t(struct train_rank *r, struct mgpu_metrics *met, int *B)
+{
+	struct mgpu_target_batch tb;
+	const int32_t *yb;
+	const void *xb;
+	double wait_ms;
+	size_t per;
+	int rc = mgpu_loader_next_t(&r->eval_loader, &xb, &yb, &tb, B, &wait_ms);
+
+	if (rc != 0)
+		return rc < 0 ? rc : mgpu_err(MGPU_EINVAL, "the evaluation's rows ran out");
+	MGPU_TRY(mgpu_train_put_batch_t(r, xb, yb, &tb, *B));
+	MGPU_TRY(mgpu_model_forward(&r->model, *B, 0));
+	MGPU_TRY(mgpu_model_loss_acc(&r->model, *B, 0, 0.0f, r->eval_acc));
+	MGPU_TRY(mgpu_model_logits(&r->model, *B, r->tout, &per));
+	mgpu_target_metrics_add(met, &r->model.tgt, r->tout, &tb, *B, r->d->stride);
+	return 0;
+}
+
+/* The metrics' sums of every rank, each rank's met summed in place:
+ * counts and sums as doubles (exact far past any evaluation's counts). */
+static int sum_metrics(struct train_rank *r, struct mgpu_metrics *met)
+{
+	int C = r->d->tkind == MGPU_TARGET_MASK ? r->d->classes : 0, n = 6 + 2 * C, k, j;
+	double *v = malloc((size_t)n * sizeof *v);
+	int rc = 0;
+
+	if (!v)
+		return mgpu_err(MGPU_ENOMEM, "out of memory");
+	v[0] = met->kp_err_sum, v[1] = (double)met->kp_count, v[2] = (double)met->kp_within;
+	v[3] = met->sq_sum, v[4] = (double)met->sq_count, v[5] = (double)met->pix_count;
+	for (k = 0; k < C; k++)
+		v[6 + k] = (double)met->inter[k], v[6 + C + k] = (double)met->uni[k];
+	for (k = 0; k < n && rc == 0; k += j) {
+		j = n - k < MGPU_SHM_MAX_VALS ? n - k : MGPU_SHM_MAX_VALS;
+		rc = mgpu_sync_allreduce_f64(&r->sync, v + k, j);
+	}
+	met->kp_err_sum = v[0], met->kp_count = (uint64_t)v[1], met->kp_within = (uint64_t)v[2];
+	met->sq_sum = v[3], met->sq_count = (uint64_t)v[4], met->pix_count = (uint64_t)v[5];
+	for (k = 0; k < C; k++)
+		met->inter[k] = (uint64_t)v[6 + k], met->uni[k] = (uint64_t)v[6 + C + k];
+	free(v);
+	return rc;
+}
+
 /* Summed loss, correct count and rows over this rank's slice of idx[0..n);
  * the slices of all ranks cover every row once. The sums stay on the
  * device (eval_acc) until one read at the end. A rank asked to stop
  * leaves its slice at once; the sum that every rank reaches says whether
- * any did, and then all return MGPU_EINTR together. */
+ * any did, and then all return MGPU_EINTR together. Data with targets
+ * also give their metrics in *ts (NULL: not wanted); their accuracy is a
+ * mask's pixel accuracy over its labelled pixels, NaN for a mean squared
+ * error. */
 static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
-		    size_t n, double *loss, double *acc)
+		    size_t n, double *loss, double *acc, struct mgpu_target_scores *ts)
 {
 	size_t lo = n * (size_t)r->rank / (size_t)r->world;
 	size_t hi = n * (size_t)(r->rank + 1) / (size_t)r->world, i;
 	double v[4] = { 0, 0, (double)(hi - lo), 0 };
+	struct mgpu_metrics met;
 	int B;
 
+	mgpu_metrics_reset(&met, r->d->pck_px);
 	MGPU_TRY(r->dev.ops->zero(&r->dev, r->eval_acc, 2 * sizeof(double)));
+	if (r->d->tkind)
+		MGPU_TRY(mgpu_loader_begin(&r->eval_loader, split, idx + lo, hi - lo));
 	for (i = lo; i < hi && !stop_asked(r); i += (size_t)B) {
 		B = hi - i < (size_t)r->plan->batch ? (int)(hi - i) : r->plan->batch;
+		if (r->d->tkind) {
+			MGPU_TRY(eval_batch_t(r, &met, &B));
+			continue;
+		}
 		MGPU_TRY(mgpu_train_load_rows(r, idx + i, B, split));
 		MGPU_TRY(mgpu_model_forward(&r->model, B, 0));
 		MGPU_TRY(mgpu_model_loss_acc(&r->model, B, 0, 0.0f, r->eval_acc));
@@ -318,7 +382,17 @@ static int evaluate(struct train_rank *r, int split, const uint32_t *idx,
 		return mgpu_err(MGPU_EINTR, "interrupted during the evaluation at step %lld",
 				(long long)r->step);
 	*loss = v[2] > 0 ? v[0] / v[2] : NAN;
-	*acc = v[2] > 0 ? v[1] / v[2] : NAN;
+	*acc = v[2] > 0 && r->d->tkind != MGPU_TARGET_VECTOR &&
+	       r->d->tkind != MGPU_TARGET_KEYPOINTS ? v[1] / v[2] : NAN;
+	if (!r->d->tkind || !ts)
+		return 0;
+	MGPU_TRY(sum_metrics(r, &met));
+	if (r->d->tkind == MGPU_TARGET_MASK) /* over the labelled pixels alone */
+		*acc = mgpu_metrics_pixel_acc(&met);
+	ts->kp_err_px = mgpu_metrics_kp_error(&met);
+	ts->pck = mgpu_metrics_pck(&met);
+	ts->miou = mgpu_metrics_miou(&met);
+	ts->rmse = mgpu_metrics_rmse(&met);
 	return 0;
 }
 
@@ -329,8 +403,10 @@ static int eval_record(struct train_rank *r)
 	rec.step = r->step;
 	rec.epoch = r->epoch;
 	rec.test_loss = rec.test_acc = NAN;
+	rec.target = r->d->tkind;
+	rec.pck_px = r->d->pck_px;
 	MGPU_TRY(evaluate(r, r->d->val_split, r->d->val_idx, r->d->nval, &rec.val_loss,
-			  &rec.val_acc));
+			  &rec.val_acc, &rec.val_t));
 	rec.wall_s = mgpu_now_s() - r->t0;
 	return mgpu_train_emit(r, &rec);
 }
@@ -428,11 +504,14 @@ static int summary(struct train_rank *r, int64_t steps_run)
 		return mgpu_err(MGPU_ENOMEM, "out of memory");
 	for (i = 0; i < ntest; i++)
 		all[i] = (uint32_t)i;
-	rc = evaluate(r, MGPU_SPLIT_TEST, all, ntest, &rec.test_loss, &rec.test_acc);
+	rec.target = r->d->tkind;
+	rec.pck_px = r->d->pck_px;
+	rc = evaluate(r, MGPU_SPLIT_TEST, all, ntest, &rec.test_loss, &rec.test_acc,
+		      &rec.test_t);
 	free(all);
 	MGPU_TRY(rc);
 	MGPU_TRY(evaluate(r, r->d->val_split, r->d->val_idx, r->d->nval, &rec.val_loss,
-			  &rec.val_acc));
+			  &rec.val_acc, &rec.val_t));
 	rec.ndev = r->world < MGPU_MAX_DEVICES ? r->world : MGPU_MAX_DEVICES;
 	MGPU_TRY(gather(r, (int64_t)r->dev.bytes_peak, rec.peak_bytes));
 	MGPU_TRY(gather(r, peak_rss(), rec.rss_bytes));
@@ -496,7 +575,8 @@ static int start_record(struct train_rank *r)
 	rec.first_step = r->step;
 	rec.spec = &r->cfg->spec;
 	rec.sample_ndim = mgpu_source_shape(&r->d->src, rec.sample_shape);
-	rec.classes = mgpu_source_nclasses(&r->d->src);
+	rec.classes = r->d->tkind ? r->d->classes : mgpu_source_nclasses(&r->d->src);
+	rec.target = r->d->tkind;
 	return mgpu_train_emit(r, &rec);
 }
 

@@ -21,6 +21,7 @@
 
 #include "comm/launch.h" /* struct mgpu_rank_env */
 #include "data/augment.h" /* struct mgpu_augment */
+#include "data/loader.h"  /* struct mgpu_target_opts */
 #include "train/batch.h"     /* struct mgpu_batch_plan */
 #include "train/optim.h"     /* struct mgpu_optim_cfg, struct mgpu_sched */
 #include "model/spec.h"      /* struct mgpu_spec */
@@ -61,7 +62,16 @@ struct mgpu_train_cfg {
 	uint64_t seed;
 	double val_fraction;
 	int prefetch;                 /* loader threads per rank; 0: fetch in the step */
-	struct mgpu_augment augment;  /* training rows' crop and flip (--augment) */
+	struct mgpu_augment augment;  /* training rows' crop and flip (--augment), and
+				       * the keypoints' symmetry pairs (--flip-pairs) */
+	/* Targets beyond a class id (data/target.h), when the data carry them:
+	 * keypoints become maps at topt's sigma and output stride; PCK counts
+	 * parts within pck_px input pixels (0: 5% of the image's larger side);
+	 * a mask's classes are mask_classes (0: the largest label in the data
+	 * plus one, at least 2). */
+	struct mgpu_target_opts topt;
+	double pck_px;
+	int mask_classes;
 	char save_dir[MGPU_PATH_MAX]; /* "" : no checkpoints */
 	int64_t save_every;           /* steps; 0: at the end of each epoch */
 	int keep;                     /* checkpoints kept in save_dir */
@@ -89,6 +99,13 @@ struct mgpu_train_cfg {
 
 /* Learning rate x (ranks x accumulation steps), or its square root. */
 enum mgpu_lr_scale { MGPU_LR_SCALE_NONE = 0, MGPU_LR_SCALE_LINEAR, MGPU_LR_SCALE_SQRT };
+
+/* An evaluation's metrics of a target (data/metrics.h): the mean
+ * keypoint error in input pixels and PCK (keypoints), mean IoU (masks),
+ * RMSE (vectors); NaN for the others. */
+struct mgpu_target_scores {
+	double kp_err_px, pck, miou, rmse;
+};
 
 /* START comes once, after data, device and checkpoint loaded: total steps
  * in .step, steps per epoch in .epoch, the step training starts from in
@@ -121,6 +138,12 @@ struct mgpu_record {
 	double d2h_per_step, h2d_per_step;
 	double val_loss, val_acc;
 	double test_loss, test_acc;
+	/* EVAL, SUMMARY of data with a target (.target, enum
+	 * mgpu_target_kind; 0: none and these are unset): the split's
+	 * metrics (data/metrics.h), NaN where the kind has none */
+	int target;
+	struct mgpu_target_scores val_t, test_t;
+	double pck_px;         /* keypoints: PCK's threshold in input pixels */
 	double wall_s;
 	int ndev;
 	int64_t peak_bytes[MGPU_MAX_DEVICES];  /* per device */

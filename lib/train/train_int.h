@@ -21,6 +21,11 @@ struct train_data {
 	int val_split;                 /* MGPU_SPLIT_VAL, or TRAIN for our own split */
 	uint32_t *val_idx, *train_idx; /* one block: val first */
 	size_t ntrain, nval;           /* the norm is src.norm (data/norm.h) */
+	/* The samples' target (src.tkind; 0: none) as the loss takes it
+	 * (model/target_loss.h): K values, P maps of h x w, or a mask of
+	 * h x w in classes; the output stride of the maps, PCK's pixels */
+	int tkind, K, P, h, w, classes, stride;
+	double pck_px;
 };
 
 struct train_rank {
@@ -38,6 +43,12 @@ struct train_rank {
 	uint8_t *xb;                   /* staging: batch rows (row_nbytes each) */
 	struct mgpu_loader loader;     /* prefetches this rank's training rows */
 	int loader_open;
+	/* data with targets: evaluations read through a loader too (it
+	 * renders them), one that never augments; tout holds a batch's
+	 * outputs on the host for the metrics */
+	struct mgpu_loader eval_loader;
+	int eval_loader_open;
+	float *tout;
 	uint32_t *rank_order;          /* this rank's rows for the rest of the epoch */
 	int32_t *yb;
 	struct mgpu_sched sched;
@@ -77,6 +88,9 @@ int mgpu_train_load_rows(struct train_rank *r, const uint32_t *idx, int B, int s
 int mgpu_train_data_check(const struct train_data *d, const struct mgpu_train_cfg *cfg,
 			  const struct mgpu_model *m);
 int mgpu_train_put_batch(struct train_rank *r, const void *x, const int32_t *y, int B);
+/* The same with the batch's targets (tb->kind 0: none). */
+int mgpu_train_put_batch_t(struct train_rank *r, const void *x, const int32_t *y,
+			   const struct mgpu_target_batch *tb, int B);
 /* Append the data's identity to buf (lines "KEY VALUE", rdzv.h): the
  * splits' sizes and shape, the norm, a digest of sampled rows; what every
  * rank of a job must agree on whatever path it reads the data from. */

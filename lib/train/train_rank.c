@@ -98,6 +98,15 @@ static int build_model(struct train_rank *r)
 		MGPU_TRY(mgpu_optim_create_ext(&r->opt, &r->model, &c->optim, s0, s1));
 	else
 		MGPU_TRY(mgpu_optim_create(&r->opt, &r->model, &c->optim));
+	if (r->d->tkind) {
+		MGPU_TRY(mgpu_model_set_targets(&r->model, r->d->tkind, r->d->K, r->d->P, r->d->h,
+						r->d->w, r->d->classes));
+		/* what the data's check read from the spec, the built model gives */
+		if (mgpu_model_logits_per_row(&r->model) != mgpu_target_outputs(&r->model.tgt))
+			return mgpu_err(MGPU_EINVAL, "model: %zu outputs a sample, the target takes "
+					"%zu", mgpu_model_logits_per_row(&r->model),
+					mgpu_target_outputs(&r->model.tgt));
+	}
 	if (mgpu_sync_loads_state(&r->sync)) {
 		MGPU_TRY(mgpu_model_init(&r->model, c->seed));
 		if (c->init[0]) /* weights only: the optimizer starts fresh */
@@ -223,6 +232,24 @@ static void setup_sched(struct train_rank *r)
 	};
 }
 
+/* Data with targets: the loaders render keypoints at the run's sigma and
+ * stride; evaluations read through a loader of their own, which never
+ * augments (the trainer's own validation rows are training rows). */
+static int open_eval_loader(struct train_rank *r)
+{
+	const struct mgpu_train_cfg *c = r->cfg;
+	size_t per = mgpu_model_logits_per_row(&r->model);
+
+	MGPU_TRY(mgpu_loader_targets(&r->loader, &c->topt));
+	MGPU_TRY(mgpu_loader_create(&r->eval_loader, &r->d->src, r->plan->batch, 0));
+	r->eval_loader_open = 1;
+	MGPU_TRY(mgpu_loader_targets(&r->eval_loader, &c->topt));
+	r->tout = malloc((size_t)r->plan->batch * per * sizeof *r->tout);
+	if (!r->tout)
+		return mgpu_err(MGPU_ENOMEM, "out of memory for a batch's outputs");
+	return 0;
+}
+
 int mgpu_train_rank_setup(struct train_rank *r)
 {
 	const struct mgpu_train_cfg *c = r->cfg;
@@ -255,7 +282,7 @@ int mgpu_train_rank_setup(struct train_rank *r)
 	MGPU_TRY(mgpu_loader_create(&r->loader, &r->d->src, r->plan->batch, c->prefetch));
 	r->loader_open = 1;
 	MGPU_TRY(mgpu_loader_augment(&r->loader, &c->augment, c->seed));
-	return 0;
+	return r->d->tkind ? open_eval_loader(r) : 0;
 }
 
 void mgpu_train_rank_free(struct train_rank *r)
@@ -272,6 +299,11 @@ void mgpu_train_rank_free(struct train_rank *r)
 	if (r->loader_open)
 		mgpu_loader_free(&r->loader);
 	r->loader_open = 0;
+	if (r->eval_loader_open)
+		mgpu_loader_free(&r->eval_loader);
+	r->eval_loader_open = 0;
+	free(r->tout);
+	r->tout = NULL;
 	free(r->rank_order);
 	r->rank_order = NULL;
 	free(r->order);

@@ -1,7 +1,8 @@
 # The backend interface is ops.h's table and nothing else (docs/ARCHITECTURE.md):
 # outside lib/ops no file reads struct mgpu_ops's host_memory (callers ask
 # mgpu_ops_can), calls into the cpu backend's internals (mgpu_cpu_*, but the
-# selftest's note of which bf16 GEMM the cpu runs) or includes the backends'
+# selftest's note of which bf16 GEMM the cpu runs and the probe that
+# decides it, which tests/unit/test_bf16_probe.c plants mutants in) or includes the backends'
 # internal headers (loops.h, cuda_kern.h, attn_tile.h). Checked by reading
 # the sources of lib/, tools/, bench/ and tests/; the checker is first shown
 # to catch each kind of breach.
@@ -14,7 +15,7 @@ breaches() {
 		-e '\bmgpu_cpu_[a-z0-9_]+[[:space:]]*\(' \
 		-e '#[[:space:]]*include[[:space:]]*"ops/(loops|cuda_kern|attn_tile)\.h"' \
 		--include='*.c' --include='*.h' --include='*.cu' lib tools bench tests 2>/dev/null) |
-	grep -v '^lib/ops/' | grep -v 'mgpu_cpu_bf16_gemm_path' || true
+	grep -v '^lib/ops/' | grep -vE 'mgpu_cpu_bf16_(gemm_path|probe)\b' || true
 }
 
 # The checker catches each kind in a tree made to breach it.

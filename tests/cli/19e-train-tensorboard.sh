@@ -87,4 +87,16 @@ text_idx g 300 32 17 3
 	--batch-size 8 --log-every 2 --tensorboard gtb -q >/dev/null 2>g.err || fail "gpt: $(cat g.err)"
 "$PY" read.py gtb >g.txt
 grep -q '^train/tokens_per_s ' g.txt && grep -q '^val/bpb ' g.txt || fail "gpt tags: $(cut -d' ' -f1 g.txt | sort -u)"
+
+# a regression's RMSE (vector targets from CSV columns), and no accuracy
+python3 -c 'import random; r = random.Random(1); print("a,b,y"); [print("%.3f,%.3f,%.3f" % (a, b, a - b)) for a, b in ((r.random(), r.random()) for _ in range(200))]' >r.csv
+"$BIN/mgpu-shard" -q --val-fraction 0.2 --test-fraction 0.1 --target-columns y -d rs -o rs/m.tsv r.csv
+"$BIN/mgpu-cache" -q -o rc rs/m.tsv >/dev/null
+"$BIN/mgpu-train" --data rc --model mlp:auto-8-auto --epochs 2 --batch-size 8 --tensorboard rtb \
+	--json -q >r.json 2>r.err || fail "regression: $(cat r.err)"
+"$PY" read.py rtb >r.txt
+want=$(python3 -c 'import json, sys; print("%.5g" % [json.loads(l) for l in open("r.json") if "summary" in l][0]["test_rmse"])')
+[ "$(awk '$1 == "test/rmse" { printf "%.5g", $3 }' r.txt)" = "$want" ] && grep -q '^val/rmse ' r.txt ||
+	fail "regression tags: $(cat r.txt)"
+! grep -q '^val/acc \|^test/acc ' r.txt || fail "a regression's accuracy: $(grep acc r.txt)"
 exit 0

@@ -5,8 +5,8 @@
 # (tests/netns.sh, as 50-multinode.sh): another --seed (which used to
 # train on silently with different weights), another model shape or
 # --max-steps (which used to deadlock until --timeout), and other data
-# (the identity is the data's, not its path: a copy under another name
-# joins); mpirun's ranks of --sync-backend mpi compare the same over MPI.
+# (the identity is the data's, targets included, not its path: a copy
+# under another name joins); mpirun's ranks of --sync-backend mpi compare the same over MPI.
 # Every run has --timeout 300 and is bounded by timeout(1) at 120 s,
 # so a rank that waits for the timeout fails the test as 124.
 . tests/cli/lib.sh
@@ -47,6 +47,15 @@ mismatch "torchrun --lr" "--data d" "--data d --lr 0.5" "$tr0" "$tr1" \
 mismatch "torchrun --dtype" "--data d" "--data d --dtype bf16" "$tr0" "$tr1" \
 	"--dtype bf16 against fp32" "--dtype bf16 against fp32"
 mismatch "torchrun data" "--data d" "--data e" "$tr0" "$tr1" "data: 630 train" "data: 630 train"
+# data that differ in their regression targets alone are other data too
+for k in 1 2; do
+	python3 -c 'import sys; print("a,b,y"); [print("%d,%d,%d" % (i % 7, i % 5, i % 3 + int(sys.argv[1]))) for i in range(120)]' $k >t$k.csv
+	"$BIN/mgpu-shard" -q --val-fraction 0.1 --target-columns y -d ts$k -o ts$k/m.tsv t$k.csv
+	"$BIN/mgpu-cache" -q -o tc$k ts$k/m.tsv >/dev/null
+done
+mismatch "torchrun targets" "--data tc1 --model mlp:auto-8-auto --batch-size 8" \
+	"--data tc2 --model mlp:auto-8-auto --batch-size 8" \
+	"$tr0" "$tr1" "data: 108 train" "data: 108 train"
 # the same run under another data path trains
 $tr1 "$M" $common --data d2 >/dev/null 2>e1.txt &
 p1=$!

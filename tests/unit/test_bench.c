@@ -2,15 +2,19 @@
  * test_bench.c - lib/bench on recorded results: medians, speedup and
  * efficiency, bus bandwidth factors, size and tolerance parsing, mgpu-train
  * output parsing, --compare, the result tables (TSV, JSON, Markdown, TSV
- * input), command quoting, the SVG plot, running a child, the
+ * input), command quoting, the SVG plot, running a child (and stopping
+ * those in the background), the
  * all-reduce wrong-element check (two threads on a private segment), and a
  * gpt workload's tokens/s, MFU, device peaks and memory estimate against
  * figures worked out by hand, and rows of a --dtypes sweep (labels,
  * speedup per dtype, the dtype column and its default in older tables).
  */
-#include <pthread.h> /* pthread_create */
-#include <stdlib.h>  /* free */
-#include <string.h>  /* strstr */
+#include <errno.h>    /* errno, ECHILD */
+#include <pthread.h>  /* pthread_create */
+#include <stdlib.h>   /* free */
+#include <string.h>   /* strstr */
+#include <sys/wait.h> /* waitpid */
+#include <unistd.h>   /* usleep */
 
 #include "bench/allreduce.h" /* mgpu_bench_ar_rank */
 #include "bench/gpumon.h"    /* mgpu_gpumon_acc */
@@ -593,6 +597,37 @@ static void test_spawn_bg(void)
 	free(r.out);
 }
 
+/* The other nodes of a run that failed on its way: every one started is
+ * stopped and reaped (none left running or a zombie), one that ignores
+ * SIGTERM too (killed after the grace), and a slot never started is
+ * skipped. */
+static void test_spawn_bg_stop(void)
+{
+	static char sh[] = "/bin/sh", c[] = "-c",
+		    polite[] = "trap 'exit 7' TERM; while :; do sleep 0.05; done",
+		    deaf[] = "trap '' TERM; while :; do sleep 0.05; done";
+	char *ends[] = { sh, c, polite, NULL }, *stays[] = { sh, c, deaf, NULL };
+	struct mgpu_spawn_bg bg[4];
+	int pid[4], i, st;
+
+	T_OK(mgpu_spawn_bg_start(ends, &bg[0]));
+	T_OK(mgpu_spawn_bg_start(stays, &bg[1]));
+	bg[2].pid = 0, bg[2].err_fd = -1;
+	T_OK(mgpu_spawn_bg_start(ends, &bg[3]));
+	if (t_cur_failed)
+		return;
+	for (i = 0; i < 4; i++)
+		pid[i] = bg[i].pid;
+	usleep(200000); /* the traps set */
+	mgpu_spawn_bg_stop(bg, 4);
+	for (i = 0; i < 4; i++) {
+		T_CHECK(bg[i].pid == 0 && bg[i].err_fd == -1, "slot %d: pid %d, fd %d", i,
+			bg[i].pid, bg[i].err_fd);
+		T_CHECK(!pid[i] || (waitpid(pid[i], &st, WNOHANG) < 0 && errno == ECHILD),
+			"slot %d: pid %d not reaped", i, pid[i]);
+	}
+}
+
 /* Rows of several nodes: labelled with nodes x ranks and the link, and
  * their nodes and link columns read back from a saved table. */
 static void test_node_rows(void)
@@ -1047,6 +1082,7 @@ int main(void)
 	T_RUN(test_svg_legend);
 	T_RUN(test_spawn);
 	T_RUN(test_spawn_bg);
+	T_RUN(test_spawn_bg_stop);
 	T_RUN(test_node_rows);
 	T_RUN(test_allreduce_check);
 	T_RUN(test_lm_peaks);

@@ -104,7 +104,7 @@ static void test_roundtrip(void)
 		unsigned char *t;
 		size_t len;
 		T_FAILS(mgpu_bpe_decode(&b, &bad, 1, &t, &len), MGPU_ERANGE,
-			"is not below the tokenizer's vocab");
+			"is not below its vocab");
 	}
 	mgpu_bpe_free(&b);
 }

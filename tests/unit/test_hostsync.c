@@ -13,7 +13,9 @@
  * the host, and steps the optimizer with its host-side norm: the reported
  * losses must agree with those sums and the weights bit for bit. Inputs
  * go through the model's double-buffered staging (gpu/upload.h), the next
- * step's first rows before a step's read.
+ * step's first rows before a step's read. With targets (a regression's
+ * vectors) the loss still adds up on the device: one read per step, and
+ * the targets' one upload per micro-step besides the rows'.
  */
 #include <math.h>   /* fabs */
 #include <stdint.h> /* uint8_t, int32_t */
@@ -23,6 +25,7 @@
 
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/hash.h"    /* mgpu_hash64 */
+#include "data/npy.h"     /* mgpu_npy_header */
 #include "gpu/upload.h"   /* mgpu_upload_* */
 #include "train/train.h"     /* mgpu_train_run */
 #include "train/train_int.h" /* struct train_data: the reference loop's rows */
@@ -203,21 +206,94 @@ static int reference(const struct mgpu_train_cfg *c, double *loss, float *w)
 	return 0;
 }
 
-/* Two uploads (rows, labels) per micro-step; the first micro-step of each
- * step but an epoch's first loaded ahead, before the step before it read
- * its statistics (per_epoch steps an epoch). */
-static void check_uploads(const struct seen *s, int accum, int per_epoch)
+/* One tar member (ustar), padded to its 512-byte blocks. */
+static int tar_add(FILE *f, const char *name, const void *data, size_t n)
 {
-	double want;
+	static const char zero[512];
+	unsigned char h[512];
+	unsigned sum = 0;
+	int i;
+
+	memset(h, 0, sizeof h);
+	snprintf((char *)h, 100, "%s", name);
+	snprintf((char *)h + 100, 8, "%07o", 0644);
+	snprintf((char *)h + 108, 8, "%07o", 0);
+	snprintf((char *)h + 116, 8, "%07o", 0);
+	snprintf((char *)h + 124, 12, "%011o", (unsigned)n);
+	snprintf((char *)h + 136, 12, "%011o", 0);
+	memset(h + 148, ' ', 8);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	for (i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	if (fwrite(h, 1, 512, f) != 512 || fwrite(data, 1, n, f) != n ||
+	    fwrite(zero, 1, (512 - n % 512) % 512, f) != (512 - n % 512) % 512)
+		return mgpu_err(MGPU_EIO, "cannot write the tar");
+	return 0;
+}
+
+/* A float32 vector as a .npy member's bytes into buf; its length. */
+static size_t npy_vec(char *buf, const float *v, uint32_t n)
+{
+	size_t len = mgpu_npy_header(buf, "<f4", 1, &n);
+
+	memcpy(buf + len, v, n * sizeof *v);
+	return len + n * sizeof *v;
+}
+
+/* A WebDataset of NTRAIN samples of D0 float32 features and a regression
+ * target of 2 values (KEY.npy, KEY.target.npy). */
+static int make_target_tar(const char *path)
+{
+	char buf[MGPU_NPY_HEADER_MAX + D0 * sizeof(float)], name[32];
+	float x[D0], t[2];
+	FILE *f = fopen(path, "wb");
+	int i, k, rc = f ? 0 : mgpu_err(MGPU_EIO, "cannot write '%s'", path);
+
+	for (i = 0; rc == 0 && i < NTRAIN; i++) {
+		for (k = 0; k < D0; k++)
+			x[k] = (float)(mgpu_hash64(21, (uint64_t)(i * D0 + k)) % 1000) / 500.0f - 1;
+		t[0] = x[0] - x[1];
+		t[1] = 0.5f * x[2];
+		snprintf(name, sizeof name, "%04d.npy", i);
+		rc = tar_add(f, name, buf, npy_vec(buf, x, D0));
+		snprintf(name, sizeof name, "%04d.target.npy", i);
+		if (rc == 0)
+			rc = tar_add(f, name, buf, npy_vec(buf, t, 2));
+	}
+	if (f) {
+		static const char end[1024];
+		if (fwrite(end, 1, sizeof end, f) != sizeof end && rc == 0)
+			rc = mgpu_err(MGPU_EIO, "cannot write '%s'", path);
+		if (fclose(f) != 0 && rc == 0)
+			rc = mgpu_err(MGPU_EIO, "cannot write '%s'", path);
+	}
+	return rc;
+}
+
+/* Two uploads (rows, labels) per micro-step, and tgt more with targets;
+ * the first micro-step of each step but an epoch's first loaded ahead,
+ * before the step before it read its statistics (per_epoch steps an
+ * epoch). */
+static void check_uploads_t(const struct seen *s, int accum, int per_epoch, int tgt)
+{
+	double want, per = 2.0 + tgt;
 	int k;
 
 	for (k = 0; k < s->nsteps; k++) {
-		want = 2.0 * accum;
-		want += (k + 1) % per_epoch != 0 && k + 1 < STEPS ? 2 : 0; /* loads the next */
-		want -= k % per_epoch != 0 ? 2 : 0;                       /* was loaded */
+		want = per * accum;
+		want += (k + 1) % per_epoch != 0 && k + 1 < STEPS ? per : 0; /* loads the next */
+		want -= k % per_epoch != 0 ? per : 0;                       /* was loaded */
 		T_CHECK(s->h2d[k] == want, "accum %d: step %d made %g uploads, want %g", accum,
 			k + 1, s->h2d[k], want);
 	}
+}
+
+static void check_uploads(const struct seen *s, int accum, int per_epoch)
+{
+	check_uploads_t(s, accum, per_epoch, 0);
 }
 
 /* mlp: one read per optimizer step (two with clipping); the uploads; losses
@@ -254,6 +330,32 @@ static void test_mlp(void)
 	mlp_case(3, 0.0f, "mlp:12-8-3,act=gelu,layernorm,dropout=0.1");
 	mlp_case(1, 0.5f, "mlp:12-8-3");
 	mlp_case(2, 0.05f, "mlp:12-8-3,layernorm");
+	t_tmpdir_remove();
+}
+
+/* Vector targets: the target's loss stays on the device too. */
+static void test_targets(void)
+{
+	struct mgpu_train_cfg c;
+	struct seen s;
+	int accum, k;
+
+	if (t_tmpdir_make("hostsync-targets") < 0)
+		T_SKIP("no temporary directory");
+	T_OK(make_target_tar(tpath("t.tar")));
+	for (accum = 1; accum <= 2; accum++) {
+		config(&c, tpath("t.tar"), "mlp:auto-8-auto", accum, 0.0f);
+		run(&c, &s);
+		for (k = 0; k < s.nsteps; k++) {
+			T_CHECK(s.d2h[k] == 1.0, "targets accum %d: step %d made %g blocking "
+				"reads", accum, k + 1, s.d2h[k]);
+			T_CHECK(s.loss[k] > 0 && s.loss[k] < 10, "step %d: loss %g", k + 1,
+				s.loss[k]);
+		}
+		check_uploads_t(&s, accum, (NTRAIN * 3 / 4) / (BATCH * accum), 1);
+		T_CHECK(s.loss[STEPS - 1] < s.loss[0], "the loss went from %g to %g", s.loss[0],
+			s.loss[STEPS - 1]);
+	}
 	t_tmpdir_remove();
 }
 
@@ -402,5 +504,6 @@ int main(void)
 	T_RUN(test_model_loss);
 	T_RUN(test_mlp);
 	T_RUN(test_gpt);
+	T_RUN(test_targets);
 	return T_DONE();
 }

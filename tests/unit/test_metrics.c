@@ -84,10 +84,13 @@ static void test_miou(void)
 	mgpu_metrics_mask(&m, l, 2, 5, lab);
 	/* predicted 0 0 1 (1) 0; class 0: inter 2, union 3; class 1: inter 1, union 2 */
 	T_NEAR(mgpu_metrics_miou(&m), (2.0 / 3 + 1.0 / 2) / 2, 1e-12);
+	/* 3 of the 4 labelled pixels right; the ignored one counts nowhere */
+	T_NEAR(mgpu_metrics_pixel_acc(&m), 3.0 / 4, 1e-12);
 	mgpu_metrics_reset(&n, 1.0);
 	mgpu_metrics_merge(&n, &m);
 	mgpu_metrics_merge(&n, &m);
 	T_NEAR(mgpu_metrics_miou(&n), (2.0 / 3 + 1.0 / 2) / 2, 1e-12);
+	T_NEAR(mgpu_metrics_pixel_acc(&n), 3.0 / 4, 1e-12);
 }
 
 static void test_rmse_and_empty(void)
@@ -97,7 +100,8 @@ static void test_rmse_and_empty(void)
 
 	mgpu_metrics_reset(&m, 1.0);
 	T_CHECK(isnan(mgpu_metrics_rmse(&m)) && isnan(mgpu_metrics_kp_error(&m)) &&
-			isnan(mgpu_metrics_pck(&m)) && isnan(mgpu_metrics_miou(&m)),
+			isnan(mgpu_metrics_pck(&m)) && isnan(mgpu_metrics_miou(&m)) &&
+			isnan(mgpu_metrics_pixel_acc(&m)),
 		"nothing counted must be NaN");
 	mgpu_metrics_regression(&m, p, t, 4);
 	T_NEAR(mgpu_metrics_rmse(&m), sqrt((4.0 + 16.0) / 4), 1e-12);

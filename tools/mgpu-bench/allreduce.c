@@ -14,6 +14,7 @@
  * Test hook: MGPU_BENCH_CORRUPT=1 in the environment changes one element
  * of one rank's result before the check (see mgpu-bench(1)).
  */
+#include <signal.h>   /* kill, SIGTERM */
 #include <stdio.h>    /* printf, fprintf */
 #include <stdlib.h>   /* getenv */
 #include <string.h>   /* strcmp */
@@ -214,15 +215,18 @@ static _Noreturn void child_rank(const char *name, int r, const struct aopts *o,
 {
 	struct mgpu_shm c;
 	int64_t wrong;
+	int rc;
 
 	snprintf(mgpu_diag_prefix, sizeof mgpu_diag_prefix, "rank %d", r);
-	if (mgpu_shm_attach(&c, name, r, o->ranks, mgpu_bench_ar_nparams(cfg), 0,
-			    1000 * o->timeout_s) < 0) {
-		error_msg("%s", mgpu_errmsg());
-		_exit(1);
-	}
-	if (mgpu_bench_ar_rank(&c, cfg, &wrong) < 0) {
-		error_msg("%s", mgpu_errmsg());
+	rc = mgpu_shm_attach(&c, name, r, o->ranks, mgpu_bench_ar_nparams(cfg), 0,
+			     1000 * o->timeout_s);
+	if (rc == 0)
+		rc = mgpu_bench_ar_rank(&c, cfg, &wrong);
+	if (rc < 0) {
+		/* stopped, or a peer failed: rank 0 says why (rank 0 itself, as
+		 * its failure shows here first, or the peer it waited for) */
+		if (!mgpu_interrupted && rc != MGPU_EPEER)
+			error_msg("%s", mgpu_errmsg());
 		_exit(1);
 	}
 	_exit(0);
@@ -254,8 +258,13 @@ static int run_backend(const struct aopts *o, int b, struct mgpu_tab *t, int64_t
 			child_rank(name, r, o, &cfg);
 	}
 	rc = mgpu_bench_ar_rank(&s, &cfg, wrong);
-	if (rc < 0)
+	if (rc < 0 && !mgpu_interrupted)
 		error_msg("allreduce %s: %s", sk.backend, mgpu_errmsg());
+	/* failed or interrupted: the others would wait for rank 0 until
+	 * --timeout (a signal to this process alone never reaches them) */
+	for (r = 1; rc < 0 && r < o->ranks; r++)
+		if (pid[r] > 0)
+			kill(pid[r], SIGTERM);
 	for (r = 1; r < o->ranks; r++)
 		if (pid[r] < 0 || waitpid(pid[r], &st, 0) < 0 || !WIFEXITED(st) ||
 		    WEXITSTATUS(st) != 0)
@@ -513,12 +522,11 @@ int bench_allreduce(int argc, char **argv)
 		}
 		wrong_all += wrong;
 	}
+	exit_if_interrupted(); /* the ranks stopped and reaped, nothing written */
 	if (mgpu_bench_memcpy_gbps(cp, &gbps) < 0)
 		die_lib();
 	write_out(&o, &t, gbps, cp);
 	mgpu_tab_free(&t);
 	report_wrong(wrong_all);
-	if (mgpu_interrupted)
-		return 130;
 	return failed || wrong_all ? 1 : 0;
 }

@@ -127,12 +127,14 @@ static void decode(const struct dopts *o, struct mgpu_source *s, struct mgpu_tab
 	size_t nchunks, rows = 0;
 	int k, sp;
 
-	for (k = 0; k < o->repeat; k++) {
+	for (k = 0; k < o->repeat && !mgpu_interrupted; k++) {
 		t0 = mgpu_now_s();
 		if (mgpu_cache_verify(&s->cache, &nchunks) < 0)
 			die_lib();
 		times[k] = mgpu_now_s() - t0;
 	}
+	if (mgpu_interrupted)
+		return;
 	for (sp = 0; sp < MGPU_NSPLITS; sp++)
 		rows += s->cache.h.n[sp];
 	put_row(t, s->cache.h.flags & MGPU_CACHE_RAW ? "checksum" : "decode", s, -1, 0, rows,
@@ -145,11 +147,11 @@ static double loader_pass(struct mgpu_loader *l, const uint32_t *order, size_t n
 	const void *x;
 	const int32_t *y;
 	double t0 = mgpu_now_s(), wait;
-	int B, rc;
+	int B, rc = 0;
 
 	if (mgpu_loader_begin(l, MGPU_SPLIT_TRAIN, order, n) < 0)
 		die_lib();
-	while ((rc = mgpu_loader_next(l, &x, &y, &B, &wait)) == 0)
+	while (!mgpu_interrupted && (rc = mgpu_loader_next(l, &x, &y, &B, &wait)) == 0)
 		;
 	if (rc < 0)
 		die_lib();
@@ -166,9 +168,11 @@ static void loader(const struct dopts *o, struct mgpu_source *s, struct mgpu_tab
 
 	if (mgpu_loader_create(&l, s, o->batch, p) < 0)
 		die_lib();
-	for (k = 0; k < o->repeat; k++)
+	for (k = 0; k < o->repeat && !mgpu_interrupted; k++)
 		times[k] = loader_pass(&l, order, n);
 	mgpu_loader_free(&l);
+	if (mgpu_interrupted)
+		return;
 	put_row(t, "loader", s, p, o->batch, n, (double)n * (double)s->row_nbytes,
 		mgpu_bench_median(times, o->repeat), o->repeat);
 	if (common_progress(&o->co))
@@ -209,11 +213,12 @@ int bench_data(int argc, char **argv)
 		loader(&o, &s, &t, o.prefetch[i], order);
 	free(order);
 	mgpu_source_close(&s);
+	exit_if_interrupted(); /* nothing written */
 	bench_blas_fill(&t);
 	fp = common_open(&o.co);
 	if (mgpu_tab_write(&t, fp, o.co.fmt) < 0)
 		common_fail(&o.co);
 	common_close(&o.co);
 	mgpu_tab_free(&t);
-	return mgpu_interrupted ? 130 : 0;
+	return 0;
 }

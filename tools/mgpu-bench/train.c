@@ -516,10 +516,7 @@ int bench_train(int argc, char **argv)
 		sweep(&o, &p, rows, n);
 	}
 	hosts_down();
-	if (mgpu_interrupted) {
-		note("interrupted");
-		return 130;
-	}
+	exit_if_interrupted(); /* its runs stopped and reaped, nothing written */
 	mgpu_bench_trows_finish(rows, n);
 	outputs(&o, rows, n);
 	rc = verdict(&o, old, nold, rows, n);

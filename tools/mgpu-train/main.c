@@ -147,6 +147,13 @@ static const char *const cols[] = {
 	"class", "name", "samples",
 };
 #define NCOLS_PLAIN ((int)(sizeof cols / sizeof cols[0]) - 3)
+/* Data with a target: its metrics' columns after the plain ones, by kind
+ * (enum mgpu_target_kind: vector, mask, keypoints). */
+static const char *const target_cols[][4] = {
+	[MGPU_TARGET_VECTOR] = { "val_rmse", "test_rmse", NULL, NULL },
+	[MGPU_TARGET_MASK] = { "val_miou", "test_miou", NULL, NULL },
+	[MGPU_TARGET_KEYPOINTS] = { "val_kp_err_px", "val_pck", "test_kp_err_px", "test_pck" },
+};
 
 struct out {
 	const struct mgpu_train_cfg *cfg;
@@ -157,7 +164,50 @@ struct out {
 	struct view v;    /* what a person at a terminal sees */
 	struct train_tb tb; /* --tensorboard */
 	struct output *res; /* the metrics' file */
+	const char *colv[MGPU_TABLE_MAXCOLS]; /* the table's columns */
 };
+
+/* START: data with a target get its metrics' columns (no record is out
+ * yet, so the header has them). */
+static void target_columns(struct out *out, int kind)
+{
+	int n = NCOLS_PLAIN, i;
+
+	if (kind <= 0 || kind > MGPU_TARGET_KEYPOINTS)
+		return;
+	memcpy(out->colv, cols, (size_t)n * sizeof *cols);
+	for (i = 0; i < 4 && target_cols[kind][i]; i++)
+		out->colv[n++] = target_cols[kind][i];
+	mgpu_table_init(&out->t, out->t.fp, out->t.format, out->colv, n);
+}
+
+/* An evaluation's target metrics, as the kind has them. */
+static void put_target(struct out *out, const struct mgpu_record *r)
+{
+	struct mgpu_table *t = &out->t;
+	int test = r->kind == MGPU_REC_SUMMARY;
+
+	switch (r->target) {
+	case MGPU_TARGET_VECTOR:
+		mgpu_table_num(t, "val_rmse", r->val_t.rmse, 6);
+		if (test)
+			mgpu_table_num(t, "test_rmse", r->test_t.rmse, 6);
+		break;
+	case MGPU_TARGET_MASK:
+		mgpu_table_num(t, "val_miou", r->val_t.miou, 6);
+		if (test)
+			mgpu_table_num(t, "test_miou", r->test_t.miou, 6);
+		break;
+	case MGPU_TARGET_KEYPOINTS:
+		mgpu_table_num(t, "val_kp_err_px", r->val_t.kp_err_px, 6);
+		mgpu_table_num(t, "val_pck", r->val_t.pck, 6);
+		if (test) {
+			mgpu_table_num(t, "test_kp_err_px", r->test_t.kp_err_px, 6);
+			mgpu_table_num(t, "test_pck", r->test_t.pck, 6);
+		}
+		break;
+	}
+}
 
 static const char *const kind_names[] = { "step", "eval", "summary", "checkpoint", "start",
 					  "class" };
@@ -267,13 +317,16 @@ static int put_record(struct out *out, const struct mgpu_record *r)
 		return mgpu_table_emit(t);
 	}
 	mgpu_table_num(t, "val_loss", r->val_loss, 6);
-	mgpu_table_num(t, "val_acc", r->val_acc, 6);
+	if (!r->target || isfinite(r->val_acc)) /* a regression has no accuracy */
+		mgpu_table_num(t, "val_acc", r->val_acc, 6);
 	mgpu_table_num(t, "wall_s", r->wall_s, 5);
 	put_bpb(out, "val_bpb", r->val_loss, 1);
+	put_target(out, r);
 	if (r->kind == MGPU_REC_SUMMARY) {
 		put_bpb(out, "test_bpb", r->test_loss, 2);
 		mgpu_table_num(t, "test_loss", r->test_loss, 6);
-		mgpu_table_num(t, "test_acc", r->test_acc, 6);
+		if (!r->target || isfinite(r->test_acc))
+			mgpu_table_num(t, "test_acc", r->test_acc, 6);
 		mgpu_table_num(t, "samples_per_s", r->samples_per_s, 6);
 		mgpu_table_int(t, "effective_batch", r->effective_batch);
 		mgpu_table_int(t, "world_size", r->world);
@@ -314,7 +367,11 @@ static void announce(const struct out *out, const struct mgpu_record *r)
 		c->resume);
 	if (out->o->com.verbose) {
 		mgpu_samples_shape_str(r->sample_ndim, r->sample_shape, shape, sizeof shape);
-		note("data %s: samples %s, %d classes", c->data, shape, r->classes);
+		if (r->target)
+			note("data %s: samples %s, %s targets: the model gives %d output channels",
+			     c->data, shape, mgpu_target_kind_name(r->target), r->classes);
+		else
+			note("data %s: samples %s, %d classes", c->data, shape, r->classes);
 	}
 	if (out->resume_note[0])
 		note("%s", out->resume_note);
@@ -330,6 +387,7 @@ static int on_record(void *ctx, const struct mgpu_record *r)
 
 	MGPU_TRY(train_tb_record(&out->tb, r));
 	if (r->kind == MGPU_REC_START) {
+		target_columns(out, r->target);
 		announce(out, r);
 		view_record(&out->v, r);
 		return 0;
@@ -521,6 +579,8 @@ static void check_evaluate(const struct train_opts *o)
 		usage_error("--evaluate trains nothing and saves no checkpoint: drop --save-dir");
 	if (o->cfg.predict_class && !o->cfg.predict[0])
 		usage_error("--predict-as needs --predict FILE.npy");
+	if (o->cfg.augment.npairs && !o->cfg.augment.flip)
+		usage_error("--flip-pairs swaps parts in a flip: give --augment flip too");
 }
 
 /* Stopped by a signal: the metrics so far are complete, commit them now

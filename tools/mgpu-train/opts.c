@@ -87,6 +87,17 @@ static void show_augment(const void *t, char *buf, size_t len)
 	mgpu_augment_format(&((const struct train_opts *)t)->cfg.augment, buf, len);
 }
 
+static int set_pairs(void *t, const char *arg)
+{
+	return mgpu_augment_parse_pairs(arg, &((struct train_opts *)t)->cfg.augment,
+					"--flip-pairs");
+}
+
+static void show_pairs(const void *t, char *buf, size_t len)
+{
+	mgpu_augment_format_pairs(&((const struct train_opts *)t)->cfg.augment, buf, len);
+}
+
 #define O struct train_opts
 #define SAVED MGPU_OPT_SAVED
 #define FIXED MGPU_OPT_FIXED
@@ -114,6 +125,21 @@ static const struct mgpu_opt options[] = {
 		     "seed of init, split, order, dropout", FIXED),
 	MGPU_OPT_ROW(MGPU_OPT_DOUBLE, "val-fraction", 0, O, cfg.val_fraction, 0, 0.99, "F",
 		     "validation share of the training file", FIXED),
+	MGPU_OPT_HEAD("targets beyond a class id (keypoints, masks, vectors)"),
+	MGPU_OPT_ROW(MGPU_OPT_FLOAT, "sigma", 0, O, cfg.topt.sigma, 0.01, 1000, "S",
+		     "keypoints: the Gaussian's sigma of a confidence map, in map cells", FIXED),
+	MGPU_OPT_ROW(MGPU_OPT_INT, "output-stride", 0, O, cfg.topt.stride, 1, 64, "N",
+		     "keypoints: input pixels per map cell (maps of ceil(H/N) x ceil(W/N))",
+		     FIXED),
+	MGPU_OPT_CALL("flip-pairs", 0, set_pairs, show_pairs, "A:B,...|none",
+		      "keypoints: parts a flip (--augment flip) swaps, 0-based (left and "
+		      "right wrist...)", "none", FIXED),
+	MGPU_OPT_ROWD(MGPU_OPT_DOUBLE, "pck", 0, O, cfg.pck_px, 0, 1e6, "PIXELS",
+		      "keypoints: PCK counts parts within this many input pixels",
+		      "5% of the image's larger side", MGPU_OPT_UNSET0 | SAVED),
+	MGPU_OPT_ROWD(MGPU_OPT_INT, "mask-classes", 0, O, cfg.mask_classes, 0, 256, "N",
+		      "masks: the classes of the per-pixel logits",
+		      "the largest label in the data + 1", MGPU_OPT_UNSET0 | FIXED),
 	MGPU_OPT_HEAD("training"),
 	MGPU_OPT_ROW(MGPU_OPT_INT, "epochs", 0, O, cfg.epochs, 1, 1000000, "N",
 		     "passes over the training data (a resume may raise it)", SAVED),

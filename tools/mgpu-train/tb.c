@@ -68,6 +68,27 @@ static int scalar(struct train_tb *t, const char *tag, int64_t step, double v)
 	return mgpu_tb_scalar(&t->tb, tag, step, wall_now(), v);
 }
 
+/* A split's target metrics (those its kind has: finite), as
+ * split/rmse, split/miou, split/kp_err_px and split/pck. */
+static int target_scalars(struct train_tb *t, const char *split, int64_t step,
+			  const struct mgpu_target_scores *s)
+{
+	const struct { const char *name; double v; } m[] = {
+		{ "rmse", s->rmse }, { "miou", s->miou }, { "kp_err_px", s->kp_err_px },
+		{ "pck", s->pck },
+	};
+	char tag[64];
+	size_t i;
+
+	for (i = 0; i < sizeof m / sizeof m[0]; i++) {
+		if (!isfinite(m[i].v))
+			continue;
+		snprintf(tag, sizeof tag, "%s/%s", split, m[i].name);
+		MGPU_TRY(scalar(t, tag, step, m[i].v));
+	}
+	return 0;
+}
+
 int train_tb_record(struct train_tb *t, const struct mgpu_record *r)
 {
 	const struct mgpu_train_cfg *c = &t->o->cfg;
@@ -101,13 +122,19 @@ int train_tb_record(struct train_tb *t, const struct mgpu_record *r)
 					      : 0;
 	case MGPU_REC_EVAL:
 		MGPU_TRY(scalar(t, "val/loss", r->step, r->val_loss));
-		MGPU_TRY(scalar(t, "val/acc", r->step, r->val_acc));
+		if (!r->target || isfinite(r->val_acc)) /* a regression has no accuracy */
+			MGPU_TRY(scalar(t, "val/acc", r->step, r->val_acc));
+		if (r->target)
+			MGPU_TRY(target_scalars(t, "val", r->step, &r->val_t));
 		if (gpt)
 			MGPU_TRY(scalar(t, "val/bpb", r->step, r->val_loss / ln2));
 		return mgpu_tb_flush(&t->tb);
 	case MGPU_REC_SUMMARY:
 		MGPU_TRY(scalar(t, "test/loss", r->step, r->test_loss));
-		MGPU_TRY(scalar(t, "test/acc", r->step, r->test_acc));
+		if (!r->target || isfinite(r->test_acc))
+			MGPU_TRY(scalar(t, "test/acc", r->step, r->test_acc));
+		if (r->target)
+			MGPU_TRY(target_scalars(t, "test", r->step, &r->test_t));
 		if (gpt)
 			MGPU_TRY(scalar(t, "test/bpb", r->step, r->test_loss / ln2));
 		return mgpu_tb_flush(&t->tb);

@@ -14,6 +14,7 @@
 #include "../common.h"  /* mgpu_tool_name */
 #include "comm/launch.h" /* mgpu_launcher_name */
 #include "core/clock.h" /* mgpu_now_s */
+#include "data/samples.h" /* MGPU_TARGET_* */
 
 /* EMA weight of the newest rate, as tqdm smooths its rate. */
 #define RATE_SMOOTH 0.3
@@ -144,6 +145,20 @@ double view_bpb(const struct view *v, double nats, int s)
 	return v->bpt[s] > 0 ? nats / log(2.0) / v->bpt[s] : NAN;
 }
 
+/* The eval line's third column: accuracy, or a target's metric (a
+ * keypoint's error in pixels, a mask's mean IoU, a vector's RMSE). */
+static const char *third_name(int target)
+{
+	return target == MGPU_TARGET_KEYPOINTS ? "val_px" : target == MGPU_TARGET_MASK ?
+	       "val_miou" : target == MGPU_TARGET_VECTOR ? "val_rmse" : "val_acc";
+}
+
+static void target_num(char *buf, size_t cap, int target, const struct mgpu_target_scores *s)
+{
+	num(buf, cap, target == MGPU_TARGET_KEYPOINTS ? s->kp_err_px :
+		      target == MGPU_TARGET_MASK ? s->miou : s->rmse, target == MGPU_TARGET_MASK);
+}
+
 /* One aligned line per evaluation; the header before the first. A gpt's
  * accuracy (of the next byte) says less than its bits per byte. */
 static void eval_line(struct view *v, const struct mgpu_record *r)
@@ -152,11 +167,16 @@ static void eval_line(struct view *v, const struct mgpu_record *r)
 
 	if (!v->header_done)
 		printf("%5s %9s %10s %10s %9s %10s %8s\n", "epoch", "step", "train_loss",
-		       "val_loss", v->gpt ? "val_bpb" : "val_acc", rate_unit(v), "time");
+		       "val_loss", v->gpt ? "val_bpb" : third_name(r->target), rate_unit(v),
+		       "time");
 	v->header_done = 1;
 	num(tl, sizeof tl, v->ep_steps ? v->ep_loss / (double)v->ep_steps : NAN, 0);
 	num(vl, sizeof vl, r->val_loss, 0);
-	num(third, sizeof third, v->gpt ? view_bpb(v, r->val_loss, 1) : r->val_acc, !v->gpt);
+	if (r->target)
+		target_num(third, sizeof third, r->target, &r->val_t);
+	else
+		num(third, sizeof third, v->gpt ? view_bpb(v, r->val_loss, 1) : r->val_acc,
+		    !v->gpt);
 	if (v->ep_secs > 0)
 		mgpu_fmt_count((double)v->ep_samples * per_sample(v) / v->ep_secs, rate,
 			       sizeof rate);
@@ -330,6 +350,20 @@ static void say_checkpoint(const struct view *v, const struct mgpu_record *r)
 	say(v, "train on:   %s%s", cmd, where(v, how, sizeof how));
 }
 
+/* A split's metrics of a target, on one summary line. */
+static void target_summary(const struct view *v, const struct mgpu_record *r, const char *what,
+			   double loss, double acc, const struct mgpu_target_scores *s)
+{
+	if (r->target == MGPU_TARGET_KEYPOINTS)
+		say(v, "%-11s keypoint error %.3f px, PCK %.2f%% within %g px, loss %.6f", what,
+		    s->kp_err_px, 100 * s->pck, r->pck_px, loss);
+	else if (r->target == MGPU_TARGET_MASK)
+		say(v, "%-11s mean IoU %.2f%%, pixel accuracy %.2f%%, loss %.4f", what,
+		    100 * s->miou, 100 * acc, loss);
+	else
+		say(v, "%-11s RMSE %.6g, loss %.6g", what, s->rmse, loss);
+}
+
 static void summary(struct view *v, const struct mgpu_record *r)
 {
 	char t[32], rate[32], peak[32], rss[32];
@@ -354,6 +388,19 @@ static void summary(struct view *v, const struct mgpu_record *r)
 	else if (v->gpt)
 		say(v, "test:       loss %.4f nats per token; validation %.4f", r->test_loss,
 		    r->val_loss);
+	else if (r->target && !isfinite(r->test_loss)) /* no test split */
+		target_summary(v, r, "validation:", r->val_loss, r->val_acc, &r->val_t);
+	else if (r->target == MGPU_TARGET_KEYPOINTS)
+		say(v, "test:       keypoint error %.3f px, PCK %.2f%% within %g px, loss %.6f; "
+		    "validation %.3f px, PCK %.2f%%", r->test_t.kp_err_px, 100 * r->test_t.pck,
+		    r->pck_px, r->test_loss, r->val_t.kp_err_px, 100 * r->val_t.pck);
+	else if (r->target == MGPU_TARGET_MASK)
+		say(v, "test:       mean IoU %.2f%%, pixel accuracy %.2f%%, loss %.4f; "
+		    "validation mean IoU %.2f%%", 100 * r->test_t.miou, 100 * r->test_acc,
+		    r->test_loss, 100 * r->val_t.miou);
+	else if (r->target == MGPU_TARGET_VECTOR)
+		say(v, "test:       RMSE %.6g, loss %.6g; validation RMSE %.6g", r->test_t.rmse,
+		    r->test_loss, r->val_t.rmse);
 	else
 		say(v, "test:       accuracy %.2f%%, loss %.4f; validation accuracy %.2f%%",
 		    100 * r->test_acc, r->test_loss, 100 * r->val_acc);
