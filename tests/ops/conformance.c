@@ -1358,6 +1358,10 @@ static void test_conv_bad_args(void)
 	g.dh = 0;
 	T_FAILS(d.ops->conv_bwd_weight(&d, &g, buf, NULL, buf, buf, 0.0f), MGPU_EINVAL,
 		"dilation 0");
+	g.dh = 1;
+	g.prec = MGPU_PREC_FP16; /* not a convolution precision */
+	T_FAILS(d.ops->conv_fwd(&d, &g, buf, buf, buf, NULL), MGPU_EINVAL, "precision fp16");
+	g.prec = MGPU_PREC_FP32;
 	T_FAILS(d.ops->pool_fwd(&d, &pg, buf, buf), MGPU_EINVAL, "bad geometry");
 	T_FAILS(d.ops->bn_fwd(&d, &bn, buf, buf, buf, buf, buf, NULL, buf, buf, buf, buf),
 		MGPU_EINVAL, "one value per channel");
