@@ -1,7 +1,8 @@
 /*
  * conv.c - the CPU libraries of conv nets on one thread: a ResNet layer's
  * convolution (forward, backward data, backward weights) on oneDNN (the
- * cpu backend), on im2col + OpenBLAS (conv_gemm.c over cpu's table) and on
+ * cpu backend; in fp32 and in bf16, --dtype bf16's: bf16 operands where
+ * the CPU has AVX512-BF16 or AMX), on im2col + OpenBLAS (conv_gemm.c over cpu's table) and on
  * ref's loops; BatchNorm's training passes over its output; and oneDNN's
  * matmul primitive against OpenBLAS's sgemm on the MLP's products and a
  * gpt block's widest (forward Y = X W, dW = X^T dY, dX = dY W^T), in fp32
@@ -100,6 +101,17 @@ static int bench_conv(struct mgpu_dev *dev, const char *impl, const struct mgpu_
 		       flops / (ts[k][reps / 2] * 1e6));
 	}
 	return 0;
+}
+
+/* The same on oneDNN in bf16 (rounded operands, fp32 outputs). */
+static int bench_bf16(struct mgpu_dev *dev, struct convbuf *c, int reps)
+{
+	int rc;
+
+	c->g.prec = MGPU_PREC_BF16;
+	rc = bench_conv(dev, "onednn-bf16", &mgpu_ops_cpu, c, reps);
+	c->g.prec = MGPU_PREC_FP32;
+	return rc;
 }
 
 /* BatchNorm (train) on the layer's output: forward (bn_stats, bn_fwd)
@@ -282,7 +294,8 @@ int main(int argc, char **argv)
 
 	reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
 	c.g = (struct mgpu_conv){ argc > 1 ? atoi(argv[1]) : 32, argc > 2 ? atoi(argv[2]) : 64, HW,
-				  HW, argc > 2 ? atoi(argv[2]) : 64, 3, 3, 1, 1, 1, 1, 1, 1, 1 };
+				  HW, argc > 2 ? atoi(argv[2]) : 64, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+				  MGPU_PREC_FP32 };
 	nx = (size_t)c.g.N * c.g.C * HW * HW;
 	ny = (size_t)c.g.N * c.g.K * HW * HW;
 	nw = (size_t)c.g.K * c.g.C * 9;
@@ -298,6 +311,7 @@ int main(int argc, char **argv)
 	gemm.conv_bwd_weight = mgpu_gemm_conv_bwd_weight;
 	printf("what\tshape\timpl\tms\tgflops\n");
 	if (bench_conv(&cpu, "onednn", &mgpu_ops_cpu, &c, reps) < 0 ||
+	    bench_bf16(&cpu, &c, reps) < 0 ||
 	    bench_conv(&cpu, "im2col+openblas", &gemm, &c, reps) < 0 ||
 	    bench_conv(&ref, "ref", &mgpu_ops_ref, &c, 1) < 0 || bench_bn(&cpu, &c, reps) < 0 ||
 	    bench_mm(&cpu, reps * 4 > 256 ? 256 : reps * 4) < 0) {

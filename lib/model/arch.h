@@ -30,9 +30,9 @@ enum mgpu_arch_flags {
 	 * token (bits per byte), rates in tokens, text generation; the data's
 	 * features are never normalised for it. */
 	MGPU_ARCH_TOKENS = 1,
-	/* Trains in fp32 only (its convolutions and norms are fp32 ops):
-	 * --dtype bf16 and fp16 are refused. */
-	MGPU_ARCH_FP32 = 2,
+	/* Trains in fp32 or bf16 only (its convolutions have no fp16 form):
+	 * --dtype fp16 is refused. */
+	MGPU_ARCH_NO_FP16 = 2,
 };
 
 struct mgpu_arch {

@@ -35,6 +35,11 @@
  * tensors of the widest activation: a ping-pong pair (dy in, dx out) and
  * two for a block's insides.
  *
+ * --dtype bf16 (m->prec) is torch.autocast's: the convolutions get it in
+ * their geometry (struct mgpu_conv prec: bf16 operands, fp32 outputs) and
+ * the head's products through mm.c; norms, pooling, activations, the
+ * loss, the weights and the optimizer stay fp32.
+ *
  * The linear head is row-major (B, in) x W (N, in)^T, by ops.h's identity:
  *   Y = X W^T   -> sgemm(T, N, N_, B, in, 1, W, in, X, in, 0, Y, N_)
  *   dX = dY W   -> sgemm(N, N, in, B, N_, 1, W, in, dY, N_, 0, dX, in)
@@ -534,6 +539,7 @@ static int conv_fwd(struct mgpu_model *m, struct cnn_conv *cv, int B, float *y, 
 	struct mgpu_conv g = cv->g;
 
 	g.N = B;
+	g.prec = (enum mgpu_prec)m->prec;
 	return m->dev->ops->conv_fwd(m->dev, &g, y, x, m->w + cv->w->off,
 				     cv->b ? m->w + cv->b->off : NULL);
 }
@@ -799,6 +805,7 @@ static int conv_bwd(struct mgpu_model *m, struct cnn_conv *cv, int B, float *dx,
 	struct mgpu_conv g = cv->g;
 
 	g.N = B;
+	g.prec = (enum mgpu_prec)m->prec;
 	MGPU_TRY(o->conv_bwd_weight(m->dev, &g, m->g + cv->w->off, cv->b ? m->g + cv->b->off : NULL,
 				    x, dy, acc));
 	return dx ? o->conv_bwd_data(m->dev, &g, dx, dy, m->w + cv->w->off) : 0;
@@ -964,7 +971,7 @@ static int backward(struct mgpu_model *m, int B, int accumulate)
 
 const struct mgpu_arch mgpu_arch_cnn = {
 	.name = "cnn",
-	.flags = MGPU_ARCH_FP32,
+	.flags = MGPU_ARCH_NO_FP16,
 	.parse = mgpu_cnn_spec_parse,
 	.format = mgpu_cnn_spec_format,
 	.fit = mgpu_cnn_spec_fit,

@@ -7,14 +7,14 @@
 #include <stdint.h> /* uintptr_t, uint16_t */
 
 #include "core/err.h" /* mgpu_err, MGPU_TRY */
-#include "model/arch.h" /* MGPU_ARCH_FP32 */
+#include "model/arch.h" /* MGPU_ARCH_NO_FP16 */
 
 int mgpu_model_set_prec(struct mgpu_model *m, int prec)
 {
 	if (prec != MGPU_PREC_FP32 && prec != MGPU_PREC_BF16 && prec != MGPU_PREC_FP16)
 		return mgpu_err(MGPU_EINVAL, "model: unknown precision %d", prec);
-	if (prec != MGPU_PREC_FP32 && (m->arch->flags & MGPU_ARCH_FP32))
-		return mgpu_err(MGPU_EINVAL, "model: a %s trains in fp32 only (--dtype fp32)",
+	if (prec == MGPU_PREC_FP16 && (m->arch->flags & MGPU_ARCH_NO_FP16))
+		return mgpu_err(MGPU_EINVAL, "model: a %s trains in fp32 or bf16, not fp16",
 				m->arch->name);
 	if (prec != MGPU_PREC_FP32 && !m->w16)
 		MGPU_TRY(mgpu_dev_alloc(m->dev, (void **)&m->w16, m->nparams * sizeof *m->w16));

@@ -1247,6 +1247,12 @@ static const struct mgpu_ops_conv_case selftest_conv[] = {
 	{ .op = "conv", .bias = 1, .cv = MGPU_CV(4, 32, 15, 15, 32, 3, 3, 2, 2, 1, 1, 1, 1, 32) },
 	{ .op = "conv", .cv = MGPU_CV(2, 16, 13, 11, 24, 3, 3, 1, 1, 2, 2, 2, 2, 2) },
 	{ .op = "conv", .bias = 1, .cv = MGPU_CV(8, 6, 1, 100, 32, 1, 5, 1, 2, 0, 2, 1, 1, 1) },
+	/* --dtype bf16's convolutions: the block's 3x3, its projection, a
+	 * depthwise one and the 1-D one (cuda: im2col + cuBLAS's bf16 GEMM) */
+	{ .op = "conv", .prec = MGPU_PREC_BF16, .cv = MGPU_CV(2, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1) },
+	{ .op = "conv", .prec = MGPU_PREC_BF16, .bias = 1, .acc = 1, .cv = MGPU_CV(4, 64, 28, 28, 128, 1, 1, 2, 2, 0, 0, 1, 1, 1) },
+	{ .op = "conv", .prec = MGPU_PREC_BF16, .bias = 1, .cv = MGPU_CV(4, 32, 15, 15, 32, 3, 3, 2, 2, 1, 1, 1, 1, 32) },
+	{ .op = "conv", .prec = MGPU_PREC_BF16, .bias = 1, .cv = MGPU_CV(8, 6, 1, 100, 32, 1, 5, 1, 2, 0, 2, 1, 1, 1) },
 	{ .op = "im2col", .cv = MGPU_CV(1, 8, 9, 7, 4, 3, 3, 2, 1, 1, 1, 1, 2, 1) },
 	{ .op = "pool", .mode = MGPU_POOL_MAX, .cv = MGPU_CV(4, 64, 28, 28, 0, 3, 3, 2, 2, 1, 1, 0, 0, 0) },
 	{ .op = "pool", .mode = MGPU_POOL_AVG, .cv = MGPU_CV(4, 32, 14, 14, 0, 2, 2, 2, 2, 0, 0, 0, 0, 0) },

@@ -104,8 +104,9 @@ struct mgpu_ops_case {
 
 /*
  * A case of the conv-net ops (check_conv.c), by op:
- *   conv      cv, bias, acc (rows "conv_fwd",
- *             "conv_bwd_data", "conv_bwd_weight")
+ *   conv      cv, bias, acc, prec (rows "conv_fwd",
+ *             "conv_bwd_data", "conv_bwd_weight", under bf16 with "_bf16"
+ *             after)
  *   im2col    cv, one sample (rows "im2col", "col2im")
  *   pool      cv's N C H W KH KW sh sw ph pw, mode
  *             (rows "pool_fwd", "pool_bwd")
@@ -131,6 +132,7 @@ struct mgpu_ops_conv_case {
 	int ignore;                /* pix_xent: every fifth pixel's label -1 */
 	int nograd;                /* mse, pix_xent: no gradient asked for */
 	int inplace;               /* pix_xent: the gradient over the logits */
+	enum mgpu_prec prec;       /* conv: cv's precision (MGPU_CV leaves it fp32) */
 	struct mgpu_conv cv;
 	size_t n;
 	enum mgpu_act act;
@@ -176,7 +178,8 @@ double mgpu_ops_tolerance(const char *op);
  * embedding ops, LayerNorm at width 768 and xent over 256 tied logits;
  * the 768-wide, 12-head model's attention in bf16 (tensor cores on cuda)
  * and bf16 attention at a padded head width (100) and T (100);
- * the bf16 GEMM on the same products; the sums of a step's statistics),
+ * the bf16 GEMM on the same products; the sums of a step's statistics;
+ * a conv net's convolutions in fp32 and bf16 and its light ops),
  * ops device `index`
  * against ref device 0.
  * Returns 0 when everything ran (read rep->nfail for the verdict). */

@@ -166,9 +166,22 @@ static void conv_shape(char *shape, size_t len, const struct mgpu_conv *g, const
 		 g->groups, extra);
 }
 
+/* conv rows: "conv_fwd", "conv_bwd_data", "conv_bwd_weight", under bf16
+ * with "_bf16" after. */
+static const char *conv_row(const struct mgpu_conv *g, int dir)
+{
+	static const char *const name[2][3] = {
+		{ "conv_fwd", "conv_bwd_data", "conv_bwd_weight" },
+		{ "conv_fwd_bf16", "conv_bwd_data_bf16", "conv_bwd_weight_bf16" },
+	};
+
+	return name[g->prec == MGPU_PREC_BF16][dir];
+}
+
 static int case_conv(struct bufs *b, const struct mgpu_ops_conv_case *c)
 {
-	const struct mgpu_conv *g = &c->cv;
+	struct mgpu_conv gp = c->cv;
+	const struct mgpu_conv *g = &gp;
 	int OH = MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, g->dh);
 	int OW = MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
 	size_t nx = (size_t)g->N * g->C * g->H * g->W, ny = (size_t)g->N * g->K * OH * OW;
@@ -178,6 +191,7 @@ static int case_conv(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	double e;
 	char shape[64];
 
+	gp.prec = c->prec;
 	MGPU_TRY(in(b, nx, -1.0f, 1.0f, &ix));
 	MGPU_TRY(in(b, nw, -0.5f, 0.5f, &iw));
 	if (bias)
@@ -188,14 +202,14 @@ static int case_conv(struct bufs *b, const struct mgpu_ops_conv_case *c)
 	conv_shape(shape, sizeof shape, g, bias ? " bias" : "");
 	e = 0.0;
 	MGPU_TRY(cmp(b, iy, &e, NULL));
-	mgpu_ops_report_add(b->p, "conv_fwd", shape, e);
+	mgpu_ops_report_add(b->p, conv_row(g, 0), shape, e);
 
 	MGPU_TRY(in(b, ny, -1.0f, 1.0f, &idy));
 	MGPU_TRY(out(b, nx, &idx));
 	BOTH(conv_bwd_data(D, g, dp(b, idx, S), dp(b, idy, S), dp(b, iw, S)));
 	e = 0.0;
 	MGPU_TRY(cmp(b, idx, &e, NULL));
-	mgpu_ops_report_add(b->p, "conv_bwd_data", shape, e);
+	mgpu_ops_report_add(b->p, conv_row(g, 1), shape, e);
 
 	if (acc != 0.0f) {
 		MGPU_TRY(in(b, nw, -1.0f, 1.0f, &idw));
@@ -214,7 +228,7 @@ static int case_conv(struct bufs *b, const struct mgpu_ops_conv_case *c)
 		MGPU_TRY(cmp(b, idb, &e, NULL));
 	conv_shape(shape, sizeof shape, g, bias ? (acc != 0.0f ? " bias acc" : " bias")
 					       : (acc != 0.0f ? " acc" : ""));
-	mgpu_ops_report_add(b->p, "conv_bwd_weight", shape, e);
+	mgpu_ops_report_add(b->p, conv_row(g, 2), shape, e);
 	return 0;
 }
 

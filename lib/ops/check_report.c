@@ -40,6 +40,12 @@ static const struct {
 	 * cuDNN's and gemm's orders) against ref's double ones; the weight
 	 * gradient sums over N OH OW */
 	{ "conv_fwd", 2e-5 }, { "conv_bwd_data", 2e-5 }, { "conv_bwd_weight", 5e-5 },
+	/* bf16: the same rounded operands on both sides, so only the order
+	 * of fp32 sums differs (AVX512-BF16's pairs, tensor cores' blocks);
+	 * an operand left unrounded or truncated instead of rounded moves a
+	 * sum by about 2^-9 of its size, 20 times this */
+	{ "conv_fwd_bf16", 1e-4 }, { "conv_bwd_data_bf16", 1e-4 },
+	{ "conv_bwd_weight_bf16", 1e-4 },
 	{ "im2col", 1e-6 },   { "col2im", 1e-6 },
 	{ "pool_fwd", 1e-6 }, { "pool_bwd", 1e-6 },
 	{ "upsample_fwd", 1e-6 }, { "upsample_bwd", 1e-6 },

@@ -14,6 +14,13 @@
  * forward leaves (max pooling's winners), recomputed from x in pool_bwd as
  * ops.h defines it. oneDNN overwrites its outputs, so conv_bwd_weight with
  * acc != 0 computes into the entry's own buffers and adds.
+ * A bf16 convolution (g->prec) asks oneDNN for bf16 inputs and f32
+ * outputs: the reorders from the caller's f32 tensors round them (to
+ * nearest even, as elem.h) and AVX512-BF16 or AMX multiply. Where this
+ * oneDNN has no bf16 convolution for the CPU (AVX2 and older, or
+ * ONEDNN_MAX_CPU_ISA), the entry says so and the call rounds its inputs
+ * into the state's f32 buffers and runs the f32 primitive: the same
+ * arithmetic (a product of bf16 values is exact in fp32).
  * One thread per rank: oneDNN runs on OpenMP, set to one thread by cpu's
  * init for the calling thread.
  */
@@ -26,7 +33,7 @@
 #include <string.h>     /* memcmp, memset */
 
 #include "core/err.h"    /* mgpu_err, MGPU_TRY */
-#include "ops/elem.h"    /* mgpu_acc_store */
+#include "ops/elem.h"    /* mgpu_acc_store, mgpu_bf16_round */
 #include "ops/loops.h"   /* ops_check_conv, ops_check_pool */
 #include "ops/ops_cpu.h" /* mgpu_cpu_scratch */
 
@@ -57,6 +64,7 @@ struct entry {
 	void *ws;                        /* pooling's workspace, its forward output */
 	float *tmp_w, *tmp_b;            /* conv_bwd_weight's sums when acc != 0 */
 	float *tmp_y;
+	int emulate;                     /* bf16 without a oneDNN primitive: no prim */
 };
 
 /* The blocked copies and scratchpads live only during a call, so every
@@ -69,6 +77,8 @@ struct state {
 	dnnl_primitive_attr_t attr; /* scratchpad supplied by us */
 	void *buf[MAXARG + 1];
 	size_t cap[MAXARG + 1];
+	float *rnd[2];   /* an emulated bf16 call's rounded inputs */
+	size_t rnd_cap[2];
 	struct entry e[CACHE];
 	int next; /* the entry replaced when the cache is full */
 };
@@ -125,6 +135,8 @@ void mgpu_cpu_dnnl_release(void *state)
 		entry_free(&s->e[i]);
 	for (i = 0; i <= MAXARG; i++)
 		free(s->buf[i]);
+	free(s->rnd[0]);
+	free(s->rnd[1]);
 	if (s->attr)
 		dnnl_primitive_attr_destroy(s->attr);
 	if (s->strm)
@@ -228,8 +240,22 @@ struct conv_mds {
 	dnnl_dims_t strides, dil, pad;
 };
 
-static void conv_mds(const struct mgpu_conv *g, struct conv_mds *m)
+/* The types oneDNN computes in for direction kind: under bf16 the inputs
+ * (x, w forward; dy, w backward data; x, dy backward weights) bf16, the
+ * outputs f32; everything f32 in fp32. The bias stays f32. */
+static void conv_types(const struct mgpu_conv *g, enum kind kind, dnnl_data_type_t *x,
+		       dnnl_data_type_t *w, dnnl_data_type_t *y)
 {
+	dnnl_data_type_t in = g->prec == MGPU_PREC_BF16 ? dnnl_bf16 : dnnl_f32;
+
+	*x = kind == CONV_BWD_DATA ? dnnl_f32 : in;
+	*w = kind == CONV_BWD_WEIGHT ? dnnl_f32 : in;
+	*y = kind == CONV_FWD ? dnnl_f32 : in;
+}
+
+static void conv_mds(const struct mgpu_conv *g, enum kind kind, struct conv_mds *m)
+{
+	dnnl_data_type_t tx, tw, ty;
 	int OH = MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, g->dh);
 	int OW = MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
 	dnnl_dims_t wg = { g->groups, g->K / g->groups, g->C / g->groups, g->KH, g->KW };
@@ -238,16 +264,17 @@ static void conv_mds(const struct mgpu_conv *g, struct conv_mds *m)
 	dnnl_dims_t xd = { g->N, g->C, g->H, g->W }, yd = { g->N, g->K, OH, OW };
 	dnnl_dims_t wd = { g->K, g->C, g->KH, g->KW };
 
+	conv_types(g, kind, &tx, &tw, &ty);
 	md4(&m->x, g->N, g->C, g->H, g->W);
 	md4(&m->y, g->N, g->K, OH, OW);
-	dnnl_memory_desc_init_by_tag(&m->ax, 4, xd, dnnl_f32, dnnl_format_tag_any);
-	dnnl_memory_desc_init_by_tag(&m->ay, 4, yd, dnnl_f32, dnnl_format_tag_any);
+	dnnl_memory_desc_init_by_tag(&m->ax, 4, xd, tx, dnnl_format_tag_any);
+	dnnl_memory_desc_init_by_tag(&m->ay, 4, yd, ty, dnnl_format_tag_any);
 	if (g->groups == 1) {
 		md4(&m->w, g->K, g->C, g->KH, g->KW);
-		dnnl_memory_desc_init_by_tag(&m->aw, 4, wd, dnnl_f32, dnnl_format_tag_any);
+		dnnl_memory_desc_init_by_tag(&m->aw, 4, wd, tw, dnnl_format_tag_any);
 	} else {
 		dnnl_memory_desc_init_by_tag(&m->w, 5, wg, dnnl_f32, dnnl_goihw);
-		dnnl_memory_desc_init_by_tag(&m->aw, 5, wg, dnnl_f32, dnnl_format_tag_any);
+		dnnl_memory_desc_init_by_tag(&m->aw, 5, wg, tw, dnnl_format_tag_any);
 	}
 	dnnl_memory_desc_init_by_tag(&m->b, 1, bk, dnnl_f32, dnnl_x);
 	m->strides[0] = g->sh;
@@ -258,17 +285,21 @@ static void conv_mds(const struct mgpu_conv *g, struct conv_mds *m)
 	m->pad[1] = g->pw;
 }
 
-/* The forward descriptor, also the hint of both backward ones. */
-static int conv_fwd_pd(struct state *s, const struct conv_mds *m, int with_bias,
-		       dnnl_primitive_desc_t *pd)
+/* The forward descriptor, also the hint of both backward ones; its
+ * status (dnnl_unimplemented: no such convolution here). */
+static dnnl_status_t conv_fwd_pd(struct state *s, const struct conv_mds *m, int with_bias,
+				 dnnl_primitive_desc_t *pd)
 {
 	dnnl_convolution_desc_t d;
+	dnnl_status_t rc;
 
-	DNNL(dnnl_dilated_convolution_forward_desc_init(
+	*pd = NULL;
+	rc = dnnl_dilated_convolution_forward_desc_init(
 		&d, dnnl_forward_training, dnnl_convolution_direct, &m->ax, &m->aw,
-		with_bias ? &m->b : NULL, &m->ay, m->strides, m->dil, m->pad, m->pad));
-	DNNL(dnnl_primitive_desc_create(pd, &d, s->attr, s->eng, NULL));
-	return 0;
+		with_bias ? &m->b : NULL, &m->ay, m->strides, m->dil, m->pad, m->pad);
+	if (rc == dnnl_success)
+		rc = dnnl_primitive_desc_create(pd, &d, s->attr, s->eng, NULL);
+	return rc;
 }
 
 /* The next forward argument of e in the caller's layout plain, while
@@ -285,21 +316,22 @@ static int conv_entry(struct state *s, struct entry *e)
 	const struct mgpu_conv *g = &e->key.cg;
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
 	dnnl_convolution_desc_t d;
-	struct conv_mds m;
-	int rc = 0;
+	struct conv_mds m, mf;
+	int rc;
 
-	conv_mds(g, &m);
-	MGPU_TRY(conv_fwd_pd(s, &m, e->key.with_bias, &fpd));
-	if (e->key.kind == CONV_FWD) {
+	conv_mds(g, e->key.kind, &m);
+	conv_mds(g, CONV_FWD, &mf);
+	rc = conv_fwd_pd(s, &mf, e->key.with_bias, &fpd);
+	if (rc == dnnl_success && e->key.kind == CONV_FWD) {
 		pd = fpd;
 		fpd = NULL;
-	} else if (e->key.kind == CONV_BWD_DATA) {
+	} else if (rc == dnnl_success && e->key.kind == CONV_BWD_DATA) {
 		rc = dnnl_dilated_convolution_backward_data_desc_init(
 			&d, dnnl_convolution_direct, &m.ax, &m.aw, &m.ay, m.strides, m.dil, m.pad,
 			m.pad);
 		if (rc == dnnl_success)
 			rc = dnnl_primitive_desc_create(&pd, &d, s->attr, s->eng, fpd);
-	} else {
+	} else if (rc == dnnl_success) {
 		rc = dnnl_dilated_convolution_backward_weights_desc_init(
 			&d, dnnl_convolution_direct, &m.ax, &m.aw, e->key.with_bias ? &m.b : NULL,
 			&m.ay, m.strides, m.dil, m.pad, m.pad);
@@ -308,9 +340,15 @@ static int conv_entry(struct state *s, struct entry *e)
 	}
 	if (fpd)
 		dnnl_primitive_desc_destroy(fpd);
+	if (!pd && rc == dnnl_unimplemented && g->prec == MGPU_PREC_BF16) {
+		e->emulate = 1; /* rounded inputs on the f32 primitive */
+		return 0;
+	}
 	if (!pd)
-		return mgpu_err(MGPU_EDEVICE, "oneDNN: no convolution for %dx%d kernel, groups %d: %s",
-				g->KH, g->KW, g->groups, dnnl_status2str((dnnl_status_t)rc));
+		return mgpu_err(rc == dnnl_out_of_memory ? MGPU_ENOMEM : MGPU_EDEVICE,
+				"oneDNN: no %s convolution for %dx%d kernel, groups %d: %s",
+				mgpu_prec_name(g->prec), g->KH, g->KW, g->groups,
+				dnnl_status2str((dnnl_status_t)rc));
 	rc = make_prim(&e->prim, pd);
 	if (rc == 0)
 		rc = bind_pad(s, e, pd, 0);
@@ -498,6 +536,33 @@ static int run(struct state *s, struct entry *e, dnnl_primitive_t prim, int from
 	return 0;
 }
 
+/* Input i of an emulated bf16 call: p (n floats) rounded into the
+ * state's buffer i (elem.h's rounding, as oneDNN's reorders round). */
+static int round_into(struct state *s, int i, const float *p, size_t n, const float **out)
+{
+	size_t j;
+
+	MGPU_TRY(mgpu_cpu_grow(&s->rnd[i], &s->rnd_cap[i], n));
+	for (j = 0; j < n; j++)
+		s->rnd[i][j] = mgpu_bf16_round(p[j]);
+	*out = s->rnd[i];
+	return 0;
+}
+
+/* g as the f32 primitive of an emulated call sees it, and the element
+ * counts of x, w and y. */
+static struct mgpu_conv emulated(const struct mgpu_conv *g, size_t *nx, size_t *nw, size_t *ny)
+{
+	struct mgpu_conv f = *g;
+
+	f.prec = MGPU_PREC_FP32;
+	*nx = (size_t)g->N * g->C * g->H * g->W;
+	*nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW;
+	*ny = (size_t)g->N * g->K * MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, g->dh) *
+	      MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, g->dw);
+	return f;
+}
+
 static void conv_key(struct key *k, enum kind kind, const struct mgpu_conv *g, int with_bias)
 {
 	memset(k, 0, sizeof *k);
@@ -520,6 +585,14 @@ int mgpu_cpu_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
 		return 0;
 	conv_key(&k, CONV_FWD, g, bias != NULL);
 	MGPU_TRY(lookup(dev, &k, &s, &e));
+	if (e->emulate) {
+		size_t nx, nw, ny;
+		struct mgpu_conv f = emulated(g, &nx, &nw, &ny);
+
+		MGPU_TRY(round_into(s, 0, x, nx, &x));
+		MGPU_TRY(round_into(s, 1, w, nw, &w));
+		return mgpu_cpu_conv_fwd(dev, &f, y, x, w, bias);
+	}
 	h[n++] = unconst(x);
 	h[n++] = unconst(w);
 	if (bias)
@@ -541,6 +614,14 @@ int mgpu_cpu_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *g, floa
 		return 0;
 	conv_key(&k, CONV_BWD_DATA, g, 0);
 	MGPU_TRY(lookup(dev, &k, &s, &e));
+	if (e->emulate) {
+		size_t nx, nw, ny;
+		struct mgpu_conv f = emulated(g, &nx, &nw, &ny);
+
+		MGPU_TRY(round_into(s, 0, dy, ny, &dy));
+		MGPU_TRY(round_into(s, 1, w, nw, &w));
+		return mgpu_cpu_conv_bwd_data(dev, &f, dx, dy, w);
+	}
 	h[0] = unconst(dy);
 	h[1] = unconst(w);
 	h[2] = dx;
@@ -575,6 +656,14 @@ int mgpu_cpu_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, fl
 	}
 	conv_key(&k, CONV_BWD_WEIGHT, g, db != NULL);
 	MGPU_TRY(lookup(dev, &k, &s, &e));
+	if (e->emulate) {
+		size_t nx, ny;
+		struct mgpu_conv f = emulated(g, &nx, &nw, &ny);
+
+		MGPU_TRY(round_into(s, 0, x, nx, &x));
+		MGPU_TRY(round_into(s, 1, dy, ny, &dy));
+		return mgpu_cpu_conv_bwd_weight(dev, &f, dw, db, x, dy, acc);
+	}
 	if (acc != 0.0f) {
 		MGPU_TRY(grow(&e->tmp_w, nw));
 		if (db)

@@ -10,6 +10,10 @@
  *   (stream_of), cuDNN's handle is bound to it.
  * - Every CUDA and cuDNN call goes through CU() / CUDNN(), every launch is
  *   followed by LAUNCHED().
+ * - bf16 convolutions (g->prec) run im2col + cuBLAS's bf16 GEMM with fp32
+ *   results (conv_gemm.c): ops.h's contract (rounded operands, fp32
+ *   outputs) exactly, where cuDNN's legacy API would round y, dx and dw
+ *   to bf16 too.
  * - cuDNN runs fp32 with CUDNN_FMA_MATH (no TF32, as cuBLAS runs without
  *   it) and, per shape, the best algorithm its heuristics offer among the
  *   deterministic GEMM-like and direct ones (no atomics, no FFT or
@@ -264,6 +268,8 @@ extern "C" int mgpu_cuda_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *
 
 	MGPU_TRY(ops_check_conv("conv_fwd", g));
 	MGPU_TRY(make_current(dev));
+	if (g->prec != MGPU_PREC_FP32)
+		return mgpu_gemm_conv_fwd(dev, g, y, x, w, bias);
 	MGPU_TRY(state_of(dev, &st));
 	if (!st->dn)
 		return mgpu_gemm_conv_fwd(dev, g, y, x, w, bias);
@@ -291,6 +297,8 @@ extern "C" int mgpu_cuda_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_c
 
 	MGPU_TRY(ops_check_conv("conv_bwd_data", g));
 	MGPU_TRY(make_current(dev));
+	if (g->prec != MGPU_PREC_FP32)
+		return mgpu_gemm_conv_bwd_data(dev, g, dx, dy, w);
 	MGPU_TRY(state_of(dev, &st));
 	if (!st->dn)
 		return mgpu_gemm_conv_bwd_data(dev, g, dx, dy, w);
@@ -319,6 +327,8 @@ extern "C" int mgpu_cuda_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu
 
 	MGPU_TRY(ops_check_conv("conv_bwd_weight", g));
 	MGPU_TRY(make_current(dev));
+	if (g->prec != MGPU_PREC_FP32)
+		return mgpu_gemm_conv_bwd_weight(dev, g, dw, db, x, dy, acc);
 	MGPU_TRY(state_of(dev, &st));
 	if (!st->dn || g->N == 0) /* N == 0: conv_gemm's scaling of the old sums */
 		return mgpu_gemm_conv_bwd_weight(dev, g, dw, db, x, dy, acc);

@@ -5,8 +5,11 @@
  * The convolutions are the formula of ops.h as direct loops, scattering
  * products into double accumulators: nothing of the im2col arithmetic
  * (elem.h) is used, so comparing the im2col convolution against these
- * checks it. Pooling, upsampling and the normalisations are loops over
- * elem.h's functions, shared with cpu (conv_host.h). Host memory only.
+ * checks it. Under bf16 (g->prec) the loops read copies of x, w and dy
+ * rounded by elem.h's mgpu_bf16_round: the definition of a bf16
+ * convolution (exact products of rounded operands, summed in double).
+ * Pooling, upsampling and the normalisations are loops over elem.h's
+ * functions, shared with cpu (conv_host.h). Host memory only.
  */
 #include "ops/conv_host.h"
 
@@ -40,6 +43,34 @@ static double *dzeros(size_t n)
 	return p;
 }
 
+/* The operand p (n floats) as the convolution reads it: p itself in
+ * fp32, under bf16 a rounded copy in *tmp (freed by the caller). */
+static int operand(const struct mgpu_conv *g, const float *p, size_t n, float **tmp,
+		   const float **out)
+{
+	size_t i;
+
+	*tmp = NULL;
+	*out = p;
+	if (g->prec != MGPU_PREC_BF16)
+		return 0;
+	if (!(*tmp = malloc((n ? n : 1) * sizeof **tmp)))
+		return mgpu_err(MGPU_ENOMEM, "ref conv: out of memory (%zu floats)", n);
+	for (i = 0; i < n; i++)
+		(*tmp)[i] = mgpu_bf16_round(p[i]);
+	*out = *tmp;
+	return 0;
+}
+
+/* x, w and y's element counts of g. */
+static void counts(const struct mgpu_conv *g, const struct dims *d, size_t *nx, size_t *nw,
+		   size_t *ny)
+{
+	*nx = (size_t)g->N * g->C * g->H * g->W;
+	*nw = (size_t)g->K * d->Cg * g->KH * g->KW;
+	*ny = (size_t)g->N * g->K * d->OH * d->OW;
+}
+
 /*
  * Visit every product of the convolution: for output (n, k, oh, ow) and
  * kernel tap (c', kh, kw) inside the image, call back with the flat
@@ -69,71 +100,99 @@ static double *dzeros(size_t n)
 int mgpu_ref_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y, const float *x,
 		      const float *w, const float *bias)
 {
+	float *tx = NULL, *tw = NULL;
+	size_t nx, nw, ny, i;
 	struct dims d;
-	size_t ny, i;
-	double *acc;
+	double *acc = NULL;
+	int rc;
 
 	(void)dev;
 	MGPU_TRY(ops_check_conv("conv_fwd", g));
 	d = dims_of(g);
-	ny = (size_t)g->N * g->K * d.OH * d.OW;
-	if (!(acc = dzeros(ny)))
-		return MGPU_ENOMEM;
-	FOR_EACH_TAP(g, d, ix, iw, iy, acc[iy] += (double)w[iw] * x[ix]);
-	for (i = 0; i < ny; i++)
-		y[i] = (float)(acc[i] + (bias ? bias[i / ((size_t)d.OH * d.OW) % g->K] : 0.0));
+	counts(g, &d, &nx, &nw, &ny);
+	rc = operand(g, x, nx, &tx, &x);
+	if (rc == 0)
+		rc = operand(g, w, nw, &tw, &w);
+	if (rc == 0 && !(acc = dzeros(ny)))
+		rc = MGPU_ENOMEM;
+	if (rc == 0) {
+		FOR_EACH_TAP(g, d, ix, iw, iy, acc[iy] += (double)w[iw] * x[ix]);
+		for (i = 0; i < ny; i++)
+			y[i] = (float)(acc[i] +
+				       (bias ? bias[i / ((size_t)d.OH * d.OW) % g->K] : 0.0));
+	}
 	free(acc);
-	return 0;
+	free(tx);
+	free(tw);
+	return rc;
 }
 
 int mgpu_ref_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dx,
 			   const float *dy, const float *w)
 {
-	size_t nx = (size_t)g->N * g->C * g->H * g->W, i;
+	float *tdy = NULL, *tw = NULL;
+	size_t nx, nw, ny, i;
 	struct dims d;
-	double *acc;
+	double *acc = NULL;
+	int rc;
 
 	(void)dev;
 	MGPU_TRY(ops_check_conv("conv_bwd_data", g));
 	d = dims_of(g);
-	if (!(acc = dzeros(nx)))
-		return MGPU_ENOMEM;
-	FOR_EACH_TAP(g, d, ix, iw, iy, acc[ix] += (double)w[iw] * dy[iy]);
-	for (i = 0; i < nx; i++)
-		dx[i] = (float)acc[i];
+	counts(g, &d, &nx, &nw, &ny);
+	rc = operand(g, dy, ny, &tdy, &dy);
+	if (rc == 0)
+		rc = operand(g, w, nw, &tw, &w);
+	if (rc == 0 && !(acc = dzeros(nx)))
+		rc = MGPU_ENOMEM;
+	if (rc == 0) {
+		FOR_EACH_TAP(g, d, ix, iw, iy, acc[ix] += (double)w[iw] * dy[iy]);
+		for (i = 0; i < nx; i++)
+			dx[i] = (float)acc[i];
+	}
 	free(acc);
-	return 0;
+	free(tdy);
+	free(tw);
+	return rc;
 }
 
 int mgpu_ref_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dw,
 			     float *db, const float *x, const float *dy, float acc)
 {
-	size_t nw, i, P;
+	float *tx = NULL, *tdy = NULL;
+	size_t nx, nw, ny, i, P;
 	struct dims d;
-	double *sw, *sb;
+	double *sw = NULL, *sb = NULL;
+	int rc;
 
 	(void)dev;
 	MGPU_TRY(ops_check_conv("conv_bwd_weight", g));
 	d = dims_of(g);
-	nw = (size_t)g->K * d.Cg * g->KH * g->KW;
+	counts(g, &d, &nx, &nw, &ny);
 	P = (size_t)d.OH * d.OW;
-	sw = dzeros(nw);
-	sb = dzeros((size_t)g->K);
-	if (!sw || !sb) {
-		free(sw);
-		free(sb);
-		return MGPU_ENOMEM;
+	rc = operand(g, x, nx, &tx, &x);
+	if (rc == 0)
+		rc = operand(g, dy, ny, &tdy, &dy);
+	if (rc == 0) {
+		sw = dzeros(nw);
+		sb = dzeros((size_t)g->K);
+		if (!sw || !sb)
+			rc = MGPU_ENOMEM;
 	}
-	FOR_EACH_TAP(g, d, ix, iw, iy, sw[iw] += (double)x[ix] * dy[iy]);
-	for (i = 0; i < (size_t)g->N * g->K * P; i++)
-		sb[i / P % (size_t)g->K] += dy[i];
-	for (i = 0; i < nw; i++)
-		mgpu_acc_store(&dw[i], acc, (float)sw[i]);
-	for (i = 0; db && i < (size_t)g->K; i++)
-		mgpu_acc_store(&db[i], acc, (float)sb[i]);
+	if (rc == 0) {
+		FOR_EACH_TAP(g, d, ix, iw, iy, sw[iw] += (double)x[ix] * dy[iy]);
+		for (i = 0; i < ny; i++)
+			sb[i / P % (size_t)g->K] += dy[i];
+		for (i = 0; i < nw; i++)
+			mgpu_acc_store(&dw[i], acc, (float)sw[i]);
+		for (i = 0; db && i < (size_t)g->K; i++)
+			mgpu_acc_store(&db[i], acc, (float)sb[i]);
+	}
 	free(sw);
 	free(sb);
-	return 0;
+	free(tx);
+	free(tdy);
+	return rc;
 }
 
 int mgpu_ref_pool_fwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *y,

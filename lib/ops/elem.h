@@ -283,6 +283,13 @@ MGPU_HD static inline float mgpu_bf16_to_f32(uint16_t h)
 	return mgpu_f32_from_bits((uint32_t)h << 16);
 }
 
+/* x rounded to bf16 and widened back (exactly): an operand of a bf16
+ * convolution (ops.h's struct mgpu_conv prec). */
+MGPU_HD static inline float mgpu_bf16_round(float x)
+{
+	return mgpu_bf16_to_f32(mgpu_bf16_from_f32(x));
+}
+
 /* float -> IEEE binary16 (fp16: 5 exponent bits, 10 mantissa bits),
  * rounded to nearest, ties to even, as a hardware conversion in the
  * default mode does: values from 65520 up become Inf, those below 2^-14

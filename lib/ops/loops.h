@@ -149,6 +149,9 @@ static inline int ops_check_conv(const char *op, const struct mgpu_conv *g)
 	if (g->H + 2LL * g->ph < span_h || g->W + 2LL * g->pw < span_w)
 		return mgpu_err(MGPU_EINVAL, "%s: kernel %dx%d (dilation %d,%d) wider than the "
 				"padded %dx%d input", op, g->KH, g->KW, g->dh, g->dw, g->H, g->W);
+	if (g->prec != MGPU_PREC_FP32 && g->prec != MGPU_PREC_BF16)
+		return mgpu_err(MGPU_EINVAL, "%s: precision %s: a convolution runs in fp32 or "
+				"bf16", op, mgpu_prec_name(g->prec));
 	if ((long long)g->C * g->KH * g->KW * g->H * g->W > 0x7fffffffLL ||
 	    (long long)g->K * g->H * g->W > 0x7fffffffLL)
 		return mgpu_err(MGPU_EINVAL, "%s: one sample too large", op);

@@ -101,6 +101,13 @@ struct mgpu_conv {
 	int ph, pw;     /* zero padding on both sides, >= 0 */
 	int dh, dw;     /* dilation, >= 1 (1: none) */
 	int groups;     /* divides C and K; groups == C == K is depthwise */
+	/* The type of the products' inputs (--dtype, as gemm's prec; 0, what
+	 * an initialiser that leaves it out gives, is fp32): under
+	 * MGPU_PREC_BF16 the convolutions read x, w and dy rounded to bf16
+	 * (round to nearest even, elem.h's mgpu_bf16_round) and accumulate,
+	 * and write y, dx, dw and db, in fp32; the bias is added unrounded.
+	 * MGPU_PREC_FP16 is not a convolution precision (EINVAL). */
+	enum mgpu_prec prec;
 };
 
 /* Output extent along one axis, floor rounding as torch (conv and pool). */
@@ -323,6 +330,11 @@ struct mgpu_ops {
 	 * conv_bwd_weight with its input as dy and its dy as x (weights) and
 	 * chan_sum (bias), struct mgpu_conv describing the convolution it
 	 * transposes (C = its out channels, K = its in ones).
+	 * Under g->prec bf16 every x, w and dy above is r(x), r(w), r(dy) with
+	 * r() the rounding to bf16 (db too sums r(dy)), each product exact and
+	 * the sums fp32 or wider: torch.autocast's bf16 convolution with fp32
+	 * outputs (cpu: oneDNN with bf16 operands and f32 results; cuda:
+	 * im2col + cuBLAS's bf16 GEMM, gemm's contract).
 	 */
 	int (*conv_fwd)(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
 			const float *x, const float *w, const float *bias);

@@ -6,7 +6,8 @@
 # forwards the same way; resume is bit-identical (running statistics too);
 # a net without BatchNorm on 2 ranks x 8 matches 1 rank x 16, and so does
 # a ResNet with --sync-bn (not without); the spec
-# files under models/ load; bad specs and --dtype bf16 are refused.
+# files under models/ load; bad specs and --dtype fp16 are refused (bf16:
+# 19i-train-cnn-bf16.sh).
 . tests/cli/lib.sh
 need_numpy
 mkidx d 600 120 8 4
@@ -130,6 +131,6 @@ expect 1 "line 2 (maxpool) gets 4 x 2 x 2: its output would be empty" \
 	"$BIN/mgpu-train" --data d --model "cnn:conv 4 k=7; maxpool 3; linear auto" -q
 expect 2 "a conv net ends with a 'linear' line" \
 	"$BIN/mgpu-train" --data d --model "cnn:conv 4 k=3; relu" -q
-expect 2 "a cnn trains in fp32 only" \
-	"$BIN/mgpu-train" --data d --model "$res" --dtype bf16 -q
+expect 2 "--dtype fp16: a cnn trains in fp32 or bf16" \
+	"$BIN/mgpu-train" --data d --model "$res" --dtype fp16 -q
 exit 0

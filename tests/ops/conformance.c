@@ -1236,6 +1236,29 @@ static void test_conv_light(void)
 	run_conv_cases(cur, conv_light_cases, sizeof conv_light_cases / sizeof conv_light_cases[0]);
 }
 
+/* conv_cases under --dtype bf16 (the im2col ones ignore it). */
+static size_t bf16_cases(const struct mgpu_ops_conv_case *from, size_t n,
+			 struct mgpu_ops_conv_case *to)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		to[i] = from[i];
+		to[i].prec = MGPU_PREC_BF16;
+	}
+	return n;
+}
+
+/* On a CPU whose oneDNN has no bf16 convolution (ONEDNN_MAX_CPU_ISA=AVX2
+ * in the environment, as tests/cli/19k-train-cnn-bf16.sh runs it) this
+ * checks cpu's fallback: the f32 primitive on rounded inputs. */
+static void test_conv_bf16(void)
+{
+	struct mgpu_ops_conv_case cs[sizeof conv_cases / sizeof conv_cases[0]];
+
+	run_conv_cases(cur, cs, bf16_cases(conv_cases, sizeof cs / sizeof cs[0], cs));
+}
+
 /* The im2col convolution (conv_gemm.c) on this backend's own im2col,
  * col2im and gemm: on cpu it checks the index arithmetic the cuda
  * kernels share, on cuda the kernels and the cuBLAS arguments. */
@@ -1247,6 +1270,19 @@ static void test_conv_im2col(void)
 	v.conv_bwd_data = mgpu_gemm_conv_bwd_data;
 	v.conv_bwd_weight = mgpu_gemm_conv_bwd_weight;
 	run_conv_cases(&v, conv_cases, sizeof conv_cases / sizeof conv_cases[0]);
+}
+
+/* The same in bf16: cuda's bf16 convolutions (rounded columns, dy and
+ * weights into gemm's bf16 products), checked on cpu here. */
+static void test_conv_im2col_bf16(void)
+{
+	struct mgpu_ops_conv_case cs[sizeof conv_cases / sizeof conv_cases[0]];
+	struct mgpu_ops v = *cur;
+
+	v.conv_fwd = mgpu_gemm_conv_fwd;
+	v.conv_bwd_data = mgpu_gemm_conv_bwd_data;
+	v.conv_bwd_weight = mgpu_gemm_conv_bwd_weight;
+	run_conv_cases(&v, cs, bf16_cases(conv_cases, sizeof cs / sizeof cs[0], cs));
 }
 
 /* The losses of targets beyond a class id: one value, groups of one
@@ -1322,6 +1358,10 @@ static void test_conv_bad_args(void)
 	g.dh = 0;
 	T_FAILS(d.ops->conv_bwd_weight(&d, &g, buf, NULL, buf, buf, 0.0f), MGPU_EINVAL,
 		"dilation 0");
+	g.dh = 1;
+	g.prec = MGPU_PREC_FP16; /* not a convolution precision */
+	T_FAILS(d.ops->conv_fwd(&d, &g, buf, buf, buf, NULL), MGPU_EINVAL, "precision fp16");
+	g.prec = MGPU_PREC_FP32;
 	T_FAILS(d.ops->pool_fwd(&d, &pg, buf, buf), MGPU_EINVAL, "bad geometry");
 	T_FAILS(d.ops->bn_fwd(&d, &bn, buf, buf, buf, buf, buf, NULL, buf, buf, buf, buf),
 		MGPU_EINVAL, "one value per channel");
@@ -1428,7 +1468,8 @@ static void test_conv_check_detects(void)
 	for (r = 0; r < rep.nrows; r++) {
 		const char *op = rep.row[r].op, *shape = rep.row[r].shape;
 		int train = strstr(shape, "train") != NULL;
-		int target = (!strcmp(op, "conv_fwd") && !strstr(shape, "k1x1")) ||
+		/* the flipped kernel shows in fp32 and bf16 alike */
+		int target = (!strncmp(op, "conv_fwd", 8) && !strstr(shape, "k1x1")) ||
 			     (!strcmp(op, "bn_fwd") && train) ||
 			     (!strcmp(op, "bn_bwd_data") && train) || !strcmp(op, "upsample_bwd") ||
 			     !strcmp(op, "gn_bwd");
@@ -1440,7 +1481,89 @@ static void test_conv_check_detects(void)
 			rep.row[r].max_rel_err);
 	}
 	T_CHECK(nconv == 5, "%d conv_fwd rows, want 5", nconv);
-	T_CHECK(nbad == 8 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+	T_CHECK(nbad == 11 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
+		other_bad);
+}
+
+/* Planted mutants of the bf16 convolutions: operands truncated to bf16
+ * (the low half of the bits dropped) instead of rounded to nearest,
+ * dy left unrounded in the data gradient, the weight gradient in fp32. */
+static int bad_bf16_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
+			     const float *x, const float *w, const float *bias)
+{
+	size_t nx = (size_t)g->N * g->C * g->H * g->W, i;
+	size_t nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW;
+	float *t = malloc((nx + nw + 1) * sizeof *t);
+	struct mgpu_conv f = *g;
+	uint32_t u;
+	int rc;
+
+	if (g->prec != MGPU_PREC_BF16)
+		return mgpu_ops_cpu.conv_fwd(dev, g, y, x, w, bias);
+	if (!t)
+		return MGPU_ENOMEM;
+	for (i = 0; i < nx + nw; i++) {
+		memcpy(&u, i < nx ? &x[i] : &w[i - nx], sizeof u);
+		u &= 0xffff0000u;
+		memcpy(&t[i], &u, sizeof u);
+	}
+	f.prec = MGPU_PREC_FP32;
+	rc = mgpu_ops_cpu.conv_fwd(dev, &f, y, t, t + nx, bias);
+	free(t);
+	return rc;
+}
+
+static int bad_bf16_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dx,
+				  const float *dy, const float *w)
+{
+	size_t nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW, i;
+	float *t = malloc((nw + 1) * sizeof *t);
+	struct mgpu_conv f = *g;
+	int rc;
+
+	if (g->prec != MGPU_PREC_BF16)
+		return mgpu_ops_cpu.conv_bwd_data(dev, g, dx, dy, w);
+	if (!t)
+		return MGPU_ENOMEM;
+	for (i = 0; i < nw; i++)
+		t[i] = mgpu_bf16_to_f32(mgpu_bf16_from_f32(w[i]));
+	f.prec = MGPU_PREC_FP32;
+	rc = mgpu_ops_cpu.conv_bwd_data(dev, &f, dx, dy, t);
+	free(t);
+	return rc;
+}
+
+static int bad_bf16_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, float *dw,
+				    float *db, const float *x, const float *dy, float acc)
+{
+	struct mgpu_conv f = *g;
+
+	f.prec = MGPU_PREC_FP32;
+	return mgpu_ops_cpu.conv_bwd_weight(dev, &f, dw, db, x, dy, acc);
+}
+
+static void test_conv_bf16_check_detects(void)
+{
+	struct mgpu_ops bad = mgpu_ops_cpu;
+	int r, nbad = 0, other_bad = 0, nbf16 = 0;
+
+	bad.name = "broken";
+	bad.conv_fwd = bad_bf16_conv_fwd;
+	bad.conv_bwd_data = bad_bf16_conv_bwd_data;
+	bad.conv_bwd_weight = bad_bf16_conv_bwd_weight;
+	T_OK(mgpu_ops_compare(&bad, 0, &mgpu_ops_ref, 42, &rep));
+	for (r = 0; r < rep.nrows; r++) {
+		const char *op = rep.row[r].op;
+		int target = !strncmp(op, "conv_", 5) && strstr(op, "_bf16");
+
+		nbf16 += target;
+		nbad += target && !rep.row[r].ok;
+		other_bad += !target && !rep.row[r].ok;
+		T_CHECK(!target || !rep.row[r].ok, "broken %s %s passed (err %g)", op,
+			rep.row[r].shape, rep.row[r].max_rel_err);
+	}
+	T_CHECK(nbf16 == 12, "%d bf16 conv rows, want 12", nbf16);
+	T_CHECK(nbad == 12 && other_bad == 0, "%d broken rows caught, %d others failed", nbad,
 		other_bad);
 }
 
@@ -1526,6 +1649,8 @@ int main(int argc, char **argv)
 		{ "gpt_bad_args", test_gpt_bad_args },
 		{ "conv", test_conv },
 		{ "conv_im2col", test_conv_im2col },
+		{ "conv_bf16", test_conv_bf16 },
+		{ "conv_im2col_bf16", test_conv_im2col_bf16 },
 		{ "conv_light", test_conv_light },
 		{ "conv_bad_args", test_conv_bad_args },
 		{ "losses", test_losses },
@@ -1541,6 +1666,7 @@ int main(int argc, char **argv)
 	run_named("test_ref_known", test_ref_known);
 	run_named("test_check_detects", test_check_detects);
 	run_named("test_conv_check_detects", test_conv_check_detects);
+	run_named("test_conv_bf16_check_detects", test_conv_bf16_check_detects);
 	run_named("test_loss_check_detects", test_loss_check_detects);
 	run_named("test_compare_cpu", test_compare_cpu);
 	for (o = mgpu_ops_all(); *o; o++) {

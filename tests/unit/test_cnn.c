@@ -164,6 +164,88 @@ static void test_grad_1d_cpu(void) { grad_check(net1d, "cpu", 2, series, 40); }
 static void test_grad_smooth_ref(void) { grad_check(smooth2d, "ref", 3, img, 0); }
 static void test_grad_smooth_cpu(void) { grad_check(smooth2d, "cpu", 3, img, 0); }
 
+/* One training pass (forward, loss, backward) of spec on backend in
+ * precision prec: the gradient into g (nparams floats, malloc'd). */
+static int bf16_pass(const char *spec, const char *backend, int ndim, const uint32_t *shape,
+		     int prec, float **g, size_t *n)
+{
+	struct net net;
+	double l, c;
+	int rc;
+
+	rc = net_open(&net, spec, backend, ndim, shape, 3, NB);
+	if (rc == 0)
+		rc = mgpu_model_set_prec(&net.m, prec);
+	net.m.dropout_seed = 99;
+	if (rc == 0)
+		rc = mgpu_model_forward(&net.m, NB, 1);
+	if (rc == 0)
+		rc = mgpu_model_loss(&net.m, NB, 1, 1.0f / NB, &l, &c);
+	if (rc == 0)
+		rc = mgpu_model_backward(&net.m, NB, 0);
+	*n = net.m.nparams;
+	*g = malloc(*n * sizeof **g + 1);
+	if (rc == 0 && !*g)
+		rc = -1;
+	if (rc == 0)
+		rc = mgpu_dev_to_host(&net.dev, *g, net.m.g, *n * sizeof **g);
+	net_close(&net);
+	return rc;
+}
+
+/* max |a - b| / max |b| over n values */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+	double num = 0, den = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		num = fmax(num, fabs((double)a[i] - b[i]));
+		den = fmax(den, fabs((double)b[i]));
+	}
+	return den > 0 ? num / den : num;
+}
+
+/* --dtype bf16 through the family (every conv of the 2-D and 1-D nets:
+ * bias, stride, groups, dilation; the linear heads): cpu's gradient of
+ * one pass matches ref's (the same rounded operands, sums in another
+ * order) and differs from fp32's (the rounding happened); fp16 is
+ * refused. */
+static void test_bf16(void)
+{
+	static const struct {
+		const char *spec;
+		int ndim;
+		const uint32_t *shape;
+	} nets[] = { { net2d, 3, img }, { net1d, 2, series } };
+	struct net n;
+	size_t i, na, nb, nc;
+	float *a = NULL, *b = NULL, *c = NULL;
+
+	for (i = 0; i < 2; i++) {
+		T_OK(bf16_pass(nets[i].spec, "cpu", nets[i].ndim, nets[i].shape, MGPU_PREC_BF16, &a,
+			       &na));
+		T_OK(bf16_pass(nets[i].spec, "ref", nets[i].ndim, nets[i].shape, MGPU_PREC_BF16, &b,
+			       &nb));
+		T_OK(bf16_pass(nets[i].spec, "cpu", nets[i].ndim, nets[i].shape, MGPU_PREC_FP32, &c,
+			       &nc));
+		if (!t_cur_failed) {
+			T_CHECK(na == nb && na == nc, "%zu, %zu, %zu parameters", na, nb, nc);
+			T_CHECK(rel_diff(a, b, na) < 1e-4, "%s: bf16 cpu vs ref: %g",
+				nets[i].spec, rel_diff(a, b, na));
+			T_CHECK(rel_diff(a, c, na) > 1e-3, "%s: bf16 vs fp32 only %g apart",
+				nets[i].spec, rel_diff(a, c, na));
+		}
+		free(a);
+		free(b);
+		free(c);
+		a = b = c = NULL;
+	}
+	T_OK(net_open(&n, net1d, "cpu", 2, series, 3, NB));
+	T_FAILS(mgpu_model_set_prec(&n.m, MGPU_PREC_FP16), MGPU_EINVAL, "not fp16");
+	net_close(&n);
+}
+
 static const struct mgpu_param *find(const struct mgpu_param *ps, int n, const char *name)
 {
 	int i;
@@ -577,6 +659,7 @@ int main(void)
 	T_RUN(test_grad_1d_cpu);
 	T_RUN(test_grad_smooth_ref);
 	T_RUN(test_grad_smooth_cpu);
+	T_RUN(test_bf16);
 	T_RUN(test_buffers_fresh);
 	T_RUN(test_bn_running);
 	T_RUN(test_bn_sync_hook);

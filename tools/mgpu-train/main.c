@@ -602,9 +602,9 @@ static void check_sample(const struct train_opts *o)
 	if (o->sample && !mgpu_spec_is_lm(&o->cfg.spec))
 		usage_error("--sample needs a gpt model (--model gpt:...); the %s family "
 			    "classifies, it does not generate text", mgpu_arch_of(&o->cfg.spec)->name);
-	if (o->cfg.prec != MGPU_PREC_FP32 && (mgpu_arch_of(&o->cfg.spec)->flags & MGPU_ARCH_FP32))
-		usage_error("--dtype %s: a %s trains in fp32 only (its convolutions and norms are "
-			    "fp32 ops)", mgpu_prec_name(o->cfg.prec), mgpu_arch_of(&o->cfg.spec)->name);
+	if (o->cfg.prec == MGPU_PREC_FP16 && (mgpu_arch_of(&o->cfg.spec)->flags & MGPU_ARCH_NO_FP16))
+		usage_error("--dtype fp16: a %s trains in fp32 or bf16 (its convolutions have no "
+			    "fp16 form)", mgpu_arch_of(&o->cfg.spec)->name);
 	if ((o->export_hf[0] || o->cfg.init[0]) && !mgpu_hf_gpt2_supports(&o->cfg.spec))
 		usage_error("--%s needs a gpt model", o->export_hf[0] ? "export-hf" : "init");
 	if (o->cfg.init[0] && o->cfg.resume[0])

@@ -2,7 +2,9 @@
  * selftest.c - mgpu-train --selftest (see selftest.h): the check a user
  * runs on a new GPU machine. Each backend's ops go through the conformance
  * comparison (ops/check.h), then five AdamW steps of a small MLP run on
- * both backends from the same weights and data, in fp32 and in bf16.
+ * both backends from the same weights and data, in fp32, bf16 and fp16,
+ * and of a small conv net (ResNet blocks, dropout; SGD with momentum) in
+ * fp32 and bf16.
  */
 #include "selftest.h"
 
@@ -27,10 +29,16 @@
  * these five steps, whose gradients stay well inside fp16's range). */
 #define FP16_STEPS_TOL 2e-3
 
-/* A few AdamW steps of a small MLP on both backends from the same weights and
- * seeded data: the relative difference of the final weights. */
-static int steps_compare(const struct mgpu_ops *a, const struct mgpu_ops *b, int prec,
-			 double *rel)
+/* The trained models: 48 features of a sample (a conv net's 3 x 4 x 4),
+ * 5 classes. */
+static const char *const mlp_spec = "mlp:48-32-24-5,act=gelu,layernorm,dropout=0.1";
+static const char *const cnn_spec = "cnn:input 3 4 4; conv 8 k=3 p=1; bn; relu; res 8; "
+				    "res 12 s=2; gap; dropout 0.1; linear 5";
+
+/* A few AdamW steps of a small model (spec) on both backends from the same
+ * weights and seeded data: the relative difference of the final weights. */
+static int steps_compare(const struct mgpu_ops *a, const struct mgpu_ops *b, const char *text,
+			 int prec, double *rel)
 {
 	struct mgpu_spec spec;
 	struct mgpu_dev dev[2];
@@ -38,6 +46,7 @@ static int steps_compare(const struct mgpu_ops *a, const struct mgpu_ops *b, int
 	struct mgpu_optim opt[2];
 	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_ADAMW, .beta1 = 0.9f, .beta2 = 0.999f,
 				     .eps = 1e-8f, .weight_decay = 0.01f, .clip_norm = 1.0f };
+	float lr = 1e-2f;
 	uint8_t x[64 * 48];
 	int32_t y[64];
 	float *w[2] = { NULL, NULL };
@@ -45,7 +54,16 @@ static int steps_compare(const struct mgpu_ops *a, const struct mgpu_ops *b, int
 	int i, k, rc = 0;
 	size_t j;
 
-	mgpu_spec_parse(&spec, "mlp:48-32-24-5,act=gelu,layernorm,dropout=0.1", "selftest");
+	if (mgpu_spec_parse(&spec, text, "selftest") < 0)
+		return -1;
+	if (text == cnn_spec) { /* AdamW would move every weight whose
+				 * gradient is near 0 by lr, either way */
+		memset(&oc, 0, sizeof oc);
+		oc.kind = MGPU_OPT_SGD;
+		oc.momentum = 0.9f;
+		oc.clip_norm = 1.0f;
+		lr = 0.05f;
+	}
 	for (j = 0; j < sizeof x; j++)
 		x[j] = (uint8_t)(mgpu_hash64(7, j) & 255);
 	for (i = 0; i < 64; i++)
@@ -73,7 +91,7 @@ static int steps_compare(const struct mgpu_ops *a, const struct mgpu_ops *b, int
 			if (rc == 0)
 				rc = mgpu_model_backward(&m[k], 64, 0);
 			if (rc == 0)
-				rc = mgpu_optim_step(&opt[k], 1e-2f, 1.0f);
+				rc = mgpu_optim_step(&opt[k], lr, 1.0f);
 		}
 		w[k] = malloc(m[k].nparams * sizeof(float) + 1);
 		if (rc == 0 && w[k])
@@ -94,16 +112,20 @@ static int steps_compare(const struct mgpu_ops *a, const struct mgpu_ops *b, int
 	return rc;
 }
 
-/* The training row in precision prec: 1 when it is out of tolerance. */
+/* The training row of spec in precision prec: 1 when it is out of
+ * tolerance. */
 static int steps_row(struct mgpu_table *t, const struct mgpu_ops *ops,
-		     const struct mgpu_ops *ref, int prec, const char *name, double tol)
+		     const struct mgpu_ops *ref, const char *spec, int prec, const char *name,
+		     double tol)
 {
 	double rel;
 
-	if (steps_compare(ops, ref, prec, &rel) < 0)
+	if (steps_compare(ops, ref, spec, prec, &rel) < 0)
 		die_lib();
 	mgpu_table_str(t, "op", name);
-	mgpu_table_str(t, "shape", "mlp:48-32-24-5 gelu layernorm dropout adamw clip");
+	mgpu_table_str(t, "shape", spec == mlp_spec ?
+		       "mlp:48-32-24-5 gelu layernorm dropout adamw clip" :
+		       "cnn:3x4x4 conv bn relu res res/2 gap dropout sgd clip");
 	mgpu_table_str(t, "backend", ops->name);
 	mgpu_table_str(t, "against", ref->name);
 	mgpu_table_num(t, "max_rel_err", rel, 3);
@@ -136,9 +158,14 @@ static int selftest_backend(struct mgpu_table *t, const struct mgpu_ops *ops,
 			die_lib();
 	}
 	bad = rep.nfail;
-	bad += steps_row(t, ops, ref, MGPU_PREC_FP32, "train_5_steps", 1e-3);
-	bad += steps_row(t, ops, ref, MGPU_PREC_BF16, "train_5_steps_bf16", BF16_STEPS_TOL);
-	bad += steps_row(t, ops, ref, MGPU_PREC_FP16, "train_5_steps_fp16", FP16_STEPS_TOL);
+	bad += steps_row(t, ops, ref, mlp_spec, MGPU_PREC_FP32, "train_5_steps", 1e-3);
+	bad += steps_row(t, ops, ref, mlp_spec, MGPU_PREC_BF16, "train_5_steps_bf16",
+			 BF16_STEPS_TOL);
+	bad += steps_row(t, ops, ref, mlp_spec, MGPU_PREC_FP16, "train_5_steps_fp16",
+			 FP16_STEPS_TOL);
+	bad += steps_row(t, ops, ref, cnn_spec, MGPU_PREC_FP32, "train_5_steps_cnn", 1e-3);
+	bad += steps_row(t, ops, ref, cnn_spec, MGPU_PREC_BF16, "train_5_steps_cnn_bf16",
+			 BF16_STEPS_TOL);
 	return bad;
 }
 
