@@ -637,6 +637,7 @@ static int tconv_fwd(struct mgpu_model *m, struct cnn_line *L, int B, const floa
 	struct mgpu_conv g = L->conv.g;
 
 	g.N = B;
+	g.prec = (enum mgpu_prec)m->prec;
 	MGPU_TRY(o->conv_bwd_data(m->dev, &g, L->y, x, m->w + L->conv.w->off));
 	return L->conv.b ? o->chan_bias(m->dev, B, g.C, g.H * g.W, L->y,
 					m->w + L->conv.b->off) : 0;
@@ -865,6 +866,7 @@ static int tconv_bwd(struct mgpu_model *m, struct cnn_line *L, int B, float *dx,
 	struct mgpu_conv g = cv->g;
 
 	g.N = B;
+	g.prec = (enum mgpu_prec)m->prec;
 	MGPU_TRY(o->conv_bwd_weight(m->dev, &g, m->g + cv->w->off, NULL, dy, L->x_in, acc));
 	if (cv->b)
 		MGPU_TRY(o->chan_sum(m->dev, B, g.C, g.H * g.W, m->g + cv->b->off, dy, acc));

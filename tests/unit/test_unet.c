@@ -169,6 +169,85 @@ static void test_grad_tconv_cpu(void)
 }
 static void test_grad_unet_1d(void) { grad_check(unet1d, "cpu", 2, series, 1); }
 
+/* One forward of spec on backend in precision prec and the backward from
+ * dlogits = r: the outputs and the gradient (malloc'd). */
+static int prec_pass(const char *spec, const char *backend, int prec, float **out, size_t *nout,
+		     float **g, size_t *ng)
+{
+	const uint32_t shape[3] = { 4, 5, 4 };
+	struct net n;
+	float *r = NULL;
+	size_t i;
+	int rc;
+
+	*out = *g = NULL;
+	rc = net_open(&n, spec, backend, 3, shape, 2);
+	if (rc == 0)
+		rc = mgpu_model_set_prec(&n.m, prec);
+	*nout = NB * n.nout;
+	*ng = n.m.nparams;
+	r = malloc(*nout * sizeof *r + 1);
+	*out = malloc(*nout * sizeof **out + 1);
+	*g = malloc(*ng * sizeof **g + 1);
+	if (rc == 0 && (!r || !*out || !*g))
+		rc = -1;
+	for (i = 0; rc == 0 && i < *nout; i++)
+		r[i] = val(17, i);
+	if (rc == 0)
+		rc = mgpu_model_forward(&n.m, NB, 1);
+	if (rc == 0)
+		rc = mgpu_model_logits(&n.m, NB, *out, &i);
+	if (rc == 0)
+		rc = mgpu_dev_from_host(&n.dev, n.m.dlogits, r, *nout * sizeof *r);
+	if (rc == 0)
+		rc = mgpu_model_backward(&n.m, NB, 0);
+	if (rc == 0)
+		rc = mgpu_dev_to_host(&n.dev, *g, n.m.g, *ng * sizeof **g);
+	free(r);
+	net_close(&n);
+	return rc;
+}
+
+/* max |a - b| / max |b| over n values */
+static double rel_diff(const float *a, const float *b, size_t n)
+{
+	double num = 0, den = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		num = fmax(num, fabs((double)a[i] - b[i]));
+		den = fmax(den, fabs((double)b[i]));
+	}
+	return den > 0 ? num / den : num;
+}
+
+/* --dtype bf16 reaches the transposed convolutions as the convolutions
+ * (their products' inputs rounded): cpu's outputs and gradient match
+ * ref's and differ from fp32's. */
+static void test_tconv_bf16(void)
+{
+	const char *spec = "cnn:tconv 4 k=3 s=2 p=1 o=1 g=2 bias; silu; tconv auto k=2 d=2";
+	float *o[3], *g[3];
+	size_t no[3], ng[3];
+	int i;
+
+	T_OK(prec_pass(spec, "cpu", MGPU_PREC_BF16, &o[0], &no[0], &g[0], &ng[0]));
+	T_OK(prec_pass(spec, "ref", MGPU_PREC_BF16, &o[1], &no[1], &g[1], &ng[1]));
+	T_OK(prec_pass(spec, "cpu", MGPU_PREC_FP32, &o[2], &no[2], &g[2], &ng[2]));
+	if (!t_cur_failed) {
+		T_CHECK(rel_diff(o[0], o[1], no[0]) < 1e-5 && rel_diff(g[0], g[1], ng[0]) < 1e-4,
+			"bf16 cpu vs ref: outputs %g, gradient %g", rel_diff(o[0], o[1], no[0]),
+			rel_diff(g[0], g[1], ng[0]));
+		T_CHECK(rel_diff(o[0], o[2], no[0]) > 1e-3 && rel_diff(g[0], g[2], ng[0]) > 1e-3,
+			"bf16 vs fp32 only %g (outputs), %g (gradient) apart",
+			rel_diff(o[0], o[2], no[0]), rel_diff(g[0], g[2], ng[0]));
+	}
+	for (i = 0; i < 3; i++) {
+		free(o[i]);
+		free(g[i]);
+	}
+}
+
 static const struct mgpu_param *find(const struct mgpu_model *m, const char *name)
 {
 	int i;
@@ -476,6 +555,7 @@ int main(void)
 	T_RUN(test_grad_tconv_ref);
 	T_RUN(test_grad_tconv_cpu);
 	T_RUN(test_grad_unet_1d);
+	T_RUN(test_tconv_bf16);
 	t_tmpdir_remove();
 	return T_DONE();
 }
