@@ -7,14 +7,15 @@
  * before targets reach mgpu-train, and on shared machines per second of
  * this process's CPU time as well as of the wall clock.
  *
- * usage: cnn_step SPEC CxHxW [CLASSES [BATCH [BACKEND [STEPS]]]]
- * Prints one TSV row: spec, shape, batch, backend, params, outputs,
- * step_ms, samples_per_s, cpu_ms, samples_per_cpu_s (medians over STEPS
- * steps after 3 of warm-up; CLASSES, the class or map count, 2 by default).
+ * usage: cnn_step SPEC CxHxW [CLASSES [BATCH [BACKEND [STEPS [DTYPE]]]]]
+ * Prints one TSV row: spec, shape, batch, backend, dtype, params,
+ * outputs, step_ms, samples_per_s, cpu_ms, samples_per_cpu_s (medians
+ * over STEPS steps after 3 of warm-up; CLASSES, the class or map count, 2
+ * by default; DTYPE fp32 or bf16, as mgpu-train --dtype).
  */
 #include <stdio.h>  /* printf */
 #include <stdlib.h> /* atoi, qsort, malloc */
-#include <string.h> /* strchr */
+#include <string.h> /* strcmp */
 #include <time.h>   /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID */
 
 #include "core/clock.h"   /* mgpu_now_ms */
@@ -71,7 +72,8 @@ int main(int argc, char **argv)
 {
 	const char *spec_s = argc > 1 ? argv[1] : "", *backend = argc > 5 ? argv[5] : "cpu";
 	int classes = argc > 3 ? atoi(argv[3]) : 2, B = argc > 4 ? atoi(argv[4]) : 32;
-	int steps = argc > 6 ? atoi(argv[6]) : 20, i;
+	int steps = argc > 6 ? atoi(argv[6]) : 20, i, prec = -1;
+	const char *dtype = argc > 7 ? argv[7] : "fp32";
 	struct mgpu_optim_cfg oc = { .kind = MGPU_OPT_SGD, .momentum = 0.9f };
 	struct mgpu_data_desc d = { .dtype = MGPU_DTYPE_U8, .ndim = 3, .classes = classes };
 	static double ts[MAX_STEPS], tc[MAX_STEPS];
@@ -85,10 +87,13 @@ int main(int argc, char **argv)
 	int32_t *y;
 	float *h;
 
-	if (argc < 3 || sscanf(argv[2], "%ux%ux%u", &d.shape[0], &d.shape[1], &d.shape[2]) != 3 ||
+	for (i = 0; mgpu_prec_words[i]; i++)
+		if (strcmp(dtype, mgpu_prec_words[i]) == 0)
+			prec = i;
+	if (argc < 3 || prec < 0 || sscanf(argv[2], "%ux%ux%u", &d.shape[0], &d.shape[1], &d.shape[2]) != 3 ||
 	    classes < 1 || B < 1 || steps < 1 || steps > MAX_STEPS || !mgpu_ops_find(backend)) {
 		fprintf(stderr, "usage: cnn_step SPEC CxHxW [CLASSES [BATCH [ref|cpu|cuda "
-				"[STEPS]]]]\n");
+				"[STEPS [fp32|bf16]]]]]\n");
 		return 2;
 	}
 	D = (size_t)d.shape[0] * d.shape[1] * d.shape[2];
@@ -101,6 +106,7 @@ int main(int argc, char **argv)
 	TRY(mgpu_dev_open(&dev, mgpu_ops_find(backend), 0));
 	TRY(mgpu_model_create(&m, &spec, &dev, B));
 	TRY(mgpu_model_init(&m, 1));
+	TRY(mgpu_model_set_prec(&m, prec));
 	TRY(mgpu_optim_create(&opt, &m, &oc));
 	n = mgpu_model_logits_per_row(&m);
 	x = malloc((size_t)B * D);
@@ -134,12 +140,12 @@ int main(int argc, char **argv)
 			tc[i] = cpu_ms() - c;
 		}
 	}
-	printf("spec\tshape\tbatch\tbackend\tparams\toutputs\tstep_ms\tsamples_per_s\tcpu_ms\t"
-	       "samples_per_cpu_s\n");
+	printf("spec\tshape\tbatch\tbackend\tdtype\tparams\toutputs\tstep_ms\tsamples_per_s\t"
+	       "cpu_ms\tsamples_per_cpu_s\n");
 	ts[0] = median(ts, steps);
 	tc[0] = median(tc, steps);
-	printf("%s\t%s\t%d\t%s\t%zu\t%zu\t%.2f\t%.0f\t%.2f\t%.0f\n", spec_s, argv[2], B, backend,
-	       m.nparams, n, ts[0], 1e3 * B / ts[0], tc[0], 1e3 * B / tc[0]);
+	printf("%s\t%s\t%d\t%s\t%s\t%zu\t%zu\t%.2f\t%.0f\t%.2f\t%.0f\n", spec_s, argv[2], B,
+	       backend, dtype, m.nparams, n, ts[0], 1e3 * B / ts[0], tc[0], 1e3 * B / tc[0]);
 	if (mp.target) {
 		mgpu_dev_free(&dev, mp.target, (size_t)B * n * sizeof(float));
 		mgpu_dev_free(&dev, mp.loss, (size_t)B * mp.P * sizeof(float));

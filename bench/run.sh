@@ -14,6 +14,8 @@ echo "# data parallelism: default MLP on Fashion-MNIST, batch 64 per rank; 1 and
 "$B/bin/mgpu-bench" train --cpu-ranks 1,2 --modes ddp,dp --repeat 3 -q |
 	cut -f 1,3,4,8,11,12,13,14,16
 echo "# a conv-net training step without data (bench/cnn_step.c): the U-Net of models/unet-pose.spec"
-echo "# on 96x96 RGB frames, 2 maps, MSE, batch 32, median of 20 steps; per wall and per CPU second"
-"$B/bench/cnn_step" "$(dirname "$0")/../models/unet-pose.spec" 3x96x96 2 32 cpu 20
+echo "# on 96x96 RGB frames, 2 maps, MSE, batch 32, fp32 and bf16, median of 20 steps; per wall and per CPU second"
+for dtype in fp32 bf16; do
+	"$B/bench/cnn_step" "$(dirname "$0")/../models/unet-pose.spec" 3x96x96 2 32 cpu 20 $dtype
+done
 sh "$(dirname "$0")/data.sh" "$B"
