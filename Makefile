@@ -44,7 +44,7 @@ CUDA_ARCHS_REQ := $(subst $(empty) $(empty),$(comma),$(strip $(CUDA_ARCHS)))
 # while this file is read, before the build is configured: configured first,
 # the first build of a fresh machine would lack every optional part whose
 # package deps installs (Open MPI) and keep that configuration.
-DEPS_GOALS := deps test demo demo-lm demo-cnn bench bench-torch bench-cnn bench-gpu gpu-check
+DEPS_GOALS := deps test demo demo-lm demo-cnn demo-pose bench bench-torch bench-cnn bench-gpu gpu-check
 ifneq ($(filter $(DEPS_GOALS),$(MAKECMDGOALS)),)
 ifneq ($(shell sh mk/deps.sh >&2 && echo ok),ok)
 $(error mk/deps.sh failed; see the message above)
@@ -220,6 +220,23 @@ demo-cnn: deps
 		--cpu-ranks $(CNN_RANKS) --batch-size $$((128 / $(CNN_RANKS))) --lr 0.1 --nesterov \
 		--weight-decay 5e-4 --warmup-epochs 0.5 --augment crop=2,flip --log-every 100
 
+# Issue 24's pose demo on CPU ranks: examples/make_pose_data.py's 96x96
+# frames (a Fashion-MNIST item placed and turned on each; keypoints at its
+# centre and top) split with seed 42 and cached (mk/pose-data.sh), then
+# the U-Net of models/unet-pose.spec (two skip levels; one map per part
+# at output stride 4) trained on them; its summary gives test_kp_err_px,
+# the mean keypoint error in pixels, and wall_s.
+POSE ?= $(B)/data/pose
+POSE_FRAMES ?= 4000
+POSE_EPOCHS ?= 20
+POSE_RANKS ?= 2
+demo-pose: deps
+	@$(MAKE) --no-print-directory all
+	@B=$(B) sh mk/pose-data.sh $(POSE) $(POSE_FRAMES) >/dev/null
+	$(B)/bin/mgpu-train --data $(POSE)/pose-$(POSE_FRAMES).cache --model models/unet-pose.spec \
+		--output-stride 4 --sigma 1 --epochs $(POSE_EPOCHS) --cpu-ranks $(POSE_RANKS) \
+		--batch-size $$((32 / $(POSE_RANKS))) --optimizer adamw --lr 0.003 --log-every 50
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(B)
@@ -265,11 +282,11 @@ clean:
 	rm -rf build
 
 help:
-	@echo "targets: all (default), test, demo, demo-lm, demo-cnn, data-basicmotions, bench, bench-torch, bench-cnn, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
+	@echo "targets: all (default), test, demo, demo-lm, demo-cnn, demo-pose, data-basicmotions, bench, bench-torch, bench-cnn, bench-gpu, gpu-check, deps, lint-man, install, clean, help"
 	@echo "options: CUDA=auto|0|1 CUDA_ARCHS=80,90 MPI=auto|0|1 SANITIZE=address,undefined WERROR=1 PREFIX=$(PREFIX)"
 
 
-.PHONY: all deps test test-bins print-ldlibs demo demo-lm demo-cnn data-basicmotions bench bench-torch bench-cnn bench-gpu gpu-check lint-man install clean help
+.PHONY: all deps test test-bins print-ldlibs demo demo-lm demo-cnn demo-pose data-basicmotions bench bench-torch bench-cnn bench-gpu gpu-check lint-man install clean help
 .PRECIOUS: $(B)/obj/%.o $(B)/obj/tests/%.o $(B)/obj/bench/%.o
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

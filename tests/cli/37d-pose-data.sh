@@ -6,20 +6,7 @@
 # Skips when no Python with numpy and Pillow can be found or made (a venv
 # from PyPI, kept in the build directory).
 . tests/cli/lib.sh
-FM=/usr/share/datasets/fashion-mnist
-[ -f "$FM/train-images-idx3-ubyte.gz" ] || { echo "no Fashion-MNIST in $FM (dataset-fashion-mnist)"; exit 77; }
-PY=
-for p in ${MGPU_PYTHON:-} python3 /usr/bin/python3; do
-	command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy, PIL' >/dev/null 2>&1 && { PY=$p; break; }
-done
-if [ -z "$PY" ]; then
-	venv=$SRC/${MGPU_BUILD:-build}/venv-pose
-	[ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import numpy, PIL' >/dev/null 2>&1 ||
-		{ python3 -m venv "$venv" >/dev/null 2>&1 &&
-		  "$venv/bin/pip" install -q numpy pillow >/dev/null 2>&1; } ||
-		{ echo "numpy and Pillow: none installed (python3-numpy python3-pil) and no venv from PyPI"; exit 77; }
-	PY=$venv/bin/python
-fi
+need_pose_python
 "$PY" "$SRC/examples/make_pose_data.py" -o pose.tar --count 60 2>err.txt || fail "make_pose_data: $(cat err.txt)"
 "$PY" "$SRC/examples/make_pose_data.py" -o again.tar --count 60
 cmp -s pose.tar again.tar || fail "the same seed wrote other bytes"

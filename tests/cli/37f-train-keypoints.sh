@@ -9,13 +9,7 @@
 # moving the keypoints (--flip-pairs); outputs of another shape and parts
 # a pair does not have are errors naming them.
 . tests/cli/lib.sh
-FM=/usr/share/datasets/fashion-mnist
-[ -f "$FM/train-images-idx3-ubyte.gz" ] || { echo "no Fashion-MNIST in $FM (dataset-fashion-mnist)"; exit 77; }
-PY=
-for p in ${MGPU_PYTHON:-} python3 /usr/bin/python3 "$SRC/${MGPU_BUILD:-build}/venv-pose/bin/python"; do
-	command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy, PIL' >/dev/null 2>&1 && { PY=$p; break; }
-done
-[ -n "$PY" ] || { echo "numpy and Pillow: none installed (python3-numpy python3-pil)"; exit 77; }
+need_pose_python
 TR=$BIN/mgpu-train
 "$PY" "$SRC/examples/make_pose_data.py" -o pose.tar --count 200 2>err.txt || fail "make_pose_data: $(cat err.txt)"
 "$BIN/mgpu-shard" -q --val-fraction 0.1 --test-fraction 0.1 --resize 24x24 -d s -o s/m.tsv pose.tar \

@@ -282,3 +282,22 @@ assert any(k.endswith("running_var") for k in a), sorted(a)
 print(max(abs(x - y) for k in a for x, y in zip(a[k], b[k])))
 PY
 }
+
+# need_pose_python: set PY to a Python that imports numpy and Pillow (what
+# examples/make_pose_data.py needs), making a venv from PyPI in the build
+# directory as a last resort; else skip (exit 77) saying why. Fashion-MNIST,
+# which the frames are drawn from, must be there too.
+need_pose_python() {
+	[ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] ||
+		{ echo "no Fashion-MNIST in /usr/share/datasets/fashion-mnist (dataset-fashion-mnist)"; exit 77; }
+	venv=$SRC/${MGPU_BUILD:-build}/venv-pose
+	PY=
+	for p in ${MGPU_PYTHON:-} python3 /usr/bin/python3 "$venv/bin/python"; do
+		command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy, PIL' >/dev/null 2>&1 &&
+			{ PY=$p; return 0; }
+	done
+	{ python3 -m venv "$venv" >/dev/null 2>&1 &&
+	  "$venv/bin/pip" install -q numpy pillow >/dev/null 2>&1; } ||
+		{ echo "numpy and Pillow: none installed (python3-numpy python3-pil) and no venv from PyPI"; exit 77; }
+	PY=$venv/bin/python
+}
