@@ -7,6 +7,7 @@
  * ConvTranspose2d written as a scatter; cat's channel order; the grammar,
  * its errors and the sizes that would overflow an int.
  */
+#include <limits.h> /* INT_MAX */
 #include <math.h>   /* fabs */
 #include <stdio.h>  /* FILE */
 #include <stdlib.h> /* malloc, free */
@@ -34,15 +35,20 @@ static int fit_shape(struct mgpu_spec *s, int ndim, const uint32_t *shape, int c
 {
 	struct mgpu_data_desc d = { .dtype = MGPU_DTYPE_F32, .ndim = ndim, .classes = classes,
 				    .d = 1 };
+	long long values = 1;
 	int i;
 
 	if (s->ncnn && s->cnn[s->ncnn - 1].op != MGPU_CNN_LINEAR)
 		d.target = MGPU_TARGET_KEYPOINTS;
 
+	/* test_overflow's shapes have more values than an int holds: d is
+	 * then the largest int, as no data source would give (the spec's
+	 * own sizes are what must be refused) */
 	for (i = 0; i < ndim; i++) {
 		d.shape[i] = shape[i];
-		d.d *= (int)shape[i];
+		values *= shape[i];
 	}
+	d.d = values > INT_MAX ? INT_MAX : (int)values;
 	return mgpu_spec_fit(s, &d, "data");
 }
 
