@@ -28,12 +28,11 @@
 #include "ops/ops_cpu.h"
 
 #include <dnnl.h>       /* dnnl_* C API */
-#include <dnnl_debug.h> /* dnnl_status2str */
-#include <stdint.h>     /* uintptr_t */
 #include <stdlib.h>     /* calloc, free, malloc */
 #include <string.h>     /* memcmp, memset, strstr */
 
-#include "core/err.h" /* mgpu_err, MGPU_TRY */
+#include "core/err.h"      /* mgpu_err, MGPU_TRY */
+#include "ops/dnnl_call.h" /* DNNL, mgpu_dnnl_unconst */
 
 #define CACHE 64
 
@@ -61,21 +60,6 @@ struct state {
 	struct entry e[CACHE];
 	int next; /* the entry replaced when the cache is full */
 };
-
-#define DNNL(expr)                                                                       \
-	do {                                                                             \
-		dnnl_status_t dn_rc_ = (expr);                                           \
-		if (dn_rc_ != dnnl_success)                                              \
-			return mgpu_err(dn_rc_ == dnnl_out_of_memory ? MGPU_ENOMEM : MGPU_EDEVICE, \
-					"oneDNN: %s failed: %s", #expr,                  \
-					dnnl_status2str(dn_rc_));                        \
-	} while (0)
-
-/* oneDNN reads inputs through non-const handles. */
-static void *unconst(const void *p)
-{
-	return (void *)(uintptr_t)p;
-}
 
 int mgpu_cpu_mm_isa(void)
 {
@@ -254,8 +238,8 @@ static int run(struct state *s, struct entry *e, const uint16_t *A, const uint16
 	dnnl_exec_arg_t a[4];
 	int na = 3;
 
-	DNNL(dnnl_memory_set_data_handle(e->src, unconst(Bm)));
-	DNNL(dnnl_memory_set_data_handle(e->wei, unconst(A)));
+	DNNL(dnnl_memory_set_data_handle(e->src, mgpu_dnnl_unconst(Bm)));
+	DNNL(dnnl_memory_set_data_handle(e->wei, mgpu_dnnl_unconst(A)));
 	DNNL(dnnl_memory_set_data_handle(e->dst, C));
 	a[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, e->src };
 	a[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, e->wei };

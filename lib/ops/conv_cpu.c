@@ -27,15 +27,14 @@
 #include "ops/conv_host.h"
 
 #include <dnnl.h>       /* dnnl_* C API */
-#include <dnnl_debug.h> /* dnnl_status2str */
-#include <stdint.h>     /* uintptr_t */
 #include <stdlib.h>     /* calloc, free */
 #include <string.h>     /* memcmp, memset */
 
-#include "core/err.h"    /* mgpu_err, MGPU_TRY */
-#include "ops/elem.h"    /* mgpu_acc_store, mgpu_bf16_round */
-#include "ops/loops.h"   /* ops_check_conv, ops_check_pool */
-#include "ops/ops_cpu.h" /* mgpu_cpu_scratch */
+#include "core/err.h"      /* mgpu_err, MGPU_TRY */
+#include "ops/dnnl_call.h" /* DNNL, mgpu_dnnl_unconst */
+#include "ops/elem.h"      /* mgpu_acc_store, mgpu_bf16_round */
+#include "ops/loops.h"     /* ops_check_conv, ops_check_pool */
+#include "ops/ops_cpu.h"   /* mgpu_cpu_scratch */
 
 #define CACHE 64
 #define MAXARG 6
@@ -82,21 +81,6 @@ struct state {
 	struct entry e[CACHE];
 	int next; /* the entry replaced when the cache is full */
 };
-
-#define DNNL(expr)                                                                       \
-	do {                                                                             \
-		dnnl_status_t dn_rc_ = (expr);                                           \
-		if (dn_rc_ != dnnl_success)                                              \
-			return mgpu_err(dn_rc_ == dnnl_out_of_memory ? MGPU_ENOMEM : MGPU_EDEVICE, \
-					"oneDNN: %s failed: %s", #expr,                  \
-					dnnl_status2str(dn_rc_));                        \
-	} while (0)
-
-/* oneDNN reads inputs through non-const handles. */
-static void *unconst(const void *p)
-{
-	return (void *)(uintptr_t)p;
-}
 
 static void entry_free(struct entry *e)
 {
@@ -593,10 +577,10 @@ int mgpu_cpu_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, float *y,
 		MGPU_TRY(round_into(s, 1, w, nw, &w));
 		return mgpu_cpu_conv_fwd(dev, &f, y, x, w, bias);
 	}
-	h[n++] = unconst(x);
-	h[n++] = unconst(w);
+	h[n++] = mgpu_dnnl_unconst(x);
+	h[n++] = mgpu_dnnl_unconst(w);
 	if (bias)
-		h[n++] = unconst(bias);
+		h[n++] = mgpu_dnnl_unconst(bias);
 	h[n++] = y;
 	return run(s, e, e->prim, 0, e->nfwd, h);
 }
@@ -622,8 +606,8 @@ int mgpu_cpu_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *g, floa
 		MGPU_TRY(round_into(s, 1, w, nw, &w));
 		return mgpu_cpu_conv_bwd_data(dev, &f, dx, dy, w);
 	}
-	h[0] = unconst(dy);
-	h[1] = unconst(w);
+	h[0] = mgpu_dnnl_unconst(dy);
+	h[1] = mgpu_dnnl_unconst(w);
 	h[2] = dx;
 	return run(s, e, e->prim, 0, e->nfwd, h);
 }
@@ -669,8 +653,8 @@ int mgpu_cpu_conv_bwd_weight(struct mgpu_dev *dev, const struct mgpu_conv *g, fl
 		if (db)
 			MGPU_TRY(grow(&e->tmp_b, (size_t)g->K));
 	}
-	h[n++] = unconst(x);
-	h[n++] = unconst(dy);
+	h[n++] = mgpu_dnnl_unconst(x);
+	h[n++] = mgpu_dnnl_unconst(dy);
 	h[n++] = acc != 0.0f ? e->tmp_w : dw;
 	if (db)
 		h[n++] = acc != 0.0f ? e->tmp_b : db;
@@ -706,7 +690,7 @@ int mgpu_cpu_pool_fwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *
 	if ((size_t)g->N * g->C == 0)
 		return 0;
 	MGPU_TRY(pool_lookup(dev, g, &s, &e));
-	h[0] = unconst(x);
+	h[0] = mgpu_dnnl_unconst(x);
 	h[1] = y;
 	h[2] = e->ws;
 	return run(s, e, e->prim, 0, e->nfwd, h);
@@ -730,12 +714,12 @@ int mgpu_cpu_pool_bwd(struct mgpu_dev *dev, const struct mgpu_pool2d *g, float *
 		ny = (size_t)g->N * g->C * MGPU_CONV_OUT(g->H, g->KH, g->sh, g->ph, 1) *
 		     MGPU_CONV_OUT(g->W, g->KW, g->sw, g->pw, 1);
 		MGPU_TRY(grow(&e->tmp_y, ny));
-		h[0] = unconst(x);
+		h[0] = mgpu_dnnl_unconst(x);
 		h[1] = e->tmp_y;
 		h[2] = e->ws;
 		MGPU_TRY(run(s, e, e->prim, 0, e->nfwd, h));
 	}
-	h[0] = unconst(dy);
+	h[0] = mgpu_dnnl_unconst(dy);
 	h[1] = dx;
 	h[2] = e->ws;
 	MGPU_TRY(run(s, e, e->prim_bwd, e->nfwd, e->nbwd, h));
