@@ -1493,13 +1493,14 @@ static int bad_bf16_conv_fwd(struct mgpu_dev *dev, const struct mgpu_conv *g, fl
 {
 	size_t nx = (size_t)g->N * g->C * g->H * g->W, i;
 	size_t nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW;
-	float *t = malloc((nx + nw + 1) * sizeof *t);
+	float *t;
 	struct mgpu_conv f = *g;
 	uint32_t u;
 	int rc;
 
 	if (g->prec != MGPU_PREC_BF16)
 		return mgpu_ops_cpu.conv_fwd(dev, g, y, x, w, bias);
+	t = malloc((nx + nw + 1) * sizeof *t);
 	if (!t)
 		return MGPU_ENOMEM;
 	for (i = 0; i < nx + nw; i++) {
@@ -1517,12 +1518,13 @@ static int bad_bf16_conv_bwd_data(struct mgpu_dev *dev, const struct mgpu_conv *
 				  const float *dy, const float *w)
 {
 	size_t nw = (size_t)g->K * (g->C / g->groups) * g->KH * g->KW, i;
-	float *t = malloc((nw + 1) * sizeof *t);
+	float *t;
 	struct mgpu_conv f = *g;
 	int rc;
 
 	if (g->prec != MGPU_PREC_BF16)
 		return mgpu_ops_cpu.conv_bwd_data(dev, g, dx, dy, w);
+	t = malloc((nw + 1) * sizeof *t);
 	if (!t)
 		return MGPU_ENOMEM;
 	for (i = 0; i < nw; i++)
