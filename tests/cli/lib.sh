@@ -301,3 +301,16 @@ need_pose_python() {
 		{ echo "numpy and Pillow: none installed (python3-numpy python3-pil) and no venv from PyPI"; exit 77; }
 	PY=$venv/bin/python
 }
+
+# losses FILE: "STEP LOSS" for each step record of a run's stdout
+# (mgpu-train --log-every 1), one a line.
+losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
+
+# same_losses A B: runs A and B (their stdout) logged the same steps, each
+# loss within 1e-4 of the other (relative); prints the pairs that are not.
+# What data parallelism must keep: 2 ranks x 8 train as 1 rank x 16.
+same_losses() {
+	paste -d ' ' <(losses "$1") <(losses "$2") | awk '
+		{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
+		END { exit bad }'
+}
