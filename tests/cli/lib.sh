@@ -314,3 +314,20 @@ same_losses() {
 		{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
 		END { exit bad }'
 }
+
+# bf16_resumed FULL PART: checkpoint directories of a --dtype bf16 run,
+# FULL trained straight and PART to the same step through a resume, hold
+# the same weights bit for bit; PART records --dtype bf16 in state.json
+# and keeps its tensors fp32 (bf16 is arithmetic, not storage).
+bf16_resumed() {
+	cmp "$1/model.safetensors" "$2/model.safetensors" || fail "resumed bf16 weights differ"
+	grep -q '"--dtype", "bf16"' "$2/state.json" ||
+		fail "the checkpoint does not record --dtype bf16: $(cat "$2/state.json")"
+	python3 - "$2/model.safetensors" <<'PY' || fail "bf16 checkpoint tensors are not F32"
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+dt = {v["dtype"] for k, v in hdr.items() if k != "__metadata__"}
+sys.exit(0 if dt == {"F32"} else 1)
+PY
+}
