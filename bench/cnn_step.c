@@ -14,10 +14,11 @@
  * by default; DTYPE fp32 or bf16, as mgpu-train --dtype).
  */
 #include <stdio.h>  /* printf */
-#include <stdlib.h> /* atoi, qsort, malloc */
+#include <stdlib.h> /* atoi, malloc */
 #include <string.h> /* strcmp */
 #include <time.h>   /* clock_gettime, CLOCK_PROCESS_CPUTIME_ID */
 
+#include "bench/stats.h"  /* mgpu_bench_median */
 #include "core/clock.h"   /* mgpu_now_ms */
 #include "core/err.h"     /* mgpu_errmsg */
 #include "core/hash.h"    /* mgpu_hash64 */
@@ -28,18 +29,6 @@
 
 #define TRY(x) do { if ((x) < 0) { fprintf(stderr, "cnn_step: %s\n", mgpu_errmsg()); return 1; } } while (0)
 #define MAX_STEPS 10000
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_d);
-	return v[n / 2];
-}
 
 static double cpu_ms(void)
 {
@@ -142,8 +131,8 @@ int main(int argc, char **argv)
 	}
 	printf("spec\tshape\tbatch\tbackend\tdtype\tparams\toutputs\tstep_ms\tsamples_per_s\t"
 	       "cpu_ms\tsamples_per_cpu_s\n");
-	ts[0] = median(ts, steps);
-	tc[0] = median(tc, steps);
+	ts[0] = mgpu_bench_median(ts, steps);
+	tc[0] = mgpu_bench_median(tc, steps);
 	printf("%s\t%s\t%d\t%s\t%s\t%zu\t%zu\t%.2f\t%.0f\t%.2f\t%.0f\n", spec_s, argv[2], B,
 	       backend, dtype, m.nparams, n, ts[0], 1e3 * B / ts[0], tc[0], 1e3 * B / tc[0]);
 	if (mp.target) {

@@ -8,26 +8,15 @@
  * (medians over STEPS repetitions after warm-up).
  */
 #include <stdio.h>  /* printf */
-#include <stdlib.h> /* atoi, qsort */
+#include <stdlib.h> /* atoi */
 #include <string.h> /* memset */
 
+#include "bench/stats.h" /* mgpu_bench_median */
 #include "core/clock.h" /* mgpu_now_ms */
 #include "core/err.h"  /* mgpu_errmsg */
 #include "core/hash.h" /* mgpu_hash64 */
 #include "model/mlp.h"    /* struct mgpu_mlp, struct mgpu_model */
 #include "train/optim.h"  /* struct mgpu_optim */
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_d);
-	return v[n / 2];
-}
 
 #define TRY(x) do { if ((x) < 0) { fprintf(stderr, "overhead: %s\n", mgpu_errmsg()); return 1; } } while (0)
 
@@ -103,8 +92,8 @@ int main(int argc, char **argv)
 		if (i >= 0)
 			tg[i] = mgpu_now_ms() - t;
 	}
-	t = median(ts, steps);
-	l = median(tg, steps);
+	t = mgpu_bench_median(ts, steps);
+	l = mgpu_bench_median(tg, steps);
 	printf("spec\tbatch\tbackend\tstep_ms\tgemm_ms\toverhead_pct\n");
 	printf("%s\t%d\t%s\t%.4f\t%.4f\t%.1f\n", spec_s, B, backend, t, l, 100.0 * (t - l) / l);
 	mgpu_optim_free(&opt);

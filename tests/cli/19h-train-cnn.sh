@@ -65,11 +65,8 @@ gn="cnn:conv 6 k=3 p=1 bias; gn 2; silu; avgpool 2; conv 8 k=3 p=1; relu; gap; l
 run --model "$gn" --max-steps 12 --batch-size 16 --log-every 1 >one.tsv || fail "gn 1 rank"
 run --model "$gn" --max-steps 12 --batch-size 8 --cpu-ranks 2 --log-every 1 >two.tsv ||
 	fail "gn 2 ranks"
-losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
 [ "$(losses one.tsv | wc -l)" = 12 ] || fail "$(losses one.tsv | wc -l) steps"
-paste -d ' ' <(losses one.tsv) <(losses two.tsv) | awk '
-	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
-	END { exit bad }' || fail "2 ranks x 8 differ from 1 rank x 16"
+same_losses one.tsv two.tsv || fail "2 ranks x 8 differ from 1 rank x 16"
 # With BatchNorm each rank normalises its own 8, as torch DDP: not the
 # 1-rank run; with --sync-bn the statistics are the 16 samples' on both
 # ranks, as torch's SyncBatchNorm: 2 ranks x 8 match 1 rank x 16 (the
@@ -79,9 +76,7 @@ run --model "$res" --max-steps 12 --batch-size 8 --cpu-ranks 2 --log-every 1 >bn
 	fail "bn 2 ranks"
 run --model "$res" --max-steps 12 --batch-size 8 --cpu-ranks 2 --log-every 1 --sync-bn \
 	>bn2s.tsv || fail "bn 2 ranks --sync-bn"
-paste -d ' ' <(losses bn1.tsv) <(losses bn2s.tsv) | awk '
-	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
-	END { exit bad }' || fail "--sync-bn: 2 ranks x 8 differ from 1 rank x 16"
+same_losses bn1.tsv bn2s.tsv || fail "--sync-bn: 2 ranks x 8 differ from 1 rank x 16"
 [ "$(losses bn1.tsv)" != "$(losses bn2.tsv)" ] ||
 	fail "without --sync-bn 2 ranks x 8 normalised as 1 rank x 16"
 

@@ -51,19 +51,14 @@ tconv 6 k=2 s=2 bias; cat a; conv 6 k=3 p=1; silu; up 2; avgpool 2; gap; linear 
 run --model "$gn" --max-steps 12 --batch-size 16 --log-every 1 >one.tsv || fail "1 rank"
 run --model "$gn" --max-steps 12 --batch-size 8 --cpu-ranks 2 --log-every 1 >two.tsv ||
 	fail "2 ranks"
-losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
 [ "$(losses one.tsv | wc -l)" = 12 ] || fail "$(losses one.tsv | wc -l) steps"
-paste -d ' ' <(losses one.tsv) <(losses two.tsv) | awk '
-	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
-	END { exit bad }' || fail "2 ranks x 8 differ from 1 rank x 16"
+same_losses one.tsv two.tsv || fail "2 ranks x 8 differ from 1 rank x 16"
 # With BatchNorm on both sides of the skips, --sync-bn makes 2 ranks x 8
 # train as 1 rank x 16 too (the norms meet the ranks in the same order).
 run --model "$unet" --max-steps 8 --batch-size 16 --log-every 1 >bn1.tsv || fail "bn 1 rank"
 run --model "$unet" --max-steps 8 --batch-size 8 --cpu-ranks 2 --log-every 1 --sync-bn \
 	>bn2.tsv || fail "bn 2 ranks --sync-bn"
-paste -d ' ' <(losses bn1.tsv) <(losses bn2.tsv) | awk '
-	{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
-	END { exit bad }' || fail "--sync-bn: 2 ranks x 8 differ from 1 rank x 16"
+same_losses bn1.tsv bn2.tsv || fail "--sync-bn: 2 ranks x 8 differ from 1 rank x 16"
 
 # models/unet-pose.spec on 96x96 RGB frames: its outputs are maps, and
 # class labels are refused.

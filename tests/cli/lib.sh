@@ -301,3 +301,33 @@ need_pose_python() {
 		{ echo "numpy and Pillow: none installed (python3-numpy python3-pil) and no venv from PyPI"; exit 77; }
 	PY=$venv/bin/python
 }
+
+# losses FILE: "STEP LOSS" for each step record of a run's stdout
+# (mgpu-train --log-every 1), one a line.
+losses() { awk -F '\t' '$1 == "step" { print $2, $4 }' "$1"; }
+
+# same_losses A B: runs A and B (their stdout) logged the same steps, each
+# loss within 1e-4 of the other (relative); prints the pairs that are not.
+# What data parallelism must keep: 2 ranks x 8 train as 1 rank x 16.
+same_losses() {
+	paste -d ' ' <(losses "$1") <(losses "$2") | awk '
+		{ d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-4 * $2) { print; bad = 1 } }
+		END { exit bad }'
+}
+
+# bf16_resumed FULL PART: checkpoint directories of a --dtype bf16 run,
+# FULL trained straight and PART to the same step through a resume, hold
+# the same weights bit for bit; PART records --dtype bf16 in state.json
+# and keeps its tensors fp32 (bf16 is arithmetic, not storage).
+bf16_resumed() {
+	cmp "$1/model.safetensors" "$2/model.safetensors" || fail "resumed bf16 weights differ"
+	grep -q '"--dtype", "bf16"' "$2/state.json" ||
+		fail "the checkpoint does not record --dtype bf16: $(cat "$2/state.json")"
+	python3 - "$2/model.safetensors" <<'PY' || fail "bf16 checkpoint tensors are not F32"
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+dt = {v["dtype"] for k, v in hdr.items() if k != "__metadata__"}
+sys.exit(0 if dt == {"F32"} else 1)
+PY
+}

@@ -16,6 +16,7 @@
 #include "model/spec.h"      /* mgpu_spec_parse */
 #include "data/samples.h"  /* MGPU_DTYPE_F32 */
 #include "t.h"
+#include "cnn_util.h"      /* rel_diff, write_file */
 #include "tmpdir.h"        /* t_tmpdir_make, tpath */
 
 #define NB 4
@@ -191,19 +192,6 @@ static int bf16_pass(const char *spec, const char *backend, int ndim, const uint
 		rc = mgpu_dev_to_host(&net.dev, *g, net.m.g, *n * sizeof **g);
 	net_close(&net);
 	return rc;
-}
-
-/* max |a - b| / max |b| over n values */
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-	double num = 0, den = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		num = fmax(num, fabs((double)a[i] - b[i]));
-		den = fmax(den, fabs((double)b[i]));
-	}
-	return den > 0 ? num / den : num;
 }
 
 /* --dtype bf16 through the family (every conv of the 2-D and 1-D nets:
@@ -573,16 +561,6 @@ static void test_spec_errors(void)
 
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		T_FAILS(mgpu_spec_parse(&s, bad[i].text, "t"), MGPU_EINVAL, bad[i].msg);
-}
-
-static int write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	fputs(text, f);
-	return fclose(f) == 0 ? 0 : -1;
 }
 
 /* A spec file: the "cnn" line, one layer per line, comments. */

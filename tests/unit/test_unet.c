@@ -9,7 +9,6 @@
  */
 #include <limits.h> /* INT_MAX */
 #include <math.h>   /* fabs */
-#include <stdio.h>  /* FILE */
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strcmp, memset */
 
@@ -19,6 +18,7 @@
 #include "model/model.h"  /* struct mgpu_model */
 #include "model/spec.h"   /* mgpu_spec_parse */
 #include "t.h"
+#include "cnn_util.h"     /* rel_diff, write_file */
 #include "tmpdir.h"       /* t_tmpdir_make, tpath */
 
 #define NB 3
@@ -212,19 +212,6 @@ static int prec_pass(const char *spec, const char *backend, int prec, float **ou
 	free(r);
 	net_close(&n);
 	return rc;
-}
-
-/* max |a - b| / max |b| over n values */
-static double rel_diff(const float *a, const float *b, size_t n)
-{
-	double num = 0, den = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		num = fmax(num, fabs((double)a[i] - b[i]));
-		den = fmax(den, fabs((double)b[i]));
-	}
-	return den > 0 ? num / den : num;
 }
 
 /* --dtype bf16 reaches the transposed convolutions as the convolutions
@@ -490,16 +477,6 @@ static void test_spec_errors(void)
 
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		T_FAILS(mgpu_spec_parse(&s, bad[i].text, "t"), MGPU_EINVAL, bad[i].msg);
-}
-
-static int write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	fputs(text, f);
-	return fclose(f) == 0 ? 0 : -1;
 }
 
 /* A spec file's messages name the file and its own line numbers. */
