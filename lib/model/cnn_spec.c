@@ -160,10 +160,13 @@ static int parse_conv(struct mgpu_cnn_line *L, const struct words *w, const stru
 		MGPU_TRY(int_in(kv[3], 1, MAX_CHANNELS, "groups g", &L->g, a));
 	if (kv[4])
 		MGPU_TRY(int_in(kv[4], 1, MAX_KERNEL, "dilation d", &L->d, a));
-	/* torch's rule: the output padding is below the stride or the dilation */
+	/* below the stride, narrower than torch's "below the stride or the
+	 * dilation": a tconv runs as the convolution from its output back to
+	 * its input, which maps (in - 1) s - 2p + d(k - 1) + o + 1 rows to
+	 * in + floor(o / s), the input's extent only when o < s */
 	if (kv[5])
-		MGPU_TRY(int_in(kv[5], 0, (L->s > L->d ? L->s : L->d) - 1,
-				"output padding o (below the stride or the dilation)", &L->o, a));
+		MGPU_TRY(int_in(kv[5], 0, L->s - 1, "output padding o (below the stride)", &L->o,
+				a));
 	if (L->n % L->g)
 		return mgpu_err(MGPU_EINVAL, AT_FMT ": groups %d do not divide %d channels",
 				AT_ARGS(a), L->g, L->n);
