@@ -109,12 +109,20 @@ static int state_of(void **state, struct state **out)
 	struct state *s = *state;
 
 	if (!s) {
+		dnnl_status_t rc;
+
 		s = calloc(1, sizeof *s);
 		if (!s)
 			return mgpu_err(MGPU_ENOMEM, "cpu: out of memory");
+		rc = dnnl_engine_create(&s->eng, dnnl_cpu, 0);
+		if (rc == dnnl_success)
+			rc = dnnl_stream_create(&s->strm, s->eng, dnnl_stream_default_flags);
+		if (rc != dnnl_success) { /* kept, it would fail every later call */
+			mgpu_cpu_mm_release(s);
+			return mgpu_err(rc == dnnl_out_of_memory ? MGPU_ENOMEM : MGPU_EDEVICE,
+					"oneDNN: no cpu engine and stream: %s", dnnl_status2str(rc));
+		}
 		*state = s;
-		DNNL(dnnl_engine_create(&s->eng, dnnl_cpu, 0));
-		DNNL(dnnl_stream_create(&s->strm, s->eng, dnnl_stream_default_flags));
 	}
 	*out = s;
 	return 0;
@@ -216,14 +224,21 @@ out:
 /* The cache's entry for k, made on a miss. */
 static int lookup(struct state *s, const struct key *k, struct entry **out)
 {
-	int i;
+	int i, hole = -1;
 
-	for (i = 0; i < CACHE && s->e[i].used; i++)
+	/* every slot: one whose making failed is empty between used ones */
+	for (i = 0; i < CACHE; i++) {
+		if (!s->e[i].used) {
+			hole = hole < 0 ? i : hole;
+			continue;
+		}
 		if (!memcmp(&s->e[i].key, k, sizeof *k)) {
 			*out = &s->e[i];
 			return 0;
 		}
-	if (i == CACHE) {
+	}
+	i = hole;
+	if (i < 0) {
 		i = s->next;
 		s->next = (s->next + 1) % CACHE;
 		entry_free(&s->e[i]);
