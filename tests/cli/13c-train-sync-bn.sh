@@ -24,7 +24,7 @@ same() { # same REF RUN: per-step losses within 1e-4 and tensors within 1e-4
 		{ d = $2 - $4; if (d < 0) d = -d
 		  if ($1 != $3 || d > 1e-4) { print f ": step " $1 ": " $2 " vs " $4; bad = 1 } }
 		END { exit bad }' || fail "$2: the loss differs from one rank of 16"
-	d=$(ckpt_maxdiff "$1" "$2") || fail "$2: checkpoints: $d"
+	d=$(ckpt_maxdiff "$1" "$2" bn) || fail "$2: checkpoints: $d"
 	awk -v d="$d" 'BEGIN { exit !(d <= 1e-4) }' || fail "$2: tensors differ by $d from $1"
 }
 run one --batch-size 16
@@ -38,7 +38,7 @@ run dp --global-batch-size 16 --cpu-ranks 2 --mode dp --sync-bn
 same one dp
 # without it, each rank its own batch: not the same training
 run own --batch-size 8 --cpu-ranks 2
-d=$(ckpt_maxdiff one own)
+d=$(ckpt_maxdiff one own bn)
 awk -v d="$d" 'BEGIN { exit !(d > 1e-3) }' ||
 	fail "without --sync-bn 2 ranks x 8 match 1 x 16 (max diff $d): the sums were shared"
 # a model without BatchNorm has nothing to sync: a usage error

@@ -26,28 +26,13 @@ expect 1 "ranks of a job of 2 nodes meet at node 0's address, but MASTER_ADDR is
 netns_up 3
 export MASTER_ADDR=$(host_addr 1) MASTER_PORT=29517 MGPU_JOB_TOKEN=job-$$
 
-# same_weights A B: the model tensors of checkpoints A and B agree within 1e-4
+# same_weights A B: checkpoints A and B are of the same step and their
+# model tensors agree within 1e-4
 same_weights() {
-	python3 - "$1" "$2" <<'PY'
-import json, struct, sys
-def load(d):
-    step = open(d + "/latest").read().strip()
-    b = open(f"{d}/{step}/model.safetensors", "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    out = {}
-    for k, v in h.items():
-        if k == "__metadata__": continue
-        s, e = v["data_offsets"]
-        raw = b[8 + n + s:8 + n + e]
-        out[k] = struct.unpack(f"<{len(raw) // 4}f", raw)
-    return step, out
-(sa, a), (sb, b) = load(sys.argv[1]), load(sys.argv[2])
-assert sa == sb, (sa, sb)
-assert a.keys() == b.keys(), (a.keys(), b.keys())
-worst = max(abs(x - y) for k in a for x, y in zip(a[k], b[k]))
-assert worst <= 1e-4, f"{sys.argv[1]} vs {sys.argv[2]}: max diff {worst}"
-PY
+	[ "$(cat "$1/latest")" = "$(cat "$2/latest")" ] ||
+		{ echo "$1 is at $(cat "$1/latest"), $2 at $(cat "$2/latest")" >&2; return 1; }
+	d=$(ckpt_maxdiff "$1" "$2") || { echo "$d" >&2; return 1; }
+	awk -v d="$d" 'BEGIN { exit !(d <= 1e-4) }' || { echo "$1 vs $2: max diff $d" >&2; return 1; }
 }
 last_loss() { awk -F '\t' '$1 == "step" { l = $4 } END { print l }' "$1"; }
 
